@@ -1,0 +1,245 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Etcd is an etcd cluster managed by etcd-conductor.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=etcd
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Quorate",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="All-Updated",type=string,JSONPath=`.status.conditions[?(@.type=="AllMembersUpdated")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Etcd struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdSpec   `json:"spec"`
+	Status EtcdStatus `json:"status,omitempty"`
+}
+
+// EtcdList is a list of Etcd resources.
+//
+// +kubebuilder:object:root=true
+type EtcdList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Etcd `json:"items"`
+}
+
+// EtcdSpec is the desired state of an etcd cluster.
+type EtcdSpec struct {
+	// Replicas is the number of members. etcd needs a majority to make progress, so only 0
+	// (stopped) and odd sizes are accepted.
+	//
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self % 2 == 1 || self == 0",message="replicas must be 0 or an odd number (1, 3, 5, 7, ...): an even-sized etcd cluster tolerates no more failures than the odd size below it"
+	Replicas int32 `json:"replicas"`
+
+	// Labels are added to every object created for this cluster, and select its pods.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to every object created for this cluster.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Etcd configures the etcd container.
+	Etcd EtcdConfig `json:"etcd"`
+
+	// PriorityClassName is set on the member pods.
+	// +optional
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+
+	// StorageClass is the storage class of each member's data volume.
+	// +optional
+	StorageClass *string `json:"storageClass,omitempty"`
+
+	// StorageCapacity is the size of each member's data volume (default 16Gi).
+	// +optional
+	StorageCapacity *resource.Quantity `json:"storageCapacity,omitempty"`
+}
+
+// EtcdConfig configures the etcd container of each member.
+type EtcdConfig struct {
+	// Image is the etcd container image.
+	// +optional
+	Image *string `json:"image,omitempty"`
+
+	// ClientPort is the port serving clients (default 2379).
+	// +optional
+	ClientPort *int32 `json:"clientPort,omitempty"`
+
+	// ServerPort is the port serving peers (default 2380).
+	// +optional
+	ServerPort *int32 `json:"serverPort,omitempty"`
+
+	// ClientUrlTLS secures client traffic.
+	// +optional
+	ClientUrlTLS *TLSConfig `json:"clientUrlTls,omitempty"`
+
+	// PeerUrlTLS secures peer traffic.
+	// +optional
+	PeerUrlTLS *TLSConfig `json:"peerUrlTls,omitempty"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// TLSConfig names the Secrets that hold a CA bundle and key pairs.
+type TLSConfig struct {
+	// TLSCASecretRef is the Secret holding the CA bundle.
+	TLSCASecretRef SecretReference `json:"tlsCASecretRef"`
+
+	// ServerTLSSecretRef is the Secret holding the server key pair (tls.crt, tls.key).
+	ServerTLSSecretRef corev1.SecretReference `json:"serverTLSSecretRef"`
+
+	// ClientTLSSecretRef is the Secret holding a client key pair (tls.crt, tls.key).
+	// +optional
+	ClientTLSSecretRef corev1.SecretReference `json:"clientTLSSecretRef,omitempty"`
+}
+
+// SecretReference names a Secret and the key inside it.
+type SecretReference struct {
+	corev1.SecretReference `json:",inline"`
+
+	// DataKey is the key of the Secret's data that holds the value (default ca.crt).
+	// +optional
+	DataKey *string `json:"dataKey,omitempty"`
+}
+
+// EtcdStatus is the observed state of an etcd cluster.
+type EtcdStatus struct {
+	// ObservedGeneration is the generation of the spec the status was computed for.
+	// +optional
+	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (quorate), AllMembersReady, AllMembersUpdated.
+	// +optional
+	Conditions []Condition `json:"conditions,omitempty"`
+
+	// Members is the state of each member.
+	// +optional
+	Members []EtcdMemberStatus `json:"members,omitempty"`
+
+	// Replicas is the number of member pods.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas is the number of member pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// CurrentReplicas is the number of member pods at the StatefulSet's update revision, computed
+	// from each pod's controller-revision-hash (the StatefulSet's own field lags under OnDelete).
+	// +optional
+	CurrentReplicas int32 `json:"currentReplicas,omitempty"`
+
+	// Ready is true when the cluster has quorum and all members are ready.
+	// +optional
+	Ready *bool `json:"ready,omitempty"`
+
+	// Selector is the label selector of the member pods, for the scale subresource.
+	// +optional
+	Selector *string `json:"selector,omitempty"`
+
+	// LastErrors are the errors of the last reconciliation.
+	// +optional
+	LastErrors []LastError `json:"lastErrors,omitempty"`
+
+	// LastOperation is the last operation on the cluster.
+	// +optional
+	LastOperation *LastOperation `json:"lastOperation,omitempty"`
+}
+
+// ConditionType names a condition.
+type ConditionType string
+
+// ConditionStatus is the status of a condition.
+type ConditionStatus string
+
+const (
+	// ConditionTypeReady is True while the members form a quorum.
+	ConditionTypeReady ConditionType = "Ready"
+	// ConditionTypeAllMembersReady is True while every member is ready.
+	ConditionTypeAllMembersReady ConditionType = "AllMembersReady"
+	// ConditionTypeAllMembersUpdated is True while every member pod is at the update revision.
+	ConditionTypeAllMembersUpdated ConditionType = "AllMembersUpdated"
+
+	ConditionTrue    ConditionStatus = "True"
+	ConditionFalse   ConditionStatus = "False"
+	ConditionUnknown ConditionStatus = "Unknown"
+)
+
+// Condition is one aspect of the cluster's state.
+type Condition struct {
+	Type   ConditionType   `json:"type"`
+	Status ConditionStatus `json:"status"`
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// EtcdRole is a member's raft role.
+type EtcdRole string
+
+const (
+	EtcdRoleLeader EtcdRole = "Leader"
+	EtcdRoleMember EtcdRole = "Member"
+)
+
+// EtcdMemberConditionStatus is a member's health.
+type EtcdMemberConditionStatus string
+
+const (
+	EtcdMemberStatusReady    EtcdMemberConditionStatus = "Ready"
+	EtcdMemberStatusNotReady EtcdMemberConditionStatus = "NotReady"
+	EtcdMemberStatusUnknown  EtcdMemberConditionStatus = "Unknown"
+)
+
+// EtcdMemberStatus is the state of one member.
+type EtcdMemberStatus struct {
+	// Name is the member's (and its pod's) name.
+	Name string `json:"name"`
+	// ID is the member's ID in hex.
+	// +optional
+	ID *string `json:"id,omitempty"`
+	// Role is Leader or Member.
+	// +optional
+	Role *EtcdRole `json:"role,omitempty"`
+	// Status is Ready, NotReady or Unknown.
+	Status EtcdMemberConditionStatus `json:"status"`
+	// Reason says why the member has this status.
+	Reason string `json:"reason"`
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// LastError is an error of the last reconciliation.
+type LastError struct {
+	Code        string      `json:"code"`
+	Description string      `json:"description"`
+	ObservedAt  metav1.Time `json:"observedAt"`
+}
+
+// LastOperation is the last operation on the cluster.
+type LastOperation struct {
+	Type           string      `json:"type"`
+	State          string      `json:"state"`
+	Description    string      `json:"description"`
+	RunID          string      `json:"runID,omitempty"`
+	LastUpdateTime metav1.Time `json:"lastUpdateTime"`
+}
