@@ -1,0 +1,85 @@
+{{/*
+Chart name, overridable; truncated because some Kubernetes name fields are limited to 63 characters.
+*/}}
+{{- define "etcd-conductor.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name for namespaced and cluster-scoped objects. A release already named after the chart
+is not repeated, so `helm install etcd-conductor` gives "etcd-conductor", not a doubled name.
+*/}}
+{{- define "etcd-conductor.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "etcd-conductor.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Selector labels never change after install: a Deployment's selector is immutable.
+*/}}
+{{- define "etcd-conductor.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "etcd-conductor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "etcd-conductor.labels" -}}
+helm.sh/chart: {{ include "etcd-conductor.chart" . }}
+{{ include "etcd-conductor.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "etcd-conductor.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+Where the operator-wide member client key pair is mounted; config.yaml points at files below it.
+*/}}
+{{- define "etcd-conductor.memberClientTLSDir" -}}
+/etc/etcd-conductor/member-client-tls
+{{- end }}
+
+{{/*
+The OperatorConfiguration the manager decodes strictly (internal/api/config/v1alpha1): every key
+written here must exist there, or the manager refuses to start.
+*/}}
+{{- define "etcd-conductor.operatorConfig" -}}
+apiVersion: config.druid.gardener.cloud/v1alpha1
+kind: OperatorConfiguration
+leaderElection:
+  enabled: {{ .Values.leaderElection.enabled }}
+  resourceNamespace: {{ .Release.Namespace }}
+  resourceName: {{ include "etcd-conductor.fullname" . }}-leader-election
+controllers:
+  etcd:
+    concurrentSyncs: {{ .Values.controllers.etcd.concurrentSyncs }}
+  ondelete:
+    concurrentSyncs: {{ .Values.controllers.ondelete.concurrentSyncs }}
+    memberRoleSource: {{ .Values.controllers.ondelete.memberRoleSource }}
+{{- with .Values.featureGates }}
+featureGates:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if .Values.memberClientTLS.secretName }}
+{{- $dir := include "etcd-conductor.memberClientTLSDir" . }}
+memberClientTLS:
+  caFile: {{ $dir }}/ca.crt
+  certFile: {{ $dir }}/tls.crt
+  keyFile: {{ $dir }}/tls.key
+{{- end }}
+metricsBindAddress: ":8080"
+healthProbeBindAddress: ":8081"
+{{- end }}
