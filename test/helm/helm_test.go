@@ -1,0 +1,202 @@
+package helm
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Every render uses the same release name and namespace so golden files are stable.
+const (
+	releaseName      = "conductor"
+	releaseNamespace = "etcd-system"
+)
+
+var repoRoot = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("getting working directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+})
+
+func mustRepoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("finding repo root: %v", err)
+	}
+	return root
+}
+
+func chartDir(t *testing.T) string {
+	return filepath.Join(mustRepoRoot(t), "charts", "etcd-conductor")
+}
+
+// helmBinary finds bin/helm. A developer without it gets a skip; CI must not silently skip the
+// chart tests, so there a missing binary is a failure.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	binDir := os.Getenv("ETCD_CONDUCTOR_BIN_DIR")
+	if binDir == "" {
+		binDir = filepath.Join(mustRepoRoot(t), "bin")
+	}
+	path := filepath.Join(binDir, "helm")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("helm not found at %s (%v); run `make tools`", path, err)
+		}
+		t.Skipf("helm not found at %s; run `make tools` to build it", path)
+	}
+	return path
+}
+
+// runHelm runs helm with its config, cache and data homes in a temp dir, so tests neither read
+// nor write the user's helm state. It returns stdout and, on failure, an error holding stderr.
+func runHelm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	helm := helmBinary(t)
+	home := t.TempDir()
+	cmd := exec.Command(helm, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\nstdout:\n%s\nstderr:\n%s",
+			strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// templateArgs builds `helm template` for the chart with the given values files and extra flags.
+func templateArgs(t *testing.T, valuesFiles []string, extra ...string) []string {
+	args := []string{"template", releaseName, chartDir(t), "--namespace", releaseNamespace}
+	for _, f := range valuesFiles {
+		args = append(args, "--values", f)
+	}
+	return append(args, extra...)
+}
+
+// render returns the manifests helm template produces, failing the test if it fails.
+func render(t *testing.T, valuesFiles []string, extra ...string) string {
+	t.Helper()
+	out, err := runHelm(t, templateArgs(t, valuesFiles, extra...)...)
+	if err != nil {
+		t.Fatalf("rendering chart: %v", err)
+	}
+	return out
+}
+
+// manifest is one rendered object: its kind and name for lookup, and its YAML for typed decoding.
+type manifest struct {
+	Kind string
+	Name string
+	YAML []byte
+}
+
+type manifests []manifest
+
+func splitManifests(t *testing.T, rendered string) manifests {
+	t.Helper()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rendered)))
+	var out manifests
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("splitting rendered manifests: %v", err)
+		}
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			t.Fatalf("reading kind and name of a rendered document: %v\n%s", err, doc)
+		}
+		if head.Kind == "" {
+			continue // a document holding only comments
+		}
+		out = append(out, manifest{Kind: head.Kind, Name: head.Metadata.Name, YAML: doc})
+	}
+}
+
+// ofKind returns the only rendered object of a kind, failing unless there is exactly one.
+func (ms manifests) ofKind(t *testing.T, kind string) manifest {
+	t.Helper()
+	var found []manifest
+	for _, m := range ms {
+		if m.Kind == kind {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want exactly one %s, rendered %d", kind, len(found))
+	}
+	return found[0]
+}
+
+func (ms manifests) count(kind string) int {
+	n := 0
+	for _, m := range ms {
+		if m.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// decodeStrict decodes a rendered object into its Go type, rejecting unknown fields so a
+// misspelled field in a template fails here rather than being dropped by the API server.
+func decodeStrict(t *testing.T, m manifest, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(m.YAML, into); err != nil {
+		t.Fatalf("decoding %s %s strictly: %v\n%s", m.Kind, m.Name, err, m.YAML)
+	}
+}
+
+func testdataPath(t *testing.T, name string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatalf("resolving testdata/%s: %v", name, err)
+	}
+	return path
+}
+
+// writeValues writes a values file into a temp dir, for cases that exist only as a typo.
+func writeValues(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatalf("writing values file: %v", err)
+	}
+	return path
+}

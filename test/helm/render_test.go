@@ -1,0 +1,474 @@
+package helm
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+)
+
+const configKey = "config.yaml"
+
+// rendered is one chart render decoded into the typed objects the tests look at.
+type rendered struct {
+	all         manifests
+	deployment  appsv1.Deployment
+	configMap   corev1.ConfigMap
+	clusterRole rbacv1.ClusterRole
+}
+
+func renderDecoded(t *testing.T, valuesFiles []string, extra ...string) rendered {
+	t.Helper()
+	ms := splitManifests(t, render(t, valuesFiles, extra...))
+	var r rendered
+	r.all = ms
+	decodeStrict(t, ms.ofKind(t, "Deployment"), &r.deployment)
+	decodeStrict(t, ms.ofKind(t, "ConfigMap"), &r.configMap)
+	decodeStrict(t, ms.ofKind(t, "ClusterRole"), &r.clusterRole)
+	return r
+}
+
+func (r rendered) managerContainer(t *testing.T) corev1.Container {
+	t.Helper()
+	containers := r.deployment.Spec.Template.Spec.Containers
+	if len(containers) != 1 || containers[0].Name != "manager" {
+		t.Fatalf("want one container named manager, got %d: %v", len(containers), containers)
+	}
+	return containers[0]
+}
+
+// operatorConfig decodes the rendered config exactly as the manager does at start-up.
+func (r rendered) operatorConfig(t *testing.T) (*configv1alpha1.OperatorConfiguration, features.Gates) {
+	t.Helper()
+	raw, ok := r.configMap.Data[configKey]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no %s", r.configMap.Name, configKey)
+	}
+	cfg, err := configv1alpha1.Decode([]byte(raw))
+	if err != nil {
+		t.Fatalf("manager would reject the rendered configuration: %v\n%s", err, raw)
+	}
+	gates, err := features.New(cfg.FeatureGates)
+	if err != nil {
+		t.Fatalf("manager would reject the rendered feature gates: %v\n%s", err, raw)
+	}
+	return cfg, gates
+}
+
+// The chart is only useful if the manager starts with what it renders: decode every case with
+// the manager's own strict decoder and check each value went where the values file put it.
+func TestRenderedConfigIsAcceptedByManager(t *testing.T) {
+	type want struct {
+		onDelete         bool
+		tlsSecret        string
+		etcdSyncs        int
+		ondeleteSyncs    int
+		memberRoleSource configv1alpha1.MemberRoleSource
+	}
+	wants := map[string]want{
+		"default":       {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto},
+		"ondelete-tls":  {onDelete: true, tlsSecret: "etcd-conductor-member-client-tls", etcdSyncs: 5, ondeleteSyncs: 2, memberRoleSource: configv1alpha1.MemberRoleSourceAuto},
+		"ha-monitoring": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceLeaseOnly},
+	}
+	for _, tc := range renderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, ok := wants[tc.name]
+			if !ok {
+				t.Fatalf("no expectation for render case %q", tc.name)
+			}
+			r := renderDecoded(t, tc.valuesPaths(t))
+			cfg, gates := r.operatorConfig(t)
+
+			if got := gates.Enabled(features.QuorumAwareUpdatesWithOnDelete); got != w.onDelete {
+				t.Errorf("QuorumAwareUpdatesWithOnDelete = %t, want %t", got, w.onDelete)
+			}
+			if got := cfg.Controllers.Etcd.ConcurrentSyncs; got != w.etcdSyncs {
+				t.Errorf("controllers.etcd.concurrentSyncs = %d, want %d", got, w.etcdSyncs)
+			}
+			if got := cfg.Controllers.OnDelete.ConcurrentSyncs; got != w.ondeleteSyncs {
+				t.Errorf("controllers.ondelete.concurrentSyncs = %d, want %d", got, w.ondeleteSyncs)
+			}
+			if got := cfg.Controllers.OnDelete.MemberRoleSource; got != w.memberRoleSource {
+				t.Errorf("controllers.ondelete.memberRoleSource = %q, want %q", got, w.memberRoleSource)
+			}
+			le := cfg.LeaderElection
+			if !le.Enabled || le.ResourceNamespace != releaseNamespace || le.ResourceName == "" {
+				t.Errorf("leader election = %+v, want enabled in namespace %s with a name", le, releaseNamespace)
+			}
+			if cfg.MetricsBindAddress != ":8080" || cfg.HealthProbeBindAddress != ":8081" {
+				t.Errorf("bind addresses metrics=%q health=%q, want :8080 and :8081", cfg.MetricsBindAddress, cfg.HealthProbeBindAddress)
+			}
+			checkMemberClientTLS(t, r, cfg, w.tlsSecret)
+		})
+	}
+}
+
+// checkMemberClientTLS proves the files the config names are where the Secret is mounted: a
+// mismatch would only show as a TLS error at the first rollout.
+func checkMemberClientTLS(t *testing.T, r rendered, cfg *configv1alpha1.OperatorConfiguration, secretName string) {
+	t.Helper()
+	podSpec := r.deployment.Spec.Template.Spec
+	var secretVolume *corev1.Volume
+	for i, v := range podSpec.Volumes {
+		if v.Secret != nil {
+			secretVolume = &podSpec.Volumes[i]
+		}
+	}
+	if secretName == "" {
+		if cfg.MemberClientTLS != nil {
+			t.Errorf("memberClientTLS = %+v, want none without a secret", cfg.MemberClientTLS)
+		}
+		if secretVolume != nil {
+			t.Errorf("secret volume %s mounted without memberClientTLS.secretName", secretVolume.Name)
+		}
+		return
+	}
+	if cfg.MemberClientTLS == nil {
+		t.Fatal("memberClientTLS missing from the config although a secret is set")
+	}
+	if secretVolume == nil || secretVolume.Secret.SecretName != secretName {
+		t.Fatalf("want a volume from secret %s, got %+v", secretName, secretVolume)
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range r.managerContainer(t).VolumeMounts {
+		if m.Name == secretVolume.Name {
+			mount = &r.managerContainer(t).VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		t.Fatalf("secret volume %s is not mounted in the manager", secretVolume.Name)
+	}
+	if !mount.ReadOnly {
+		t.Errorf("member client TLS mount %s is writable", mount.MountPath)
+	}
+	files := map[string]string{
+		"caFile":   cfg.MemberClientTLS.CAFile,
+		"certFile": cfg.MemberClientTLS.CertFile,
+		"keyFile":  cfg.MemberClientTLS.KeyFile,
+	}
+	wantKey := map[string]string{"caFile": "ca.crt", "certFile": "tls.crt", "keyFile": "tls.key"}
+	for field, file := range files {
+		if path.Dir(file) != mount.MountPath {
+			t.Errorf("memberClientTLS.%s = %s, not in the mount %s", field, file, mount.MountPath)
+		}
+		if got := path.Base(file); got != wantKey[field] {
+			t.Errorf("memberClientTLS.%s names %s, want the Secret key %s", field, got, wantKey[field])
+		}
+		projected := slices.ContainsFunc(secretVolume.Secret.Items, func(k corev1.KeyToPath) bool {
+			return k.Key == path.Base(file) && k.Path == path.Base(file)
+		})
+		if !projected {
+			t.Errorf("secret volume does not project %s as %s", path.Base(file), path.Base(file))
+		}
+	}
+}
+
+// Every rendered object decodes strictly into its Kubernetes type, and the objects point at each
+// other by the names they really have.
+func TestRenderedObjectsAreConsistent(t *testing.T) {
+	for _, tc := range renderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderDecoded(t, tc.valuesPaths(t))
+			var (
+				sa      corev1.ServiceAccount
+				binding rbacv1.ClusterRoleBinding
+			)
+			decodeStrict(t, r.all.ofKind(t, "ServiceAccount"), &sa)
+			decodeStrict(t, r.all.ofKind(t, "ClusterRoleBinding"), &binding)
+			for _, m := range r.all {
+				switch m.Kind {
+				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "ServiceMonitor":
+				default:
+					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)
+				}
+			}
+
+			pod := r.deployment.Spec.Template
+			if pod.Spec.ServiceAccountName != sa.Name {
+				t.Errorf("pod runs as %q, ServiceAccount is %q", pod.Spec.ServiceAccountName, sa.Name)
+			}
+			if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != r.clusterRole.Name {
+				t.Errorf("binding refers to %+v, ClusterRole is %q", binding.RoleRef, r.clusterRole.Name)
+			}
+			wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: sa.Name, Namespace: releaseNamespace}
+			if !slices.Equal(binding.Subjects, []rbacv1.Subject{wantSubject}) {
+				t.Errorf("binding subjects %+v, want only %+v", binding.Subjects, wantSubject)
+			}
+			if !selects(r.deployment.Spec.Selector.MatchLabels, pod.Labels) {
+				t.Errorf("deployment selector %v does not select pod labels %v", r.deployment.Spec.Selector.MatchLabels, pod.Labels)
+			}
+			configFromVolume := ""
+			for _, v := range pod.Spec.Volumes {
+				if v.ConfigMap != nil {
+					configFromVolume = v.ConfigMap.Name
+				}
+			}
+			if configFromVolume != r.configMap.Name {
+				t.Errorf("pod mounts ConfigMap %q, chart renders %q", configFromVolume, r.configMap.Name)
+			}
+
+			if r.all.count("Service") == 1 {
+				var svc corev1.Service
+				decodeStrict(t, r.all.ofKind(t, "Service"), &svc)
+				if !selects(svc.Spec.Selector, pod.Labels) {
+					t.Errorf("metrics Service selector %v does not select pod labels %v", svc.Spec.Selector, pod.Labels)
+				}
+				ports := containerPortNames(r.managerContainer(t))
+				for _, p := range svc.Spec.Ports {
+					if !slices.Contains(ports, p.TargetPort.String()) {
+						t.Errorf("Service targets port %q, container has %v", p.TargetPort.String(), ports)
+					}
+				}
+				if r.all.count("ServiceMonitor") == 1 {
+					checkServiceMonitor(t, r.all.ofKind(t, "ServiceMonitor"), svc)
+				}
+			}
+		})
+	}
+}
+
+func checkServiceMonitor(t *testing.T, m manifest, svc corev1.Service) {
+	t.Helper()
+	// No Go type for ServiceMonitor is vendored; the fields used are few enough to declare.
+	var sm struct {
+		APIVersion string `json:"apiVersion"`
+		Spec       struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			NamespaceSelector struct {
+				MatchNames []string `json:"matchNames"`
+			} `json:"namespaceSelector"`
+			Endpoints []struct {
+				Port string `json:"port"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(m.YAML, &sm); err != nil {
+		t.Fatalf("decoding ServiceMonitor: %v", err)
+	}
+	if sm.APIVersion != "monitoring.coreos.com/v1" {
+		t.Errorf("ServiceMonitor apiVersion %q", sm.APIVersion)
+	}
+	if !selects(sm.Spec.Selector.MatchLabels, svc.Labels) {
+		t.Errorf("ServiceMonitor selector %v does not select Service labels %v", sm.Spec.Selector.MatchLabels, svc.Labels)
+	}
+	if !slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{releaseNamespace}) {
+		t.Errorf("ServiceMonitor watches namespaces %v, want %s", sm.Spec.NamespaceSelector.MatchNames, releaseNamespace)
+	}
+	for _, e := range sm.Spec.Endpoints {
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == e.Port }) {
+			t.Errorf("ServiceMonitor scrapes port %q, Service has %v", e.Port, svc.Spec.Ports)
+		}
+	}
+}
+
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func containerPortNames(c corev1.Container) []string {
+	names := make([]string, 0, len(c.Ports))
+	for _, p := range c.Ports {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func TestManagerDeployment(t *testing.T) {
+	r := renderDecoded(t, nil)
+	c := r.managerContainer(t)
+	pod := r.deployment.Spec.Template.Spec
+
+	if want := "ghcr.io/etcd-conductor/etcd-conductor:0.1.0"; c.Image != want {
+		t.Errorf("image %q, want %q (appVersion by default)", c.Image, want)
+	}
+	if want := []string{"manager", "--config", "/etc/etcd-conductor/config.yaml"}; !slices.Equal(c.Args, want) {
+		t.Errorf("args %v, want %v", c.Args, want)
+	}
+	if got := r.deployment.Spec.Replicas; got == nil || *got != 1 {
+		t.Errorf("replicas %v, want 1", got)
+	}
+	configMounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.MountPath == "/etc/etcd-conductor/config.yaml" && m.SubPath == configKey && m.ReadOnly
+	})
+	if !configMounted {
+		t.Errorf("config.yaml is not mounted read-only at /etc/etcd-conductor/config.yaml: %+v", c.VolumeMounts)
+	}
+
+	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("pod securityContext does not require a non-root user: %+v", psc)
+	}
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		t.Fatal("manager has no securityContext")
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Error("root filesystem is writable")
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Error("privilege escalation is allowed")
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}):
+		t.Errorf("capabilities %+v, want all dropped", sc.Capabilities)
+	}
+
+	probes := []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{
+		{"liveness", c.LivenessProbe, "/healthz"},
+		{"readiness", c.ReadinessProbe, "/readyz"},
+	}
+	for _, p := range probes {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("%s probe is not an HTTP GET: %+v", p.name, p.probe)
+			continue
+		}
+		if p.probe.HTTPGet.Path != p.path || containerPort(c, p.probe.HTTPGet.Port.String()) != 8081 {
+			t.Errorf("%s probe GET %s on %s, want %s on 8081", p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), p.path)
+		}
+	}
+	if got := containerPort(c, "metrics"); got != 8080 {
+		t.Errorf("metrics port %d, want 8080", got)
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+		t.Errorf("no memory limit from values: %+v", c.Resources)
+	}
+}
+
+func containerPort(c corev1.Container, name string) int32 {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+// Without leader election two managers must never run at once, even during an upgrade.
+func TestLeaderElectionDisabled(t *testing.T) {
+	r := renderDecoded(t, nil, "--set", "leaderElection.enabled=false")
+	cfg, _ := r.operatorConfig(t)
+	if cfg.LeaderElection.Enabled {
+		t.Error("config enables leader election although the values disable it")
+	}
+	if got := r.deployment.Spec.Strategy.Type; got != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("deployment strategy %q, want Recreate", got)
+	}
+}
+
+// The manager reads its configuration only at start-up, so flipping a gate must change the pod
+// template (checksum annotation); a change that leaves the configuration alone must not.
+func TestConfigChecksumRestartsManager(t *testing.T) {
+	checksum := func(t *testing.T, extra ...string) string {
+		t.Helper()
+		r := renderDecoded(t, nil, extra...)
+		sum := r.deployment.Spec.Template.Annotations["checksum/config"]
+		if sum == "" {
+			t.Fatal("pod template has no checksum/config annotation")
+		}
+		return sum
+	}
+	base := checksum(t)
+	cases := []struct {
+		name    string
+		set     string
+		changes bool
+	}{
+		{"feature gate turned on", "featureGates.QuorumAwareUpdatesWithOnDelete=true", true},
+		{"member role source", "controllers.ondelete.memberRoleSource=LeaseOnly", true},
+		{"member client TLS", "memberClientTLS.secretName=client-tls", true},
+		{"image tag only", "image.tag=0.2.0", false},
+		{"pod annotation only", "podAnnotations.a=b", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := checksum(t, "--set", tc.set)
+			if changed := got != base; changed != tc.changes {
+				t.Errorf("checksum changed = %t, want %t", changed, tc.changes)
+			}
+		})
+	}
+}
+
+// The ClusterRole grants exactly this and nothing more. Each line is group/resource: verbs.
+func TestClusterRoleIsLeastPrivilege(t *testing.T) {
+	crud := "get,list,watch,create,update,patch,delete"
+	want := map[string]string{
+		"druid.gardener.cloud/etcds":             "get,list,watch,update,patch",
+		"druid.gardener.cloud/etcds/status":      "get,update,patch",
+		"druid.gardener.cloud/etcds/finalizers":  "update",
+		"apps/statefulsets":                      crud,
+		"core/pods":                              "get,list,watch,delete",
+		"core/services":                          crud,
+		"core/configmaps":                        crud,
+		"core/serviceaccounts":                   crud,
+		"rbac.authorization.k8s.io/roles":        crud,
+		"rbac.authorization.k8s.io/rolebindings": crud,
+		"coordination.k8s.io/leases":             crud,
+		"policy/poddisruptionbudgets":            crud,
+		"core/events":                            "create,patch",
+		"events.k8s.io/events":                   "create,patch",
+		"core/secrets":                           "get,list,watch",
+		"core/persistentvolumeclaims":            "get,list,watch",
+	}
+	r := renderDecoded(t, nil)
+	got := map[string][]string{}
+	for _, rule := range r.clusterRole.Rules {
+		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			t.Errorf("unexpected rule shape %+v", rule)
+		}
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				if group == "" {
+					group = "core"
+				}
+				key := group + "/" + resource
+				got[key] = append(got[key], rule.Verbs...)
+			}
+		}
+	}
+	for key, verbs := range got {
+		for _, v := range verbs {
+			if strings.Contains(key, "*") || v == "*" {
+				t.Errorf("wildcard in %s: %v", key, verbs)
+			}
+		}
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("grants %s %v, which the operator does not need", key, verbs)
+			continue
+		}
+		if !sameVerbs(verbs, strings.Split(w, ",")) {
+			t.Errorf("%s verbs %v, want %s", key, verbs, w)
+		}
+	}
+	for key, w := range want {
+		if _, ok := got[key]; !ok {
+			t.Errorf("missing %s: %s", key, w)
+		}
+	}
+}
+
+func sameVerbs(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
