@@ -5,6 +5,7 @@
 #   build-binaries.sh kubernetes <version>   -> kube-apiserver kube-controller-manager kube-scheduler kubectl
 #   build-binaries.sh etcd <version>         -> etcd-<version> (and etcdctl-<version>)
 #   build-binaries.sh helm <version>         -> helm
+#   build-binaries.sh controller-gen <version> -> controller-gen
 set -euo pipefail
 
 what=$1 version=$2
@@ -64,6 +65,9 @@ etcd)
   ;;
 helm)
   GOBIN=$cache/bin go install "helm.sh/helm/v3/cmd/helm@v$version"
+  ;;
+controller-gen)
+  GOBIN=$cache/bin go install "sigs.k8s.io/controller-tools/cmd/controller-gen@v$version"
   ;;
 *) echo "unknown tool set: $what" >&2; exit 2 ;;
 esac

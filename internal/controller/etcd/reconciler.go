@@ -1,0 +1,292 @@
+// Package etcd holds the Etcd reconciler: it writes the desired state of every object an Etcd owns
+// and relies on each object's own controller to act on it. It never touches pods: under
+// RollingUpdate the StatefulSet controller replaces them, under OnDelete the ondelete controller.
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
+// again; Secrets are not watched.
+const invalidInputRetry = 30 * time.Second
+
+// Reconciler converges the objects an Etcd owns.
+type Reconciler struct {
+	client   client.Client
+	recorder record.EventRecorder
+	gates    features.Gates
+	settings resources.Settings
+}
+
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// Config is what the reconciler needs beyond the manager.
+type Config struct {
+	Gates            features.Gates
+	MemberAgentImage string
+	// MemberAgentInterval overrides the sidecar's renew interval (tests and demos shorten it).
+	MemberAgentInterval string
+}
+
+// NewReconciler builds the reconciler from explicit dependencies.
+func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *Reconciler {
+	strategy := appsv1.RollingUpdateStatefulSetStrategyType
+	if cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
+		strategy = appsv1.OnDeleteStatefulSetStrategyType
+	}
+	return &Reconciler{
+		client:   c,
+		recorder: recorder,
+		gates:    cfg.Gates,
+		settings: resources.Settings{
+			UpdateStrategy:      strategy,
+			MemberAgentImage:    cfg.MemberAgentImage,
+			MemberAgentInterval: cfg.MemberAgentInterval,
+		},
+	}
+}
+
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=get;update;patch
+
+// Reconcile brings an Etcd's objects to their desired state:
+//  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
+//     and change nothing, so a bad edit never deletes or restarts a member;
+//  2. converge, in order: ServiceAccount, member-agent Role and RoleBinding, ConfigMap, peer and
+//     client Services, member Leases, PodDisruptionBudget, StatefulSet;
+//  3. record observedGeneration and clear lastErrors.
+//
+// The StatefulSet's spec.updateStrategy.type is written on every pass from the feature gate, so a
+// gate flip (config change + restart) flips it on the next reconcile, deleting no pod.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !etcd.DeletionTimestamp.IsZero() {
+		// Owned objects go with the Etcd through their owner references.
+		return ctrl.Result{}, nil
+	}
+
+	if problems := r.validate(ctx, etcd); len(problems) > 0 {
+		for _, p := range problems {
+			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
+			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
+		}
+		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
+	}
+
+	for _, step := range []struct {
+		name string
+		fn   func(context.Context, *druidv1alpha1.Etcd) error
+	}{
+		{"ServiceAccount", r.syncServiceAccount},
+		{"MemberAgentRBAC", r.syncMemberAgentRBAC},
+		{"ConfigMap", r.syncConfigMap},
+		{"Services", r.syncServices},
+		{"MemberLeases", r.syncMemberLeases},
+		{"PodDisruptionBudget", r.syncPodDisruptionBudget},
+		{"StatefulSet", r.syncStatefulSet},
+	} {
+		if err := step.fn(ctx, etcd); err != nil {
+			err = fmt.Errorf("syncing %s of Etcd %s: %w", step.name, req.NamespacedName, err)
+			problem := resources.Problem{Code: "ERR_SYNC_" + step.name, Message: err.Error()}
+			if recErr := r.recordOutcome(ctx, etcd, []resources.Problem{problem}); recErr != nil {
+				log.Error(recErr, "Recording the sync error on the Etcd status failed")
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.recordOutcome(ctx, etcd, nil)
+}
+
+func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	problems := resources.ValidateSpec(etcd)
+	for _, want := range resources.RequiredSecrets(etcd) {
+		secret := &corev1.Secret{}
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			secret = nil
+		case err != nil:
+			problems = append(problems, resources.Problem{Code: resources.ErrSecretMissing,
+				Message: fmt.Sprintf("reading Secret %s/%s: %v", etcd.Namespace, want.Name, err)})
+			continue
+		}
+		problems = append(problems, resources.ValidateSecret(etcd.Namespace, want, secret)...)
+	}
+	return problems
+}
+
+// recordOutcome writes the status fields this reconciler owns (observedGeneration, lastErrors)
+// with a merge patch of just those fields, so it never overwrites what the status and ondelete
+// controllers write.
+func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
+	patch := client.MergeFrom(etcd.DeepCopy())
+	now := metav1.Now()
+	var lastErrors []druidv1alpha1.LastError
+	for _, p := range problems {
+		lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: now})
+	}
+	etcd.Status.LastErrors = lastErrors
+	if len(problems) == 0 {
+		generation := etcd.Generation
+		etcd.Status.ObservedGeneration = &generation
+	}
+	if err := r.client.Status().Patch(ctx, etcd, patch); err != nil {
+		return fmt.Errorf("patching status of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	}
+	return nil
+}
+
+// apply creates obj or updates it with mutate, owned by the Etcd.
+func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj client.Object, mutate func()) error {
+	_, err := controllerutil.CreateOrUpdate(ctx, r.client, obj, func() error {
+		mutate()
+		return controllerutil.SetControllerReference(etcd, obj, r.client.Scheme())
+	})
+	return err
+}
+
+func (r *Reconciler) syncServiceAccount(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.ServiceAccount(etcd)
+	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	return r.apply(ctx, etcd, obj, func() { obj.Labels = desired.Labels })
+}
+
+func (r *Reconciler) syncMemberAgentRBAC(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	role := resources.MemberAgentRole(etcd)
+	roleObj := role.DeepCopy()
+	if err := r.apply(ctx, etcd, roleObj, func() { roleObj.Labels = role.Labels; roleObj.Rules = role.Rules }); err != nil {
+		return err
+	}
+	binding := resources.MemberAgentRoleBinding(etcd)
+	bindingObj := binding.DeepCopy()
+	return r.apply(ctx, etcd, bindingObj, func() {
+		bindingObj.Labels = binding.Labels
+		bindingObj.RoleRef = binding.RoleRef // immutable, and never changes for an Etcd
+		bindingObj.Subjects = binding.Subjects
+	})
+}
+
+func (r *Reconciler) syncConfigMap(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.ConfigMap(etcd)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	return r.apply(ctx, etcd, obj, func() { obj.Labels = desired.Labels; obj.Data = desired.Data })
+}
+
+func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	for _, desired := range []*corev1.Service{resources.PeerService(etcd), resources.ClientService(etcd)} {
+		obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		err := r.apply(ctx, etcd, obj, func() {
+			obj.Labels = desired.Labels
+			// clusterIP is allocated by the apiserver and immutable: keep what it chose.
+			if obj.Spec.ClusterIP == "" || desired.Spec.ClusterIP == corev1.ClusterIPNone {
+				obj.Spec.ClusterIP = desired.Spec.ClusterIP
+			}
+			obj.Spec.Type = desired.Spec.Type
+			obj.Spec.Selector = desired.Spec.Selector
+			obj.Spec.Ports = desired.Spec.Ports
+			obj.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncMemberLeases creates a Lease per desired member and removes those of members scaled away.
+// Only labels and the duration are reconciled: holderIdentity and renewTime belong to the agents.
+func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	want := map[string]bool{}
+	for _, member := range resources.MemberNames(etcd) {
+		want[member] = true
+		desired := resources.MemberLease(etcd, member)
+		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		if err := r.apply(ctx, etcd, obj, func() {
+			obj.Labels = desired.Labels
+			obj.Spec.LeaseDurationSeconds = desired.Spec.LeaseDurationSeconds
+		}); err != nil {
+			return err
+		}
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := r.client.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return fmt.Errorf("listing member leases: %w", err)
+	}
+	for i := range leases.Items {
+		lease := &leases.Items[i]
+		if want[lease.Name] || !metav1.IsControlledBy(lease, etcd) {
+			continue
+		}
+		if err := r.client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting lease %s of a removed member: %w", lease.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.PodDisruptionBudget(etcd)
+	obj := desired.DeepCopy()
+	obj.Spec = desired.Spec
+	return r.apply(ctx, etcd, obj, func() {
+		obj.Labels = desired.Labels
+		obj.Spec.MinAvailable = desired.Spec.MinAvailable
+		obj.Spec.Selector = desired.Spec.Selector
+	})
+}
+
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired, err := resources.StatefulSet(etcd, r.settings)
+	if err != nil {
+		return err
+	}
+	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	before := ""
+	if err := r.apply(ctx, etcd, obj, func() {
+		before = string(obj.Spec.UpdateStrategy.Type)
+		resources.ApplyMutableStatefulSetSpec(obj, desired)
+	}); err != nil {
+		return err
+	}
+	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
+	return nil
+}
+
+func (r *Reconciler) reportStrategyChange(ctx context.Context, etcd *druidv1alpha1.Etcd, before, after string) {
+	if before == "" || before == after {
+		return
+	}
+	logr.FromContextOrDiscard(ctx).Info("StatefulSet update strategy switched by feature gate",
+		"gate", features.QuorumAwareUpdatesWithOnDelete, "from", before, "to", after)
+	r.recorder.Eventf(etcd, corev1.EventTypeNormal, "UpdateStrategyChanged",
+		"StatefulSet update strategy changed from %s to %s (feature gate %s); no pod was deleted",
+		before, after, features.QuorumAwareUpdatesWithOnDelete)
+}

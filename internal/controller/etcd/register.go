@@ -1,0 +1,40 @@
+package etcd
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "etcd"
+
+// RegisterWithManager wires the reconciler: it reacts to spec changes of an Etcd (not to its
+// status, which other controllers write) and to changes of the objects it owns.
+func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentSyncs}).
+		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&coordinationv1.Lease{}, builder.WithPredicates(predicate.Funcs{
+			// Agents renew leases every few seconds; only creation and deletion matter here.
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		Complete(r)
+}

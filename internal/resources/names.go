@@ -1,0 +1,150 @@
+// Package resources builds the desired state of every object an Etcd owns: pure functions from the
+// Etcd (and the operator's settings) to API objects. The Etcd reconciler applies them; tests and the
+// plan command read the same names.
+package resources
+
+import (
+	"fmt"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+const (
+	// EtcdContainerName is the etcd container of a member pod.
+	EtcdContainerName = "etcd"
+	// MemberAgentContainerName is the sidecar that renews the member Lease.
+	MemberAgentContainerName = "member-agent"
+
+	DefaultEtcdImage       = "quay.io/coreos/etcd:v3.6.8"
+	DefaultClientPort      = int32(2379)
+	DefaultServerPort      = int32(2380)
+	MetricsPort            = int32(2381)
+	DefaultStorageCapacity = "16Gi"
+	DefaultCADataKey       = "ca.crt"
+
+	// LeaseDurationSeconds is how long a member Lease stays valid after a renewal.
+	LeaseDurationSeconds = int32(15)
+
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	ManagerName    = "etcd-conductor"
+
+	// AnnotationConfigChecksum makes a change of the etcd configuration a pod-template change,
+	// so it rolls like any other update.
+	AnnotationConfigChecksum = "etcd-conductor.io/config-checksum"
+	// AnnotationSafeToEvict keeps the cluster autoscaler from evicting members.
+	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+	dataVolume      = "data"
+	dataMountPath   = "/var/etcd/data"
+	clientCAVolume  = "client-ca"
+	serverTLSVolume = "server-tls"
+	clientTLSVolume = "client-tls"
+	peerCAVolume    = "peer-ca"
+	peerTLSVolume   = "peer-tls"
+	tlsMountRoot    = "/var/etcd/ssl"
+)
+
+// StatefulSetName is the name of the Etcd's StatefulSet (and of the PDB and ServiceAccount).
+func StatefulSetName(e *druidv1alpha1.Etcd) string { return e.Name }
+
+// PeerServiceName is the headless Service that gives each member its DNS name.
+func PeerServiceName(e *druidv1alpha1.Etcd) string { return e.Name + "-peer" }
+
+// ClientServiceName is the Service clients use.
+func ClientServiceName(e *druidv1alpha1.Etcd) string { return e.Name + "-client" }
+
+// ConfigMapName holds the etcd configuration.
+func ConfigMapName(e *druidv1alpha1.Etcd) string { return e.Name + "-config" }
+
+// ServiceAccountName is the identity of the member pods (the member-agent writes Leases with it).
+func ServiceAccountName(e *druidv1alpha1.Etcd) string { return e.Name }
+
+// MemberAgentRoleName is the Role (and RoleBinding) that lets member-agents renew their Leases.
+func MemberAgentRoleName(e *druidv1alpha1.Etcd) string { return e.Name + "-member-agent" }
+
+// PodDisruptionBudgetName protects members from voluntary evictions.
+func PodDisruptionBudgetName(e *druidv1alpha1.Etcd) string { return e.Name }
+
+// MemberName is the pod, etcd member and Lease name of ordinal i.
+func MemberName(e *druidv1alpha1.Etcd, ordinal int) string { return fmt.Sprintf("%s-%d", e.Name, ordinal) }
+
+// MemberNames lists the member names for the desired replicas.
+func MemberNames(e *druidv1alpha1.Etcd) []string {
+	names := make([]string, 0, e.Spec.Replicas)
+	for i := 0; i < int(e.Spec.Replicas); i++ {
+		names = append(names, MemberName(e, i))
+	}
+	return names
+}
+
+// MemberDNSName is the name a member is reached by, and the TLS ServerName its certificate must
+// cover: <pod>.<etcd>-peer.<ns>.svc.
+func MemberDNSName(etcdName, namespace, pod string) string {
+	return fmt.Sprintf("%s.%s-peer.%s.svc", pod, etcdName, namespace)
+}
+
+// SelectorLabels select the member pods. They never change for the life of the Etcd, because the
+// StatefulSet selector is immutable.
+func SelectorLabels(e *druidv1alpha1.Etcd) map[string]string {
+	return map[string]string{
+		LabelName:      "etcd",
+		LabelInstance:  e.Name,
+		LabelManagedBy: ManagerName,
+	}
+}
+
+// Labels are put on every owned object: the user's spec.labels plus the selector labels.
+func Labels(e *druidv1alpha1.Etcd) map[string]string {
+	out := make(map[string]string, len(e.Spec.Labels)+3)
+	for k, v := range e.Spec.Labels {
+		out[k] = v
+	}
+	for k, v := range SelectorLabels(e) {
+		out[k] = v
+	}
+	return out
+}
+
+// Annotations are put on every owned object.
+func Annotations(e *druidv1alpha1.Etcd) map[string]string {
+	out := make(map[string]string, len(e.Spec.Annotations))
+	for k, v := range e.Spec.Annotations {
+		out[k] = v
+	}
+	return out
+}
+
+// ClientPort returns spec.etcd.clientPort or its default.
+func ClientPort(e *druidv1alpha1.Etcd) int32 {
+	if p := e.Spec.Etcd.ClientPort; p != nil {
+		return *p
+	}
+	return DefaultClientPort
+}
+
+// ServerPort returns spec.etcd.serverPort or its default.
+func ServerPort(e *druidv1alpha1.Etcd) int32 {
+	if p := e.Spec.Etcd.ServerPort; p != nil {
+		return *p
+	}
+	return DefaultServerPort
+}
+
+// EtcdImage returns spec.etcd.image or the default.
+func EtcdImage(e *druidv1alpha1.Etcd) string {
+	if img := e.Spec.Etcd.Image; img != nil && *img != "" {
+		return *img
+	}
+	return DefaultEtcdImage
+}
+
+// CADataKey returns the key of the CA bundle in a CA Secret reference.
+func CADataKey(ref druidv1alpha1.SecretReference) string {
+	if ref.DataKey != nil && *ref.DataKey != "" {
+		return *ref.DataKey
+	}
+	return DefaultCADataKey
+}

@@ -1,0 +1,155 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+func objectMeta(e *druidv1alpha1.Etcd, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Namespace:   e.Namespace,
+		Labels:      Labels(e),
+		Annotations: Annotations(e),
+	}
+}
+
+// ConfigMap holds the cluster-wide etcd configuration as ETCD_* environment variables, read by
+// the etcd container through envFrom. Per-member values (name, addresses) are flags on the
+// container, because etcd ignores every flag and variable once --config-file is given.
+func ConfigMap(e *druidv1alpha1.Etcd) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: objectMeta(e, ConfigMapName(e))}
+	cm.Data = EtcdEnvironment(e)
+	return cm
+}
+
+// EtcdEnvironment is the configuration shared by all members.
+func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
+	peers := make([]string, 0, e.Spec.Replicas)
+	for _, m := range MemberNames(e) {
+		peers = append(peers, fmt.Sprintf("%s=https://%s:%d", m, MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
+	}
+	return map[string]string{
+		"ETCD_DATA_DIR":                 dataMountPath + "/new.etcd",
+		"ETCD_INITIAL_CLUSTER":          strings.Join(peers, ","),
+		"ETCD_INITIAL_CLUSTER_STATE":    "new",
+		"ETCD_INITIAL_CLUSTER_TOKEN":    fmt.Sprintf("%s-%s", e.Namespace, e.Name),
+		"ETCD_CLIENT_CERT_AUTH":         "true",
+		"ETCD_TRUSTED_CA_FILE":          tlsMountRoot + "/client-ca/ca.crt",
+		"ETCD_CERT_FILE":                tlsMountRoot + "/server/tls.crt",
+		"ETCD_KEY_FILE":                 tlsMountRoot + "/server/tls.key",
+		"ETCD_PEER_CLIENT_CERT_AUTH":    "true",
+		"ETCD_PEER_TRUSTED_CA_FILE":     tlsMountRoot + "/peer-ca/ca.crt",
+		"ETCD_PEER_CERT_FILE":           tlsMountRoot + "/peer/tls.crt",
+		"ETCD_PEER_KEY_FILE":            tlsMountRoot + "/peer/tls.key",
+		// Peer certificates carry wildcard DNS names, which etcd's client-SAN check would try to
+		// resolve against the peer's address and fail; the CA check still applies.
+		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true",
+		"ETCD_SNAPSHOT_COUNT":                    "75000",
+		"ETCD_QUOTA_BACKEND_BYTES":               "8589934592",
+	}
+}
+
+// ConfigChecksum is a stable hash of the etcd configuration.
+func ConfigChecksum(data map[string]string) string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// PeerService is headless and publishes not-ready addresses, so members can find each other
+// before they are ready (they cannot become ready without each other).
+func PeerService(e *druidv1alpha1.Etcd) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: objectMeta(e, PeerServiceName(e))}
+	svc.Spec = corev1.ServiceSpec{
+		ClusterIP:                corev1.ClusterIPNone,
+		PublishNotReadyAddresses: true,
+		Selector:                 SelectorLabels(e),
+		Ports: []corev1.ServicePort{
+			{Name: "peer", Port: ServerPort(e), TargetPort: intstr.FromInt32(ServerPort(e)), Protocol: corev1.ProtocolTCP},
+			{Name: "client", Port: ClientPort(e), TargetPort: intstr.FromInt32(ClientPort(e)), Protocol: corev1.ProtocolTCP},
+		},
+	}
+	return svc
+}
+
+// ClientService load-balances clients over the ready members.
+func ClientService(e *druidv1alpha1.Etcd) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: objectMeta(e, ClientServiceName(e))}
+	svc.Spec = corev1.ServiceSpec{
+		Type:     corev1.ServiceTypeClusterIP,
+		Selector: SelectorLabels(e),
+		Ports: []corev1.ServicePort{
+			{Name: "client", Port: ClientPort(e), TargetPort: intstr.FromInt32(ClientPort(e)), Protocol: corev1.ProtocolTCP},
+		},
+	}
+	return svc
+}
+
+// ServiceAccount is the member pods' identity.
+func ServiceAccount(e *druidv1alpha1.Etcd) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: objectMeta(e, ServiceAccountName(e))}
+}
+
+// MemberAgentRole allows reading and renewing exactly this cluster's member Leases.
+func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
+	role := &rbacv1.Role{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
+	role.Rules = []rbacv1.PolicyRule{{
+		APIGroups:     []string{coordinationv1.GroupName},
+		Resources:     []string{"leases"},
+		ResourceNames: MemberNames(e),
+		Verbs:         []string{"get", "update", "patch"},
+	}}
+	return role
+}
+
+// MemberAgentRoleBinding binds MemberAgentRole to the member pods' ServiceAccount.
+func MemberAgentRoleBinding(e *druidv1alpha1.Etcd) *rbacv1.RoleBinding {
+	rb := &rbacv1.RoleBinding{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
+	rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: MemberAgentRoleName(e)}
+	rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ServiceAccountName(e), Namespace: e.Namespace}}
+	return rb
+}
+
+// MemberLease is the Lease a member's agent renews. The reconciler creates it empty; only the
+// agent writes holderIdentity and renewTime.
+func MemberLease(e *druidv1alpha1.Etcd, member string) *coordinationv1.Lease {
+	lease := &coordinationv1.Lease{ObjectMeta: objectMeta(e, member)}
+	d := LeaseDurationSeconds
+	lease.Spec.LeaseDurationSeconds = &d
+	return lease
+}
+
+// PodDisruptionBudget keeps external actors (drains, VPA, autoscaler) from evicting below quorum.
+// The OnDelete controller deletes rather than evicts, so it is not bound by it (DEP-07).
+func PodDisruptionBudget(e *druidv1alpha1.Etcd) *policyv1.PodDisruptionBudget {
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(e, PodDisruptionBudgetName(e))}
+	minAvailable := intstr.FromInt32(0)
+	if e.Spec.Replicas > 1 {
+		minAvailable = intstr.FromInt32(e.Spec.Replicas/2 + 1)
+	}
+	pdb.Spec = policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: &minAvailable,
+		Selector:     &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
+	}
+	return pdb
+}

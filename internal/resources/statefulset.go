@@ -1,0 +1,221 @@
+package resources
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+// Settings are the operator-wide inputs to the StatefulSet.
+type Settings struct {
+	// UpdateStrategy is OnDelete when QuorumAwareUpdatesWithOnDelete is on, else RollingUpdate.
+	UpdateStrategy appsv1.StatefulSetUpdateStrategyType
+	// MemberAgentImage is the operator's own image, which also serves as the sidecar.
+	MemberAgentImage string
+	// MemberAgentInterval is how often the sidecar renews its Lease.
+	MemberAgentInterval string
+}
+
+// StatefulSet is the desired member StatefulSet. Its selector, serviceName, podManagementPolicy
+// and volumeClaimTemplates are immutable after creation; ApplyMutableStatefulSetSpec copies only
+// what may change.
+func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error) {
+	capacity := resource.MustParse(DefaultStorageCapacity)
+	if e.Spec.StorageCapacity != nil {
+		capacity = *e.Spec.StorageCapacity
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: objectMeta(e, StatefulSetName(e))}
+	sts.Spec = appsv1.StatefulSetSpec{
+		Replicas:            ptr.To(e.Spec.Replicas),
+		Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
+		ServiceName:         PeerServiceName(e),
+		PodManagementPolicy: appsv1.ParallelPodManagement,
+		UpdateStrategy:      updateStrategy(s.UpdateStrategy),
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: dataVolume},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: e.Spec.StorageClass,
+				Resources: corev1.VolumeResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceStorage: capacity},
+				},
+			},
+		}},
+	}
+	template, err := podTemplate(e, s)
+	if err != nil {
+		return nil, err
+	}
+	sts.Spec.Template = template
+	return sts, nil
+}
+
+func updateStrategy(t appsv1.StatefulSetUpdateStrategyType) appsv1.StatefulSetUpdateStrategy {
+	if t == appsv1.OnDeleteStatefulSetStrategyType {
+		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
+	return appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+}
+
+// ApplyMutableStatefulSetSpec writes desired's mutable fields onto existing: replicas, labels,
+// template and the update strategy type. An existing rollingUpdate configuration (partition,
+// maxUnavailable) is kept while the type stays RollingUpdate, and dropped for OnDelete, where the
+// API forbids it.
+func ApplyMutableStatefulSetSpec(existing, desired *appsv1.StatefulSet) {
+	existing.Labels = desired.Labels
+	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	existing.Spec.Replicas = desired.Spec.Replicas
+	existing.Spec.Template = desired.Spec.Template
+	if existing.Spec.UpdateStrategy.Type != desired.Spec.UpdateStrategy.Type ||
+		desired.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		existing.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
+	}
+	if existing.CreationTimestamp.IsZero() {
+		existing.Spec.Selector = desired.Spec.Selector
+		existing.Spec.ServiceName = desired.Spec.ServiceName
+		existing.Spec.PodManagementPolicy = desired.Spec.PodManagementPolicy
+		existing.Spec.VolumeClaimTemplates = desired.Spec.VolumeClaimTemplates
+	}
+}
+
+func mergeAnnotations(existing, desired map[string]string) map[string]string {
+	if len(desired) == 0 {
+		return existing
+	}
+	out := make(map[string]string, len(existing)+len(desired))
+	for k, v := range existing {
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	return out
+}
+
+func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, error) {
+	client, peer := e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS
+	if client == nil || peer == nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("spec.etcd.clientUrlTls and spec.etcd.peerUrlTls are required: members only serve mTLS")
+	}
+	annotations := Annotations(e)
+	annotations[AnnotationSafeToEvict] = "false"
+	annotations[AnnotationConfigChecksum] = ConfigChecksum(EtcdEnvironment(e))
+
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: Labels(e), Annotations: annotations},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            ServiceAccountName(e),
+			TerminationGracePeriodSeconds: ptr.To(int64(30)),
+			Containers:                    []corev1.Container{etcdContainer(e), memberAgentContainer(e, s)},
+			Volumes: []corev1.Volume{
+				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), "ca.crt"),
+				secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
+				secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""),
+				secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), "ca.crt"),
+				secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""),
+			},
+		},
+	}
+	if e.Spec.PriorityClassName != nil {
+		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
+	}
+	return template, nil
+}
+
+// secretVolume mounts a Secret; with key set, only that key, renamed to path.
+func secretVolume(name, secret, key, path string) corev1.Volume {
+	src := &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To(int32(0o640))}
+	if key != "" {
+		src.Items = []corev1.KeyToPath{{Key: key, Path: path}}
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
+}
+
+func podEnv() []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"), field("POD_IP", "status.podIP")}
+}
+
+// etcdContainer listens on the pod IP only (never 0.0.0.0 or localhost), so it behaves the same
+// in a real pod and in the node simulator's per-pod network namespaces. Its readiness is etcd's own
+// /readyz, which passes only when the member can serve a linearizable read: readiness is quorum
+// participation, which is what the OnDelete controller relies on.
+func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
+	dns := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e))
+	c := corev1.Container{
+		Name:    EtcdContainerName,
+		Image:   EtcdImage(e),
+		Command: []string{"/usr/local/bin/etcd"},
+		Args: []string{
+			"--name=$(POD_NAME)",
+			fmt.Sprintf("--listen-client-urls=https://$(POD_IP):%d", ClientPort(e)),
+			fmt.Sprintf("--advertise-client-urls=https://%s:%d", dns, ClientPort(e)),
+			fmt.Sprintf("--listen-peer-urls=https://$(POD_IP):%d", ServerPort(e)),
+			fmt.Sprintf("--initial-advertise-peer-urls=https://%s:%d", dns, ServerPort(e)),
+			fmt.Sprintf("--listen-metrics-urls=http://$(POD_IP):%d", MetricsPort),
+		},
+		Env:     podEnv(),
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: ClientPort(e), Protocol: corev1.ProtocolTCP},
+			{Name: "peer", ContainerPort: ServerPort(e), Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/readyz", Port: intstr.FromInt32(MetricsPort), Scheme: corev1.URISchemeHTTP,
+			}},
+			PeriodSeconds: 2, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 2,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: dataVolume, MountPath: dataMountPath},
+			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
+			{Name: serverTLSVolume, MountPath: tlsMountRoot + "/server", ReadOnly: true},
+			{Name: peerCAVolume, MountPath: tlsMountRoot + "/peer-ca", ReadOnly: true},
+			{Name: peerTLSVolume, MountPath: tlsMountRoot + "/peer", ReadOnly: true},
+		},
+	}
+	if e.Spec.Etcd.Resources != nil {
+		c.Resources = *e.Spec.Etcd.Resources
+	}
+	return c
+}
+
+func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
+	interval := s.MemberAgentInterval
+	if interval == "" {
+		interval = "2s"
+	}
+	return corev1.Container{
+		Name:    MemberAgentContainerName,
+		Image:   s.MemberAgentImage,
+		Command: []string{"/etcd-conductor", "member-agent"},
+		Args: []string{
+			"--lease=$(POD_NAME)",
+			"--namespace=$(POD_NAMESPACE)",
+			fmt.Sprintf("--endpoint=https://$(POD_IP):%d", ClientPort(e)),
+			fmt.Sprintf("--server-name=$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e)),
+			"--ca-file=" + tlsMountRoot + "/client-ca/ca.crt",
+			"--cert-file=" + tlsMountRoot + "/client/tls.crt",
+			"--key-file=" + tlsMountRoot + "/client/tls.key",
+			"--interval=" + interval,
+		},
+		Env: podEnv(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
+			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
+		},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		},
+	}
+}
