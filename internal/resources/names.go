@@ -69,7 +69,9 @@ func MemberAgentRoleName(e *druidv1alpha1.Etcd) string { return e.Name + "-membe
 func PodDisruptionBudgetName(e *druidv1alpha1.Etcd) string { return e.Name }
 
 // MemberName is the pod, etcd member and Lease name of ordinal i.
-func MemberName(e *druidv1alpha1.Etcd, ordinal int) string { return fmt.Sprintf("%s-%d", e.Name, ordinal) }
+func MemberName(e *druidv1alpha1.Etcd, ordinal int) string {
+	return fmt.Sprintf("%s-%d", e.Name, ordinal)
+}
 
 // MemberNames lists the member names for the desired replicas.
 func MemberNames(e *druidv1alpha1.Etcd) []string {

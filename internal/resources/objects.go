@@ -42,18 +42,18 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		peers = append(peers, fmt.Sprintf("%s=https://%s:%d", m, MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
 	}
 	return map[string]string{
-		"ETCD_DATA_DIR":                 dataMountPath + "/new.etcd",
-		"ETCD_INITIAL_CLUSTER":          strings.Join(peers, ","),
-		"ETCD_INITIAL_CLUSTER_STATE":    "new",
-		"ETCD_INITIAL_CLUSTER_TOKEN":    fmt.Sprintf("%s-%s", e.Namespace, e.Name),
-		"ETCD_CLIENT_CERT_AUTH":         "true",
-		"ETCD_TRUSTED_CA_FILE":          tlsMountRoot + "/client-ca/ca.crt",
-		"ETCD_CERT_FILE":                tlsMountRoot + "/server/tls.crt",
-		"ETCD_KEY_FILE":                 tlsMountRoot + "/server/tls.key",
-		"ETCD_PEER_CLIENT_CERT_AUTH":    "true",
-		"ETCD_PEER_TRUSTED_CA_FILE":     tlsMountRoot + "/peer-ca/ca.crt",
-		"ETCD_PEER_CERT_FILE":           tlsMountRoot + "/peer/tls.crt",
-		"ETCD_PEER_KEY_FILE":            tlsMountRoot + "/peer/tls.key",
+		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
+		"ETCD_INITIAL_CLUSTER":       strings.Join(peers, ","),
+		"ETCD_INITIAL_CLUSTER_STATE": "new",
+		"ETCD_INITIAL_CLUSTER_TOKEN": fmt.Sprintf("%s-%s", e.Namespace, e.Name),
+		"ETCD_CLIENT_CERT_AUTH":      "true",
+		"ETCD_TRUSTED_CA_FILE":       tlsMountRoot + "/client-ca/ca.crt",
+		"ETCD_CERT_FILE":             tlsMountRoot + "/server/tls.crt",
+		"ETCD_KEY_FILE":              tlsMountRoot + "/server/tls.key",
+		"ETCD_PEER_CLIENT_CERT_AUTH": "true",
+		"ETCD_PEER_TRUSTED_CA_FILE":  tlsMountRoot + "/peer-ca/ca.crt",
+		"ETCD_PEER_CERT_FILE":        tlsMountRoot + "/peer/tls.crt",
+		"ETCD_PEER_KEY_FILE":         tlsMountRoot + "/peer/tls.key",
 		// Peer certificates carry wildcard DNS names, which etcd's client-SAN check would try to
 		// resolve against the peer's address and fail; the CA check still applies.
 		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true",

@@ -38,7 +38,6 @@ type Reconciler struct {
 	settings resources.Settings
 }
 
-
 var _ reconcile.Reconciler = &Reconciler{}
 
 // Config is what the reconciler needs beyond the manager.

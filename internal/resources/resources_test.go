@@ -1,0 +1,164 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+func testEtcd(replicas int32) *druidv1alpha1.Etcd {
+	tlsCfg := func(prefix string) *druidv1alpha1.TLSConfig {
+		return &druidv1alpha1.TLSConfig{
+			TLSCASecretRef:     druidv1alpha1.SecretReference{SecretReference: corev1.SecretReference{Name: prefix + "-ca"}},
+			ServerTLSSecretRef: corev1.SecretReference{Name: prefix + "-server"},
+			ClientTLSSecretRef: corev1.SecretReference{Name: prefix + "-client"},
+		}
+	}
+	return &druidv1alpha1.Etcd{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: "shoot"},
+		Spec: druidv1alpha1.EtcdSpec{
+			Replicas: replicas,
+			Labels:   map[string]string{"role": "main"},
+			Etcd:     druidv1alpha1.EtcdConfig{ClientUrlTLS: tlsCfg("client"), PeerUrlTLS: tlsCfg("peer")},
+		},
+	}
+}
+
+func TestPodDisruptionBudgetMinAvailable(t *testing.T) {
+	for _, tt := range []struct {
+		replicas int32
+		want     int32
+	}{{0, 0}, {1, 0}, {3, 2}, {5, 3}, {7, 4}} {
+		t.Run(fmt.Sprintf("replicas=%d", tt.replicas), func(t *testing.T) {
+			pdb := PodDisruptionBudget(testEtcd(tt.replicas))
+			if got := pdb.Spec.MinAvailable.IntVal; got != tt.want {
+				t.Errorf("replicas %d: minAvailable = %d, want %d", tt.replicas, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateSpec(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		mutate   func(e *druidv1alpha1.Etcd)
+		wantCode string
+	}{
+		{name: "valid", mutate: func(*druidv1alpha1.Etcd) {}},
+		{name: "even replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 4 }, wantCode: ErrInvalidReplicas},
+		{name: "negative replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = -1 }, wantCode: ErrInvalidReplicas},
+		{name: "zero replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 0 }},
+		{name: "no client TLS", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS = nil }, wantCode: ErrMissingTLS},
+		{name: "no client key pair", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS.ClientTLSSecretRef.Name = "" }, wantCode: ErrMissingTLS},
+		{name: "secret in another namespace", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.PeerUrlTLS.ServerTLSSecretRef.Namespace = "other" }, wantCode: ErrSecretNamespace},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testEtcd(3)
+			tt.mutate(e)
+			problems := ValidateSpec(e)
+			if tt.wantCode == "" {
+				if len(problems) != 0 {
+					t.Fatalf("unexpected problems: %v", problems)
+				}
+				return
+			}
+			if len(problems) == 0 || problems[0].Code != tt.wantCode {
+				t.Fatalf("problems = %v, want first code %s", problems, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestValidateSecret(t *testing.T) {
+	want := SecretKeys{Name: "client-ca", Field: "spec.etcd.clientUrlTls.tlsCASecretRef", Keys: []string{"ca.crt"}}
+	if p := ValidateSecret("shoot", want, nil); len(p) != 1 || p[0].Code != ErrSecretMissing || !strings.Contains(p[0].Message, "shoot/client-ca") {
+		t.Errorf("missing secret: %v", p)
+	}
+	empty := &corev1.Secret{Data: map[string][]byte{"tls.crt": []byte("x")}}
+	if p := ValidateSecret("shoot", want, empty); len(p) != 1 || p[0].Code != ErrSecretData || !strings.Contains(p[0].Message, `"ca.crt"`) {
+		t.Errorf("secret without key: %v", p)
+	}
+	ok := &corev1.Secret{Data: map[string][]byte{"ca.crt": []byte("pem")}}
+	if p := ValidateSecret("shoot", want, ok); len(p) != 0 {
+		t.Errorf("valid secret: %v", p)
+	}
+}
+
+func TestStatefulSetFollowsGate(t *testing.T) {
+	for _, strategy := range []appsv1.StatefulSetUpdateStrategyType{appsv1.OnDeleteStatefulSetStrategyType, appsv1.RollingUpdateStatefulSetStrategyType} {
+		t.Run(string(strategy), func(t *testing.T) {
+			sts, err := StatefulSet(testEtcd(3), Settings{UpdateStrategy: strategy, MemberAgentImage: "conductor:test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sts.Spec.UpdateStrategy.Type != strategy || sts.Spec.UpdateStrategy.RollingUpdate != nil {
+				t.Errorf("strategy = %+v", sts.Spec.UpdateStrategy)
+			}
+			if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement || *sts.Spec.Replicas != 3 {
+				t.Errorf("spec = %+v", sts.Spec)
+			}
+			if sts.Spec.Template.Annotations[AnnotationSafeToEvict] != "false" {
+				t.Errorf("missing safe-to-evict annotation")
+			}
+			probe := sts.Spec.Template.Spec.Containers[0].ReadinessProbe
+			if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/readyz" {
+				t.Errorf("etcd readiness must be /readyz, got %+v", probe)
+			}
+		})
+	}
+}
+
+func TestApplyMutableStatefulSetSpec(t *testing.T) {
+	desiredOnDelete, _ := StatefulSet(testEtcd(3), Settings{UpdateStrategy: appsv1.OnDeleteStatefulSetStrategyType})
+	desiredRolling, _ := StatefulSet(testEtcd(3), Settings{UpdateStrategy: appsv1.RollingUpdateStatefulSetStrategyType})
+	rolling := func() *appsv1.StatefulSet {
+		s := desiredRolling.DeepCopy()
+		s.CreationTimestamp = metav1.Now()
+		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(0)), MaxUnavailable: nil}
+		s.Spec.ServiceName = "kept"
+		return s
+	}
+	t.Run("to OnDelete drops rollingUpdate", func(t *testing.T) {
+		existing := rolling()
+		ApplyMutableStatefulSetSpec(existing, desiredOnDelete)
+		if existing.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType || existing.Spec.UpdateStrategy.RollingUpdate != nil {
+			t.Errorf("strategy = %+v", existing.Spec.UpdateStrategy)
+		}
+		if existing.Spec.ServiceName != "kept" {
+			t.Errorf("immutable serviceName was overwritten")
+		}
+	})
+	t.Run("staying RollingUpdate keeps its configuration", func(t *testing.T) {
+		existing := rolling()
+		ApplyMutableStatefulSetSpec(existing, desiredRolling)
+		if existing.Spec.UpdateStrategy.RollingUpdate == nil {
+			t.Errorf("rollingUpdate configuration was dropped")
+		}
+	})
+	t.Run("to RollingUpdate", func(t *testing.T) {
+		existing := desiredOnDelete.DeepCopy()
+		existing.CreationTimestamp = metav1.Now()
+		ApplyMutableStatefulSetSpec(existing, desiredRolling)
+		if existing.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
+			t.Errorf("strategy = %+v", existing.Spec.UpdateStrategy)
+		}
+	})
+}
+
+func TestConfigChecksumStable(t *testing.T) {
+	e := testEtcd(3)
+	if ConfigChecksum(EtcdEnvironment(e)) != ConfigChecksum(EtcdEnvironment(e)) {
+		t.Fatal("checksum is not deterministic")
+	}
+	other := testEtcd(5)
+	if ConfigChecksum(EtcdEnvironment(e)) == ConfigChecksum(EtcdEnvironment(other)) {
+		t.Fatal("checksum ignores the member list")
+	}
+}
