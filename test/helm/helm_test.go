@@ -53,22 +53,27 @@ func chartDir(t *testing.T) string {
 	return filepath.Join(mustRepoRoot(t), "charts", "etcd-conductor")
 }
 
-// helmBinary finds bin/helm. A developer without it gets a skip; CI must not silently skip the
-// chart tests, so there a missing binary is a failure.
-func helmBinary(t *testing.T) string {
+// requireBinary finds a tool in ETCD_CONDUCTOR_BIN_DIR (default <repo>/bin). A developer without
+// it gets a skip; CI must not silently skip, so there a missing binary is a failure.
+func requireBinary(t *testing.T, name string) string {
 	t.Helper()
 	binDir := os.Getenv("ETCD_CONDUCTOR_BIN_DIR")
 	if binDir == "" {
 		binDir = filepath.Join(mustRepoRoot(t), "bin")
 	}
-	path := filepath.Join(binDir, "helm")
+	path := filepath.Join(binDir, name)
 	if _, err := os.Stat(path); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("helm not found at %s (%v); run `make tools`", path, err)
+			t.Fatalf("%s not found at %s (%v); run `make tools`", name, path, err)
 		}
-		t.Skipf("helm not found at %s; run `make tools` to build it", path)
+		t.Skipf("%s not found at %s; run `make tools` to build it", name, path)
 	}
 	return path
+}
+
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	return requireBinary(t, "helm")
 }
 
 // runHelm runs helm with its config, cache and data homes in a temp dir, so tests neither read

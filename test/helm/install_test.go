@@ -1,0 +1,230 @@
+package helm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+)
+
+// apiServer starts a real kube-apiserver (RBAC authorizer) on loopback and returns an admin
+// config and a kubeconfig file for helm.
+func apiServer(t *testing.T) (*rest.Config, string) {
+	t.Helper()
+	env := &envtest.Environment{
+		ControlPlaneStartTimeout: 90 * time.Second, // a shared 2-core machine can be slow to start it
+		ControlPlaneStopTimeout:  60 * time.Second,
+	}
+	env.ControlPlane.GetAPIServer().Path = requireBinary(t, "kube-apiserver")
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: requireBinary(t, "etcd-3.6.8")}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping kube-apiserver: %v", err)
+		}
+	})
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatalf("writing kubeconfig: %v", err)
+	}
+	return cfg, kubeconfig
+}
+
+// asServiceAccount impersonates a ServiceAccount the way the API server authenticates its token,
+// so RBAC (including the escalation check on Roles) judges it exactly as it would the manager.
+func asServiceAccount(t *testing.T, admin *rest.Config, namespace, name string) *kubernetes.Clientset {
+	t.Helper()
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// helm install against a real API server: every object is accepted, the manager's ServiceAccount
+// can do what the reconcilers do and no more, it can create the member-agent Role without the
+// escalate verb, and a gate flip by helm upgrade changes the configuration and the pod template.
+func TestInstallOnAPIServer(t *testing.T) {
+	helmBinary(t) // skip before paying for an API server when helm is missing
+	admin, kubeconfig := apiServer(t)
+	ctx := t.Context()
+	adminClient := kubernetes.NewForConfigOrDie(admin)
+
+	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace"}
+	if _, err := runHelm(t, install...); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	fullname := releaseName + "-etcd-conductor"
+	manager := asServiceAccount(t, admin, releaseNamespace, fullname)
+
+	t.Run("access", func(t *testing.T) {
+		cases := []struct {
+			verb, group, resource, subresource string
+			allowed                            bool
+		}{
+			{"watch", "druid.gardener.cloud", "etcds", "", true},
+			{"patch", "druid.gardener.cloud", "etcds", "status", true},
+			{"update", "druid.gardener.cloud", "etcds", "finalizers", true},
+			{"delete", "druid.gardener.cloud", "etcds", "", false},
+			{"create", "druid.gardener.cloud", "etcds", "", false},
+			{"patch", "apps", "statefulsets", "", true},
+			{"delete", "", "pods", "", true},
+			{"create", "", "pods", "", false},
+			{"update", "", "pods", "", false},
+			{"create", "", "pods", "eviction", false},
+			{"get", "", "secrets", "", true},
+			{"create", "", "secrets", "", false},
+			{"update", "", "secrets", "", false},
+			{"create", "coordination.k8s.io", "leases", "", true},
+			{"create", "rbac.authorization.k8s.io", "roles", "", true},
+			{"escalate", "rbac.authorization.k8s.io", "roles", "", false},
+			{"bind", "rbac.authorization.k8s.io", "roles", "", false},
+			{"create", "rbac.authorization.k8s.io", "clusterroles", "", false},
+			{"create", "policy", "poddisruptionbudgets", "", true},
+			{"create", "", "events", "", true},
+			{"create", "events.k8s.io", "events", "", true},
+			{"delete", "", "persistentvolumeclaims", "", false},
+			{"get", "", "nodes", "", false},
+			{"impersonate", "", "serviceaccounts", "", false},
+		}
+		for _, tc := range cases {
+			name := tc.verb + " " + tc.resource
+			if tc.group != "" {
+				name = tc.verb + " " + tc.group + "/" + tc.resource
+			}
+			if tc.subresource != "" {
+				name += "/" + tc.subresource
+			}
+			t.Run(name, func(t *testing.T) {
+				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace: "team-a", Verb: tc.verb, Group: tc.group, Resource: tc.resource, Subresource: tc.subresource,
+					},
+				}}
+				got, err := manager.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatalf("asking the API server: %v", err)
+				}
+				if got.Status.Allowed != tc.allowed {
+					t.Errorf("allowed = %t, want %t (%s)", got.Status.Allowed, tc.allowed, got.Status.Reason)
+				}
+			})
+		}
+	})
+
+	t.Run("member-agent role without escalate", func(t *testing.T) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+		if _, err := adminClient.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating namespace: %v", err)
+		}
+		// The shape internal/resources.MemberAgentRole renders: renew exactly the member Leases.
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent", Namespace: "team-a"},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups:     []string{coordinationv1.GroupName},
+				Resources:     []string{"leases"},
+				ResourceNames: []string{"etcd-main-0", "etcd-main-1", "etcd-main-2"},
+				Verbs:         []string{"get", "update", "patch"},
+			}},
+		}
+		if _, err := manager.RbacV1().Roles("team-a").Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("manager cannot create the member-agent Role: %v", err)
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent", Namespace: "team-a"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "etcd-main", Namespace: "team-a"}},
+		}
+		if _, err := manager.RbacV1().RoleBindings("team-a").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("manager cannot bind the member-agent Role: %v", err)
+		}
+
+		// The other side of least privilege: without escalate it cannot hand out what it lacks.
+		wider := role.DeepCopy()
+		wider.Name = "wider"
+		wider.Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}
+		_, err := manager.RbacV1().Roles("team-a").Create(ctx, wider, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("creating a Role that grants secrets/create: err = %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("gate flip by helm upgrade", func(t *testing.T) {
+		before := deployedState(ctx, t, adminClient, fullname)
+		if before.gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
+			t.Fatal("gate is on after a default install")
+		}
+		upgrade := []string{"upgrade", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
+			"--namespace", releaseNamespace, "--reuse-values", "--set", "featureGates.QuorumAwareUpdatesWithOnDelete=true"}
+		if _, err := runHelm(t, upgrade...); err != nil {
+			t.Fatalf("helm upgrade: %v", err)
+		}
+		after := deployedState(ctx, t, adminClient, fullname)
+		if !after.gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
+			t.Error("gate is off in the cluster's config after the upgrade")
+		}
+		if after.checksum == before.checksum {
+			t.Error("pod template checksum unchanged: the manager would keep running with the old configuration")
+		}
+	})
+
+	t.Run("uninstall", func(t *testing.T) {
+		uninstall := []string{"uninstall", releaseName, "--kubeconfig", kubeconfig, "--namespace", releaseNamespace}
+		if _, err := runHelm(t, uninstall...); err != nil {
+			t.Fatalf("helm uninstall: %v", err)
+		}
+		if _, err := adminClient.RbacV1().ClusterRoles().Get(ctx, fullname, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterRole after uninstall: err = %v, want NotFound", err)
+		}
+		if _, err := adminClient.RbacV1().ClusterRoleBindings().Get(ctx, fullname, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ClusterRoleBinding after uninstall: err = %v, want NotFound", err)
+		}
+	})
+}
+
+type deployed struct {
+	gates    features.Gates
+	checksum string
+}
+
+// deployedState reads the configuration and pod template the cluster holds, decoding the config
+// as the manager would at its next start.
+func deployedState(ctx context.Context, t *testing.T, c *kubernetes.Clientset, fullname string) deployed {
+	t.Helper()
+	cm, err := c.CoreV1().ConfigMaps(releaseNamespace).Get(ctx, fullname+"-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading config ConfigMap: %v", err)
+	}
+	cfg, err := configv1alpha1.Decode([]byte(cm.Data[configKey]))
+	if err != nil {
+		t.Fatalf("manager would reject the installed configuration: %v", err)
+	}
+	gates, err := features.New(cfg.FeatureGates)
+	if err != nil {
+		t.Fatalf("manager would reject the installed gates: %v", err)
+	}
+	deploy, err := c.AppsV1().Deployments(releaseNamespace).Get(ctx, fullname, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Deployment: %v", err)
+	}
+	return deployed{gates: gates, checksum: deploy.Spec.Template.Annotations["checksum/config"]}
+}
