@@ -8,7 +8,6 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 // apiServer starts a real kube-apiserver (RBAC authorizer) on loopback and returns an admin
@@ -136,24 +137,14 @@ func TestInstallOnAPIServer(t *testing.T) {
 		if _, err := adminClient.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating namespace: %v", err)
 		}
-		// The shape internal/resources.MemberAgentRole renders: renew exactly the member Leases.
-		role := &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent", Namespace: "team-a"},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups:     []string{coordinationv1.GroupName},
-				Resources:     []string{"leases"},
-				ResourceNames: []string{"etcd-main-0", "etcd-main-1", "etcd-main-2"},
-				Verbs:         []string{"get", "update", "patch"},
-			}},
-		}
+		// The Role and RoleBinding the Etcd reconciler creates for every cluster.
+		etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: "team-a"}}
+		etcd.Spec.Replicas = 3
+		role := resources.MemberAgentRole(etcd)
 		if _, err := manager.RbacV1().Roles("team-a").Create(ctx, role, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("manager cannot create the member-agent Role: %v", err)
 		}
-		binding := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent", Namespace: "team-a"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "etcd-main", Namespace: "team-a"}},
-		}
+		binding := resources.MemberAgentRoleBinding(etcd)
 		if _, err := manager.RbacV1().RoleBindings("team-a").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("manager cannot bind the member-agent Role: %v", err)
 		}
