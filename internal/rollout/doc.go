@@ -1,0 +1,58 @@
+// Package rollout decides, from one observation of an etcd StatefulSet and its pods, which single
+// pod (if any) the OnDelete controller deletes next so that a pod-template change reaches every
+// member without losing quorum needlessly (design DEP-07). It does no I/O, reads no clock and logs
+// nothing: Plan is a pure function of Observed, so the controller, the `plan` subcommand and the
+// tests all see the same decision for the same state.
+//
+// # Rules
+//
+// Plan runs an ordered list of small named rules; the first rule that does not pass decides. In
+// order:
+//
+//   - wait/no-update-revision: the StatefulSet has no status.updateRevision yet, so "outdated"
+//     cannot be judged.
+//   - done: every pod carries the update revision and none is terminating or missing.
+//   - single-node: replicas is 1 and the only pod is outdated: delete it, whatever its health.
+//   - non-participating/{dead,transient,unknown,alive-unready} (DEP-07 step 2): an outdated pod
+//     whose etcd container is not Ready contributes nothing to quorum, so it is deleted without
+//     waiting for anything else. Among them a Dead container goes first, then Transient, then
+//     Unknown, then Alive-but-unready (a live process rejoins as soon as quorum returns, so it is
+//     kept longest). Ties go to the lowest ordinal.
+//   - wait/pod-terminating, wait/pod-missing, wait/updated-not-participating, wait/scale-down
+//     (DEP-07 step 3): before a participating member is touched, every pod must exist, none may be
+//     on its way out, every updated pod must be participating again and no pod outside the
+//     ordinal range (a scale-down in flight) may remain.
+//   - participating/{follower,unknown-role,leader} (DEP-07 step 4): delete exactly one
+//     participating outdated pod: a known follower first, then a pod whose role is unknown, the
+//     known leader last. Ties go to the lowest ordinal.
+//
+// Terminating pods are never chosen, and a decision never names more than one pod.
+//
+// # Container classes
+//
+// ClassifyContainer reads the etcd container's status. DEP-07 names the clear cases; the rest is
+// decided here:
+//
+//   - Dead: state.terminated is set, or state.waiting has a reason that will not fix itself
+//     without a new pod: CrashLoopBackOff, RunContainerError, ImagePullBackOff, ErrImagePull,
+//     CreateContainerConfigError (DEP-07) and also InvalidImageName, ErrImageNeverPull,
+//     CreateContainerError, PreStartHookError, PostStartHookError. A pod in phase Failed or
+//     Succeeded without an etcd container status is Dead too (it will never run again).
+//   - Transient: state.waiting with ContainerCreating or PodInitializing (DEP-07), and also any
+//     other or empty waiting reason, a container status with no state at all (the API treats that
+//     as waiting), and a pod without an etcd container status in phase Pending or with no phase
+//     (just created, being scheduled, init containers running).
+//   - Alive: state.running is set, regardless of readiness.
+//   - Unknown: no etcd container status although the pod claims phase Running or Unknown (for
+//     example a template without a container named "etcd", or a node that stopped reporting).
+//
+// The classes only rank non-participating pods; a Ready etcd container is participating whatever
+// its class.
+//
+// # Ordinals
+//
+// Observe takes a pod's ordinal from the apps.kubernetes.io/pod-index label, falling back to the
+// suffix of its name after "<statefulset>-"; a pod with neither gets -1. Pods whose ordinal lies
+// outside [0, replicas) are about to be removed by the StatefulSet controller's scale-down: the
+// planner never deletes them and holds participating updates until they are gone.
+package rollout

@@ -1,0 +1,73 @@
+package rollout
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Observe converts API objects into the planner's input. pods must already be the
+// StatefulSet's pods (the caller selects them); roles maps pod names to roles, and a pod
+// without an entry gets RoleUnknown. The result lists pods by ordinal, then name.
+func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) Observed {
+	o := Observed{
+		UpdateRevision: sts.Status.UpdateRevision,
+		// The API server defaults spec.replicas to 1; nil only shows up in hand-made objects.
+		Replicas: 1,
+		Pods:     make([]PodState, 0, len(pods)),
+	}
+	if sts.Spec.Replicas != nil {
+		o.Replicas = int(*sts.Spec.Replicas)
+	}
+	for i := range pods {
+		pod := &pods[i]
+		role, ok := roles[pod.Name]
+		if !ok || role == "" {
+			role = RoleUnknown
+		}
+		o.Pods = append(o.Pods, PodState{
+			Name:            pod.Name,
+			Ordinal:         podOrdinal(sts.Name, pod),
+			UID:             string(pod.UID),
+			ResourceVersion: pod.ResourceVersion,
+			Revision:        pod.Labels[appsv1.StatefulSetRevisionLabel],
+			Terminating:     pod.DeletionTimestamp != nil,
+			Participating:   isParticipating(pod),
+			Container:       ClassifyContainer(pod),
+			Role:            role,
+		})
+	}
+	sortPods(o.Pods)
+	return o
+}
+
+// podOrdinal prefers the pod-index label the StatefulSet controller sets and falls back to the
+// name, so pods created before that label existed still get their ordinal.
+func podOrdinal(stsName string, pod *corev1.Pod) int {
+	if v, ok := pod.Labels[appsv1.PodIndexLabel]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+	}
+	suffix, ok := strings.CutPrefix(pod.Name, stsName+"-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(suffix)
+	if err != nil || n < 0 || strconv.Itoa(n) != suffix {
+		return -1
+	}
+	return n
+}
+
+func sortPods(pods []PodState) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		if pods[i].Ordinal != pods[j].Ordinal {
+			return pods[i].Ordinal < pods[j].Ordinal
+		}
+		return pods[i].Name < pods[j].Name
+	})
+}

@@ -1,0 +1,157 @@
+package rollout
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// verdict is one rule's answer. The zero value passes: the rule has nothing to say and the
+// next one is asked.
+type verdict struct {
+	action     Action
+	pod        string
+	rule       RuleID
+	reason     string
+	waitingFor []string
+}
+
+func (v verdict) passes() bool { return v.action == "" }
+
+// rule looks at the precomputed view and either passes or decides.
+type rule func(v *view) verdict
+
+// rules run in this order; the first verdict that does not pass wins. The order is DEP-07's
+// procedure: done check, then non-participating pods, then the wait conditions that protect
+// quorum, then one participating pod.
+var rules = []rule{
+	ruleUpdateRevisionKnown,
+	ruleAllUpToDate,
+	ruleSingleNode,
+	ruleNonParticipatingFirst,
+	ruleNoPodTerminating,
+	ruleNoPodMissing,
+	ruleUpdatedMustParticipate,
+	ruleNoScaleDownInFlight,
+	ruleOneParticipatingAtATime,
+}
+
+// Plan decides what the OnDelete controller does next for one observation. It deletes at most
+// one pod per decision and never a terminating or up-to-date one.
+func Plan(o Observed) Decision {
+	v := newView(o)
+	for _, r := range rules {
+		if got := r(v); !got.passes() {
+			return got.decision()
+		}
+	}
+	return verdict{
+		action: ActionWait,
+		rule:   RuleNoCandidate,
+		reason: fmt.Sprintf("no rule could pick a pod although the rollout is not done; %s", v.summary()),
+	}.decision()
+}
+
+func (v verdict) decision() Decision {
+	d := Decision{Action: v.action, Pods: []string{}, Rule: v.rule, Reason: v.reason, WaitingFor: v.waitingFor}
+	if v.action == ActionDelete {
+		d.Pods = []string{v.pod}
+	}
+	return d
+}
+
+// view holds what every rule needs, computed once per Plan.
+type view struct {
+	o    Observed
+	pods []PodState // by ordinal, then name
+
+	outdated    int
+	terminating []PodState
+	missing     []string
+	// updatedNotParticipating are updated pods, in range and not terminating, whose etcd
+	// container is not Ready.
+	updatedNotParticipating []PodState
+	// condemned pods lie outside [0, replicas): a scale-down will remove them.
+	condemned     []PodState
+	participating int
+}
+
+func newView(o Observed) *view {
+	v := &view{o: o, pods: append([]PodState(nil), o.Pods...)}
+	sortPods(v.pods)
+	present := make(map[int]bool, len(v.pods))
+	for _, p := range v.pods {
+		present[p.Ordinal] = true
+		if IsOutdated(p, o.UpdateRevision) {
+			v.outdated++
+		}
+		if p.Terminating {
+			v.terminating = append(v.terminating, p)
+			continue
+		}
+		if p.Participating {
+			v.participating++
+		}
+		if !v.inRange(p) {
+			v.condemned = append(v.condemned, p)
+			continue
+		}
+		if !IsOutdated(p, o.UpdateRevision) && !p.Participating {
+			v.updatedNotParticipating = append(v.updatedNotParticipating, p)
+		}
+	}
+	base := baseName(v.pods)
+	for i := 0; i < o.Replicas; i++ {
+		if !present[i] {
+			v.missing = append(v.missing, memberName(base, i))
+		}
+	}
+	return v
+}
+
+func (v *view) inRange(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < v.o.Replicas }
+
+// candidate is an outdated pod the planner may delete.
+func (v *view) candidate(p PodState) bool {
+	return IsOutdated(p, v.o.UpdateRevision) && !p.Terminating && v.inRange(p)
+}
+
+func (v *view) summary() string {
+	return fmt.Sprintf("%d/%d participating, %d outdated", v.participating, v.o.Replicas, v.outdated)
+}
+
+// baseName recovers the StatefulSet name from a pod name, so a missing pod can be named.
+func baseName(pods []PodState) string {
+	for _, p := range pods {
+		if p.Ordinal < 0 {
+			continue
+		}
+		if base, ok := strings.CutSuffix(p.Name, "-"+strconv.Itoa(p.Ordinal)); ok && base != "" {
+			return base
+		}
+	}
+	return ""
+}
+
+func memberName(base string, ordinal int) string {
+	if base == "" {
+		return fmt.Sprintf("ordinal %d", ordinal)
+	}
+	return fmt.Sprintf("%s-%d", base, ordinal)
+}
+
+func names(pods []PodState) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func wait(rule RuleID, waitingFor []string, format string, args ...any) verdict {
+	return verdict{action: ActionWait, rule: rule, reason: fmt.Sprintf(format, args...), waitingFor: waitingFor}
+}
+
+func deletePod(rule RuleID, pod string, format string, args ...any) verdict {
+	return verdict{action: ActionDelete, pod: pod, rule: rule, reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,270 @@
+package rollout
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+)
+
+type planCase struct {
+	name     string
+	in       Observed
+	action   Action
+	pods     []string
+	rule     RuleID
+	waitsFor []string
+}
+
+func runPlanCases(t *testing.T, cases []planCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Plan(tc.in)
+			want := tc.pods
+			if want == nil {
+				want = []string{}
+			}
+			if got.Action != tc.action || got.Rule != tc.rule || !slices.Equal(got.Pods, want) {
+				t.Fatalf("Plan() = %s %v by %s (%q), want %s %v by %s", got.Action, got.Pods, got.Rule, got.Reason, tc.action, want, tc.rule)
+			}
+			if tc.waitsFor != nil && !slices.Equal(got.WaitingFor, tc.waitsFor) {
+				t.Errorf("WaitingFor = %v, want %v", got.WaitingFor, tc.waitsFor)
+			}
+			if got.Reason == "" {
+				t.Errorf("empty reason")
+			}
+		})
+	}
+}
+
+func TestRuleUpdateRevisionKnown(t *testing.T) {
+	o := observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1"), pod("etcd-main-2"))
+	o.UpdateRevision = ""
+	runPlanCases(t, []planCase{
+		{name: "no update revision yet", in: o, action: ActionWait, rule: RuleNoUpdateRevision},
+		{name: "no pods and no revision", in: Observed{Replicas: 3}, action: ActionWait, rule: RuleNoUpdateRevision},
+	})
+}
+
+func TestRuleAllUpToDate(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "three updated pods", action: ActionDone, rule: RuleDone,
+			in: observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1"), pod("etcd-main-2"))},
+		{name: "updated but one not participating is still done", action: ActionDone, rule: RuleDone,
+			in: observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1").dead(), pod("etcd-main-2"))},
+		{name: "zero replicas and no pods", action: ActionDone, rule: RuleDone, in: observed(0)},
+		{name: "updated pod terminating is not done", action: ActionWait, rule: RulePodTerminating,
+			in: observed(3, pod("etcd-main-0"), pod("etcd-main-1").terminating(), pod("etcd-main-2"))},
+		{name: "missing ordinal is not done", action: ActionWait, rule: RulePodMissing, waitsFor: []string{"etcd-main-1"},
+			in: observed(3, pod("etcd-main-0"), pod("etcd-main-2"))},
+		{name: "updated condemned pod does not block done", action: ActionDone, rule: RuleDone,
+			in: observed(3, pod("etcd-main-0"), pod("etcd-main-1"), pod("etcd-main-2"), pod("etcd-main-3"))},
+	})
+}
+
+func TestRuleSingleNode(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "participating leader", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleSingleNode,
+			in: observed(1, pod("etcd-main-0").outdated().leader())},
+		{name: "dead pod", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleSingleNode,
+			in: observed(1, pod("etcd-main-0").outdated().dead())},
+		{name: "then wait for termination", action: ActionWait, rule: RulePodTerminating,
+			in: observed(1, pod("etcd-main-0").outdated().terminating())},
+		{name: "then wait for recreation", action: ActionWait, rule: RulePodMissing, waitsFor: []string{"ordinal 0"},
+			in: observed(1)},
+		{name: "recreated pod starting is done", action: ActionDone, rule: RuleDone,
+			in: observed(1, pod("etcd-main-0").transient())},
+		{name: "scale-down to one: general rules apply while pod 1 exists", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingDead,
+			in: observed(1, pod("etcd-main-0").outdated().dead(), pod("etcd-main-1").outdated())},
+	})
+}
+
+// TestRuleNonParticipatingFirst covers every row of DEP-07's step 2 table and the ties.
+func TestRuleNonParticipatingFirst(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "dead before transient before unready", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingDead,
+			in: observed(3, pod("etcd-main-0").outdated().unready(), pod("etcd-main-1").outdated().transient(), pod("etcd-main-2").outdated().dead())},
+		{name: "transient before unready", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingTransient,
+			in: observed(3, pod("etcd-main-0").outdated().unready(), pod("etcd-main-1").outdated().transient(), pod("etcd-main-2").outdated())},
+		{name: "unready last of the three", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingAlive,
+			in: observed(3, pod("etcd-main-0").outdated().unready(), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").outdated())},
+		{name: "unknown container between transient and unready", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingUnknown,
+			in: observed(3, pod("etcd-main-0").outdated().unready(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().unknownContainer())},
+		{name: "ties go to the lowest ordinal", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingDead,
+			in: observed(5, pod("etcd-main-0"), pod("etcd-main-3").outdated().dead(), pod("etcd-main-1").outdated().dead(), pod("etcd-main-2"), pod("etcd-main-4"))},
+		{name: "non-participating goes before a leader even if the leader is outdated", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingAlive,
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().unready().leader())},
+		{name: "does not wait for another pod terminating", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingDead,
+			in: observed(3, pod("etcd-main-0").outdated().dead().terminating(), pod("etcd-main-1").outdated().dead(), pod("etcd-main-2").outdated())},
+		{name: "does not wait for a missing pod", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingTransient,
+			in: observed(3, pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().transient())},
+		{name: "does not wait for an updated pod to rejoin", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingAlive,
+			in: observed(3, pod("etcd-main-0").transient(), pod("etcd-main-1").outdated().unready(), pod("etcd-main-2").outdated())},
+		{name: "never picks a terminating pod", action: ActionWait, rule: RulePodTerminating, waitsFor: []string{"etcd-main-0"},
+			in: observed(3, pod("etcd-main-0").outdated().dead().terminating(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated())},
+		{name: "never picks a condemned pod", action: ActionWait, rule: RuleScaleDown, waitsFor: []string{"etcd-main-3"},
+			in: observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1"), pod("etcd-main-2"), pod("etcd-main-3").outdated().dead())},
+	})
+}
+
+// TestWaitRules covers DEP-07 step 3: nothing participating is touched while the set is not
+// settled.
+func TestWaitRules(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "updated pod not yet participating", action: ActionWait, rule: RuleUpdatedNotParticipating, waitsFor: []string{"etcd-main-2"},
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").transient())},
+		{name: "updated pod crash-looping", action: ActionWait, rule: RuleUpdatedNotParticipating, waitsFor: []string{"etcd-main-0"},
+			in: observed(3, pod("etcd-main-0").dead(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().leader())},
+		{name: "outdated participating pod terminating", action: ActionWait, rule: RulePodTerminating, waitsFor: []string{"etcd-main-1"},
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated().terminating(), pod("etcd-main-2").outdated())},
+		{name: "terminating reported before missing", action: ActionWait, rule: RulePodTerminating,
+			in: observed(3, pod("etcd-main-0").outdated().terminating(), pod("etcd-main-1").outdated())},
+		{name: "pod deleted and not recreated yet", action: ActionWait, rule: RulePodMissing, waitsFor: []string{"etcd-main-0"},
+			in: observed(3, pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").outdated())},
+		{name: "two missing pods", action: ActionWait, rule: RulePodMissing, waitsFor: []string{"etcd-main-0", "etcd-main-2"},
+			in: observed(3, pod("etcd-main-1").outdated().leader())},
+		{name: "scale-down in flight", action: ActionWait, rule: RuleScaleDown, waitsFor: []string{"etcd-main-3", "etcd-main-4"},
+			in: observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().leader(), pod("etcd-main-3"), pod("etcd-main-4").outdated())},
+	})
+}
+
+// TestRuleOneParticipatingAtATime covers every row of DEP-07's step 4 table.
+func TestRuleOneParticipatingAtATime(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "follower before leader", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleParticipatingFollower,
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated())},
+		{name: "lowest ordinal follower", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingFollower,
+			in: observed(5, pod("etcd-main-0").leader().outdated(), pod("etcd-main-1"), pod("etcd-main-4").outdated(), pod("etcd-main-2").outdated(), pod("etcd-main-3"))},
+		{name: "unknown role before known leader", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingUnknownRole,
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1"), pod("etcd-main-2").outdated().unknownRole())},
+		{name: "follower before unknown role", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingFollower,
+			in: observed(3, pod("etcd-main-0").outdated().unknownRole(), pod("etcd-main-1"), pod("etcd-main-2").outdated())},
+		{name: "leader last", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleParticipatingLeader,
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1"), pod("etcd-main-2"))},
+		{name: "all roles unknown: lowest ordinal", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleParticipatingUnknownRole,
+			in: observed(3, pod("etcd-main-0").outdated().unknownRole(), pod("etcd-main-1").outdated().unknownRole(), pod("etcd-main-2").outdated().unknownRole())},
+		{name: "pod updated to a previous target counts as outdated", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingFollower,
+			in: observed(3, pod("etcd-main-0").revision("etcd-main-aaaa").leader(), pod("etcd-main-1"), pod("etcd-main-2").revision("etcd-main-aaaa"))},
+		{name: "pod without revision label counts as outdated", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleParticipatingFollower,
+			in: observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1").revision(""), pod("etcd-main-2"))},
+	})
+}
+
+// TestRolloutSequences replays whole rollouts, one observation per reconcile.
+func TestRolloutSequences(t *testing.T) {
+	t.Run("DEP-06 scenario 1: one non-participating pod", func(t *testing.T) {
+		runPlanCases(t, []planCase{
+			{name: "P-0 down: delete it first", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingDead,
+				in: observed(3, pod("etcd-main-0").outdated().dead(), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").outdated())},
+			{name: "P-0 recreated, starting: wait", action: ActionWait, rule: RuleUpdatedNotParticipating,
+				in: observed(3, pod("etcd-main-0").transient(), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").outdated())},
+			{name: "P-0 participates: follower P-2", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingFollower,
+				in: observed(3, pod("etcd-main-0"), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").outdated())},
+			{name: "P-2 back: leader P-1 last", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleParticipatingLeader,
+				in: observed(3, pod("etcd-main-0"), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2"))},
+			{name: "P-1 back: done", action: ActionDone, rule: RuleDone,
+				in: observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1"), pod("etcd-main-2"))},
+		})
+	})
+	t.Run("DEP-06 scenario 2: another pod fails mid-update", func(t *testing.T) {
+		runPlanCases(t, []planCase{
+			{name: "P-0 down: delete it", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingDead,
+				in: observed(3, pod("etcd-main-0").outdated().dead(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().leader())},
+			{name: "P-1 stops participating while P-0 rejoins: delete P-1", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingAlive,
+				in: observed(3, pod("etcd-main-0").transient(), pod("etcd-main-1").outdated().unready(), pod("etcd-main-2").outdated().unready().leader())},
+			{name: "quorum lost, P-2 unready too: delete it without waiting for P-1", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingAlive,
+				in: observed(3, pod("etcd-main-0").unready(), pod("etcd-main-1").outdated().unready().terminating(), pod("etcd-main-2").outdated().unready().unknownRole())},
+			{name: "all recreated, waiting to rejoin", action: ActionDone, rule: RuleDone,
+				in: observed(3, pod("etcd-main-0").unready(), pod("etcd-main-1").transient(), pod("etcd-main-2").transient())},
+		})
+	})
+	t.Run("DEP-06 scenario 3: permanent quorum loss", func(t *testing.T) {
+		runPlanCases(t, []planCase{
+			{name: "P-0 and P-1 down, P-2 unready: P-0 first", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingDead,
+				in: observed(3, pod("etcd-main-0").outdated().dead(), pod("etcd-main-1").outdated().dead(), pod("etcd-main-2").outdated().unready())},
+			{name: "then P-1 while P-0 terminates", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingDead,
+				in: observed(3, pod("etcd-main-0").outdated().dead().terminating(), pod("etcd-main-1").outdated().dead(), pod("etcd-main-2").outdated().unready())},
+			{name: "then the alive P-2", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingAlive,
+				in: observed(3, pod("etcd-main-0").transient(), pod("etcd-main-1").outdated().dead().terminating(), pod("etcd-main-2").outdated().unready())},
+			{name: "nothing outdated left to pick: wait", action: ActionWait, rule: RulePodTerminating,
+				in: observed(3, pod("etcd-main-0").transient(), pod("etcd-main-1").transient(), pod("etcd-main-2").outdated().unready().terminating())},
+		})
+	})
+	t.Run("revision changes mid-rollout", func(t *testing.T) {
+		// etcd-main-2 was updated to the previous target (oldRev here is the original, "mid" the
+		// abandoned target); the new target makes every pod outdated again.
+		runPlanCases(t, []planCase{
+			{name: "pod at abandoned target is a follower candidate like the rest", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleParticipatingFollower,
+				in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").revision("etcd-main-mid"))},
+			{name: "abandoned target still starting: it is outdated and non-participating, replace it", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingTransient,
+				in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").revision("etcd-main-mid").transient())},
+		})
+	})
+	t.Run("handover from a half-done RollingUpdate", func(t *testing.T) {
+		runPlanCases(t, []planCase{
+			{name: "ordinal 2 already rolled and ready: continue with followers", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleParticipatingFollower,
+				in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2"))},
+			{name: "rolled pod stalled: keep waiting like the StatefulSet controller did", action: ActionWait, rule: RuleUpdatedNotParticipating,
+				in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").dead())},
+			{name: "rolled pod stalled but an outdated one is down too: replace the down one", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleNonParticipatingDead,
+				in: observed(3, pod("etcd-main-0").outdated().dead(), pod("etcd-main-1").outdated().leader(), pod("etcd-main-2").transient())},
+			{name: "rolling update was deleting ordinal 2 when it stopped", action: ActionWait, rule: RulePodTerminating,
+				in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().terminating())},
+		})
+	})
+}
+
+func TestPlanDoesNotModifyInput(t *testing.T) {
+	o := observed(3, pod("etcd-main-2").outdated(), pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated())
+	before := slices.Clone(o.Pods)
+	Plan(o)
+	if !slices.Equal(o.Pods, before) {
+		t.Fatalf("Plan reordered or changed its input: %v", o.Pods)
+	}
+}
+
+var conditionReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+func TestConditionReason(t *testing.T) {
+	cases := []struct {
+		rule RuleID
+		want string
+	}{
+		{RuleDone, "Done"},
+		{RuleNonParticipatingDead, "NonParticipatingDead"},
+		{RuleNonParticipatingAlive, "NonParticipatingAliveUnready"},
+		{RuleUpdatedNotParticipating, "WaitUpdatedNotParticipating"},
+		{RuleParticipatingUnknownRole, "ParticipatingUnknownRole"},
+		{RuleSingleNode, "SingleNode"},
+		{RuleNoUpdateRevision, "WaitNoUpdateRevision"},
+		{"", "Unknown"},
+		{"3rd/rule", "Rule3rdRule"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.rule), func(t *testing.T) {
+			if got := tc.rule.ConditionReason(); got != tc.want {
+				t.Fatalf("ConditionReason(%q) = %q, want %q", tc.rule, got, tc.want)
+			}
+		})
+	}
+	for _, r := range allRules {
+		if got := r.ConditionReason(); !conditionReasonPattern.MatchString(got) {
+			t.Errorf("ConditionReason(%q) = %q is not a valid condition reason", r, got)
+		}
+	}
+}
+
+var allRules = []RuleID{
+	RuleNoUpdateRevision, RuleDone, RuleSingleNode, RuleNonParticipatingDead, RuleNonParticipatingTransient,
+	RuleNonParticipatingUnknown, RuleNonParticipatingAlive, RulePodTerminating, RulePodMissing,
+	RuleUpdatedNotParticipating, RuleScaleDown, RuleParticipatingFollower, RuleParticipatingUnknownRole,
+	RuleParticipatingLeader, RuleNoCandidate,
+}
+
+func TestReasonCarriesNumbers(t *testing.T) {
+	got := Plan(observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").transient()))
+	want := "waiting for etcd-main-2 (updated) to rejoin the quorum; 2/3 participating, 2 outdated"
+	if got.Reason != want {
+		t.Fatalf("reason = %q, want %q", got.Reason, want)
+	}
+}

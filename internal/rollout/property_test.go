@@ -1,0 +1,217 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// observedFromBytes turns arbitrary bytes into a plausible observation, so the fuzzer and the
+// seeded random test explore the same space: up to 8 ordinals (a few beyond replicas), three
+// revisions, every container class, role and terminating state.
+func observedFromBytes(data []byte) Observed {
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
+	}
+	revisions := []string{newRev, oldRev, "etcd-main-mid"}
+	classes := []ContainerClass{ContainerDead, ContainerTransient, ContainerAlive, ContainerUnknown}
+	roles := []Role{RoleFollower, RoleLeader, RoleUnknown}
+	o := Observed{Replicas: int(next() % 8), UpdateRevision: newRev}
+	if next()%16 == 0 {
+		o.UpdateRevision = ""
+	}
+	for ordinal := 0; ordinal < 8; ordinal++ {
+		b := next()
+		if b%4 == 0 {
+			continue // missing
+		}
+		c := next()
+		p := PodState{
+			Name:        fmt.Sprintf("etcd-main-%d", ordinal),
+			Ordinal:     ordinal,
+			Revision:    revisions[int(b>>2)%len(revisions)],
+			Terminating: b&0x80 != 0 && b&0x40 != 0,
+			Container:   classes[int(c)%len(classes)],
+			Role:        roles[int(c>>2)%len(roles)],
+		}
+		// Only a running container can pass its readiness probe.
+		p.Participating = p.Container == ContainerAlive && c&0x10 != 0
+		o.Pods = append(o.Pods, p)
+	}
+	return o
+}
+
+func checkPlanInvariants(t *testing.T, o Observed) {
+	t.Helper()
+	if err := planInvariantViolation(o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// planInvariantViolation checks the safety properties of DEP-07 for any observation and
+// describes the first one Plan breaks.
+func planInvariantViolation(o Observed) (err error) {
+	d := Plan(o)
+	type violation struct{ error }
+	defer func() {
+		if r := recover(); r != nil {
+			v, ok := r.(violation)
+			if !ok {
+				panic(r)
+			}
+			err = v.error
+		}
+	}()
+	fail := func(format string, args ...any) {
+		panic(violation{fmt.Errorf("%s\nobserved: %+v\ndecision: %+v", fmt.Sprintf(format, args...), o, d)})
+	}
+	if len(d.Pods) > 1 {
+		fail("more than one pod in a decision")
+	}
+	if d.Rule == RuleNoCandidate {
+		fail("fell through every rule")
+	}
+	if !conditionReasonPattern.MatchString(d.Rule.ConditionReason()) {
+		fail("invalid condition reason %q", d.Rule.ConditionReason())
+	}
+	if again := Plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || !slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule {
+		fail("decision depends on pod order: %+v", again)
+	}
+
+	present := map[int]bool{}
+	var terminating, updatedNotParticipating, condemned int
+	for _, p := range o.Pods {
+		present[p.Ordinal] = true
+		inRange := p.Ordinal >= 0 && p.Ordinal < o.Replicas
+		switch {
+		case p.Terminating:
+			terminating++
+		case !inRange:
+			condemned++
+		case !IsOutdated(p, o.UpdateRevision) && !p.Participating:
+			updatedNotParticipating++
+		}
+	}
+	missing := 0
+	for i := 0; i < o.Replicas; i++ {
+		if !present[i] {
+			missing++
+		}
+	}
+
+	switch d.Action {
+	case ActionDone:
+		if o.UpdateRevision == "" || terminating > 0 || missing > 0 {
+			fail("done although the set is not settled")
+		}
+		for _, p := range o.Pods {
+			if IsOutdated(p, o.UpdateRevision) {
+				fail("done although %s is outdated", p.Name)
+			}
+		}
+	case ActionWait:
+		if len(d.Pods) != 0 {
+			fail("wait decision names pods to delete")
+		}
+	case ActionDelete:
+		if len(d.Pods) != 1 {
+			fail("delete decision without exactly one pod")
+		}
+		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == d.Pods[0] })
+		if i < 0 {
+			fail("deleted pod does not exist")
+		}
+		p := o.Pods[i]
+		if !IsOutdated(p, o.UpdateRevision) || p.Terminating || o.UpdateRevision == "" {
+			fail("deleted pod %s is up to date or terminating", p.Name)
+		}
+		if p.Participating && o.Replicas > 1 && (updatedNotParticipating > 0 || terminating > 0 || missing > 0 || condemned > 0) {
+			fail("deleted participating %s while the set is unsettled (updated-not-participating=%d terminating=%d missing=%d condemned=%d)",
+				p.Name, updatedNotParticipating, terminating, missing, condemned)
+		}
+		if p.Participating && o.Replicas > 1 {
+			for _, q := range o.Pods {
+				if q.Name != p.Name && IsOutdated(q, o.UpdateRevision) && !q.Participating && !q.Terminating && q.Ordinal < o.Replicas {
+					fail("deleted participating %s before non-participating %s", p.Name, q.Name)
+				}
+			}
+		}
+	default:
+		fail("unknown action %q", d.Action)
+	}
+	return nil
+}
+
+func reversed(pods []PodState) []PodState {
+	out := slices.Clone(pods)
+	slices.Reverse(out)
+	return out
+}
+
+// TestPlanInvariantsRandom runs the invariants over seeded random states in every `go test`.
+func TestPlanInvariantsRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 2026))
+	buf := make([]byte, 24)
+	for i := 0; i < 20000; i++ {
+		for j := range buf {
+			buf[j] = byte(r.UintN(256))
+		}
+		checkPlanInvariants(t, observedFromBytes(buf))
+	}
+}
+
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{3, 1, 5, 2, 6, 10, 7, 2})
+	f.Add([]byte{1, 1, 5, 16})
+	f.Add([]byte{5, 1, 0xc5, 0, 5, 18, 6, 20, 7, 0, 1, 2})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkPlanInvariants(t, observedFromBytes(data))
+	})
+}
+
+// TestInvariantCheckerCatchesUnsafePlans makes sure the property test can fail: a planner that
+// deletes the leader while a pod is missing must be rejected.
+func TestInvariantCheckerCatchesUnsafePlans(t *testing.T) {
+	saved := rules
+	defer func() { rules = saved }()
+	rules = []rule{func(v *view) verdict {
+		for _, p := range v.pods {
+			if p.Participating && !p.Terminating && IsOutdated(p, v.o.UpdateRevision) {
+				return deletePod(RuleParticipatingLeader, p.Name, "unsafe")
+			}
+		}
+		return verdict{}
+	}}
+	if planInvariantViolation(observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-2").outdated())) == nil {
+		t.Fatal("invariant checker accepted deleting a participating pod while etcd-main-1 is missing")
+	}
+}
+
+func BenchmarkPlan(b *testing.B) {
+	for _, members := range []int{3, 5, 7} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			var pods []*podBuilder
+			for i := 0; i < members; i++ {
+				p := pod(fmt.Sprintf("etcd-main-%d", i)).outdated()
+				if i == 0 {
+					p.leader()
+				}
+				pods = append(pods, p)
+			}
+			o := observed(members, pods...)
+			b.ReportAllocs()
+			for b.Loop() {
+				if d := Plan(o); d.Action != ActionDelete {
+					b.Fatalf("unexpected decision %+v", d)
+				}
+			}
+		})
+	}
+}

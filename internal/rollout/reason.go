@@ -1,0 +1,37 @@
+package rollout
+
+import (
+	"strings"
+	"unicode"
+)
+
+// ConditionReason turns the rule id into a CamelCase word usable as a Kubernetes condition or
+// event reason ("non-participating/dead" → "NonParticipatingDead"). It is the only place the
+// conversion happens, so metric labels, plan output and conditions stay in step.
+func (r RuleID) ConditionReason() string {
+	var b strings.Builder
+	upper := true
+	for _, c := range string(r) {
+		if !isASCIIAlnum(c) {
+			upper = true
+			continue
+		}
+		if b.Len() == 0 && !unicode.IsLetter(c) {
+			// A reason has to start with a letter.
+			b.WriteString("Rule")
+		}
+		if upper {
+			c = unicode.ToUpper(c)
+			upper = false
+		}
+		b.WriteRune(c)
+	}
+	if b.Len() == 0 {
+		return "Unknown"
+	}
+	return b.String()
+}
+
+func isASCIIAlnum(c rune) bool {
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}

@@ -1,0 +1,174 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ruleUpdateRevisionKnown: without status.updateRevision no pod can be called outdated, and
+// guessing could delete an up-to-date member.
+func ruleUpdateRevisionKnown(v *view) verdict {
+	if v.o.UpdateRevision != "" {
+		return verdict{}
+	}
+	return wait(RuleNoUpdateRevision, nil, "the StatefulSet has no status.updateRevision yet; %d pods observed", len(v.pods))
+}
+
+// ruleAllUpToDate is DEP-07 step 1: nothing to roll once every pod carries the update revision
+// and the set is complete and settled.
+func ruleAllUpToDate(v *view) verdict {
+	if v.outdated > 0 || len(v.terminating) > 0 || len(v.missing) > 0 {
+		return verdict{}
+	}
+	return verdict{
+		action: ActionDone, rule: RuleDone,
+		reason: fmt.Sprintf("all %d pods run revision %s; %d/%d participating", len(v.pods), v.o.UpdateRevision, v.participating, v.o.Replicas),
+	}
+}
+
+// ruleSingleNode: a one-member cluster has no quorum to keep and no leader election to avoid,
+// so its only pod is replaced whatever its health (DEP-07 "Single-Node Clusters"). The wait
+// afterwards comes from the step 3 rules.
+func ruleSingleNode(v *view) verdict {
+	if v.o.Replicas != 1 || len(v.pods) != 1 {
+		return verdict{}
+	}
+	p := v.pods[0]
+	if !v.candidate(p) {
+		return verdict{}
+	}
+	return deletePod(RuleSingleNode, p.Name, "deleting %s: single-node cluster and its only pod runs revision %s, not %s",
+		p.Name, revisionOrNone(p.Revision), v.o.UpdateRevision)
+}
+
+// ruleNonParticipatingFirst is DEP-07 step 2: an outdated member that is not in the quorum can
+// be replaced at no quorum cost, even while other such pods are still being replaced.
+func ruleNonParticipatingFirst(v *view) verdict {
+	var candidates []PodState
+	for _, p := range v.pods {
+		if v.candidate(p) && !p.Participating {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return verdict{}
+	}
+	p := rankNonParticipating(candidates)[0]
+	return deletePod(nonParticipatingRule(p.Container), p.Name,
+		"deleting %s: outdated and not participating, etcd container %s; %d outdated non-participating, %s",
+		p.Name, describeClass(p.Container), len(candidates), v.summary())
+}
+
+func nonParticipatingRule(c ContainerClass) RuleID {
+	switch c {
+	case ContainerDead:
+		return RuleNonParticipatingDead
+	case ContainerTransient:
+		return RuleNonParticipatingTransient
+	case ContainerAlive:
+		return RuleNonParticipatingAlive
+	default:
+		return RuleNonParticipatingUnknown
+	}
+}
+
+func describeClass(c ContainerClass) string {
+	switch c {
+	case ContainerDead:
+		return "dead"
+	case ContainerTransient:
+		return "still starting"
+	case ContainerAlive:
+		return "running but not ready"
+	default:
+		return "in an unknown state"
+	}
+}
+
+// ruleNoPodTerminating (step 3): a pod on its way out is already a member short; removing a
+// participating one on top could cost the quorum.
+func ruleNoPodTerminating(v *view) verdict {
+	if len(v.terminating) == 0 {
+		return verdict{}
+	}
+	n := names(v.terminating)
+	return wait(RulePodTerminating, n, "waiting for %s to finish terminating; %s", strings.Join(n, ", "), v.summary())
+}
+
+// ruleNoPodMissing (step 3): a deleted pod the StatefulSet controller has not recreated yet is
+// not participating either.
+func ruleNoPodMissing(v *view) verdict {
+	if len(v.missing) == 0 {
+		return verdict{}
+	}
+	return wait(RulePodMissing, v.missing, "waiting for the StatefulSet controller to create %s; %s",
+		strings.Join(v.missing, ", "), v.summary())
+}
+
+// ruleUpdatedMustParticipate is DEP-07 step 3 proper: the previously replaced member has to be
+// back in the quorum before the next participating member goes.
+func ruleUpdatedMustParticipate(v *view) verdict {
+	if len(v.updatedNotParticipating) == 0 {
+		return verdict{}
+	}
+	n := names(v.updatedNotParticipating)
+	return wait(RuleUpdatedNotParticipating, n, "waiting for %s (updated) to rejoin the quorum; %s",
+		strings.Join(n, ", "), v.summary())
+}
+
+// ruleNoScaleDownInFlight: pods beyond spec.replicas are still members until the scale-down
+// removes them; replacing a participating member meanwhile would shrink the quorum twice.
+func ruleNoScaleDownInFlight(v *view) verdict {
+	if len(v.condemned) == 0 {
+		return verdict{}
+	}
+	n := names(v.condemned)
+	return wait(RuleScaleDown, n, "waiting for the scale-down to %d replicas to remove %s; %s",
+		v.o.Replicas, strings.Join(n, ", "), v.summary())
+}
+
+// ruleOneParticipatingAtATime is DEP-07 step 4: every outdated pod participates now, so replace
+// exactly one, followers before the leader to avoid needless elections.
+func ruleOneParticipatingAtATime(v *view) verdict {
+	var candidates []PodState
+	for _, p := range v.pods {
+		if v.candidate(p) && p.Participating {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return verdict{}
+	}
+	p := rankParticipating(candidates)[0]
+	return deletePod(participatingRule(p.Role), p.Name, "deleting %s (%s, outdated): every updated pod participates; %s",
+		p.Name, describeRole(p.Role), v.summary())
+}
+
+func participatingRule(r Role) RuleID {
+	switch r {
+	case RoleFollower:
+		return RuleParticipatingFollower
+	case RoleLeader:
+		return RuleParticipatingLeader
+	default:
+		return RuleParticipatingUnknownRole
+	}
+}
+
+func describeRole(r Role) string {
+	switch r {
+	case RoleFollower:
+		return "follower"
+	case RoleLeader:
+		return "leader"
+	default:
+		return "role unknown"
+	}
+}
+
+func revisionOrNone(rev string) string {
+	if rev == "" {
+		return "<none>"
+	}
+	return rev
+}
