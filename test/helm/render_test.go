@@ -291,17 +291,40 @@ func containerPortNames(c corev1.Container) []string {
 	return names
 }
 
+// The member-agent sidecar must run the manager's own image, whatever image the values pick.
+func TestManagerImage(t *testing.T) {
+	cases := []struct {
+		name  string
+		set   []string
+		image string
+	}{
+		{name: "appVersion by default", image: "ghcr.io/etcd-conductor/etcd-conductor:0.1.0"},
+		{name: "tag override", set: []string{"--set", "image.tag=0.2.0"}, image: "ghcr.io/etcd-conductor/etcd-conductor:0.2.0"},
+		{
+			name:  "mirror",
+			set:   []string{"--set", "image.repository=mirror.example.com/conductor,image.tag=1.0.0"},
+			image: "mirror.example.com/conductor:1.0.0",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := renderDecoded(t, nil, tc.set...).managerContainer(t)
+			if c.Image != tc.image {
+				t.Errorf("image %q, want %q", c.Image, tc.image)
+			}
+			want := []string{"manager", "--config", "/etc/etcd-conductor/config.yaml", "--member-agent-image", tc.image}
+			if !slices.Equal(c.Args, want) {
+				t.Errorf("args %v, want %v", c.Args, want)
+			}
+		})
+	}
+}
+
 func TestManagerDeployment(t *testing.T) {
 	r := renderDecoded(t, nil)
 	c := r.managerContainer(t)
 	pod := r.deployment.Spec.Template.Spec
 
-	if want := "ghcr.io/etcd-conductor/etcd-conductor:0.1.0"; c.Image != want {
-		t.Errorf("image %q, want %q (appVersion by default)", c.Image, want)
-	}
-	if want := []string{"manager", "--config", "/etc/etcd-conductor/config.yaml"}; !slices.Equal(c.Args, want) {
-		t.Errorf("args %v, want %v", c.Args, want)
-	}
 	if got := r.deployment.Spec.Replicas; got == nil || *got != 1 {
 		t.Errorf("replicas %v, want 1", got)
 	}
