@@ -27,7 +27,7 @@ func pod(name string) *podBuilder {
 	}}
 }
 
-func (b *podBuilder) outdated() *podBuilder        { b.p.Revision = oldRev; return b }
+func (b *podBuilder) outdated() *podBuilder         { b.p.Revision = oldRev; return b }
 func (b *podBuilder) revision(r string) *podBuilder { b.p.Revision = r; return b }
 func (b *podBuilder) ordinal(n int) *podBuilder     { b.p.Ordinal = n; return b }
 func (b *podBuilder) leader() *podBuilder           { b.p.Role = RoleLeader; return b }
