@@ -1,5 +1,8 @@
-# One image for every role of the binary: the chart runs it as `manager`, and the manager injects
-# the same image as the member-agent sidecar, so the two can never drift apart.
+# One image for every role of the binary: the chart runs it as `manager` and passes the same image
+# as --member-agent-image, so manager and sidecar can never drift apart.
+#
+# Dockerfile.dockerignore keeps bin/ (hundreds of MB of test binaries), .git, tests and the chart
+# out of the build context; COPY . . then takes whatever Go packages the binary imports.
 
 # The builder runs on the build host's platform and cross-compiles, which keeps multi-arch builds
 # (docker buildx --platform linux/amd64,linux/arm64) fast: no emulated compiler.
@@ -12,9 +15,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 
-# Only what the binary is built from; test binaries and bin/ stay out of the image context copy.
-COPY cmd/ cmd/
-COPY internal/ internal/
+COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags "-s -w" -o /etcd-conductor ./cmd/etcd-conductor
 
