@@ -1,0 +1,593 @@
+// Package localcluster runs a real Kubernetes control plane on this machine:
+// etcd, kube-apiserver and kube-controller-manager, no kubelet and no
+// scheduler. Tests, the demo and benchmarks use it to exercise the real
+// StatefulSet controller; the node simulator plays the kubelet.
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
+)
+
+// startupTimeout bounds Start when the caller's context has no deadline.
+// Cold starts take 3–6 s; the machine is shared with parallel compiles.
+const startupTimeout = 3 * time.Minute
+
+// serviceCIDR must not overlap the node simulator's pod subnets (10.213.x.0/24).
+const (
+	serviceCIDR      = "10.0.0.0/24"
+	kubernetesSvcIP  = "10.0.0.1"
+	saIssuer         = "https://kubernetes.default.svc.cluster.local"
+	logTailBytes     = 3000
+	pollInterval     = 200 * time.Millisecond
+	processesFile    = "processes.json"
+	adminKubeconfig  = "kubeconfig"
+	kcmKubeconfig    = "controller-manager.kubeconfig"
+	adminCommonName  = "localcluster-admin"
+	kcmCommonName    = "system:kube-controller-manager"
+	clusterCommonCA  = "localcluster-ca"
+	mastersGroupName = "system:masters"
+)
+
+// Cluster is a running control plane. Stop it with Stop (or use StartForTest).
+type Cluster struct {
+	opts    Options
+	workDir string
+
+	paths     paths
+	etcdURL   string
+	apiPort   int
+	restCfg   *rest.Config
+	clientset kubernetes.Interface
+
+	mu       sync.Mutex
+	etcd     *proc.Process
+	api      *proc.Process
+	kcm      *proc.Process
+	kcmGates string
+	stopped  bool
+}
+
+// paths are the files the processes are configured with, all under WorkDir.
+type paths struct {
+	pki, logs, etcdData, apiCertDir, kcmCertDir, flexVolume, cache, home string
+	caCert, apiCert, apiKey, saKey                                       string
+	adminKubeconfig, kcmKubeconfig                                       string
+}
+
+func newPaths(workDir string) paths {
+	pki := filepath.Join(workDir, "pki")
+	return paths{
+		pki:             pki,
+		logs:            filepath.Join(workDir, "logs"),
+		etcdData:        filepath.Join(workDir, "etcd"),
+		apiCertDir:      filepath.Join(workDir, "kube-apiserver"),
+		kcmCertDir:      filepath.Join(workDir, "kube-controller-manager", "certs"),
+		flexVolume:      filepath.Join(workDir, "kube-controller-manager", "flexvolume"),
+		cache:           filepath.Join(workDir, "cache"),
+		home:            filepath.Join(workDir, "home"),
+		caCert:          filepath.Join(pki, "ca.crt"),
+		apiCert:         filepath.Join(pki, "apiserver.crt"),
+		apiKey:          filepath.Join(pki, "apiserver.key"),
+		saKey:           filepath.Join(pki, "service-account.key"),
+		adminKubeconfig: filepath.Join(workDir, adminKubeconfig),
+		kcmKubeconfig:   filepath.Join(workDir, kcmKubeconfig),
+	}
+}
+
+// Start brings up etcd, kube-apiserver and kube-controller-manager and
+// returns once /readyz answers exactly "ok" and the `default` ServiceAccount
+// exists (pods are admitted only then). ctx bounds the startup only; the
+// processes run until Stop. On error everything started is stopped again.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	workDir, err := prepareWorkDir(o.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: o, workDir: workDir, paths: newPaths(workDir), kcmGates: o.FeatureGates}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startupTimeout)
+		defer cancel()
+	}
+	if err := c.start(ctx); err != nil {
+		if stopErr := c.Stop(); stopErr != nil {
+			err = errors.Join(err, stopErr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func prepareWorkDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "localcluster-")
+		if err != nil {
+			return "", fmt.Errorf("create work dir: %w", err)
+		}
+		return d, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("work dir %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("read work dir: %w", err)
+	case len(entries) > 0:
+		// Stale etcd data or certs from another run would be silently reused.
+		return "", fmt.Errorf("work dir %s is not empty", abs)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("create work dir: %w", err)
+	}
+	return abs, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	p := c.paths
+	for _, d := range []string{p.pki, p.logs, p.etcdData, p.apiCertDir, p.kcmCertDir, p.flexVolume, p.cache, p.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	clients, err := c.writePKI()
+	if err != nil {
+		return err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return err
+	}
+	if err := c.startAPIServer(ctx, clients.admin); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(p.kcmKubeconfig, c.ServerURL(), clients.caPEM, clients.kcm); err != nil {
+		return err
+	}
+	if err := c.startControllerManager(ctx); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "the default ServiceAccount", c.defaultServiceAccountExists)
+}
+
+// clientCredentials are the certificates for the kubeconfigs.
+type clientCredentials struct {
+	caPEM      []byte
+	admin, kcm *keyPair
+}
+
+func (c *Cluster) writePKI() (clientCredentials, error) {
+	p := c.paths
+	ca, err := newCA(clusterCommonCA)
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	if err := os.WriteFile(p.caCert, ca.certPEM, 0o644); err != nil {
+		return clientCredentials{}, fmt.Errorf("write CA: %w", err)
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesSvcIP)}
+	if bind := net.ParseIP(c.opts.BindAddress); !bind.IsLoopback() {
+		ips = append(ips, bind)
+	}
+	serving, err := ca.issue(certRequest{
+		commonName: "kube-apiserver",
+		dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		ips:    ips,
+		server: true,
+	})
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	if _, _, err := serving.write(p.pki, "apiserver"); err != nil {
+		return clientCredentials{}, err
+	}
+	saKey, err := newServiceAccountKey()
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	if err := os.WriteFile(p.saKey, saKey, 0o600); err != nil {
+		return clientCredentials{}, fmt.Errorf("write service account key: %w", err)
+	}
+	admin, err := ca.issue(certRequest{commonName: adminCommonName, organizations: []string{mastersGroupName}})
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	// The controller-manager gets its own identity so RBAC applies to it as
+	// in a real cluster; --use-service-account-credentials gives each
+	// controller its own service account on top.
+	kcm, err := ca.issue(certRequest{commonName: kcmCommonName})
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	return clientCredentials{caPEM: ca.certPEM, admin: admin, kcm: kcm}, nil
+}
+
+// childEnv keeps the spawned binaries from writing into $HOME.
+func (c *Cluster) childEnv() []string {
+	return append(os.Environ(),
+		"HOME="+c.paths.home,
+		"XDG_CACHE_HOME="+c.paths.cache,
+		"KUBECACHEDIR="+filepath.Join(c.paths.cache, "kube"),
+	)
+}
+
+func (c *Cluster) launch(name, binary string, args []string) (*proc.Process, error) {
+	p, err := proc.Start(proc.Spec{
+		Name:    name,
+		Binary:  filepath.Join(c.opts.BinDir, binary),
+		Args:    args,
+		Env:     c.childEnv(),
+		LogPath: filepath.Join(c.paths.logs, name+".log"),
+		Detach:  c.opts.Detach,
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(c.opts.Log, "localcluster: started %s pid=%d log=%s\n", name, p.PID(), p.LogPath())
+	return p, nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	clientPort, err := freePort("127.0.0.1")
+	if err != nil {
+		return err
+	}
+	peerPort, err := freePort("127.0.0.1")
+	if err != nil {
+		return err
+	}
+	clientURL := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))
+	peerURL := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))
+	p, err := c.launch("etcd", EtcdBinary, []string{
+		"--name=localcluster",
+		"--data-dir=" + c.paths.etcdData,
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=localcluster=" + peerURL,
+		// The apiserver's own store; losing it on a crash loses nothing we keep.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	})
+	if err != nil {
+		return err
+	}
+	c.setProcess(&c.etcd, p)
+	c.etcdURL = clientURL
+	return c.waitFor(ctx, "etcd /health", func(ctx context.Context) (bool, error) {
+		return etcdHealthy(ctx, clientURL)
+	})
+}
+
+func etcdHealthy(ctx context.Context, clientURL string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, admin *keyPair) error {
+	port, err := freePort(c.opts.BindAddress)
+	if err != nil {
+		return err
+	}
+	c.apiPort = port
+	p := c.paths
+	args := []string{
+		"--etcd-servers=" + c.etcdURL,
+		"--bind-address=" + c.opts.BindAddress,
+		"--advertise-address=" + c.opts.BindAddress,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + p.apiCertDir,
+		"--tls-cert-file=" + p.apiCert,
+		"--tls-private-key-file=" + p.apiKey,
+		"--client-ca-file=" + p.caCert,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=" + saIssuer,
+		"--service-account-key-file=" + p.saKey,
+		"--service-account-signing-key-file=" + p.saKey,
+		"--service-cluster-ip-range=" + serviceCIDR,
+		// Nothing serves the kubernetes Service's endpoints; simulated pods
+		// get KUBERNETES_SERVICE_HOST pointing straight at us instead.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+	}
+	if c.opts.FeatureGates != "" {
+		args = append(args, "--feature-gates="+c.opts.FeatureGates)
+	}
+	apiProc, err := c.launch("kube-apiserver", APIServerBinary, args)
+	if err != nil {
+		return err
+	}
+	c.setProcess(&c.api, apiProc)
+
+	c.restCfg = &rest.Config{
+		Host: c.ServerURL(),
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   c.caPEM(),
+			CertData: admin.certPEM,
+			KeyData:  admin.keyPEM,
+		},
+		QPS:   100,
+		Burst: 200,
+	}
+	c.clientset, err = kubernetes.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("client for kube-apiserver: %w", err)
+	}
+	if err := writeKubeconfig(p.adminKubeconfig, c.ServerURL(), c.caPEM(), admin); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "kube-apiserver /readyz", c.apiServerReady)
+}
+
+func (c *Cluster) caPEM() []byte {
+	data, err := os.ReadFile(c.paths.caCert)
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// apiServerReady compares the whole body: a partial readiness report also
+// contains "ok" lines.
+func (c *Cluster) apiServerReady(ctx context.Context) (bool, error) {
+	body, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return false, nil
+	}
+	return string(body) == "ok", nil
+}
+
+func (c *Cluster) defaultServiceAccountExists(ctx context.Context) (bool, error) {
+	_, err := c.clientset.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		// The admin certificate is in system:masters; this cannot heal.
+		return false, fmt.Errorf("get default ServiceAccount: %w", err)
+	}
+	return err == nil, nil
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context) error {
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		return err
+	}
+	p := c.paths
+	args := []string{
+		"--kubeconfig=" + p.kcmKubeconfig,
+		// Its /healthz tells us when it runs; delegated auth keeps the
+		// serving side the same as in a real cluster.
+		"--authentication-kubeconfig=" + p.kcmKubeconfig,
+		"--authorization-kubeconfig=" + p.kcmKubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + p.kcmCertDir,
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.saKey,
+		"--root-ca-file=" + p.caCert,
+		"--leader-elect=false",
+		"--controllers=" + controllerFlag(c.opts.Controllers),
+		// Otherwise it creates /usr/libexec/kubernetes/kubelet-plugins.
+		"--flex-volume-plugin-dir=" + p.flexVolume,
+		"--kube-api-qps=100",
+		"--kube-api-burst=200",
+		"--profiling=false",
+	}
+	if c.kcmGates != "" {
+		args = append(args, "--feature-gates="+c.kcmGates)
+	}
+	kcmProc, err := c.launch("kube-controller-manager", ControllerManagerBinary, args)
+	if err != nil {
+		return err
+	}
+	c.setProcess(&c.kcm, kcmProc)
+	healthz := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz"
+	return c.waitFor(ctx, "kube-controller-manager /healthz", func(ctx context.Context) (bool, error) {
+		return controllerManagerHealthy(ctx, healthz)
+	})
+}
+
+// kcmHealthClient skips verification: the controller-manager serves a
+// self-signed certificate it generates itself, on loopback.
+var kcmHealthClient = &http.Client{
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
+	Timeout:   5 * time.Second,
+}
+
+func controllerManagerHealthy(ctx context.Context, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := kcmHealthClient.Do(req)
+	if err != nil {
+		return false, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK && string(body) == "ok", nil
+}
+
+// setProcess stores a started process and records all PIDs on disk, so
+// `localcluster down` (another process) can stop them.
+func (c *Cluster) setProcess(slot **proc.Process, p *proc.Process) {
+	c.mu.Lock()
+	*slot = p
+	c.mu.Unlock()
+	if err := c.recordProcesses(); err != nil {
+		fmt.Fprintf(c.opts.Log, "localcluster: %v\n", err)
+	}
+}
+
+// waitFor polls check until it reports true, ctx ends, or one of our
+// processes dies (then the error carries the tail of its log).
+func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) (bool, error)) error {
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		for _, p := range c.processes() {
+			if err := p.ExitError(); err != nil {
+				return fmt.Errorf("waiting for %s: %w; last output (%s):\n%s", what, err, p.LogPath(), p.LogTail(logTailBytes))
+			}
+		}
+		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := check(checkCtx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (logs in %s)", what, ctx.Err(), c.paths.logs)
+		case <-ticker.C:
+		}
+	}
+}
+
+// processes returns the running processes in start order.
+func (c *Cluster) processes() []*proc.Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*proc.Process
+	for _, p := range []*proc.Process{c.etcd, c.api, c.kcm} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RestartControllerManager stops kube-controller-manager and starts it again
+// with featureGates (replacing Options.FeatureGates for it; the apiserver
+// keeps its gates). It returns once the new process answers /healthz.
+func (c *Cluster) RestartControllerManager(ctx context.Context, featureGates string) error {
+	c.mu.Lock()
+	old := c.kcm
+	c.kcm = nil
+	c.mu.Unlock()
+	if old != nil {
+		if err := old.Stop(proc.DefaultGrace); err != nil {
+			return fmt.Errorf("stop kube-controller-manager: %w", err)
+		}
+		fmt.Fprintf(c.opts.Log, "localcluster: stopped kube-controller-manager pid=%d\n", old.PID())
+	}
+	c.kcmGates = featureGates
+	if err := c.startControllerManager(ctx); err != nil {
+		return fmt.Errorf("restart kube-controller-manager: %w", err)
+	}
+	return nil
+}
+
+// Stop kills kube-controller-manager, kube-apiserver and etcd (SIGTERM to
+// each process group, SIGKILL after a grace period) and removes WorkDir
+// unless Options.KeepWorkDir. Calling it again does nothing.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	procs := []*proc.Process{c.kcm, c.api, c.etcd}
+	c.mu.Unlock()
+
+	var errs []error
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		if err := p.Stop(proc.DefaultGrace); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(c.opts.Log, "localcluster: stopped %s pid=%d\n", p.Name(), p.PID())
+	}
+	if !c.opts.KeepWorkDir && len(errs) == 0 {
+		if err := os.RemoveAll(c.workDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove work dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// KubeconfigPath is an admin kubeconfig (client certificate in system:masters).
+func (c *Cluster) KubeconfigPath() string { return c.paths.adminKubeconfig }
+
+// RESTConfig returns a copy of the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restCfg) }
+
+// CAFile is the CA of the apiserver's serving certificate: the ca.crt that
+// simulated pods mount.
+func (c *Cluster) CAFile() string { return c.paths.caCert }
+
+// APIServerHost is where kube-apiserver listens, for KUBERNETES_SERVICE_HOST
+// and KUBERNETES_SERVICE_PORT in simulated pods.
+func (c *Cluster) APIServerHost() (host string, port int) {
+	return c.opts.BindAddress, c.apiPort
+}
+
+// ServerURL is the https URL of kube-apiserver.
+func (c *Cluster) ServerURL() string {
+	return "https://" + net.JoinHostPort(c.opts.BindAddress, strconv.Itoa(c.apiPort))
+}
+
+// WorkDir holds the cluster's state and its logs (WorkDir/logs).
+func (c *Cluster) WorkDir() string { return c.workDir }
+
+// PIDs maps each running component to its process id.
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range c.processes() {
+		out[p.Name()] = p.PID()
+	}
+	return out
+}
+
+// freePort asks the kernel for a free port on host. Another process may take
+// it before our child binds it; the child then exits and Start reports its log.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
