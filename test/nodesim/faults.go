@@ -1,0 +1,129 @@
+package nodesim
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+)
+
+// Pods are named "namespace/name" throughout the fault API.
+
+func (s *Simulator) container(pod, name string) (*container, error) {
+	w, err := s.worker(pod)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range append(append([]*container{}, w.init...), w.containers...) {
+		if c.name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s has no container %q", pod, name)
+}
+
+// Kill SIGKILLs the container's processes; it is restarted per restartPolicy.
+func (s *Simulator) Kill(pod, container string) error {
+	c, err := s.container(pod, container)
+	if err != nil {
+		return err
+	}
+	return c.signalGroup(syscall.SIGKILL)
+}
+
+// Hang freezes the container's processes (SIGSTOP): the process exists, its
+// sockets accept connections into the backlog, nothing answers.
+func (s *Simulator) Hang(pod, container string) error {
+	c, err := s.container(pod, container)
+	if err != nil {
+		return err
+	}
+	return c.signalGroup(syscall.SIGSTOP)
+}
+
+// Resume undoes Hang (SIGCONT).
+func (s *Simulator) Resume(pod, container string) error {
+	c, err := s.container(pod, container)
+	if err != nil {
+		return err
+	}
+	return c.signalGroup(syscall.SIGCONT)
+}
+
+// Partition drops all traffic of the pod's eth0 in both directions
+// (including kubelet probes and host clients); loopback inside the pod keeps working.
+func (s *Simulator) Partition(pod string) error {
+	w, err := s.worker(pod)
+	if err != nil {
+		return err
+	}
+	pn := w.network()
+	if pn == nil {
+		return fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn.partition()
+}
+
+// Heal undoes Partition.
+func (s *Simulator) Heal(pod string) error {
+	w, err := s.worker(pod)
+	if err != nil {
+		return err
+	}
+	pn := w.network()
+	if pn == nil {
+		return fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn.heal()
+}
+
+// CrashOnStart makes every following start of the container (in this pod or
+// a pod recreated with the same name) exit 1 immediately, until turned off.
+func (s *Simulator) CrashOnStart(pod, container string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := pod + "/" + container
+	if on {
+		s.crashOnStart[key] = true
+	} else {
+		delete(s.crashOnStart, key)
+	}
+}
+
+// PodIP returns the IP of the pod's current sandbox.
+func (s *Simulator) PodIP(pod string) (string, error) {
+	w, err := s.worker(pod)
+	if err != nil {
+		return "", err
+	}
+	pn := w.network()
+	if pn == nil {
+		return "", fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn.ip.String(), nil
+}
+
+// Logs returns the path of the container's log file (stdout and stderr of
+// every run, appended).
+func (s *Simulator) Logs(pod, container string) (string, error) {
+	c, err := s.container(pod, container)
+	if err != nil {
+		return "", err
+	}
+	return c.logPath(), nil
+}
+
+// Exec runs command inside the running container (its network, mount and
+// UTS namespaces, its environment) and returns the combined output.
+func (s *Simulator) Exec(ctx context.Context, pod, container string, command ...string) ([]byte, error) {
+	c, err := s.container(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	return c.exec(ctx, command)
+}
+
+func (w *podWorker) network() *podNetwork {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.net
+}

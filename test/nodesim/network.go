@@ -1,0 +1,288 @@
+package nodesim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// netnsDir is where `ip netns` keeps its namespace handles.
+const netnsDir = "/run/netns"
+
+// maxNetworkNameLen keeps "<name>v<slot>" (the host side of a pod's veth) within
+// the kernel's 15-character interface name limit for slots up to 99999.
+const maxNetworkNameLen = 9
+
+// Network is the host bridge that every pod of one simulator is plugged into.
+// Its gateway address is where host processes (kube-apiserver, the operator,
+// tests) are reachable from inside pods.
+type Network struct {
+	name    string
+	index   int
+	gateway net.IP
+	subnet  *net.IPNet
+
+	mu       sync.Mutex
+	lastHost int          // round-robin allocation like CNI host-local: a freed IP is reused last
+	usedHost map[int]bool // host part (2..254) → allocated
+	slot     int
+	rules    [][]string // iptables rules we added, removed on Teardown
+	closed   bool
+}
+
+// SetupNetwork creates bridge `name` with gateway 10.213.<subnetIndex>.1/24.
+// Call it before starting the control plane, so kube-apiserver can bind to
+// the gateway IP. It fails when the bridge or the subnet is already in use.
+func SetupNetwork(name string, subnetIndex int) (*Network, error) {
+	if name == "" || len(name) > maxNetworkNameLen {
+		return nil, fmt.Errorf("network name %q must have 1 to %d characters", name, maxNetworkNameLen)
+	}
+	if subnetIndex < 0 || subnetIndex > 255 {
+		return nil, fmt.Errorf("subnet index %d out of range 0..255", subnetIndex)
+	}
+	_, subnet, _ := net.ParseCIDR(fmt.Sprintf("10.213.%d.0/24", subnetIndex))
+	gateway := net.IPv4(10, 213, byte(subnetIndex), 1).To4()
+	if inUse, err := subnetInUse(subnet); err != nil {
+		return nil, err
+	} else if inUse {
+		return nil, fmt.Errorf("subnet %s: %w", subnet, errNetworkInUse)
+	}
+	// Creating the link is atomic: of two simulators racing for one name only one wins.
+	if err := run("ip", "link", "add", name, "type", "bridge"); err != nil {
+		if strings.Contains(err.Error(), "File exists") {
+			return nil, fmt.Errorf("bridge %s: %w", name, errNetworkInUse)
+		}
+		return nil, fmt.Errorf("creating bridge %s: %w", name, err)
+	}
+	n := &Network{name: name, index: subnetIndex, gateway: gateway, subnet: subnet, lastHost: 1, usedHost: map[int]bool{}}
+	steps := [][]string{
+		{"ip", "addr", "add", gateway.String() + "/24", "dev", name},
+		{"ip", "link", "set", name, "up"},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			_ = n.Teardown()
+			return nil, fmt.Errorf("setting up bridge %s: %w", name, err)
+		}
+	}
+	// bridge-nf-call-iptables sends bridged pod-to-pod traffic through FORWARD;
+	// accept it explicitly in case another tool set a DROP policy.
+	if err := n.addRule("FORWARD", "-i", name, "-o", name, "-j", "ACCEPT"); err != nil {
+		_ = n.Teardown()
+		return nil, err
+	}
+	return n, nil
+}
+
+var errNetworkInUse = errors.New("already in use")
+
+// SetupFreeNetwork tries subnet indexes from 0 upwards and returns the first
+// network it could claim, named prefix+index. Parallel test binaries each get
+// their own bridge and subnet this way.
+func SetupFreeNetwork(prefix string) (*Network, error) {
+	for i := 0; i < 256; i++ {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		n, err := SetupNetwork(name, i)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, errNetworkInUse) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("no free network with prefix %q", prefix)
+}
+
+// Name is the bridge's interface name.
+func (n *Network) Name() string { return n.name }
+
+// GatewayIP is the host's address on the bridge; bind kube-apiserver here.
+func (n *Network) GatewayIP() string { return n.gateway.String() }
+
+// Subnet is the pods' subnet in CIDR notation.
+func (n *Network) Subnet() string { return n.subnet.String() }
+
+func (n *Network) addRule(chain string, spec ...string) error {
+	args := append([]string{"-w", "-I", chain}, spec...)
+	if err := run("iptables", args...); err != nil {
+		return fmt.Errorf("adding iptables rule %v: %w", spec, err)
+	}
+	n.mu.Lock()
+	n.rules = append(n.rules, append([]string{chain}, spec...))
+	n.mu.Unlock()
+	return nil
+}
+
+// Teardown removes every pod namespace of this network, the bridge and our
+// iptables rules. Processes still inside a namespace keep it alive; stop them first.
+func (n *Network) Teardown() error {
+	n.mu.Lock()
+	n.closed = true
+	rules := n.rules
+	n.rules = nil
+	n.mu.Unlock()
+	var errs []error
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), n.name+"-") {
+			if err := run("ip", "netns", "del", e.Name()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, r := range rules {
+		args := append([]string{"-w", "-D"}, r...)
+		if err := run("iptables", args...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := run("ip", "link", "del", n.name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// podNetwork is one pod's sandbox: a network namespace with eth0 on the bridge.
+type podNetwork struct {
+	netns    string
+	hostVeth string
+	ip       net.IP
+	host     int
+}
+
+func (p *podNetwork) nsPath() string { return netnsDir + "/" + p.netns }
+
+// addPod creates a namespace and plugs it into the bridge with a fresh IP.
+func (n *Network) addPod() (*podNetwork, error) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, errors.New("network is torn down")
+	}
+	host := 0
+	for i := 1; i <= 253; i++ {
+		h := (n.lastHost-2+i)%253 + 2
+		if !n.usedHost[h] {
+			host = h
+			break
+		}
+	}
+	if host == 0 {
+		n.mu.Unlock()
+		return nil, fmt.Errorf("subnet %s exhausted", n.subnet)
+	}
+	n.usedHost[host] = true
+	n.lastHost = host
+	n.slot++
+	slot := n.slot
+	n.mu.Unlock()
+
+	ip := net.IPv4(10, 213, byte(n.index), byte(host)).To4()
+	p := &podNetwork{
+		netns:    fmt.Sprintf("%s-%d", n.name, slot),
+		hostVeth: fmt.Sprintf("%sv%d", n.name, slot),
+		ip:       ip,
+		host:     host,
+	}
+	peer := fmt.Sprintf("%sp%d", n.name, slot)
+	steps := [][]string{
+		{"ip", "netns", "add", p.netns},
+		{"ip", "link", "add", p.hostVeth, "type", "veth", "peer", "name", peer, "netns", p.netns},
+		{"ip", "link", "set", p.hostVeth, "master", n.name, "up"},
+		{"ip", "-n", p.netns, "link", "set", peer, "name", "eth0"},
+		{"ip", "-n", p.netns, "addr", "add", ip.String() + "/24", "dev", "eth0"},
+		{"ip", "-n", p.netns, "link", "set", "eth0", "up"},
+		{"ip", "-n", p.netns, "link", "set", "lo", "up"},
+		{"ip", "-n", p.netns, "route", "add", "default", "via", n.gateway.String()},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			_ = n.removePod(p)
+			return nil, fmt.Errorf("creating pod network %s: %w", p.netns, err)
+		}
+	}
+	return p, nil
+}
+
+// removePod deletes the namespace (which takes the veth pair with it) and frees the IP.
+func (n *Network) removePod(p *podNetwork) error {
+	var err error
+	if _, statErr := os.Stat(p.nsPath()); statErr == nil {
+		err = run("ip", "netns", "del", p.netns)
+	}
+	if e := run("ip", "link", "del", p.hostVeth); e != nil && !strings.Contains(e.Error(), "Cannot find device") {
+		err = errors.Join(err, e)
+	}
+	n.mu.Lock()
+	delete(n.usedHost, p.host)
+	n.mu.Unlock()
+	return err
+}
+
+// partitionRules drop everything on eth0 inside the pod's namespace, in both
+// directions; loopback keeps working, as it would for a cut cable.
+var partitionRules = [][]string{
+	{"INPUT", "-i", "eth0", "-j", "DROP"},
+	{"OUTPUT", "-o", "eth0", "-j", "DROP"},
+}
+
+func (p *podNetwork) partition() error {
+	for _, r := range partitionRules {
+		check := append([]string{"-n", p.netns, "iptables", "-w", "-C"}, r...)
+		if run("ip", check...) == nil {
+			continue
+		}
+		add := append([]string{"-n", p.netns, "iptables", "-w", "-I"}, r...)
+		if err := run("ip", add...); err != nil {
+			return fmt.Errorf("partitioning %s: %w", p.netns, err)
+		}
+	}
+	return nil
+}
+
+func (p *podNetwork) heal() error {
+	for _, r := range partitionRules {
+		for {
+			del := append([]string{"-n", p.netns, "iptables", "-w", "-D"}, r...)
+			if run("ip", del...) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// subnetInUse reports whether any host interface already has an address in subnet.
+func subnetInUse(subnet *net.IPNet) (bool, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false, fmt.Errorf("listing interface addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && subnet.Contains(ipn.IP) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// run executes a short administrative command and folds its output into the error.
+func run(name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
