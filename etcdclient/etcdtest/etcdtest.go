@@ -1,0 +1,435 @@
+// Package etcdtest starts real etcd clusters with mutual TLS on loopback addresses, from the
+// binaries in bin/ (ETCD_CONDUCTOR_BIN_DIR), for tests of any package. Members listen on
+// distinct 127.0.0.x addresses and carry certificates with the SANs a member pod of the Etcd
+// would have, so clients verify them with the same server names they use in a cluster.
+package etcdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
+)
+
+const (
+	// DefaultVersion is what Kubernetes 1.36 tests with.
+	DefaultVersion = "3.6.8"
+	// BinDirEnv overrides where the etcd binaries are found.
+	BinDirEnv = "ETCD_CONDUCTOR_BIN_DIR"
+
+	healthyTimeout = 60 * time.Second
+	stopTimeout    = 10 * time.Second
+)
+
+// TB is the part of testing.TB the helper needs, so this package does not import testing.
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+// Config describes the cluster. Zero values take the defaults.
+type Config struct {
+	// Members defaults to 3.
+	Members int
+	// Version picks bin/etcd-<Version>; defaults to DefaultVersion.
+	Version string
+	// EtcdName and Namespace name the Etcd the members pretend to belong to: member i is
+	// "<EtcdName>-<i>" with server name "<EtcdName>-<i>.<EtcdName>-peer.<Namespace>.svc".
+	// Defaults "etcd-test" and "default".
+	EtcdName  string
+	Namespace string
+	// CA signs all certificates; a new one is made when nil.
+	CA *testpki.CA
+	// PeerCert overrides the certificate member name (at ip) presents on peer connections.
+	PeerCert func(ca *testpki.CA, name string, ip net.IP) (testpki.KeyPair, error)
+	// ExtraArgs are appended to every member's command line.
+	ExtraArgs []string
+	// SkipWaitHealthy returns from Start as soon as the processes run.
+	SkipWaitHealthy bool
+}
+
+// Cluster is a running set of etcd processes.
+type Cluster struct {
+	Name      string
+	Namespace string
+	CA        *testpki.CA
+	// Client is client material the members accept.
+	Client  conductortls.ClientMaterial
+	Members []*Member
+
+	tb TB
+}
+
+// Member is one etcd process.
+type Member struct {
+	Name       string
+	IP         string
+	ClientURL  string
+	PeerURL    string
+	ServerName string
+	DataDir    string
+	LogFile    string
+
+	binary string
+	args   []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Target is how etcdclient reaches this member.
+func (m *Member) Target() etcdclient.Target {
+	return etcdclient.Target{Name: m.Name, Address: strings.TrimPrefix(m.ClientURL, "https://"), ServerName: m.ServerName}
+}
+
+// Start launches the cluster, waits until every member agrees on a leader (unless
+// cfg.SkipWaitHealthy) and stops it in tb.Cleanup.
+func Start(tb TB, cfg Config) *Cluster {
+	tb.Helper()
+	c, err := start(tb, cfg)
+	if err != nil {
+		tb.Fatalf("etcdtest: %v", err)
+	}
+	return c
+}
+
+func start(tb TB, cfg Config) (*Cluster, error) {
+	if cfg.Members <= 0 {
+		cfg.Members = 3
+	}
+	if cfg.Version == "" {
+		cfg.Version = DefaultVersion
+	}
+	if cfg.EtcdName == "" {
+		cfg.EtcdName = "etcd-test"
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	binary, err := EtcdBinary(cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	ca := cfg.CA
+	if ca == nil {
+		if ca, err = testpki.NewCA(cfg.EtcdName + "-ca"); err != nil {
+			return nil, err
+		}
+	}
+	clientPair, err := ca.ClientCert("etcdtest-client")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Name: cfg.EtcdName, Namespace: cfg.Namespace, CA: ca, Client: ca.ClientMaterial(clientPair), tb: tb}
+	tb.Cleanup(c.stopAll)
+
+	root := tb.TempDir()
+	var initial []string
+	for i := 0; i < cfg.Members; i++ {
+		ip := net.IPv4(127, 0, 0, byte(2+i))
+		clientPort, err := freePort(ip)
+		if err != nil {
+			return nil, err
+		}
+		peerPort, err := freePort(ip)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("%s-%d", cfg.EtcdName, i)
+		m := &Member{
+			Name:       name,
+			IP:         ip.String(),
+			ClientURL:  fmt.Sprintf("https://%s", net.JoinHostPort(ip.String(), strconv.Itoa(clientPort))),
+			PeerURL:    fmt.Sprintf("https://%s", net.JoinHostPort(ip.String(), strconv.Itoa(peerPort))),
+			ServerName: testpki.MemberServerName(name, cfg.EtcdName, cfg.Namespace),
+			DataDir:    filepath.Join(root, name, "data"),
+			LogFile:    filepath.Join(root, name, "etcd.log"),
+			binary:     binary,
+		}
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+
+	for _, m := range c.Members {
+		dir := filepath.Dir(m.DataDir)
+		ip := net.ParseIP(m.IP)
+		// Like in a cluster, the serving certificate does not carry the pod IP: clients must
+		// verify the member's DNS name.
+		dnsNames := testpki.MemberServerDNSNames(cfg.EtcdName, cfg.Namespace)
+		server, err := ca.ServerCert(m.Name, dnsNames, testpki.MemberServerIPs())
+		if err != nil {
+			return nil, err
+		}
+		// Peers dial each other's IP URLs here (there is no cluster DNS), so the peer
+		// certificate needs the IP.
+		peerCert := cfg.PeerCert
+		if peerCert == nil {
+			peerCert = func(ca *testpki.CA, name string, ip net.IP) (testpki.KeyPair, error) {
+				return ca.PeerCert(name, dnsNames, append(testpki.MemberServerIPs(), ip))
+			}
+		}
+		peer, err := peerCert(ca, m.Name, ip)
+		if err != nil {
+			return nil, err
+		}
+		serverFiles, err := testpki.WriteFiles(filepath.Join(dir, "server"), ca, server)
+		if err != nil {
+			return nil, err
+		}
+		peerFiles, err := testpki.WriteFiles(filepath.Join(dir, "peer"), ca, peer)
+		if err != nil {
+			return nil, err
+		}
+		m.args = append([]string{
+			"--name=" + m.Name,
+			"--data-dir=" + m.DataDir,
+			"--listen-client-urls=" + m.ClientURL,
+			"--advertise-client-urls=" + m.ClientURL,
+			"--listen-peer-urls=" + m.PeerURL,
+			"--initial-advertise-peer-urls=" + m.PeerURL,
+			"--initial-cluster=" + strings.Join(initial, ","),
+			"--initial-cluster-state=new",
+			"--initial-cluster-token=" + filepath.Base(root),
+			"--client-cert-auth",
+			"--trusted-ca-file=" + serverFiles.CA,
+			"--cert-file=" + serverFiles.Cert,
+			"--key-file=" + serverFiles.Key,
+			"--peer-client-cert-auth",
+			"--peer-trusted-ca-file=" + peerFiles.CA,
+			"--peer-cert-file=" + peerFiles.Cert,
+			"--peer-key-file=" + peerFiles.Key,
+			// Test data need not survive a power cut; skipping fsync spares the shared disk.
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		}, cfg.ExtraArgs...)
+		if err := m.start(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.SkipWaitHealthy {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), healthyTimeout)
+	defer cancel()
+	if err := c.WaitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Targets lists every member, running or not, in ordinal order.
+func (c *Cluster) Targets() []etcdclient.Target {
+	out := make([]etcdclient.Target, 0, len(c.Members))
+	for _, m := range c.Members {
+		out = append(out, m.Target())
+	}
+	return out
+}
+
+// Stop ends member i with SIGTERM (etcd hands leadership over on the way out) and waits.
+func (c *Cluster) Stop(i int) error { return c.Members[i].stop(syscall.SIGTERM) }
+
+// Kill ends member i with SIGKILL and waits.
+func (c *Cluster) Kill(i int) error { return c.Members[i].stop(syscall.SIGKILL) }
+
+// Restart starts a stopped member i again on its existing data directory.
+func (c *Cluster) Restart(i int) error { return c.Members[i].start() }
+
+// Running reports whether member i's process is alive.
+func (c *Cluster) Running(i int) bool { return c.Members[i].running() }
+
+// WaitHealthy waits until every running member answers and all of them name the same leader.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	var lastErr error
+	for {
+		lastErr = c.checkHealthy(ctx)
+		if lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s not healthy: %w\n%s", c.Name, lastErr, c.logTails())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) checkHealthy(ctx context.Context) error {
+	var leader uint64
+	for _, m := range c.Members {
+		if !m.running() {
+			continue
+		}
+		mc, err := etcdclient.DialMember(c.Client, m.Target(), etcdclient.Options{CallTimeout: time.Second})
+		if err != nil {
+			return err
+		}
+		s, err := mc.Status(ctx)
+		_ = mc.Close()
+		if err != nil {
+			return err
+		}
+		if s.LeaderID == 0 {
+			return fmt.Errorf("member %s has no leader", m.Name)
+		}
+		if leader != 0 && s.LeaderID != leader {
+			return fmt.Errorf("members disagree on the leader (%x vs %x)", leader, s.LeaderID)
+		}
+		leader = s.LeaderID
+	}
+	if leader == 0 {
+		return errors.New("no member is running")
+	}
+	return nil
+}
+
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, m := range c.Members {
+		data, _ := os.ReadFile(m.LogFile)
+		if len(data) > 2000 {
+			data = data[len(data)-2000:]
+		}
+		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", m.Name, m.LogFile, data)
+	}
+	return b.String()
+}
+
+func (c *Cluster) stopAll() {
+	var wg sync.WaitGroup
+	for _, m := range c.Members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.stop(syscall.SIGTERM); err != nil {
+				c.tb.Logf("etcdtest: stop %s: %v", m.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *Member) start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		return fmt.Errorf("member %s is already running", m.Name)
+	}
+	if err := os.MkdirAll(filepath.Dir(m.LogFile), 0o700); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(m.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(m.binary, m.args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// A crashed test must not leave etcd processes behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start member %s: %w", m.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	m.cmd, m.exited = cmd, exited
+	return nil
+}
+
+func (m *Member) stop(sig syscall.Signal) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return nil
+	}
+	cmd, exited := m.cmd, m.exited
+	m.cmd, m.exited = nil, nil
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(stopTimeout):
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("member %s ignored %v for %v, killed", m.Name, sig, stopTimeout)
+	}
+}
+
+func (m *Member) running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func freePort(ip net.IP) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", ip, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// BinDir is ETCD_CONDUCTOR_BIN_DIR, or bin/ at the repository root (found by walking up from
+// the working directory to go.mod).
+func BinDir() (string, error) {
+	if dir := os.Getenv(BinDirEnv); dir != "" {
+		return dir, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory; set " + BinDirEnv)
+		}
+		dir = parent
+	}
+}
+
+// EtcdBinary is the path of bin/etcd-<version>; it errors when the file is missing.
+func EtcdBinary(version string) (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "etcd-"+version)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("etcd %s binary (build it with test/tools/build-binaries.sh): %w", version, err)
+	}
+	return path, nil
+}

@@ -1,0 +1,254 @@
+// Package etcdclient talks to the members of etcd clusters over mutual TLS: it asks each member
+// for its status, lists the membership and moves leadership. It keeps one long-lived gRPC
+// connection per member, so a steady-state reconcile performs no TLS handshake.
+package etcdclient
+
+import (
+	"context"
+	cryptotls "crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+const (
+	DefaultDialTimeout       = 2 * time.Second
+	DefaultCallTimeout       = 2 * time.Second
+	DefaultMoveLeaderTimeout = 5 * time.Second
+
+	// maxReconnectDelay caps gRPC's reconnect backoff (120 s by default) so a member that comes
+	// back is seen again within a reconcile or two.
+	maxReconnectDelay = 2 * time.Second
+)
+
+// Target is one member to dial.
+type Target struct {
+	// Name is the member name, which is also its pod name.
+	Name string
+	// Address is "podIP:2379"; an "https://" prefix is accepted.
+	Address string
+	// ServerName is the DNS name verified against the member's certificate,
+	// "<pod>.<etcd>-peer.<ns>.svc". Dialling the IP with this name works without cluster DNS.
+	ServerName string
+}
+
+// Options tunes timeouts and logging. Zero values take the defaults.
+type Options struct {
+	// DialTimeout bounds one connection attempt (TCP and TLS handshake).
+	DialTimeout time.Duration
+	// CallTimeout bounds each Status and MemberList call.
+	CallTimeout time.Duration
+	// MoveLeaderTimeout bounds a MoveLeader call, which waits for the transferee to catch up.
+	MoveLeaderTimeout time.Duration
+	Logger            logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.MoveLeaderTimeout <= 0 {
+		o.MoveLeaderTimeout = DefaultMoveLeaderTimeout
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o
+}
+
+// MemberStatus is what one member says about itself. When Reachable is false only Name and Err
+// are set.
+type MemberStatus struct {
+	Name      string
+	Reachable bool
+	ID        uint64
+	ClusterID uint64
+	LeaderID  uint64
+	RaftTerm  uint64
+	IsLearner bool
+	Version   string
+	Err       error
+}
+
+// IsLeader reports whether the member answered and considers itself the leader.
+func (s MemberStatus) IsLeader() bool { return s.Reachable && s.ID != 0 && s.ID == s.LeaderID }
+
+// Member is one entry of the cluster's membership list.
+type Member struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// MemberClient is a long-lived connection to a single member.
+type MemberClient struct {
+	target      Target
+	opts        Options
+	client      *clientv3.Client
+	maintenance pb.MaintenanceClient
+	cluster     pb.ClusterClient
+}
+
+// DialMember prepares a connection to one member. It does not block: the connection is made
+// by the first call and then kept (and re-established after failures) until Close.
+func DialMember(creds conductortls.ClientMaterial, t Target, o Options) (*MemberClient, error) {
+	return dialMember(creds, t, o.withDefaults(), nil)
+}
+
+// dialMember counts every completed TLS handshake in handshakes when it is not nil.
+func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshakes *atomic.Uint64) (*MemberClient, error) {
+	endpoint, err := endpointURL(t.Address)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", t.Name, err)
+	}
+	tlsConfig, err := creds.Config(t.ServerName)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", t.Name, err)
+	}
+	// VerifyConnection runs once per handshake, after the chain and name checks. It also makes
+	// sure the name checked was the member's: gRPC substitutes its own idea of the authority
+	// for tls.Config.ServerName, and etcd's resolver would make that the pod IP.
+	tlsConfig.VerifyConnection = func(cs cryptotls.ConnectionState) error {
+		if cs.ServerName != t.ServerName {
+			return fmt.Errorf("handshake verified server name %q, want %q", cs.ServerName, t.ServerName)
+		}
+		if handshakes != nil {
+			handshakes.Add(1)
+		}
+		return nil
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{endpoint},
+		TLS:         tlsConfig,
+		DialTimeout: o.DialTimeout,
+		// One attempt per call: the caller's next reconcile is the retry, and an unreachable
+		// member must not eat the whole call timeout in back-off loops.
+		MaxUnaryRetries: 1,
+		Logger:          zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			// The user-set authority is the only one gRPC puts above the resolver's per-address
+			// server name (the IP), so this is what makes the handshake verify the DNS name.
+			grpc.WithAuthority(t.ServerName),
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff: backoff.Config{
+					BaseDelay:  100 * time.Millisecond,
+					Multiplier: 1.6,
+					Jitter:     0.2,
+					MaxDelay:   maxReconnectDelay,
+				},
+				MinConnectTimeout: o.DialTimeout,
+			}),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("member %s: create client for %s: %w", t.Name, endpoint, err)
+	}
+	// clientv3's Maintenance.Status(ctx, endpoint) dials a fresh connection per call; the
+	// generated stubs on the client's own connection reuse it.
+	conn := client.ActiveConnection()
+	return &MemberClient{
+		target:      t,
+		opts:        o,
+		client:      client,
+		maintenance: pb.NewMaintenanceClient(conn),
+		cluster:     pb.NewClusterClient(conn),
+	}, nil
+}
+
+// Target is the member this client talks to.
+func (m *MemberClient) Target() Target { return m.target }
+
+// Status asks the member for its status within the call timeout. Errors are also recorded in
+// the returned MemberStatus.
+func (m *MemberClient) Status(ctx context.Context) (MemberStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	// Fail fast when the connection is known to be down instead of waiting for it to recover.
+	resp, err := m.maintenance.Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
+	if err != nil {
+		err = fmt.Errorf("status of member %s at %s: %w", m.target.Name, m.target.Address, err)
+		return MemberStatus{Name: m.target.Name, Err: err}, err
+	}
+	s := MemberStatus{
+		Name:      m.target.Name,
+		Reachable: true,
+		LeaderID:  resp.GetLeader(),
+		RaftTerm:  resp.GetRaftTerm(),
+		IsLearner: resp.GetIsLearner(),
+		Version:   resp.GetVersion(),
+	}
+	if h := resp.GetHeader(); h != nil {
+		s.ID = h.GetMemberId()
+		s.ClusterID = h.GetClusterId()
+	}
+	return s, nil
+}
+
+// MemberList returns the membership as this member knows it.
+func (m *MemberClient) MemberList(ctx context.Context) ([]Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	resp, err := m.cluster.MemberList(ctx, &pb.MemberListRequest{}, grpc.WaitForReady(false))
+	if err != nil {
+		return nil, fmt.Errorf("member list from %s at %s: %w", m.target.Name, m.target.Address, err)
+	}
+	members := make([]Member, 0, len(resp.GetMembers()))
+	for _, pm := range resp.GetMembers() {
+		members = append(members, Member{
+			ID:         pm.GetID(),
+			Name:       pm.GetName(),
+			PeerURLs:   pm.GetPeerURLs(),
+			ClientURLs: pm.GetClientURLs(),
+			IsLearner:  pm.GetIsLearner(),
+		})
+	}
+	return members, nil
+}
+
+// MoveLeader asks this member, which must be the leader, to hand leadership to member toID.
+func (m *MemberClient) MoveLeader(ctx context.Context, toID uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.MoveLeaderTimeout)
+	defer cancel()
+	_, err := m.maintenance.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: toID})
+	if err != nil {
+		return fmt.Errorf("move leader from %s to %x: %w", m.target.Name, toID, err)
+	}
+	return nil
+}
+
+// Close drops the connection.
+func (m *MemberClient) Close() error {
+	if err := m.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("close client of member %s: %w", m.target.Name, err)
+	}
+	return nil
+}
+
+func endpointURL(address string) (string, error) {
+	switch {
+	case address == "":
+		return "", errors.New("empty address")
+	case strings.HasPrefix(address, "https://"):
+		return address, nil
+	case strings.Contains(address, "://"):
+		return "", fmt.Errorf("address %q: only https is supported", address)
+	default:
+		return "https://" + address, nil
+	}
+}

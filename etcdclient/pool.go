@@ -1,0 +1,209 @@
+package etcdclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// ClusterStatus is one round of questions to a cluster.
+type ClusterStatus struct {
+	// Members holds one entry per target, in target order.
+	Members []MemberStatus
+	// MemberList comes from one reachable member (the leader when it answered); nil if none.
+	MemberList []Member
+}
+
+// Leader returns the status of the member that answered as leader.
+func (s ClusterStatus) Leader() (MemberStatus, bool) {
+	for _, m := range s.Members {
+		if m.IsLeader() {
+			return m, true
+		}
+	}
+	return MemberStatus{}, false
+}
+
+// Pool caches member connections per cluster. It is safe for concurrent use.
+type Pool struct {
+	opts       Options
+	handshakes atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	clusters map[string]map[string]*pooledMember // cluster → member name → client
+}
+
+// pooledMember is a client together with what it was built from, so a change of either is seen.
+type pooledMember struct {
+	client      *MemberClient
+	fingerprint string
+	target      Target
+}
+
+// NewPool returns an empty pool.
+func NewPool(o Options) *Pool {
+	return &Pool{opts: o.withDefaults(), clusters: map[string]map[string]*pooledMember{}}
+}
+
+// Handshakes is the number of TLS handshakes the pool's connections have completed.
+func (p *Pool) Handshakes() uint64 { return p.handshakes.Load() }
+
+// Query asks every target for its status concurrently and one reachable member for the member
+// list. It returns an error only when no target answered; per-member failures are in
+// MemberStatus.Err.
+func (p *Pool) Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) (ClusterStatus, error) {
+	clients, err := p.clients(cluster, creds, targets)
+	if err != nil {
+		return ClusterStatus{}, err
+	}
+	status := ClusterStatus{Members: make([]MemberStatus, len(targets))}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status.Members[i], _ = c.Status(ctx)
+		}()
+	}
+	wg.Wait()
+
+	var errs []error
+	for _, i := range memberListOrder(status.Members) {
+		list, err := clients[i].MemberList(ctx)
+		if err == nil {
+			status.MemberList = list
+			return status, nil
+		}
+		errs = append(errs, err)
+		p.opts.Logger.V(1).Info("member list failed, trying the next member", "cluster", cluster, "member", targets[i].Name, "error", err)
+	}
+	for _, m := range status.Members {
+		if m.Err != nil {
+			errs = append(errs, m.Err)
+		}
+	}
+	if len(targets) == 0 {
+		errs = append(errs, errors.New("no targets"))
+	}
+	return status, fmt.Errorf("no member of cluster %s answered: %w", cluster, errors.Join(errs...))
+}
+
+// memberListOrder lists the reachable members, the leader first: its view of the membership is
+// the authoritative one.
+func memberListOrder(members []MemberStatus) []int {
+	var order []int
+	for i, m := range members {
+		if m.IsLeader() {
+			order = append([]int{i}, order...)
+		} else if m.Reachable {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// MoveLeader asks the member fromName (the current leader) to hand leadership to member toID.
+func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target, fromName string, toID uint64) error {
+	clients, err := p.clients(cluster, creds, targets)
+	if err != nil {
+		return err
+	}
+	for _, c := range clients {
+		if c.Target().Name == fromName {
+			if err := c.MoveLeader(ctx, toID); err != nil {
+				return fmt.Errorf("cluster %s: %w", cluster, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("cluster %s: member %s is not among the targets", cluster, fromName)
+}
+
+// Forget closes and drops the clients of one cluster, e.g. after its Etcd was deleted.
+func (p *Pool) Forget(cluster string) {
+	p.mu.Lock()
+	members := p.clusters[cluster]
+	delete(p.clusters, cluster)
+	p.mu.Unlock()
+	p.closeAll(cluster, members)
+}
+
+// Close closes every client; later calls fail.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	clusters := p.clusters
+	p.clusters = map[string]map[string]*pooledMember{}
+	p.closed = true
+	p.mu.Unlock()
+	for name, members := range clusters {
+		p.closeAll(name, members)
+	}
+}
+
+// clients returns one client per target in target order. Clients whose material or address
+// changed are replaced, clients of members no longer targeted are closed.
+func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberClient, error) {
+	fingerprint := creds.Fingerprint()
+	var stale []*pooledMember
+
+	p.mu.Lock()
+	defer func() {
+		p.mu.Unlock()
+		for _, m := range stale {
+			p.closeMember(cluster, m)
+		}
+	}()
+	if p.closed {
+		return nil, errors.New("etcdclient: pool is closed")
+	}
+	cached := p.clusters[cluster]
+	next := make(map[string]*pooledMember, len(targets))
+	out := make([]*MemberClient, len(targets))
+	for i, t := range targets {
+		if _, dup := next[t.Name]; dup {
+			return nil, fmt.Errorf("cluster %s: member %s is targeted twice", cluster, t.Name)
+		}
+		if m, ok := cached[t.Name]; ok && m.fingerprint == fingerprint && m.target == t {
+			next[t.Name] = m
+			out[i] = m.client
+			continue
+		}
+		c, err := dialMember(creds, t, p.opts, &p.handshakes)
+		if err != nil {
+			// Keep what was cached untouched; the new clients made so far are closed.
+			for name, m := range next {
+				if cached[name] != m {
+					stale = append(stale, m)
+				}
+			}
+			return nil, fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+		next[t.Name] = &pooledMember{client: c, fingerprint: fingerprint, target: t}
+		out[i] = c
+		p.opts.Logger.V(1).Info("new member client", "cluster", cluster, "member", t.Name, "address", t.Address)
+	}
+	for name, m := range cached {
+		if next[name] != m {
+			stale = append(stale, m)
+		}
+	}
+	p.clusters[cluster] = next
+	return out, nil
+}
+
+func (p *Pool) closeAll(cluster string, members map[string]*pooledMember) {
+	for _, m := range members {
+		p.closeMember(cluster, m)
+	}
+}
+
+func (p *Pool) closeMember(cluster string, m *pooledMember) {
+	if err := m.client.Close(); err != nil {
+		p.opts.Logger.Info("closing member client failed", "cluster", cluster, "member", m.target.Name, "error", err)
+	}
+}
