@@ -189,8 +189,9 @@ func (c *Cluster) writePKI() (clientCredentials, error) {
 	if err := os.WriteFile(p.caCert, ca.certPEM, 0o644); err != nil {
 		return clientCredentials{}, fmt.Errorf("write CA: %w", err)
 	}
-	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesSvcIP)}
-	if bind := net.ParseIP(c.opts.BindAddress); !bind.IsLoopback() {
+	loopback := net.ParseIP("127.0.0.1")
+	ips := []net.IP{loopback, net.ParseIP(kubernetesSvcIP)}
+	if bind := net.ParseIP(c.opts.BindAddress); !bind.Equal(loopback) {
 		ips = append(ips, bind)
 	}
 	serving, err := ca.issue(certRequest{
