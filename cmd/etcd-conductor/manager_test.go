@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestManagerRejectsBadConfiguration runs the real binary: a bad configuration must stop the
+// manager before it connects anywhere, with a non-zero exit and a message naming the problem.
+func TestManagerRejectsBadConfiguration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "etcd-conductor")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building: %v\n%s", err, out)
+	}
+	const header = "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
+	for _, tt := range []struct {
+		name, config, want string
+	}{
+		{"unknown gate", header + "featureGates:\n  QuorumAwareUpdatesWithOnDlete: true\n", "QuorumAwareUpdatesWithOnDlete"},
+		{"unknown field", header + "controllers:\n  ondelete:\n    memberRoleSorce: Auto\n", `unknown field "memberRoleSorce"`},
+		{"bad role source", header + "controllers:\n  ondelete:\n    memberRoleSource: Maybe\n", "Maybe"},
+		{"missing file", "", "no such file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if tt.config != "" {
+				if err := os.WriteFile(path, []byte(tt.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(bin, "manager", "--config", path)
+			out, err := cmd.CombinedOutput()
+			exitErr, ok := err.(*exec.ExitError)
+			if !ok || exitErr.ExitCode() == 0 {
+				t.Fatalf("manager exited with %v, want a non-zero exit; output:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("output does not name %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}

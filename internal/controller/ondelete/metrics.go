@@ -1,0 +1,45 @@
+package ondelete
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the OnDelete controller's Prometheus series. They are registered on the registry
+// passed in (the manager's in production, a fresh one in tests), never on a global default.
+type Metrics struct {
+	OutdatedPods       *prometheus.GaugeVec
+	Deletions          *prometheus.CounterVec
+	Waits              *prometheus.CounterVec
+	RoleSource         *prometheus.CounterVec
+	RoleMismatches     *prometheus.CounterVec
+	MemberClientErrors *prometheus.CounterVec
+	DecisionLatency    prometheus.Histogram
+}
+
+// NewMetrics creates the series and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	const ns = "etcd_conductor"
+	m := &Metrics{
+		OutdatedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "outdated_pods",
+			Help: "Member pods whose controller-revision-hash differs from the StatefulSet's update revision."}, []string{"namespace", "etcd"}),
+		Deletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_deletions_total",
+			Help: "Pods deleted by the OnDelete controller, by the rule that chose them."}, []string{"rule"}),
+		Waits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_waits_total",
+			Help: "Reconciles that waited, by the rule that held the rollout."}, []string{"rule"}),
+		RoleSource: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_source_total",
+			Help: "Role resolutions by where the roles came from (direct, lease, none)."}, []string{"source"}),
+		RoleMismatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_mismatches_total",
+			Help: "Times the members and the member leases disagreed on the leader (the members were trusted)."}, []string{"namespace", "etcd"}),
+		MemberClientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "member_client_errors_total",
+			Help: "Failures to learn roles from the members, by kind (tls, unreachable)."}, []string{"kind"}),
+		DecisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "decision_duration_seconds",
+			Help:    "Time from the start of a reconcile to its decision, member queries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+	}
+	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,379 @@
+// Package ondelete holds the OnDelete controller (DEP-07): for StatefulSets owned by an Etcd and
+// running with the OnDelete update strategy it deletes at most one outdated pod per reconcile, in
+// the order internal/rollout decides, learning member roles from the members themselves.
+package ondelete
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// MemberClient is the part of the member client pool the controller uses.
+type MemberClient interface {
+	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+}
+
+// Config holds the controller's dependencies and settings.
+type Config struct {
+	// Client writes (pod deletes, Etcd status); Reader reads StatefulSets and pods uncached, so
+	// every decision is made on what the apiserver holds now, not on a lagging informer.
+	Client   client.Client
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Members  MemberClient
+	Metrics  *Metrics
+	// RoleSource is Auto (ask the members, fall back to leases) or LeaseOnly.
+	RoleSource roles.Mode
+	// DefaultClientTLS loads the operator-wide client key pair, used for Etcds that name none.
+	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// RequeueInterval is how soon a waiting rollout is looked at again.
+	RequeueInterval time.Duration
+}
+
+// Reconciler is the OnDelete controller.
+type Reconciler struct {
+	cfg Config
+	now func() time.Time
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// NewReconciler builds the controller.
+func NewReconciler(cfg Config) *Reconciler {
+	if cfg.RequeueInterval == 0 {
+		cfg.RequeueInterval = 5 * time.Second
+	}
+	return &Reconciler{cfg: cfg, now: time.Now}
+}
+
+// Reconcile runs one step of a quorum-safe rollout:
+//  1. read the StatefulSet, its owning Etcd, its pods and the member leases (all fresh);
+//  2. resolve member roles (members over mTLS, cross-checked with leases; see internal/roles);
+//  3. plan (internal/rollout) and carry out the decision: delete at most one pod, with UID and
+//     resourceVersion preconditions, or wait;
+//  4. report: an Event when the decision changes, status.lastOperation, metrics.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := r.now()
+	log := logr.FromContextOrDiscard(ctx)
+
+	sts := &appsv1.StatefulSet{}
+	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, sts); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !isManagedOnDelete(sts) {
+		return ctrl.Result{}, nil
+	}
+	etcd, err := r.owningEtcd(ctx, sts)
+	if err != nil || etcd == nil {
+		return ctrl.Result{}, err
+	}
+	pods, err := r.memberPods(ctx, sts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
+	}
+
+	// Roles only matter when a participating pod is to be chosen; a plan without them tells
+	// whether that is the case, so a settled cluster costs no member traffic.
+	decision := rollout.Plan(rollout.Observe(sts, pods, nil))
+	resolution := roles.Resolution{Source: roles.SourceNone}
+	if needsRoles(decision) {
+		resolution = r.resolveRoles(ctx, etcd, pods, leases.Items)
+		decision = rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
+	}
+	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())
+	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(sts, pods)))
+
+	log.V(1).Info("Rollout decision", "action", decision.Action, "rule", decision.Rule, "pods", decision.Pods,
+		"reason", decision.Reason, "roleSource", resolution.Source)
+
+	result := ctrl.Result{}
+	switch decision.Action {
+	case rollout.ActionDelete:
+		if err := r.deletePod(ctx, pods, decision); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				// The pod changed or went since we read it: decide again on fresh state.
+				log.Info("Pod changed before deletion; deciding again", "pod", decision.Pods, "error", err.Error())
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		r.cfg.Metrics.Deletions.WithLabelValues(string(decision.Rule)).Inc()
+		result.RequeueAfter = r.cfg.RequeueInterval
+	case rollout.ActionWait:
+		r.cfg.Metrics.Waits.WithLabelValues(string(decision.Rule)).Inc()
+		result.RequeueAfter = r.cfg.RequeueInterval
+	}
+	if err := r.report(ctx, etcd, sts, decision, resolution); err != nil {
+		return result, err
+	}
+	return result, nil
+}
+
+func needsRoles(d rollout.Decision) bool {
+	switch d.Rule {
+	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader:
+		return true
+	}
+	return false
+}
+
+// isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.
+func isManagedOnDelete(sts *appsv1.StatefulSet) bool {
+	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && etcdOwner(sts) != nil
+}
+
+func etcdOwner(obj metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "Etcd" || ref.APIVersion != druidv1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return ref
+}
+
+func (r *Reconciler) owningEtcd(ctx context.Context, sts *appsv1.StatefulSet) (*druidv1alpha1.Etcd, error) {
+	ref := etcdOwner(sts)
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: ref.Name}, etcd); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if etcd.UID != ref.UID {
+		return nil, nil
+	}
+	return etcd, nil
+}
+
+func (r *Reconciler) memberPods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	list := &corev1.PodList{}
+	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	var owned []corev1.Pod
+	for _, pod := range list.Items {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
+			owned = append(owned, pod)
+		}
+	}
+	return owned, nil
+}
+
+func countOutdated(sts *appsv1.StatefulSet, pods []corev1.Pod) int {
+	n := 0
+	for _, pod := range pods {
+		if pod.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision {
+			n++
+		}
+	}
+	return n
+}
+
+// deletePod deletes the one pod of the decision. The preconditions make the delete fail if the
+// pod was replaced or changed since it was planned on.
+func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, d rollout.Decision) error {
+	if len(d.Pods) != 1 {
+		return fmt.Errorf("planner returned %d pods to delete; exactly one is allowed", len(d.Pods))
+	}
+	var pod *corev1.Pod
+	for i := range pods {
+		if pods[i].Name == d.Pods[0] {
+			pod = &pods[i]
+		}
+	}
+	if pod == nil {
+		return apierrors.NewNotFound(corev1.Resource("pods"), d.Pods[0])
+	}
+	uid, rv := pod.UID, pod.ResourceVersion
+	err := r.cfg.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err != nil {
+		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("Deleted outdated pod", "pod", pod.Name, "rule", d.Rule, "reason", d.Reason)
+	return nil
+}
+
+// resolveRoles asks the members (unless configured LeaseOnly) and cross-checks with the leases.
+func (r *Reconciler) resolveRoles(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease) roles.Resolution {
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	var reports []roles.MemberReport
+	mode := r.cfg.RoleSource
+	if mode != roles.ModeLeaseOnly {
+		var err error
+		reports, err = r.queryMembers(ctx, etcd, pods)
+		if err != nil {
+			logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", err.Error())
+		}
+	}
+	res := roles.Resolve(names, reports, leases, mode, r.now())
+	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
+	if res.Mismatch {
+		r.cfg.Metrics.RoleMismatches.WithLabelValues(etcd.Namespace, etcd.Name).Inc()
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "LeaderMismatch", res.Detail)
+	}
+	return res
+}
+
+func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod) ([]roles.MemberReport, error) {
+	creds, err := r.clientTLS(ctx, etcd)
+	if err != nil {
+		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
+			fmt.Sprintf("cannot build the member client TLS configuration, falling back to member leases: %v", err))
+		return nil, err
+	}
+	var targets []etcdclient.Target
+	for _, pod := range pods {
+		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		targets = append(targets, etcdclient.Target{
+			Name:       pod.Name,
+			Address:    net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(resources.ClientPort(etcd)))),
+			ServerName: resources.MemberDNSName(etcd.Name, etcd.Namespace, pod.Name),
+		})
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no member pod has an address")
+	}
+	cs, err := r.cfg.Members.Query(ctx, etcd.Namespace+"/"+etcd.Name, creds, targets)
+	if err != nil {
+		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
+		return nil, err
+	}
+	return memberReports(cs), nil
+}
+
+// memberReports turns what the members said into the planner's input: one report per member
+// that answered or that the member list names.
+func memberReports(cs etcdclient.ClusterStatus) []roles.MemberReport {
+	byName := map[string]*roles.MemberReport{}
+	var order []string
+	for _, m := range cs.MemberList {
+		if m.Name == "" {
+			continue // a member added but not started yet has no name
+		}
+		byName[m.Name] = &roles.MemberReport{Name: m.Name, ID: hexID(m.ID)}
+		order = append(order, m.Name)
+	}
+	for _, s := range cs.Members {
+		rep, ok := byName[s.Name]
+		if !ok {
+			rep = &roles.MemberReport{Name: s.Name}
+			byName[s.Name] = rep
+			order = append(order, s.Name)
+		}
+		if s.Reachable {
+			rep.Reachable = true
+			rep.ID = hexID(s.ID)
+			rep.LeaderID = hexID(s.LeaderID)
+		}
+	}
+	out := make([]roles.MemberReport, 0, len(order))
+	for _, name := range order {
+		out = append(out, *byName[name])
+	}
+	return out
+}
+
+func hexID(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatUint(id, 16)
+}
+
+// clientTLS returns the Etcd's own client key pair (clientUrlTls.clientTLSSecretRef with its CA),
+// else the operator-wide one.
+func (r *Reconciler) clientTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
+	t := etcd.Spec.Etcd.ClientUrlTLS
+	if t == nil || t.ClientTLSSecretRef.Name == "" {
+		if r.cfg.DefaultClientTLS == nil {
+			return conductortls.ClientMaterial{}, fmt.Errorf("Etcd names no clientUrlTls.clientTLSSecretRef and the operator has no memberClientTLS configured")
+		}
+		return r.cfg.DefaultClientTLS()
+	}
+	caSecret, err := r.secret(ctx, etcd.Namespace, t.TLSCASecretRef.Name)
+	if err != nil {
+		return conductortls.ClientMaterial{}, err
+	}
+	clientSecret, err := r.secret(ctx, etcd.Namespace, t.ClientTLSSecretRef.Name)
+	if err != nil {
+		return conductortls.ClientMaterial{}, err
+	}
+	return conductortls.FromSecrets(caSecret, resources.CADataKey(t.TLSCASecretRef), clientSecret)
+}
+
+func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
+	}
+	return s, nil
+}
+
+// report records the decision: status.lastOperation (which the status controller shows in the
+// AllMembersUpdated message) and, when the decision changed, an Event on the Etcd.
+func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d rollout.Decision, res roles.Resolution) error {
+	description := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
+	if res.Source != roles.SourceNone && d.Action == rollout.ActionDelete {
+		description += fmt.Sprintf(" (roles: %s)", res.Source)
+	}
+	state := "Processing"
+	if d.Action == rollout.ActionDone {
+		state = "Succeeded"
+	}
+	prev := etcd.Status.LastOperation
+	changed := prev == nil || prev.Type != status.OperationRollout || prev.RunID != sts.Status.UpdateRevision ||
+		prev.Description != description || prev.State != state
+	if !changed && d.Action != rollout.ActionDelete {
+		return nil
+	}
+	if changed || d.Action == rollout.ActionDelete {
+		eventType := corev1.EventTypeNormal
+		r.cfg.Recorder.Event(etcd, eventType, d.Rule.ConditionReason(), description)
+	}
+	patch := client.MergeFrom(etcd.DeepCopy())
+	etcd.Status.LastOperation = &druidv1alpha1.LastOperation{
+		Type:           status.OperationRollout,
+		State:          state,
+		Description:    description,
+		RunID:          sts.Status.UpdateRevision,
+		LastUpdateTime: metav1.NewTime(r.now()),
+	}
+	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
+		return fmt.Errorf("recording rollout decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	}
+	return nil
+}

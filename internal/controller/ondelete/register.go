@@ -1,0 +1,42 @@
+package ondelete
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "ondelete"
+
+// RegisterWithManager wires the controller. It is always registered; its predicate lets through
+// only StatefulSets owned by an Etcd with updateStrategy OnDelete, so under RollingUpdate it is
+// inert. It reconciles when a StatefulSet's update revision or strategy changes and whenever one of
+// its pods changes (a pod becoming ready is what lets a waiting rollout go on).
+func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) error {
+	managed := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		sts, ok := obj.(*appsv1.StatefulSet)
+		return ok && isManagedOnDelete(sts)
+	})
+	revisionOrStrategyChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldSts, okOld := e.ObjectOld.(*appsv1.StatefulSet)
+		newSts, okNew := e.ObjectNew.(*appsv1.StatefulSet)
+		if !okOld || !okNew {
+			return false
+		}
+		return oldSts.Status.UpdateRevision != newSts.Status.UpdateRevision ||
+			oldSts.Spec.UpdateStrategy.Type != newSts.Spec.UpdateStrategy.Type ||
+			oldSts.Generation != newSts.Generation
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentSyncs}).
+		For(&appsv1.StatefulSet{}, builder.WithPredicates(managed, revisionOrStrategyChanged)).
+		Owns(&corev1.Pod{}).
+		Complete(r)
+}

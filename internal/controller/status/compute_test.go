@@ -1,0 +1,170 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+var now = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+
+type member struct {
+	revision string
+	ready    bool
+	leaseAge time.Duration // < 0: never renewed
+	role     string
+	missing  bool
+	deleting bool
+}
+
+func observed(strategy appsv1.StatefulSetUpdateStrategyType, members ...member) Observed {
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{Replicas: int32(len(members))}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Generation: 2}}
+	sts.Spec.UpdateStrategy.Type = strategy
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "rev-new", CurrentRevision: "rev-old", CurrentReplicas: 0}
+	o := Observed{Etcd: etcd, StatefulSet: sts, Now: now}
+	for i, m := range members {
+		name := fmt.Sprintf("etcd-main-%d", i)
+		if !m.missing {
+			ready := corev1.ConditionFalse
+			if m.ready {
+				ready = corev1.ConditionTrue
+			}
+			pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.StatefulSetRevisionLabel: m.revision}}}
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+			if m.deleting {
+				pod.DeletionTimestamp = &metav1.Time{Time: now}
+			}
+			o.Pods = append(o.Pods, pod)
+		}
+		lease := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		lease.Spec.LeaseDurationSeconds = ptr.To(resources.LeaseDurationSeconds)
+		if m.leaseAge >= 0 {
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-m.leaseAge)}
+			lease.Spec.HolderIdentity = ptr.To(fmt.Sprintf("%x:cafe:%s", i+10, m.role))
+		}
+		o.Leases = append(o.Leases, lease)
+	}
+	return o
+}
+
+func cond(s druidv1alpha1.EtcdStatus, t druidv1alpha1.ConditionType) druidv1alpha1.Condition {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return druidv1alpha1.Condition{}
+}
+
+func TestCompute(t *testing.T) {
+	healthy := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Member"}
+	leader := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"}
+	outdated := member{revision: "rev-old", ready: true, leaseAge: time.Second, role: "Member"}
+	down := member{revision: "rev-old", ready: false, leaseAge: time.Minute, role: "Member"}
+	expired := member{revision: "rev-new", ready: true, leaseAge: time.Minute, role: "Member"}
+
+	for _, tt := range []struct {
+		name                  string
+		o                     Observed
+		wantReady, wantUpdate druidv1alpha1.ConditionStatus
+		wantAllReady          druidv1alpha1.ConditionStatus
+		wantReadyReason       string
+		wantCurrent           int32
+	}{
+		{"all updated and healthy", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, healthy),
+			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionTrue, ReasonQuorate, 3},
+		{"currentReplicas from pod revisions under OnDelete", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, outdated),
+			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionTrue, ReasonQuorate, 2},
+		{"one down keeps quorum", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, down),
+			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorate, 2},
+		{"two down loses quorum", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, down, down),
+			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorumLost, 1},
+		{"expired lease is not a ready member", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, expired, expired),
+			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, ReasonQuorumLost, 3},
+		{"missing pod", observed(appsv1.RollingUpdateStatefulSetStrategyType, leader, healthy, member{missing: true, leaseAge: -1}),
+			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorate, 2},
+		{"terminating pod is not updated", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, member{revision: "rev-new", deleting: true, leaseAge: -1}),
+			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorate, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(tt.o)
+			if c := cond(got, druidv1alpha1.ConditionTypeReady); c.Status != tt.wantReady || c.Reason != tt.wantReadyReason {
+				t.Errorf("Ready = %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tt.wantReady, tt.wantReadyReason)
+			}
+			if c := cond(got, druidv1alpha1.ConditionTypeAllMembersUpdated); c.Status != tt.wantUpdate {
+				t.Errorf("AllMembersUpdated = %s (%s), want %s", c.Status, c.Message, tt.wantUpdate)
+			}
+			if c := cond(got, druidv1alpha1.ConditionTypeAllMembersReady); c.Status != tt.wantAllReady {
+				t.Errorf("AllMembersReady = %s (%s), want %s", c.Status, c.Message, tt.wantAllReady)
+			}
+			if got.CurrentReplicas != tt.wantCurrent {
+				t.Errorf("currentReplicas = %d, want %d", got.CurrentReplicas, tt.wantCurrent)
+			}
+		})
+	}
+}
+
+func TestComputeMembers(t *testing.T) {
+	o := observed(appsv1.OnDeleteStatefulSetStrategyType,
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"},
+		member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"},
+		member{revision: "rev-new", ready: true, leaseAge: time.Hour, role: "Member"})
+	got := Compute(o).Members
+	want := []struct {
+		status druidv1alpha1.EtcdMemberConditionStatus
+		reason string
+		role   druidv1alpha1.EtcdRole
+	}{
+		{druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded, druidv1alpha1.EtcdRoleLeader},
+		{druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady, druidv1alpha1.EtcdRoleMember},
+		{druidv1alpha1.EtcdMemberStatusUnknown, MemberReasonLeaseExpired, druidv1alpha1.EtcdRoleMember},
+	}
+	for i, w := range want {
+		m := got[i]
+		if m.Status != w.status || m.Reason != w.reason || m.Role == nil || *m.Role != w.role || m.ID == nil {
+			t.Errorf("member %d = %+v, want %+v", i, m, w)
+		}
+	}
+}
+
+func TestComputeIsStableWhenNothingChanged(t *testing.T) {
+	o := observed(appsv1.OnDeleteStatefulSetStrategyType, member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"})
+	first := Compute(o)
+	o.Etcd.Status = first
+	o.Now = now.Add(time.Minute)
+	o.Leases[0].Spec.RenewTime = &metav1.MicroTime{Time: o.Now}
+	second := Compute(o)
+	for i := range first.Conditions {
+		if !first.Conditions[i].LastUpdateTime.Equal(&second.Conditions[i].LastUpdateTime) {
+			t.Errorf("condition %s was rewritten although unchanged", first.Conditions[i].Type)
+		}
+	}
+}
+
+func TestAllMembersUpdatedCarriesRolloutDecision(t *testing.T) {
+	o := observed(appsv1.OnDeleteStatefulSetStrategyType,
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"},
+		member{revision: "rev-old", ready: true, leaseAge: time.Second, role: "Member"},
+		member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"})
+	o.Etcd.Status.LastOperation = &druidv1alpha1.LastOperation{Type: OperationRollout, RunID: "rev-new",
+		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [wait/updated-not-participating]"}
+	c := cond(Compute(o), druidv1alpha1.ConditionTypeAllMembersUpdated)
+	if !strings.Contains(c.Message, "waiting for etcd-main-2") || !strings.Contains(c.Message, "2/3") {
+		t.Errorf("message = %q", c.Message)
+	}
+	o.Etcd.Status.LastOperation.RunID = "rev-older"
+	if c := cond(Compute(o), druidv1alpha1.ConditionTypeAllMembersUpdated); strings.Contains(c.Message, "waiting") {
+		t.Errorf("a decision for another revision leaked into the message: %q", c.Message)
+	}
+}

@@ -1,0 +1,91 @@
+// Package status holds the status controller: it computes an Etcd's members, conditions and
+// replica counts from its StatefulSet, pods and member Leases, and writes them.
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// resyncInterval re-evaluates member leases, which expire with time rather than with an event.
+const resyncInterval = 5 * time.Second
+
+// Reconciler writes Etcd status.
+type Reconciler struct {
+	client client.Client
+	now    func() time.Time
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// NewReconciler builds the status reconciler.
+func NewReconciler(c client.Client) *Reconciler {
+	return &Reconciler{client: c, now: time.Now}
+}
+
+// Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
+// writes the fields it owns with a merge patch: members, conditions, replicas, readyReplicas,
+// currentReplicas, ready and selector. observedGeneration and lastErrors belong to the Etcd
+// reconciler, lastOperation to the ondelete controller.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	observed, err := r.observe(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	computed := Compute(observed)
+
+	patch := client.MergeFrom(etcd.DeepCopy())
+	etcd.Status.Members = computed.Members
+	etcd.Status.Conditions = computed.Conditions
+	etcd.Status.Replicas = computed.Replicas
+	etcd.Status.ReadyReplicas = computed.ReadyReplicas
+	etcd.Status.CurrentReplicas = computed.CurrentReplicas
+	etcd.Status.Ready = computed.Ready
+	etcd.Status.Selector = computed.Selector
+	if err := r.client.Status().Patch(ctx, etcd, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching status of Etcd %s: %w", req.NamespacedName, err)
+	}
+	return ctrl.Result{RequeueAfter: resyncInterval}, nil
+}
+
+func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Observed, error) {
+	o := Observed{Etcd: etcd, Now: r.now()}
+	sts := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, fmt.Errorf("reading StatefulSet: %w", err)
+	default:
+		o.StatefulSet = sts
+	}
+	selector := client.MatchingLabels(resources.SelectorLabels(etcd))
+	pods := &corev1.PodList{}
+	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), selector); err != nil {
+		return o, fmt.Errorf("listing member pods: %w", err)
+	}
+	o.Pods = pods.Items
+	leases := &coordinationv1.LeaseList{}
+	if err := r.client.List(ctx, leases, client.InNamespace(etcd.Namespace), selector); err != nil {
+		return o, fmt.Errorf("listing member leases: %w", err)
+	}
+	o.Leases = leases.Items
+	return o, nil
+}
