@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
