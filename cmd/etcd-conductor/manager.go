@@ -6,28 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
-	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator"
 )
 
 // version is set at build time; it also names the default member-agent image.
@@ -96,102 +85,24 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
-// newScheme holds every type the manager reads or writes.
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return scheme, nil
-}
-
 func startManager(ctx context.Context, log logr.Logger, f managerFlags, cfg *configv1alpha1.OperatorConfiguration, gates features.Gates) error {
 	log.Info("Starting etcd-conductor manager", "version", version, "featureGates", gates.String(),
 		"memberRoleSource", cfg.Controllers.OnDelete.MemberRoleSource)
-
 	restCfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	scheme, err := newScheme()
-	if err != nil {
-		return fmt.Errorf("building scheme: %w", err)
-	}
-	le := cfg.LeaderElection
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
-		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
-		LeaderElection:          le.Enabled,
-		LeaderElectionID:        le.ResourceName,
-		LeaderElectionNamespace: le.ResourceNamespace,
-		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
-		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
-		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-
-	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("etcd-conductor"), etcdcontroller.Config{
+	op, err := operator.New(restCfg, operator.Options{
+		Config:              cfg,
 		Gates:               gates,
 		MemberAgentImage:    f.memberAgentImage,
 		MemberAgentInterval: f.memberAgentInterval,
+		Logger:              log,
+		Registry:            metrics.Registry,
 	})
-	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
-		return fmt.Errorf("registering etcd controller: %w", err)
-	}
-	if err := status.NewReconciler(mgr.GetClient()).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
-		return fmt.Errorf("registering status controller: %w", err)
-	}
-
-	onDeleteMetrics, err := ondelete.NewMetrics(metrics.Registry)
 	if err != nil {
-		return fmt.Errorf("registering ondelete metrics: %w", err)
+		return err
 	}
-	pool := etcdclient.NewPool(etcdclient.Options{Logger: log.WithName("etcdclient")})
-	defer pool.Close()
-	onDelete := ondelete.NewReconciler(ondelete.Config{
-		Client:           mgr.GetClient(),
-		Reader:           mgr.GetAPIReader(),
-		Recorder:         mgr.GetEventRecorderFor("etcd-conductor"),
-		Members:          pool,
-		Metrics:          onDeleteMetrics,
-		RoleSource:       roles.Mode(cfg.Controllers.OnDelete.MemberRoleSource),
-		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
-		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
-	})
-	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
-		return fmt.Errorf("registering ondelete controller: %w", err)
-	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding ready check: %w", err)
-	}
-	return mgr.Start(ctx)
-}
-
-// defaultClientTLS reads the operator-wide key pair on every use, so a rotated Secret mounted into
-// the manager pod is picked up without a restart.
-func defaultClientTLS(files *configv1alpha1.MemberClientTLS) func() (conductortls.ClientMaterial, error) {
-	if files == nil {
-		return nil
-	}
-	return func() (conductortls.ClientMaterial, error) {
-		return conductortls.LoadFiles(files.CAFile, files.CertFile, files.KeyFile)
-	}
-}
-
-func durationOrNil(d time.Duration) *time.Duration {
-	if d == 0 {
-		return nil
-	}
-	return &d
+	defer op.Pool.Close()
+	return op.Manager.Start(ctx)
 }

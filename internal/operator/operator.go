@@ -1,0 +1,141 @@
+// Package operator assembles the manager: scheme, controllers and their dependencies. The manager
+// command and the integration tests build the operator the same way, through New.
+package operator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// Options are the inputs beyond the configuration file.
+type Options struct {
+	Config              *configv1alpha1.OperatorConfiguration
+	Gates               features.Gates
+	MemberAgentImage    string
+	MemberAgentInterval string
+	Logger              logr.Logger
+	// Registry receives the controllers' metrics (the manager's metrics.Registry in production).
+	Registry prometheus.Registerer
+}
+
+// Operator is a manager with every controller registered, and the member client pool it owns.
+type Operator struct {
+	Manager ctrl.Manager
+	Pool    *etcdclient.Pool
+}
+
+// NewScheme holds every type the operator reads or writes.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, nil
+}
+
+// New creates the manager and registers the etcd, status and ondelete controllers.
+func New(restCfg *rest.Config, o Options) (*Operator, error) {
+	cfg := o.Config
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	le := cfg.LeaderElection
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
+		LeaderElection:          le.Enabled,
+		LeaderElectionID:        le.ResourceName,
+		LeaderElectionNamespace: le.ResourceNamespace,
+		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
+		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
+		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
+
+	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
+		Gates:               o.Gates,
+		MemberAgentImage:    o.MemberAgentImage,
+		MemberAgentInterval: o.MemberAgentInterval,
+	})
+	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+		return nil, fmt.Errorf("registering etcd controller: %w", err)
+	}
+	if err := status.NewReconciler(mgr.GetClient()).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+		return nil, fmt.Errorf("registering status controller: %w", err)
+	}
+
+	onDeleteMetrics, err := ondelete.NewMetrics(o.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering ondelete metrics: %w", err)
+	}
+	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
+	onDelete := ondelete.NewReconciler(ondelete.Config{
+		Client:           mgr.GetClient(),
+		Reader:           mgr.GetAPIReader(),
+		Recorder:         recorder,
+		Members:          pool,
+		Metrics:          onDeleteMetrics,
+		RoleSource:       roles.Mode(cfg.Controllers.OnDelete.MemberRoleSource),
+		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
+		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
+	})
+	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("registering ondelete controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	return &Operator{Manager: mgr, Pool: pool}, nil
+}
+
+// defaultClientTLS reads the operator-wide key pair on every use, so a rotated Secret mounted into
+// the manager pod is picked up without a restart.
+func defaultClientTLS(files *configv1alpha1.MemberClientTLS) func() (conductortls.ClientMaterial, error) {
+	if files == nil {
+		return nil
+	}
+	return func() (conductortls.ClientMaterial, error) {
+		return conductortls.LoadFiles(files.CAFile, files.CertFile, files.KeyFile)
+	}
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}
