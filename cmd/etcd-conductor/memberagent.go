@@ -1,4 +1,84 @@
 package main
 
-// runMemberAgent is a placeholder until its owner lands the real implementation.
-func runMemberAgent(args []string) int { return 1 }
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+)
+
+// runMemberAgent is the sidecar: it renews its pod's member Lease while the local etcd answers.
+func runMemberAgent(args []string) int {
+	fs := flag.NewFlagSet("member-agent", flag.ContinueOnError)
+	var cfg memberagent.Config
+	var kubeconfig string
+	var development bool
+	fs.StringVar(&cfg.Endpoint, "endpoint", "", "client URL of the local member, https://$(POD_IP):2379")
+	fs.StringVar(&cfg.ServerName, "server-name", "", "name verified against the member's certificate, $(POD_NAME).<etcd>-peer.<namespace>.svc")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle that signed the member's serving certificate")
+	fs.StringVar(&cfg.CertFile, "cert-file", "", "client certificate")
+	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
+	fs.StringVar(&cfg.Lease, "lease", "", "name of this member's Lease, $(POD_NAME)")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease, $(POD_NAMESPACE)")
+	fs.DurationVar(&cfg.Interval, "interval", memberagent.DefaultInterval, "how often to renew the Lease")
+	fs.DurationVar(&cfg.CallTimeout, "call-timeout", memberagent.DefaultCallTimeout, "bound on each status call to the member")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
+	fs.BoolVar(&development, "development", false, "human-readable logs")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
+		return 2
+	}
+	log := zap.New(zap.UseDevMode(development)).WithName("member-agent")
+
+	restConfig, err := kubeRESTConfig(kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
+		return 1
+	}
+	restConfig.UserAgent = "etcd-conductor-member-agent"
+	leases, err := coordinationv1client.NewForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: kubernetes client: %v\n", err)
+		return 1
+	}
+	agent, err := memberagent.New(cfg, leases, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := agent.Run(ctx); err != nil {
+		log.Error(err, "Member agent failed")
+		return 1
+	}
+	return 0
+}
+
+func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster configuration (or pass --kubeconfig): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
