@@ -95,8 +95,10 @@ func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Rol
 }
 
 // Resolve assigns a role to every pod name; see the package documentation for the rules.
+// Leases whose name is not one of podNames belong to something else (another etcd in the same
+// namespace, a controller's leader election) and are ignored.
 func Resolve(podNames []string, members []MemberReport, leases []coordinationv1.Lease, mode Mode, now time.Time) Resolution {
-	fromLeases := readLeases(leases, now)
+	fromLeases := readLeases(podNames, leases, now)
 	var why string
 	if mode == ModeLeaseOnly {
 		why = "role source is LeaseOnly"
@@ -121,9 +123,16 @@ type leaseView struct {
 	notes []string             // leases that could not be used, and why
 }
 
-func readLeases(leases []coordinationv1.Lease, now time.Time) leaseView {
+func readLeases(podNames []string, leases []coordinationv1.Lease, now time.Time) leaseView {
 	v := leaseView{roles: map[string]leaseRole{}}
+	ours := map[string]bool{}
+	for _, name := range podNames {
+		ours[name] = true
+	}
 	for _, l := range leases {
+		if !ours[l.Name] {
+			continue
+		}
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 			v.notes = append(v.notes, fmt.Sprintf("lease %s has no holder", l.Name))
 			continue
@@ -261,7 +270,7 @@ func crossCheck(podNames []string, m membersResult, leases leaseView, members []
 		res.Mismatch = true
 		detail = append(detail, "leases disagree: "+strings.Join(disagreements, ", ")+"; trusting the members")
 	case checked > 0:
-		detail = append(detail, fmt.Sprintf("%d fresh leases agree", checked))
+		detail = append(detail, fmt.Sprintf("%s agree", leaseCount(checked)))
 	default:
 		detail = append(detail, "no fresh lease to cross-check")
 	}
@@ -296,12 +305,12 @@ func leaseResolution(podNames []string, leases leaseView, why string) Resolution
 		for _, name := range claimants {
 			res.Roles[name] = rollout.RoleUnknown
 		}
-		detail = append(detail, fmt.Sprintf("roles from %d fresh leases, but %s all claim Leader", used, strings.Join(claimants, ", ")))
+		detail = append(detail, fmt.Sprintf("roles from %s, but %s all claim Leader", leaseCount(used), strings.Join(claimants, ", ")))
 	default:
 		if len(claimants) == 1 {
 			res.LeaderPod = claimants[0]
 		}
-		detail = append(detail, fmt.Sprintf("roles from %d fresh leases", used))
+		detail = append(detail, fmt.Sprintf("roles from %s", leaseCount(used)))
 	}
 	res.Detail = strings.Join(append(detail, leases.notes...), "; ")
 	return res
@@ -338,4 +347,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func leaseCount(n int) string {
+	if n == 1 {
+		return "1 fresh lease"
+	}
+	return fmt.Sprintf("%d fresh leases", n)
 }

@@ -144,6 +144,10 @@ func TestResolve(t *testing.T) {
 		{name: "lease just created by the reconciler (no holder, never renewed)",
 			leases: []coordinationv1.Lease{lease("etcd-main-0", "", 0)}, mode: ModeAuto,
 			wantRoles: roleMap(-1, rollout.RoleUnknown), wantSource: SourceNone, detail: "lease etcd-main-0 has no holder"},
+		{name: "leases of other clusters are ignored",
+			members: allFollow(id1),
+			leases:  append(freshLeases(id1), lease("etcd-events-0", "abcd:Leader", time.Second), lease("kube-controller-manager", "host_1234", time.Second)),
+			mode:    ModeAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "3 fresh leases agree"},
 		{name: "nothing known",
 			mode: ModeAuto, wantRoles: roleMap(-1, rollout.RoleUnknown), wantSource: SourceNone, detail: "no member status; no fresh lease for any pod"},
 	}
