@@ -1,0 +1,480 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// Probe is how the QuorumMonitor asks a member whether it can serve a linearizable read.
+type Probe string
+
+const (
+	// ProbeLinearizableGet sends a linearizable Range over gRPC (mTLS) to the member.
+	ProbeLinearizableGet Probe = "linearizable-get"
+	// ProbeReadyz gets the member's /readyz and wants status 200 with body exactly "ok".
+	ProbeReadyz Probe = "readyz"
+
+	DefaultPollInterval  = 75 * time.Millisecond
+	DefaultProbeTimeout  = 200 * time.Millisecond
+	DefaultReadyzPort    = "2381"
+	maxReadyzBody        = 4096
+	probeKey             = KeyPrefix + "probe"
+	maxRecordedProbeBody = 200
+)
+
+// QuorumOptions tunes a QuorumMonitor. Zero values take the defaults, except Expected.
+type QuorumOptions struct {
+	// Expected is the member count of the cluster (its spec, not what is running now); a quorum
+	// is Expected/2+1 of it. Required.
+	Expected int
+	// Probe defaults to ProbeLinearizableGet.
+	Probe Probe
+	// Interval is the time between the starts of two polling rounds (DefaultPollInterval). A
+	// round lasts until every member answered or timed out.
+	Interval time.Duration
+	// ProbeTimeout bounds one probe (DefaultProbeTimeout).
+	ProbeTimeout time.Duration
+	// ReadyzURL maps a member to its /readyz URL; defaults to "http://<ip>:2381/readyz", the
+	// plain-HTTP metrics listener. An https URL is fetched with the client TLS material and
+	// the member's server name.
+	ReadyzURL func(Endpoint) string
+	// MaxRun stops the monitor on its own after this long (DefaultMaxRun).
+	MaxRun time.Duration
+	Logger logr.Logger
+}
+
+func (o QuorumOptions) withDefaults() (QuorumOptions, error) {
+	if o.Expected <= 0 {
+		return o, fmt.Errorf("quorum monitor: expected member count must be positive, got %d", o.Expected)
+	}
+	switch o.Probe {
+	case "":
+		o.Probe = ProbeLinearizableGet
+	case ProbeLinearizableGet, ProbeReadyz:
+	default:
+		return o, fmt.Errorf("quorum monitor: unknown probe %q", o.Probe)
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultPollInterval
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.ReadyzURL == nil {
+		o.ReadyzURL = DefaultReadyzURL
+	}
+	if o.MaxRun <= 0 {
+		o.MaxRun = DefaultMaxRun
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o, nil
+}
+
+// DefaultReadyzURL is the member's plain-HTTP metrics listener on its pod IP.
+func DefaultReadyzURL(ep Endpoint) string {
+	host, _, err := net.SplitHostPort(ep.Address)
+	if err != nil {
+		host = ep.Address
+	}
+	return "http://" + net.JoinHostPort(host, DefaultReadyzPort) + "/readyz"
+}
+
+// Interval is a span of time, e.g. one quorum loss.
+type Interval struct {
+	Start time.Time `json:"start"`
+	// End is zero while the interval is still open.
+	End time.Time `json:"end,omitzero"`
+	Ms  int64     `json:"ms"`
+	// MinParticipating is the fewest members that could serve during the interval.
+	MinParticipating int `json:"minParticipating"`
+}
+
+// ParticipationSample is a member starting or stopping to serve linearizable reads. Only
+// changes are recorded (and each member's first observation).
+type ParticipationSample struct {
+	At            time.Time  `json:"at"`
+	Member        string     `json:"member"`
+	Participating bool       `json:"participating"`
+	Class         ErrorClass `json:"class,omitempty"`
+	Error         string     `json:"error,omitempty"`
+}
+
+// CountSample is a change of the number of members that could serve.
+type CountSample struct {
+	At            time.Time `json:"at"`
+	Participating int       `json:"participating"`
+}
+
+// QuorumResult is what a QuorumMonitor measured.
+type QuorumResult struct {
+	Expected int       `json:"expected"`
+	Quorum   int       `json:"quorum"`
+	Probe    Probe     `json:"probe"`
+	Started  time.Time `json:"started"`
+	Stopped  time.Time `json:"stopped,omitzero"`
+	Rounds   int       `json:"rounds"`
+
+	QuorumLossMs        int64      `json:"quorumLossMs"`
+	LongestQuorumLossMs int64      `json:"longestQuorumLossMs"`
+	Losses              []Interval `json:"losses,omitempty"`
+	// InLoss is true when the last round found no quorum.
+	InLoss bool `json:"inLoss"`
+
+	Participation []ParticipationSample `json:"participation,omitempty"`
+	Counts        []CountSample         `json:"counts,omitempty"`
+}
+
+// QuorumMonitor polls every member for its ability to serve a linearizable read and records
+// the intervals in which fewer than a quorum of the expected members could.
+type QuorumMonitor struct {
+	endpoints EndpointsFunc
+	creds     conductortls.ClientMaterial
+	opts      QuorumOptions
+	conns     *memberConns
+	http      *readyzClients
+
+	mu      sync.Mutex
+	res     QuorumResult
+	members map[string]bool // last observation per member
+	count   int             // participating members in the last round, -1 before the first
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewQuorumMonitor prepares a monitor; Start begins polling.
+func NewQuorumMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o QuorumOptions) (*QuorumMonitor, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &QuorumMonitor{
+		endpoints: endpoints,
+		creds:     creds,
+		opts:      o,
+		conns:     newMemberConns(creds),
+		http:      newReadyzClients(creds),
+		res:       QuorumResult{Expected: o.Expected, Quorum: o.Expected/2 + 1, Probe: o.Probe},
+		members:   map[string]bool{},
+		count:     -1,
+		done:      make(chan struct{}),
+	}, nil
+}
+
+// Start begins polling in the background until Stop, ctx ends or MaxRun passes.
+func (m *QuorumMonitor) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return errors.New("quorum monitor already started")
+	}
+	m.started = true
+	ctx, m.cancel = context.WithTimeout(ctx, m.opts.MaxRun)
+	m.res.Started = time.Now()
+	go m.run(ctx)
+	return nil
+}
+
+// Stop ends polling and returns the result; an ongoing loss is closed at the stop time.
+func (m *QuorumMonitor) Stop(ctx context.Context) QuorumResult {
+	m.mu.Lock()
+	started := m.started
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.mu.Unlock()
+	if started {
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+		}
+	}
+	m.conns.close()
+	m.http.close()
+	return m.Snapshot()
+}
+
+// Snapshot is what the monitor measured so far; an ongoing loss counts up to now.
+func (m *QuorumMonitor) Snapshot() QuorumResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res := m.res
+	res.Losses = append([]Interval(nil), m.res.Losses...)
+	res.Participation = append([]ParticipationSample(nil), m.res.Participation...)
+	res.Counts = append([]CountSample(nil), m.res.Counts...)
+	if n := len(res.Losses); n > 0 && res.Losses[n-1].End.IsZero() {
+		end := res.Stopped
+		if end.IsZero() {
+			end = time.Now()
+		}
+		open := &res.Losses[n-1]
+		open.Ms = end.Sub(open.Start).Milliseconds()
+		res.QuorumLossMs += open.Ms
+		res.LongestQuorumLossMs = max(res.LongestQuorumLossMs, open.Ms)
+	}
+	return res
+}
+
+func (m *QuorumMonitor) run(ctx context.Context) {
+	defer close(m.done)
+	defer func() {
+		m.mu.Lock()
+		m.res.Stopped = time.Now()
+		m.mu.Unlock()
+	}()
+	for next := time.Now(); sleepUntil(ctx, next); {
+		next = next.Add(m.opts.Interval)
+		at := time.Now()
+		observed := m.round(ctx)
+		if ctx.Err() != nil {
+			// Probes cut short by the stop say nothing about the cluster.
+			return
+		}
+		m.record(at, observed)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+	}
+}
+
+// probeResult is one member's answer in one round.
+type probeResult struct {
+	member string
+	err    error
+}
+
+// round probes every member concurrently and returns their answers.
+func (m *QuorumMonitor) round(ctx context.Context) []probeResult {
+	eps := m.endpoints()
+	results := make([]probeResult, len(eps))
+	var conns map[string]*memberConn
+	var dialErrs map[string]error
+	if m.opts.Probe == ProbeLinearizableGet {
+		list, failed := m.conns.sync(eps)
+		conns = make(map[string]*memberConn, len(list))
+		for _, c := range list {
+			conns[c.ep.Name] = c
+		}
+		dialErrs = map[string]error{}
+		for _, f := range failed {
+			dialErrs[f.ep.Name] = f.err
+		}
+	} else {
+		m.http.sync(eps)
+	}
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		results[i].member = ep.Name
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+			defer cancel()
+			switch {
+			case m.opts.Probe == ProbeReadyz:
+				results[i].err = m.http.probe(pctx, ep, m.opts.ReadyzURL(ep))
+			case conns[ep.Name] != nil:
+				results[i].err = probeLinearizable(pctx, conns[ep.Name])
+			case dialErrs[ep.Name] != nil:
+				results[i].err = dialErrs[ep.Name]
+			default:
+				results[i].err = fmt.Errorf("member %s: no connection", ep.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func probeLinearizable(ctx context.Context, c *memberConn) error {
+	_, err := c.kv.Range(ctx, &pb.RangeRequest{Key: []byte(probeKey), Limit: 1, CountOnly: true}, failFast)
+	if err != nil {
+		return fmt.Errorf("linearizable get on member %s at %s: %w", c.ep.Name, c.ep.Address, err)
+	}
+	return nil
+}
+
+// record folds one round into the result.
+func (m *QuorumMonitor) record(at time.Time, observed []probeResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.res.Rounds++
+	seen := make(map[string]bool, len(observed))
+	count := 0
+	for _, r := range observed {
+		ok := r.err == nil
+		seen[r.member] = true
+		if ok {
+			count++
+		}
+		if last, known := m.members[r.member]; !known || last != ok {
+			m.members[r.member] = ok
+			s := ParticipationSample{At: at, Member: r.member, Participating: ok}
+			if !ok {
+				s.Class, s.Error = classify(r.err), truncate(r.err.Error(), maxRecordedProbeBody)
+			}
+			m.appendParticipation(s)
+		}
+	}
+	// A member that vanished from the endpoints cannot serve.
+	for name, last := range m.members {
+		if !seen[name] && last {
+			m.members[name] = false
+			m.appendParticipation(ParticipationSample{At: at, Member: name, Participating: false, Class: ClassNoEndpoints, Error: "not among the endpoints"})
+		}
+	}
+	if count != m.count && len(m.res.Counts) < maxRecords {
+		m.res.Counts = append(m.res.Counts, CountSample{At: at, Participating: count})
+	}
+	m.count = count
+
+	lost := count < m.res.Quorum
+	n := len(m.res.Losses)
+	switch {
+	case lost && !m.res.InLoss:
+		m.res.Losses = append(m.res.Losses, Interval{Start: at, MinParticipating: count})
+		m.opts.Logger.Info("quorum lost", "participating", count, "quorum", m.res.Quorum)
+	case lost:
+		m.res.Losses[n-1].MinParticipating = min(m.res.Losses[n-1].MinParticipating, count)
+	case m.res.InLoss:
+		l := &m.res.Losses[n-1]
+		l.End = at
+		l.Ms = at.Sub(l.Start).Milliseconds()
+		m.res.QuorumLossMs += l.Ms
+		m.res.LongestQuorumLossMs = max(m.res.LongestQuorumLossMs, l.Ms)
+		m.opts.Logger.Info("quorum regained", "participating", count, "quorum", m.res.Quorum, "lossMs", l.Ms)
+	}
+	m.res.InLoss = lost
+}
+
+func (m *QuorumMonitor) appendParticipation(s ParticipationSample) {
+	if len(m.res.Participation) < maxRecords {
+		m.res.Participation = append(m.res.Participation, s)
+	}
+}
+
+// readyzClients keeps one HTTP client per member, so probes reuse their connections.
+type readyzClients struct {
+	creds conductortls.ClientMaterial
+
+	mu      sync.Mutex
+	clients map[string]readyzClient
+}
+
+type readyzClient struct {
+	ep     Endpoint
+	client *http.Client
+	err    error
+}
+
+func newReadyzClients(creds conductortls.ClientMaterial) *readyzClients {
+	return &readyzClients{creds: creds, clients: map[string]readyzClient{}}
+}
+
+// sync drops the clients of members that left or changed.
+func (r *readyzClients) sync(eps []Endpoint) {
+	want := make(map[string]Endpoint, len(eps))
+	for _, ep := range eps {
+		want[ep.Name] = ep
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, c := range r.clients {
+		if ep, ok := want[name]; !ok || ep != c.ep {
+			if c.client != nil {
+				c.client.CloseIdleConnections()
+			}
+			delete(r.clients, name)
+		}
+	}
+}
+
+func (r *readyzClients) get(ep Endpoint) readyzClient {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[ep.Name]; ok && c.ep == ep {
+		return c
+	}
+	c := readyzClient{ep: ep}
+	tlsConfig, err := r.creds.Config(ep.ServerName)
+	if err != nil {
+		c.err = fmt.Errorf("member %s: client TLS config: %w", ep.Name, err)
+	} else {
+		c.client = &http.Client{Transport: &http.Transport{
+			TLSClientConfig:     tlsConfig,
+			MaxIdleConnsPerHost: 1,
+			DisableCompression:  true,
+			// The environment's proxy settings must not route pod traffic elsewhere.
+			Proxy: nil,
+		}}
+	}
+	r.clients[ep.Name] = c
+	return c
+}
+
+func (r *readyzClients) probe(ctx context.Context, ep Endpoint, url string) error {
+	c := r.get(ep)
+	if c.err != nil {
+		return c.err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("member %s: readyz request: %w", ep.Name, err)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("member %s: %w", ep.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReadyzBody))
+	if err != nil {
+		return fmt.Errorf("member %s: read %s: %w", ep.Name, url, err)
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		return &notReadyError{member: ep.Name, status: resp.StatusCode, body: truncate(strings.TrimSpace(string(body)), maxRecordedProbeBody)}
+	}
+	return nil
+}
+
+func (r *readyzClients) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, c := range r.clients {
+		if c.client != nil {
+			c.client.CloseIdleConnections()
+		}
+		delete(r.clients, name)
+	}
+}
+
+// notReadyError is a /readyz that answered something other than 200 "ok".
+type notReadyError struct {
+	member string
+	status int
+	body   string
+}
+
+func (e *notReadyError) Error() string {
+	return fmt.Sprintf("member %s not ready: HTTP %d %q", e.member, e.status, e.body)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

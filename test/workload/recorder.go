@@ -1,0 +1,233 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// DefaultAuditTimeout bounds the audit at Stop, which waits for the cluster to serve a
+// linearizable read again.
+const DefaultAuditTimeout = 60 * time.Second
+
+// RecorderOptions configures the instruments a Recorder runs.
+type RecorderOptions struct {
+	// Expected is the cluster's member count (required); it overrides Quorum.Expected.
+	Expected int
+	Writer   WriterOptions
+	Quorum   QuorumOptions
+	Leader   LeaderOptions
+	// AuditTimeout bounds the audit at Stop (DefaultAuditTimeout); the Stop context may end
+	// it sooner.
+	AuditTimeout time.Duration
+	Logger       logr.Logger
+}
+
+// Report is everything one recorded run measured. Durations are milliseconds.
+type Report struct {
+	Run        string    `json:"run"`
+	Started    time.Time `json:"started"`
+	Stopped    time.Time `json:"stopped"`
+	DurationMs int64     `json:"durationMs"`
+	Expected   int       `json:"expected"`
+
+	QuorumLossMs        int64 `json:"quorumLossMs"`
+	LongestQuorumLossMs int64 `json:"longestQuorumLossMs"`
+
+	LongestWriteGapMs    int64     `json:"longestWriteGapMs"`
+	LongestWriteGapStart time.Time `json:"longestWriteGapStart,omitzero"`
+	LongestWriteGapEnd   time.Time `json:"longestWriteGapEnd,omitzero"`
+	FailedWrites         int       `json:"failedWrites"`
+	AckedWrites          int       `json:"ackedWrites"`
+	// LostAckedWrites counts acknowledged keys the audit did not find with their value. It is
+	// only meaningful when AuditError is empty.
+	LostAckedWrites int      `json:"lostAckedWrites"`
+	LostKeys        []string `json:"lostKeys,omitempty"`
+	AuditError      string   `json:"auditError,omitempty"`
+
+	LeaderChanges   int      `json:"leaderChanges"`
+	TermIncrements  uint64   `json:"termIncrements"`
+	DistinctLeaders []string `json:"distinctLeaders"`
+
+	FailuresByClass map[ErrorClass]int    `json:"failuresByClass,omitempty"`
+	QuorumLosses    []Interval            `json:"quorumLosses,omitempty"`
+	WriteLatencies  []LatencySample       `json:"writeLatencies,omitempty"`
+	WriteFailures   []FailedAttempt       `json:"writeFailures,omitempty"`
+	Participation   []ParticipationSample `json:"participation,omitempty"`
+	Participating   []CountSample         `json:"participating,omitempty"`
+	LeaderEpochs    []LeaderEpoch         `json:"leaderEpochs,omitempty"`
+	LeaderTimeline  []LeaderObservation   `json:"leaderTimeline,omitempty"`
+}
+
+// Summary is the report on one line for humans.
+func (r Report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s (%s): acked=%d failed=%d lost=%d longestWriteGap=%dms quorumLoss=%dms (longest %dms) leaderChanges=%d termIncrements=%d",
+		r.Run, (time.Duration(r.DurationMs) * time.Millisecond).String(), r.AckedWrites, r.FailedWrites, r.LostAckedWrites,
+		r.LongestWriteGapMs, r.QuorumLossMs, r.LongestQuorumLossMs, r.LeaderChanges, r.TermIncrements)
+	if len(r.FailuresByClass) > 0 {
+		classes := make([]string, 0, len(r.FailuresByClass))
+		for c, n := range r.FailuresByClass {
+			classes = append(classes, fmt.Sprintf("%s:%d", c, n))
+		}
+		sort.Strings(classes)
+		fmt.Fprintf(&b, " failures[%s]", strings.Join(classes, " "))
+	}
+	if r.AuditError != "" {
+		fmt.Fprintf(&b, " AUDIT FAILED: %s", truncate(r.AuditError, 200))
+	}
+	return b.String()
+}
+
+// Recorder runs the writer, the quorum monitor and the leader monitor together and audits the
+// acknowledged writes when stopped.
+type Recorder struct {
+	endpoints EndpointsFunc
+	creds     conductortls.ClientMaterial
+	opts      RecorderOptions
+
+	writer *Writer
+	quorum *QuorumMonitor
+	leader *LeaderMonitor
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+// NewRecorder prepares the instruments; Start starts them.
+func NewRecorder(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o RecorderOptions) (*Recorder, error) {
+	if endpoints == nil {
+		return nil, errors.New("recorder: endpoints function is nil")
+	}
+	if o.AuditTimeout <= 0 {
+		o.AuditTimeout = DefaultAuditTimeout
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	o.Quorum.Expected = o.Expected
+	if o.Writer.Logger.GetSink() == nil {
+		o.Writer.Logger = o.Logger.WithName("writer")
+	}
+	if o.Quorum.Logger.GetSink() == nil {
+		o.Quorum.Logger = o.Logger.WithName("quorum")
+	}
+	if o.Leader.Logger.GetSink() == nil {
+		o.Leader.Logger = o.Logger.WithName("leader")
+	}
+	quorum, err := NewQuorumMonitor(endpoints, creds, o.Quorum)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: %w", err)
+	}
+	return &Recorder{
+		endpoints: endpoints,
+		creds:     creds,
+		opts:      o,
+		writer:    NewWriter(endpoints, creds, o.Writer),
+		quorum:    quorum,
+		leader:    NewLeaderMonitor(endpoints, creds, o.Leader),
+	}, nil
+}
+
+// Start starts every instrument. The monitors start first so the writer's first write is
+// already observed.
+func (r *Recorder) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("recorder already started")
+	}
+	r.started = true
+	for _, start := range []func(context.Context) error{r.quorum.Start, r.leader.Start, r.writer.Start} {
+		if err := start(ctx); err != nil {
+			return fmt.Errorf("recorder: %w", err)
+		}
+	}
+	return nil
+}
+
+// Writer, Quorum and Leader give access to the running instruments, e.g. to wait on a
+// Snapshot in a scenario.
+func (r *Recorder) Writer() *Writer               { return r.writer }
+func (r *Recorder) Quorum() *QuorumMonitor        { return r.quorum }
+func (r *Recorder) LeaderMonitor() *LeaderMonitor { return r.leader }
+
+// Stop stops the writer, then the monitors, then audits the acknowledged writes against the
+// current endpoints. The report is returned even when the audit fails; err says why.
+func (r *Recorder) Stop(ctx context.Context) (Report, error) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return Report{}, errors.New("recorder already stopped")
+	}
+	r.stopped = true
+	r.mu.Unlock()
+
+	w := r.writer.Stop(ctx)
+	q := r.quorum.Stop(ctx)
+	l := r.leader.Stop(ctx)
+	rep := buildReport(r.opts.Expected, w, q, l)
+
+	actx, cancel := context.WithTimeout(ctx, r.opts.AuditTimeout)
+	defer cancel()
+	lost, err := VerifyAcknowledged(actx, r.endpoints(), r.creds, w)
+	if err != nil {
+		rep.AuditError = err.Error()
+		r.opts.Logger.Info("audit failed", "run", rep.Run, "error", err)
+		return rep, fmt.Errorf("recorder: %w", err)
+	}
+	rep.LostAckedWrites, rep.LostKeys = len(lost), lost
+	r.opts.Logger.Info("run recorded", "summary", rep.Summary())
+	return rep, nil
+}
+
+func buildReport(expected int, w WriteResult, q QuorumResult, l LeaderResult) Report {
+	started := w.Started
+	if started.IsZero() || (!q.Started.IsZero() && q.Started.Before(started)) {
+		started = q.Started
+	}
+	stopped := w.Stopped
+	for _, t := range []time.Time{q.Stopped, l.Stopped} {
+		if t.After(stopped) {
+			stopped = t
+		}
+	}
+	var duration int64
+	if !started.IsZero() && !stopped.IsZero() {
+		duration = stopped.Sub(started).Milliseconds()
+	}
+	return Report{
+		Run:                  w.Run,
+		Started:              started,
+		Stopped:              stopped,
+		DurationMs:           duration,
+		Expected:             expected,
+		QuorumLossMs:         q.QuorumLossMs,
+		LongestQuorumLossMs:  q.LongestQuorumLossMs,
+		LongestWriteGapMs:    w.LongestGapMs,
+		LongestWriteGapStart: w.LongestGapStart,
+		LongestWriteGapEnd:   w.LongestGapEnd,
+		FailedWrites:         w.FailedWrites,
+		AckedWrites:          w.AckedWrites,
+		LeaderChanges:        l.LeaderChanges,
+		TermIncrements:       l.TermIncrements,
+		DistinctLeaders:      l.DistinctLeaders,
+		FailuresByClass:      w.FailuresByClass,
+		QuorumLosses:         q.Losses,
+		WriteLatencies:       w.Latencies,
+		WriteFailures:        w.Failures,
+		Participation:        q.Participation,
+		Participating:        q.Counts,
+		LeaderEpochs:         l.Epochs,
+		LeaderTimeline:       l.Observations,
+	}
+}

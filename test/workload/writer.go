@@ -1,0 +1,367 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+const (
+	DefaultWriteRate      = 50.0
+	DefaultRequestTimeout = 200 * time.Millisecond
+	// DefaultMaxRun stops an instrument that nobody stopped.
+	DefaultMaxRun = 30 * time.Minute
+
+	// KeyPrefix is where all writers put their keys: KeyPrefix + "<run>/<seq>".
+	KeyPrefix = "/workload/"
+
+	// roundPause is the pause after every member failed one attempt in a row: long enough not
+	// to spin on refused connections, short against the outages being measured.
+	roundPause = 20 * time.Millisecond
+	// maxRecords bounds the per-event lists; the counters keep counting past it.
+	maxRecords = 200_000
+)
+
+// WriterOptions tunes a Writer. Zero values take the defaults.
+type WriterOptions struct {
+	// Run names this run's keys; defaults to a value unique to the start time.
+	Run string
+	// Rate is the target number of writes per second (DefaultWriteRate). A write that is
+	// retried holds the next one back; missed slots are not made up in a burst.
+	Rate float64
+	// RequestTimeout is the deadline of one Put on one member (DefaultRequestTimeout). Keep it
+	// short: a long deadline measures the deadline instead of the cluster.
+	RequestTimeout time.Duration
+	// MaxRun stops the writer on its own after this long (DefaultMaxRun).
+	MaxRun time.Duration
+	Logger logr.Logger
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.Run == "" {
+		o.Run = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if o.Rate <= 0 {
+		o.Rate = DefaultWriteRate
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxRun <= 0 {
+		o.MaxRun = DefaultMaxRun
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	return o
+}
+
+// AckedWrite is a Put the cluster acknowledged.
+type AckedWrite struct {
+	Seq   int64     `json:"seq"`
+	Key   string    `json:"key"`
+	Value string    `json:"value"`
+	At    time.Time `json:"at"`
+}
+
+// FailedAttempt is one Put on one member that did not succeed.
+type FailedAttempt struct {
+	At     time.Time  `json:"at"`
+	Seq    int64      `json:"seq"`
+	Member string     `json:"member,omitempty"`
+	Class  ErrorClass `json:"class"`
+	Error  string     `json:"error"`
+}
+
+// LatencySample is one acknowledged write: when it was acknowledged and how long the client
+// waited for it from its first attempt, retries on other members included.
+type LatencySample struct {
+	At        time.Time `json:"at"`
+	LatencyMs float64   `json:"latencyMs"`
+	Attempts  int       `json:"attempts"`
+	Member    string    `json:"member"`
+}
+
+// WriteResult is what a Writer measured.
+type WriteResult struct {
+	Run string `json:"run"`
+	// Prefix holds every key of the run: Prefix + zero-padded sequence number.
+	Prefix  string    `json:"prefix"`
+	Started time.Time `json:"started"`
+	Stopped time.Time `json:"stopped"`
+
+	AckedWrites int `json:"ackedWrites"`
+	// FailedWrites counts failed attempts; one write may fail on several members before it is
+	// acknowledged.
+	FailedWrites    int                `json:"failedWrites"`
+	FailuresByClass map[ErrorClass]int `json:"failuresByClass,omitempty"`
+	// PendingSeq is the write still unacknowledged when the writer stopped (0 if none). It may
+	// or may not have been applied, so it is not audited.
+	PendingSeq int64 `json:"pendingSeq,omitempty"`
+
+	// LongestGap is the longest time between two successive acknowledgements; when the writer
+	// stopped while failing, the time from the last acknowledgement to the stop counts too.
+	// Healthy, it is about 1/Rate.
+	LongestGapMs    int64     `json:"longestGapMs"`
+	LongestGapStart time.Time `json:"longestGapStart,omitzero"`
+	LongestGapEnd   time.Time `json:"longestGapEnd,omitzero"`
+
+	Acked     []AckedWrite    `json:"acked,omitempty"`
+	Failures  []FailedAttempt `json:"failures,omitempty"`
+	Latencies []LatencySample `json:"latencies,omitempty"`
+}
+
+// Writer puts sequential keys at a steady rate. Each sequence number has exactly one value, so
+// retrying a write on another member can never leave two different values for one key.
+type Writer struct {
+	endpoints EndpointsFunc
+	opts      WriterOptions
+	conns     *memberConns
+
+	mu      sync.Mutex
+	res     WriteResult
+	lastAck time.Time
+	// failingSince is the first failure after the last acknowledgement, zero while succeeding.
+	failingSince time.Time
+	started      bool
+	cancel       context.CancelFunc
+	done         chan struct{}
+}
+
+// NewWriter prepares a writer; Start begins writing.
+func NewWriter(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o WriterOptions) *Writer {
+	o = o.withDefaults()
+	return &Writer{
+		endpoints: endpoints,
+		opts:      o,
+		conns:     newMemberConns(creds),
+		res: WriteResult{
+			Run:             o.Run,
+			Prefix:          KeyPrefix + o.Run + "/",
+			FailuresByClass: map[ErrorClass]int{},
+		},
+		done: make(chan struct{}),
+	}
+}
+
+// Start begins writing in the background until Stop, ctx ends or MaxRun passes.
+func (w *Writer) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("writer already started")
+	}
+	w.started = true
+	ctx, w.cancel = context.WithTimeout(ctx, w.opts.MaxRun)
+	w.res.Started = time.Now()
+	go w.run(ctx)
+	return nil
+}
+
+// Stop ends the writer and returns what it measured. It waits for the in-flight request (at
+// most RequestTimeout) unless ctx ends first.
+func (w *Writer) Stop(ctx context.Context) WriteResult {
+	w.mu.Lock()
+	started := w.started
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.mu.Unlock()
+	if started {
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+		}
+	}
+	w.conns.close()
+	return w.Snapshot()
+}
+
+// Snapshot is what the writer measured so far; the gap of an ongoing outage is included.
+func (w *Writer) Snapshot() WriteResult {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	res := w.res
+	end := res.Stopped
+	if end.IsZero() {
+		end = time.Now()
+	}
+	if !w.failingSince.IsZero() {
+		from := w.lastAck
+		if from.IsZero() {
+			from = res.Started
+		}
+		if gap := end.Sub(from); gap.Milliseconds() > res.LongestGapMs {
+			res.LongestGapMs, res.LongestGapStart, res.LongestGapEnd = gap.Milliseconds(), from, end
+		}
+	}
+	res.FailuresByClass = make(map[ErrorClass]int, len(w.res.FailuresByClass))
+	for k, v := range w.res.FailuresByClass {
+		res.FailuresByClass[k] = v
+	}
+	res.Acked = append([]AckedWrite(nil), w.res.Acked...)
+	res.Failures = append([]FailedAttempt(nil), w.res.Failures...)
+	res.Latencies = append([]LatencySample(nil), w.res.Latencies...)
+	return res
+}
+
+func (w *Writer) run(ctx context.Context) {
+	defer close(w.done)
+	defer func() {
+		w.mu.Lock()
+		w.res.Stopped = time.Now()
+		w.mu.Unlock()
+	}()
+	interval := time.Duration(float64(time.Second) / w.opts.Rate)
+	next := time.Now()
+	// sticky is the member that acknowledged last; writes go there first so a healthy run
+	// does not hop between members.
+	sticky := ""
+	for seq := int64(1); ; seq++ {
+		if !sleepUntil(ctx, next) {
+			return
+		}
+		member, ok := w.write(ctx, seq, sticky)
+		if !ok {
+			w.mu.Lock()
+			w.res.PendingSeq = seq
+			w.mu.Unlock()
+			return
+		}
+		sticky = member
+		next = next.Add(interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+	}
+}
+
+// write puts key seq until a member acknowledges it or ctx ends; it returns the member that
+// acknowledged.
+func (w *Writer) write(ctx context.Context, seq int64, sticky string) (string, bool) {
+	key, value := w.key(seq), w.value(seq)
+	first := time.Now()
+	attempts := 0
+	for ctx.Err() == nil {
+		conns, dialFailures := w.conns.sync(w.endpoints())
+		for _, f := range dialFailures {
+			attempts++
+			w.recordFailure(seq, f.ep.Name, ClassDial, f.err)
+		}
+		if len(conns) == 0 && len(dialFailures) == 0 {
+			attempts++
+			w.recordFailure(seq, "", ClassNoEndpoints, errors.New("no endpoints"))
+		}
+		for _, c := range stickyFirst(conns, sticky) {
+			attempts++
+			err := w.put(ctx, c, key, value)
+			if err == nil {
+				w.recordAck(seq, key, value, c.ep.Name, first, attempts)
+				return c.ep.Name, true
+			}
+			if ctx.Err() != nil {
+				return "", false
+			}
+			w.recordFailure(seq, c.ep.Name, classify(err), err)
+		}
+		if !sleepUntil(ctx, time.Now().Add(roundPause)) {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (w *Writer) put(ctx context.Context, c *memberConn, key, value string) error {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.RequestTimeout)
+	defer cancel()
+	_, err := c.kv.Put(ctx, &pb.PutRequest{Key: []byte(key), Value: []byte(value)}, failFast)
+	if err != nil {
+		return fmt.Errorf("put %s on member %s at %s: %w", key, c.ep.Name, c.ep.Address, err)
+	}
+	return nil
+}
+
+// key zero-pads the sequence number so the keys sort in write order.
+func (w *Writer) key(seq int64) string { return fmt.Sprintf("%s%012d", w.res.Prefix, seq) }
+
+func (w *Writer) value(seq int64) string { return fmt.Sprintf("%s#%d", w.opts.Run, seq) }
+
+func (w *Writer) recordAck(seq int64, key, value, member string, first time.Time, attempts int) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	from := w.lastAck
+	if from.IsZero() && !w.failingSince.IsZero() {
+		// Failing from the very start: the outage began when the writer did.
+		from = w.res.Started
+	}
+	if !from.IsZero() {
+		if gap := now.Sub(from); gap.Milliseconds() > w.res.LongestGapMs || w.res.LongestGapEnd.IsZero() {
+			w.res.LongestGapMs, w.res.LongestGapStart, w.res.LongestGapEnd = gap.Milliseconds(), from, now
+		}
+	}
+	w.lastAck, w.failingSince = now, time.Time{}
+	w.res.AckedWrites++
+	// The audit needs every acknowledged key, so this list is not capped.
+	w.res.Acked = append(w.res.Acked, AckedWrite{Seq: seq, Key: key, Value: value, At: now})
+	if len(w.res.Latencies) < maxRecords {
+		w.res.Latencies = append(w.res.Latencies, LatencySample{
+			At:        now,
+			LatencyMs: float64(now.Sub(first).Microseconds()) / 1000,
+			Attempts:  attempts,
+			Member:    member,
+		})
+	}
+}
+
+func (w *Writer) recordFailure(seq int64, member string, class ErrorClass, err error) {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failingSince.IsZero() {
+		w.failingSince = now
+	}
+	w.res.FailedWrites++
+	w.res.FailuresByClass[class]++
+	if len(w.res.Failures) < maxRecords {
+		w.res.Failures = append(w.res.Failures, FailedAttempt{At: now, Seq: seq, Member: member, Class: class, Error: err.Error()})
+	}
+	w.opts.Logger.V(1).Info("write failed", "seq", seq, "member", member, "class", class, "error", err)
+}
+
+// stickyFirst orders conns so the member named sticky comes first, the rest in their order.
+func stickyFirst(conns []*memberConn, sticky string) []*memberConn {
+	for i, c := range conns {
+		if c.ep.Name == sticky && i > 0 {
+			out := make([]*memberConn, 0, len(conns))
+			out = append(out, c)
+			out = append(out, conns[:i]...)
+			return append(out, conns[i+1:]...)
+		}
+	}
+	return conns
+}
+
+// sleepUntil waits until t and reports false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
