@@ -235,11 +235,11 @@ var partitionRules = [][]string{
 
 func (p *podNetwork) partition() error {
 	for _, r := range partitionRules {
-		check := append([]string{"-n", p.netns, "iptables", "-w", "-C"}, r...)
+		check := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-C"}, r...)
 		if run("ip", check...) == nil {
 			continue
 		}
-		add := append([]string{"-n", p.netns, "iptables", "-w", "-I"}, r...)
+		add := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-I"}, r...)
 		if err := run("ip", add...); err != nil {
 			return fmt.Errorf("partitioning %s: %w", p.netns, err)
 		}
@@ -250,7 +250,7 @@ func (p *podNetwork) partition() error {
 func (p *podNetwork) heal() error {
 	for _, r := range partitionRules {
 		for {
-			del := append([]string{"-n", p.netns, "iptables", "-w", "-D"}, r...)
+			del := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-D"}, r...)
 			if run("ip", del...) != nil {
 				break
 			}
