@@ -46,12 +46,12 @@ type Config struct {
 // Validate reports every missing required setting.
 func (c Config) Validate() error {
 	var errs []error
-	for flag, v := range map[string]string{
-		"endpoint": c.Endpoint, "server-name": c.ServerName, "ca-file": c.CAFile, "cert-file": c.CertFile,
-		"key-file": c.KeyFile, "lease": c.Lease, "namespace": c.Namespace,
+	for _, f := range []struct{ flag, value string }{
+		{"endpoint", c.Endpoint}, {"server-name", c.ServerName}, {"ca-file", c.CAFile},
+		{"cert-file", c.CertFile}, {"key-file", c.KeyFile}, {"lease", c.Lease}, {"namespace", c.Namespace},
 	} {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("--%s is required", flag))
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("--%s is required", f.flag))
 		}
 	}
 	return errors.Join(errs...)
