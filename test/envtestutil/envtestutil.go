@@ -112,7 +112,10 @@ func Start(t testing.TB, o Options) *Env {
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	// The apiserver's store is thrown away with the test.
-	env.ControlPlane.Etcd = &envtest.Etcd{}
+	// Explicit paths: envtest prefers an inherited KUBEBUILDER_ASSETS or
+	// TEST_ASSET_* over BinaryAssetsDirectory, and those may name other versions.
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(assets, "etcd")}
+	env.ControlPlane.GetAPIServer().Path = filepath.Join(assets, "kube-apiserver")
 	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
 	if o.FeatureGates != "" {
 		env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", o.FeatureGates)

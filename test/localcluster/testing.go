@@ -44,6 +44,7 @@ func SkipWithoutBinaries(t testing.TB, binDir string) {
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("binaries %v missing in %s: run `make tools`", missing, binDir)
+		return
 	}
 	t.Skipf("binaries %v missing in %s (run `make tools`)", missing, binDir)
 }

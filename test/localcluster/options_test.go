@@ -1,0 +1,108 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestControllerFlag(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{names: DefaultControllers, want: "statefulset-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"},
+		{names: []string{"statefulset-controller", "*", "-node-lifecycle"}, want: "statefulset-controller,*,-node-lifecycle-controller"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := controllerFlag(tc.names); got != tc.want {
+				t.Errorf("controllerFlag(%q) = %q, want %q", tc.names, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithDefaultsBindAddress(t *testing.T) {
+	bin := fakeBinDir(t)
+	for _, tc := range []struct {
+		bind    string
+		want    string
+		wantErr string
+	}{
+		{bind: "", want: "127.0.0.1"},
+		{bind: "10.213.0.1", want: "10.213.0.1"},
+		{bind: "0.0.0.0", wantErr: "every interface"},
+		{bind: "::", wantErr: "every interface"},
+		{bind: "localhost", wantErr: "not an IP"},
+	} {
+		t.Run(tc.bind, func(t *testing.T) {
+			o, err := Options{BinDir: bin, BindAddress: tc.bind}.withDefaults()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.BindAddress != tc.want {
+				t.Errorf("BindAddress = %q, want %q", o.BindAddress, tc.want)
+			}
+		})
+	}
+}
+
+// recordingTB captures what SkipWithoutBinaries does instead of ending the test.
+type recordingTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.skipped = fmt.Sprintf(format, args...)
+}
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+}
+
+func TestSkipWithoutBinaries(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ci         string
+		binDir     string
+		wantSkip   bool
+		wantFail   bool
+		wantInText string
+	}{
+		{name: "missing locally skips", ci: "", binDir: t.TempDir(), wantSkip: true, wantInText: "make tools"},
+		{name: "missing under CI fails", ci: "true", binDir: t.TempDir(), wantFail: true, wantInText: "make tools"},
+		{name: "present runs", ci: "true", binDir: fakeBinDir(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CI", tc.ci)
+			rec := &recordingTB{TB: t}
+			SkipWithoutBinaries(rec, tc.binDir)
+			if (rec.skipped != "") != tc.wantSkip || (rec.failed != "") != tc.wantFail {
+				t.Fatalf("skipped %q, failed %q; want skip %v, fail %v", rec.skipped, rec.failed, tc.wantSkip, tc.wantFail)
+			}
+			if msg := rec.skipped + rec.failed; !strings.Contains(msg, tc.wantInText) {
+				t.Errorf("message %q lacks %q", msg, tc.wantInText)
+			}
+		})
+	}
+}
+
+func fakeBinDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{EtcdBinary, APIServerBinary, ControllerManagerBinary} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
