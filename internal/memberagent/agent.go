@@ -96,7 +96,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		if err := a.Renew(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error(err, "Lease not renewed")
+			// Expected while the member is down or starting: no stack trace every interval.
+			a.log.Info("Lease not renewed", "reason", err.Error())
 		}
 		select {
 		case <-ctx.Done():
