@@ -286,3 +286,27 @@ func run(name string, args ...string) error {
 	}
 	return nil
 }
+
+// AttachNetwork adopts an existing bridge made by SetupNetwork in another
+// process (`nodesim net up`). Only one simulator may use a network: IPs are
+// allocated in memory.
+func AttachNetwork(name string, subnetIndex int) (*Network, error) {
+	gateway := net.IPv4(10, 213, byte(subnetIndex), 1).To4()
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	}
+	addrs, err := iface.Addrs()
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s addresses: %w", name, err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(gateway) {
+			_, subnet, _ := net.ParseCIDR(fmt.Sprintf("10.213.%d.0/24", subnetIndex))
+			n := &Network{name: name, index: subnetIndex, gateway: gateway, subnet: subnet, lastHost: 1, usedHost: map[int]bool{}}
+			n.rules = [][]string{{"FORWARD", "-i", name, "-o", name, "-j", "ACCEPT"}}
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("bridge %s does not have gateway %s", name, gateway)
+}
