@@ -53,15 +53,18 @@ func classify(err error) ErrorClass {
 	if errors.As(err, &notReady) {
 		return ClassNotReady
 	}
-	s, ok := status.FromError(err)
-	if !ok {
+	// The innermost gRPC status, not status.FromError: that one folds our wrapping context into
+	// the message, which then matches none of etcd's.
+	var withStatus interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &withStatus) {
 		// HTTP probes: connection errors end up here.
 		if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "connection reset") {
 			return ClassUnavailable
 		}
 		return ClassOther
 	}
-	switch rpctypes.ErrorDesc(err) {
+	s := withStatus.GRPCStatus()
+	switch s.Message() {
 	case rpctypes.ErrorDesc(rpctypes.ErrGRPCNoLeader):
 		return ClassNoLeader
 	case rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaderChanged):

@@ -23,7 +23,8 @@ type Probe string
 const (
 	// ProbeLinearizableGet sends a linearizable Range over gRPC (mTLS) to the member.
 	ProbeLinearizableGet Probe = "linearizable-get"
-	// ProbeReadyz gets the member's /readyz and wants status 200 with body exactly "ok".
+	// ProbeReadyz gets the member's /readyz and wants status 200 with body exactly "ok" (and
+	// the trailing newline etcd writes).
 	ProbeReadyz Probe = "readyz"
 
 	DefaultPollInterval  = 75 * time.Millisecond
@@ -444,7 +445,8 @@ func (r *readyzClients) probe(ctx context.Context, ep Endpoint, url string) erro
 	if err != nil {
 		return fmt.Errorf("member %s: read %s: %w", ep.Name, url, err)
 	}
-	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+	// etcd ends the word with a newline; "ok" with anything else (a verbose check list) is no.
+	if resp.StatusCode != http.StatusOK || strings.TrimRight(string(body), "\r\n") != "ok" {
 		return &notReadyError{member: ep.Name, status: resp.StatusCode, body: truncate(strings.TrimSpace(string(body)), maxRecordedProbeBody)}
 	}
 	return nil
