@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -10,6 +11,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/explain"
+	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/plan/*.want.json from the current output")
@@ -128,11 +140,13 @@ func TestPlanUsageErrors(t *testing.T) {
 	}{
 		{"missing file", []string{"-f", filepath.Join("testdata", "plan", "does-not-exist.yaml")}, "reading state: open testdata/plan/does-not-exist.yaml: no such file or directory"},
 		{"missing member status file", []string{"-f", fixture, "--member-status", "nope.json"}, "reading member status: open nope.json"},
-		{"no -f", nil, "-f STATE is required"},
+		{"no -f", nil, "-f STATE or --etcd NAME is required"},
+		{"both -f and --etcd", []string{"-f", fixture, "--etcd", "etcd-main"}, "-f and --etcd exclude each other"},
+		{"-n without --etcd", []string{"-n", "shoot"}, "--kubeconfig and -n need --etcd NAME"},
+		{"kubeconfig missing", []string{"--etcd", "etcd-main", "--kubeconfig", filepath.Join("testdata", "plan", "no-kubeconfig")}, "loading kubeconfig:"},
 		{"unknown flag", []string{"-f", fixture, "--bogus"}, "flag provided but not defined: -bogus"},
 		{"stray argument", []string{"-f", fixture, "extra"}, `unexpected arguments ["extra"]`},
 		{"bad --now", []string{"-f", fixture, "--now", "yesterday"}, "--now: parsing time"},
-		{"live mode not there yet", []string{"--kubeconfig", "kc", "-n", "shoot", "--etcd", "etcd-main"}, "live mode (--kubeconfig, -n, --etcd) is not implemented yet"},
 		{"empty stdin", []string{"-f", "-"}, "state is empty"},
 	}
 	for _, tc := range cases {
@@ -189,4 +203,133 @@ func TestPlanHelp(t *testing.T) {
 	if !strings.Contains(stderr.String(), "usage: etcd-conductor plan -f STATE") {
 		t.Fatalf("help text missing: %q", stderr.String())
 	}
+}
+
+// TestPlanLive loads fixtures into a real kube-apiserver and checks that live mode reads them
+// back into exactly the decision the file mode prints for the same objects.
+func TestPlanLive(t *testing.T) {
+	env := envtestutil.Start(t, envtestutil.Options{})
+	user, err := env.Environment.AddUser(envtest.User{Name: "plan-tester", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("add user: %v", err)
+	}
+	kubeconfigData, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kubeconfigData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const namespace = "shoot--dev--alpha" // the fixtures' namespace, which the output names
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+
+	// Pod deletion timestamps cannot be created, so pod-terminating stays a file-only fixture.
+	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-member-status", "rolling-handover-rejoining", "single-node"} {
+		t.Run(name, func(t *testing.T) {
+			base := filepath.Join("testdata", "plan", name)
+			data, err := os.ReadFile(base + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := explain.DecodeState(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load(ctx, t, env.Client, st)
+
+			args := []string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-main"}
+			if _, err := os.Stat(base + ".members.json"); err == nil {
+				args = append(args, "--member-status", base+".members.json")
+			}
+			extra, err := os.ReadFile(base + ".args")
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, strings.Fields(string(extra))...)
+			var stdout, stderr bytes.Buffer
+			if code := planCommand(args, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			want, err := os.ReadFile(base + ".want.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decodeOneObject(t, stdout.Bytes()); !reflect.DeepEqual(got, decodeOneObject(t, want)) {
+				t.Fatalf("live output differs from %s.want.json:\n%s", base, stdout.String())
+			}
+		})
+	}
+
+	t.Run("missing StatefulSet", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		code := planCommand([]string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-nope"}, strings.NewReader(""), &stdout, &stderr, farFuture)
+		assertOneLineError(t, code, stdout.String(), stderr.String(), `reading StatefulSet shoot--dev--alpha/etcd-nope: statefulsets.apps "etcd-nope" not found`)
+	})
+}
+
+// load replaces whatever the namespace holds with the state's objects, statuses included.
+func load(ctx context.Context, t *testing.T, c client.Client, st explain.State) {
+	t.Helper()
+	ns := st.StatefulSet.Namespace
+	for _, obj := range []client.Object{&corev1.Pod{}, &coordinationv1.Lease{}, &appsv1.StatefulSet{}} {
+		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
+			t.Fatalf("clear %T: %v", obj, err)
+		}
+	}
+	sts := st.StatefulSet.DeepCopy()
+	status := sts.Status
+	clearServerFields(&sts.ObjectMeta)
+	if err := c.Create(ctx, sts); err != nil {
+		t.Fatalf("create StatefulSet: %v", err)
+	}
+	sts.Status = status
+	if err := c.Status().Update(ctx, sts); err != nil {
+		t.Fatalf("StatefulSet status: %v", err)
+	}
+	for i := range st.Pods {
+		pod := st.Pods[i].DeepCopy()
+		status := pod.Status
+		clearServerFields(&pod.ObjectMeta)
+		for j := range pod.OwnerReferences {
+			if pod.OwnerReferences[j].Name == sts.Name {
+				pod.OwnerReferences[j].UID = sts.UID
+			}
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatalf("create pod %s: %v", pod.Name, err)
+		}
+		pod.Status = status
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatalf("pod %s status: %v", pod.Name, err)
+		}
+	}
+	for i := range st.Leases {
+		lease := st.Leases[i].DeepCopy()
+		clearServerFields(&lease.ObjectMeta)
+		if err := c.Create(ctx, lease); err != nil {
+			t.Fatalf("create lease %s: %v", lease.Name, err)
+		}
+	}
+}
+
+func clearServerFields(m *metav1.ObjectMeta) {
+	m.UID = ""
+	m.ResourceVersion = ""
+	m.CreationTimestamp = metav1.Time{}
+	m.Generation = 0
+	m.DeletionTimestamp = nil
+	m.DeletionGracePeriodSeconds = nil
+	// The Etcd owner does not exist here; the garbage collector is not running either way.
+	var refs []metav1.OwnerReference
+	for _, r := range m.OwnerReferences {
+		if r.Kind == "StatefulSet" {
+			r.BlockOwnerDeletion = ptr.To(false)
+			refs = append(refs, r)
+		}
+	}
+	m.OwnerReferences = refs
 }

@@ -48,34 +48,39 @@ type MemberStatus struct {
 	Members []roles.MemberReport `json:"members"`
 }
 
+// State is what plan needs from the cluster: one StatefulSet, the pods of the namespace (or
+// already only its own) and the namespace's Leases.
+type State struct {
+	StatefulSet *appsv1.StatefulSet
+	Pods        []corev1.Pod
+	Leases      []coordinationv1.Lease
+}
+
 // Explain decodes state (a Kubernetes List or a stream of objects, YAML or JSON, as
 // `kubectl get sts,pods,leases -o yaml` prints it: exactly one StatefulSet, its Pods and member
 // Leases; other kinds are ignored) and, if not empty, memberStatus, then resolves roles and
 // plans. now decides which Leases are still fresh.
 func Explain(state []byte, memberStatus []byte, mode roles.Mode, now time.Time) (Output, error) {
-	objs, err := decodeState(state)
+	st, err := DecodeState(state)
 	if err != nil {
 		return Output{}, err
 	}
-	sts, err := objs.statefulSet()
+	members, err := DecodeMemberStatus(memberStatus)
 	if err != nil {
 		return Output{}, err
 	}
-	var members []roles.MemberReport
-	if len(bytes.TrimSpace(memberStatus)) > 0 {
-		ms, err := decodeMemberStatus(memberStatus)
-		if err != nil {
-			return Output{}, err
-		}
-		members = ms.Members
-	}
+	return ExplainState(st, members, mode, now), nil
+}
 
-	pods := podsOf(sts, objs.pods)
+// ExplainState is Explain on objects already at hand, e.g. read from a live cluster.
+func ExplainState(st State, members []roles.MemberReport, mode roles.Mode, now time.Time) Output {
+	sts := st.StatefulSet
+	pods := podsOf(sts, st.Pods)
 	podNames := make([]string, len(pods))
 	for i := range pods {
 		podNames[i] = pods[i].Name
 	}
-	resolution := roles.Resolve(podNames, members, leasesIn(sts.Namespace, objs.leases), mode, now)
+	resolution := roles.Resolve(podNames, members, leasesIn(sts.Namespace, st.Leases), mode, now)
 	decision := rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
 
 	return Output{
@@ -91,7 +96,20 @@ func Explain(state []byte, memberStatus []byte, mode roles.Mode, now time.Time) 
 		Roles:           resolution.Roles,
 		RoleMismatch:    resolution.Mismatch,
 		RoleDetail:      resolution.Detail,
-	}, nil
+	}
+}
+
+// DecodeState reads a saved state; see Explain for the format.
+func DecodeState(data []byte) (State, error) {
+	objs, err := decodeState(data)
+	if err != nil {
+		return State{}, err
+	}
+	sts, err := objs.statefulSet()
+	if err != nil {
+		return State{}, err
+	}
+	return State{StatefulSet: sts, Pods: objs.pods, Leases: objs.leases}, nil
 }
 
 type stateObjects struct {
@@ -186,19 +204,24 @@ func (s *stateObjects) add(item []byte) error {
 	return nil
 }
 
-func decodeMemberStatus(data []byte) (MemberStatus, error) {
+// DecodeMemberStatus reads the member-status document; empty input means no member status.
+// Unknown fields are errors, so a misspelt "leaderID" does not silently drop the leader.
+func DecodeMemberStatus(data []byte) ([]roles.MemberReport, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
 	var ms MemberStatus
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ms); err != nil {
-		return ms, fmt.Errorf("decoding member status: %w", err)
+		return nil, fmt.Errorf("decoding member status: %w", err)
 	}
 	for i, m := range ms.Members {
 		if m.Name == "" {
-			return ms, fmt.Errorf("member status entry %d has no name", i)
+			return nil, fmt.Errorf("member status entry %d has no name", i)
 		}
 	}
-	return ms, nil
+	return ms.Members, nil
 }
 
 // podsOf keeps the pods the StatefulSet controls: a controller reference to it or, for pods
