@@ -12,12 +12,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
@@ -35,6 +36,9 @@ type Options struct {
 	Logger              logr.Logger
 	// Registry receives the controllers' metrics (the manager's metrics.Registry in production).
 	Registry prometheus.Registerer
+	// AllowSeveralInProcess lets tests run more than one operator in a process; controller-runtime
+	// otherwise rejects a second controller of the same name.
+	AllowSeveralInProcess bool
 }
 
 // Operator is a manager with every controller registered, and the member client pool it owns.
@@ -74,6 +78,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
 		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
 		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.AllowSeveralInProcess},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

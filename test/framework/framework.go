@@ -1,0 +1,192 @@
+// Package framework holds what integration and e2e tests share: Etcd objects with generated TLS,
+// an in-process operator, and waiting helpers.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
+)
+
+// EtcdImage is the etcd image for a version, as the node simulator maps it to a built binary.
+func EtcdImage(version string) string { return "quay.io/coreos/etcd:v" + version }
+
+// NewEtcd returns an Etcd with client and peer mTLS from the Secrets that CreateTLSSecrets makes.
+func NewEtcd(namespace, name string, replicas int32, image string) *druidv1alpha1.Etcd {
+	names := testpki.DefaultSecretNames(name)
+	ref := func(n string) corev1.SecretReference { return corev1.SecretReference{Name: n} }
+	tlsConfig := func(server string) *druidv1alpha1.TLSConfig {
+		return &druidv1alpha1.TLSConfig{
+			TLSCASecretRef:     druidv1alpha1.SecretReference{SecretReference: ref(names.CA)},
+			ServerTLSSecretRef: ref(server),
+			ClientTLSSecretRef: ref(names.Client),
+		}
+	}
+	return &druidv1alpha1.Etcd{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: druidv1alpha1.EtcdSpec{
+			Replicas: replicas,
+			Labels:   map[string]string{"role": "test"},
+			Etcd: druidv1alpha1.EtcdConfig{
+				Image:        ptr.To(image),
+				ClientUrlTLS: tlsConfig(names.Server),
+				PeerUrlTLS:   tlsConfig(names.Peer),
+			},
+		},
+	}
+}
+
+// CreateNamespace creates a namespace (idempotent).
+func CreateNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// CreateTLSSecrets generates a PKI for the Etcd and stores it as cert-manager-layout Secrets.
+func CreateTLSSecrets(ctx context.Context, c client.Client, namespace, etcdName string) (*testpki.EtcdPKI, error) {
+	pki, err := testpki.NewEtcdPKI(etcdName, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("generating PKI: %w", err)
+	}
+	for _, s := range pki.Secrets(namespace, testpki.DefaultSecretNames(etcdName)) {
+		if err := c.Create(ctx, s); err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", s.Name, err)
+		}
+	}
+	return pki, nil
+}
+
+// OperatorOptions configure an in-process operator.
+type OperatorOptions struct {
+	FeatureGates     map[string]bool
+	MemberRoleSource configv1alpha1.MemberRoleSource
+	MemberAgentImage string
+	// RequeueInterval of the ondelete controller (default 1s in tests).
+	RequeueInterval time.Duration
+	Logger          logr.Logger
+}
+
+// RunningOperator is an operator started by StartOperator.
+type RunningOperator struct {
+	Operator *operator.Operator
+	Registry *prometheus.Registry
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// Stop stops the operator and waits for it, as a pod stop or restart would.
+func (r *RunningOperator) Stop() error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	err := <-r.done
+	r.Operator.Pool.Close()
+	return err
+}
+
+// StartOperator runs the operator in this process against restCfg, as `manager` would.
+func StartOperator(t testing.TB, restCfg *rest.Config, o OperatorOptions) *RunningOperator {
+	t.Helper()
+	cfg := &configv1alpha1.OperatorConfiguration{
+		TypeMeta:     metav1.TypeMeta{APIVersion: configv1alpha1.APIVersion, Kind: configv1alpha1.Kind},
+		FeatureGates: o.FeatureGates,
+	}
+	cfg.Controllers.OnDelete.MemberRoleSource = o.MemberRoleSource
+	cfg.Controllers.OnDelete.RequeueInterval.Duration = o.RequeueInterval
+	if cfg.Controllers.OnDelete.RequeueInterval.Duration == 0 {
+		cfg.Controllers.OnDelete.RequeueInterval.Duration = time.Second
+	}
+	cfg.MetricsBindAddress = "0"
+	cfg.HealthProbeBindAddress = "0"
+	cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("operator configuration: %v", err)
+	}
+	gates, err := features.New(cfg.FeatureGates)
+	if err != nil {
+		t.Fatalf("feature gates: %v", err)
+	}
+	logger := o.Logger
+	if logger.GetSink() == nil {
+		// Controller logs drown test output; ask for them with ETCD_CONDUCTOR_TEST_LOG=1.
+		logger = logr.Discard()
+		if os.Getenv("ETCD_CONDUCTOR_TEST_LOG") == "1" {
+			logger = testr.NewWithInterface(t, testr.Options{Verbosity: 1})
+		}
+	}
+	image := o.MemberAgentImage
+	if image == "" {
+		image = "ghcr.io/etcd-conductor/etcd-conductor:test"
+	}
+	reg := prometheus.NewRegistry()
+	op, err := operator.New(restCfg, operator.Options{
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: "1s", Logger: logger, Registry: reg,
+		AllowSeveralInProcess: true,
+	})
+	if err != nil {
+		t.Fatalf("creating operator: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &RunningOperator{Operator: op, Registry: reg, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- op.Manager.Start(ctx) }()
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+	return r
+}
+
+// Eventually polls cond until it returns true or the timeout passes, then fails the test with
+// the last message cond gave.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	last := ""
+	for {
+		ok, msg := cond(ctx)
+		if ok {
+			return
+		}
+		last = msg
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// SetEtcdImage changes spec.etcd.image with a merge patch (no conflict with status writers).
+func SetEtcdImage(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, image string) error {
+	patch := client.MergeFrom(etcd.DeepCopy())
+	etcd.Spec.Etcd.Image = ptr.To(image)
+	if err := c.Patch(ctx, etcd, patch); err != nil {
+		return fmt.Errorf("setting image of Etcd %s/%s to %s: %w", etcd.Namespace, etcd.Name, image, err)
+	}
+	return nil
+}

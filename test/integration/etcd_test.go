@@ -1,0 +1,179 @@
+// Package integration runs the operator in-process against a real kube-apiserver (envtest with the
+// binaries the Makefile builds) and, where pods are needed, a real kube-controller-manager. No
+// kubelet runs here: where a test needs a pod to be ready, it writes the pod status as a kubelet
+// would.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+)
+
+const (
+	gateName = "QuorumAwareUpdatesWithOnDelete"
+	timeout  = 60 * time.Second
+)
+
+func gate(on bool) map[string]bool { return map[string]bool{gateName: on} }
+
+// setup creates a namespace with TLS Secrets and returns a context.
+func setup(t *testing.T, env *envtestutil.Env, ns, etcdName string) context.Context {
+	t.Helper()
+	ctx := context.Background()
+	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := framework.CreateTLSSecrets(ctx, env.Client, ns, etcdName); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+func getStatefulSet(ctx context.Context, c client.Client, ns, name string) (*appsv1.StatefulSet, error) {
+	sts := &appsv1.StatefulSet{}
+	return sts, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sts)
+}
+
+func TestEtcdCreatesOwnedObjects(t *testing.T) {
+	env := envtestutil.Start(t, envtestutil.Options{})
+	ctx := setup(t, env, "objects", "etcd-main")
+	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+
+	etcd := framework.NewEtcd("objects", "etcd-main", 3, framework.EtcdImage("3.6.8"))
+	if err := env.Client.Create(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	owned := []client.Object{
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-peer"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-client"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-config"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-member-agent"}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-0"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-1"}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-2"}},
+	}
+	for _, obj := range owned {
+		key := types.NamespacedName{Namespace: "objects", Name: obj.GetName()}
+		framework.Eventually(t, timeout, fmt.Sprintf("%T %s", obj, key), func(ctx context.Context) (bool, string) {
+			if err := env.Client.Get(ctx, key, obj); err != nil {
+				return false, err.Error()
+			}
+			if !metav1.IsControlledBy(obj, etcd) {
+				return false, "not controlled by the Etcd"
+			}
+			return true, ""
+		})
+	}
+
+	sts, err := getStatefulSet(ctx, env.Client, "objects", "etcd-main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("updateStrategy = %s, want OnDelete with the gate on", sts.Spec.UpdateStrategy.Type)
+	}
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("podManagementPolicy = %s", sts.Spec.PodManagementPolicy)
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main"}, pdb); err != nil {
+		t.Fatal(err)
+	}
+	if pdb.Spec.MinAvailable.IntValue() != 2 {
+		t.Errorf("PDB minAvailable = %s, want 2", pdb.Spec.MinAvailable.String())
+	}
+	peer := &corev1.Service{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main-peer"}, peer); err != nil {
+		t.Fatal(err)
+	}
+	if !peer.Spec.PublishNotReadyAddresses || peer.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("peer Service must be headless and publish not-ready addresses: %+v", peer.Spec)
+	}
+
+	framework.Eventually(t, timeout, "observedGeneration and selector", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		if got.Status.ObservedGeneration == nil || *got.Status.ObservedGeneration != got.Generation || got.Status.Selector == nil {
+			return false, fmt.Sprintf("status = %+v", got.Status)
+		}
+		return true, ""
+	})
+}
+
+func TestEvenReplicasRejectedByTheAPI(t *testing.T) {
+	env := envtestutil.Start(t, envtestutil.Options{})
+	ctx := setup(t, env, "even", "etcd-even")
+	for _, replicas := range []int32{2, 4} {
+		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
+			err := env.Client.Create(ctx, framework.NewEtcd("even", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
+			if err == nil || !strings.Contains(err.Error(), "odd number") {
+				t.Fatalf("creating an Etcd with %d replicas: err = %v, want a rejection mentioning an odd number", replicas, err)
+			}
+		})
+	}
+	if err := env.Client.Create(ctx, framework.NewEtcd("even", "etcd-three", 3, framework.EtcdImage("3.6.8"))); err != nil {
+		t.Fatalf("3 replicas must be accepted: %v", err)
+	}
+}
+
+func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
+	env := envtestutil.Start(t, envtestutil.Options{})
+	ctx := context.Background()
+	if err := framework.CreateNamespace(ctx, env.Client, "nosecret"); err != nil {
+		t.Fatal(err)
+	}
+	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	etcd := framework.NewEtcd("nosecret", "etcd-main", 3, framework.EtcdImage("3.6.8"))
+	if err := env.Client.Create(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "lastErrors naming the missing Secret", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range got.Status.LastErrors {
+			if e.Code == "ERR_SECRET_MISSING" && strings.Contains(e.Description, "etcd-main-ca") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("lastErrors = %+v", got.Status.LastErrors)
+	})
+	framework.Eventually(t, timeout, "an InvalidSpec Event", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := env.Client.List(ctx, events, client.InNamespace("nosecret")); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == "InvalidSpec" && e.InvolvedObject.Name == "etcd-main" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none InvalidSpec", len(events.Items))
+	})
+	if _, err := getStatefulSet(ctx, env.Client, "nosecret", "etcd-main"); err == nil {
+		t.Fatal("a StatefulSet was created although its Secrets are missing")
+	}
+}
