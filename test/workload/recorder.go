@@ -14,9 +14,14 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// DefaultAuditTimeout bounds the audit at Stop, which waits for the cluster to serve a
-// linearizable read again.
-const DefaultAuditTimeout = 60 * time.Second
+const (
+	// DefaultAuditTimeout bounds the audit at Stop, which waits for the cluster to serve a
+	// linearizable read again.
+	DefaultAuditTimeout = 60 * time.Second
+	// DefaultGapThreshold is five write intervals at the default rate: shorter gaps are the
+	// writer's own pacing and jitter, not an outage.
+	DefaultGapThreshold = 100 * time.Millisecond
+)
 
 // RecorderOptions configures the instruments a Recorder runs.
 type RecorderOptions struct {
@@ -28,6 +33,8 @@ type RecorderOptions struct {
 	// AuditTimeout bounds the audit at Stop (DefaultAuditTimeout); the Stop context may end
 	// it sooner.
 	AuditTimeout time.Duration
+	// GapThreshold selects the write gaps listed in Report.WriteGaps (DefaultGapThreshold).
+	GapThreshold time.Duration
 	Logger       logr.Logger
 }
 
@@ -57,14 +64,16 @@ type Report struct {
 	TermIncrements  uint64   `json:"termIncrements"`
 	DistinctLeaders []string `json:"distinctLeaders"`
 
-	FailuresByClass map[ErrorClass]int    `json:"failuresByClass,omitempty"`
-	QuorumLosses    []Interval            `json:"quorumLosses,omitempty"`
-	WriteLatencies  []LatencySample       `json:"writeLatencies,omitempty"`
-	WriteFailures   []FailedAttempt       `json:"writeFailures,omitempty"`
-	Participation   []ParticipationSample `json:"participation,omitempty"`
-	Participating   []CountSample         `json:"participating,omitempty"`
-	LeaderEpochs    []LeaderEpoch         `json:"leaderEpochs,omitempty"`
-	LeaderTimeline  []LeaderObservation   `json:"leaderTimeline,omitempty"`
+	FailuresByClass map[ErrorClass]int `json:"failuresByClass,omitempty"`
+	QuorumLosses    []Interval         `json:"quorumLosses,omitempty"`
+	// WriteGaps are the gaps between acknowledgements longer than the GapThreshold.
+	WriteGaps      []Interval            `json:"writeGaps,omitempty"`
+	WriteLatencies []LatencySample       `json:"writeLatencies,omitempty"`
+	WriteFailures  []FailedAttempt       `json:"writeFailures,omitempty"`
+	Participation  []ParticipationSample `json:"participation,omitempty"`
+	Participating  []CountSample         `json:"participating,omitempty"`
+	LeaderEpochs   []LeaderEpoch         `json:"leaderEpochs,omitempty"`
+	LeaderTimeline []LeaderObservation   `json:"leaderTimeline,omitempty"`
 }
 
 // Summary is the report on one line for humans.
@@ -110,6 +119,9 @@ func NewRecorder(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o R
 	}
 	if o.AuditTimeout <= 0 {
 		o.AuditTimeout = DefaultAuditTimeout
+	}
+	if o.GapThreshold <= 0 {
+		o.GapThreshold = DefaultGapThreshold
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
@@ -176,6 +188,7 @@ func (r *Recorder) Stop(ctx context.Context) (Report, error) {
 	q := r.quorum.Stop(ctx)
 	l := r.leader.Stop(ctx)
 	rep := buildReport(r.opts.Expected, w, q, l)
+	rep.WriteGaps = w.Gaps(r.opts.GapThreshold)
 
 	actx, cancel := context.WithTimeout(ctx, r.opts.AuditTimeout)
 	defer cancel()

@@ -213,6 +213,30 @@ func (w *Writer) Snapshot() WriteResult {
 	return res
 }
 
+// Gaps lists the stretches longer than threshold without an acknowledgement, in time order:
+// between successive acknowledgements, and from the last one to the stop when the writer was
+// failing then. At a steady rate every gap is about 1/Rate, so a threshold of a few intervals
+// leaves only the outages.
+func (r WriteResult) Gaps(threshold time.Duration) []Interval {
+	var gaps []Interval
+	add := func(from, to time.Time) {
+		if d := to.Sub(from); d > threshold {
+			gaps = append(gaps, Interval{Start: from, End: to, Ms: d.Milliseconds()})
+		}
+	}
+	for i := 1; i < len(r.Acked); i++ {
+		add(r.Acked[i-1].At, r.Acked[i].At)
+	}
+	if r.PendingSeq != 0 && !r.Stopped.IsZero() {
+		from := r.Started
+		if n := len(r.Acked); n > 0 {
+			from = r.Acked[n-1].At
+		}
+		add(from, r.Stopped)
+	}
+	return gaps
+}
+
 func (w *Writer) run(ctx context.Context) {
 	defer close(w.done)
 	defer func() {
