@@ -106,19 +106,56 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: o, workDir: workDir, paths: newPaths(workDir), kcmGates: o.FeatureGates}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, startupTimeout)
 		defer cancel()
 	}
-	if err := c.start(ctx); err != nil {
-		if stopErr := c.Stop(); stopErr != nil {
-			err = errors.Join(err, stopErr)
+	for attempt := 1; ; attempt++ {
+		c := &Cluster{opts: o, workDir: workDir, paths: newPaths(workDir), kcmGates: o.FeatureGates}
+		err := c.start(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if stopErr := c.stopProcesses(); stopErr != nil {
+			return nil, errors.Join(err, stopErr)
+		}
+		// Ports are picked free and bound later by the child; another test
+		// may take one in between. Such a loss is worth another try.
+		if attempt < maxStartAttempts && strings.Contains(err.Error(), "address already in use") && ctx.Err() == nil {
+			fmt.Fprintf(o.Log, "localcluster: port taken during startup, retrying: %v\n", firstLine(err))
+			if err := emptyDir(workDir); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !o.KeepWorkDir {
+			if rmErr := os.RemoveAll(workDir); rmErr != nil {
+				err = errors.Join(err, fmt.Errorf("remove work dir: %w", rmErr))
+			}
 		}
 		return nil, err
 	}
-	return c, nil
+}
+
+const maxStartAttempts = 3
+
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
+}
+
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read work dir: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("clear work dir: %w", err)
+		}
+	}
+	return nil
 }
 
 func prepareWorkDir(dir string) (string, error) {
@@ -527,9 +564,26 @@ func (c *Cluster) Stop() error {
 		return nil
 	}
 	c.stopped = true
-	procs := []*proc.Process{c.kcm, c.api, c.etcd}
 	c.mu.Unlock()
 
+	if err := c.stopProcesses(); err != nil {
+		// Keep the dir: its process record is what `down` needs to retry.
+		return err
+	}
+	if !c.opts.KeepWorkDir {
+		if err := os.RemoveAll(c.workDir); err != nil {
+			return fmt.Errorf("remove work dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// stopProcesses stops the controller-manager before the apiserver it talks
+// to, and the apiserver before its etcd.
+func (c *Cluster) stopProcesses() error {
+	c.mu.Lock()
+	procs := []*proc.Process{c.kcm, c.api, c.etcd}
+	c.mu.Unlock()
 	var errs []error
 	for _, p := range procs {
 		if p == nil {
@@ -540,11 +594,6 @@ func (c *Cluster) Stop() error {
 			continue
 		}
 		fmt.Fprintf(c.opts.Log, "localcluster: stopped %s pid=%d\n", p.Name(), p.PID())
-	}
-	if !c.opts.KeepWorkDir && len(errs) == 0 {
-		if err := os.RemoveAll(c.workDir); err != nil {
-			errs = append(errs, fmt.Errorf("remove work dir: %w", err))
-		}
 	}
 	return errors.Join(errs...)
 }
@@ -582,9 +631,12 @@ func (c *Cluster) PIDs() map[string]int {
 	return out
 }
 
-// freePort asks the kernel for a free port on host. Another process may take
-// it before our child binds it; the child then exits and Start reports its log.
-func freePort(host string) (int, error) {
+// freePort is a variable so a test can hand out a taken port.
+var freePort = kernelFreePort
+
+// kernelFreePort asks the kernel for a free port on host. Another process may
+// take it before our child binds it; the child then exits and Start retries.
+func kernelFreePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
