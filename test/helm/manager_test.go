@@ -1,0 +1,338 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+// How long a step may take before the test gives up. Generous: a shared 2-core machine; these
+// are deadlines for progress, not measured durations. A restarted manager waits out the previous
+// one's leader-election lease (15 s by default), as a rolled pod would.
+const progressDeadline = 2 * time.Minute
+
+// The real manager binary, started exactly with the arguments and configuration the chart
+// installs, authenticated as the chart's ServiceAccount with a real token. It must start, serve
+// the probe and metrics paths the Deployment uses, reconcile an Etcd without a single forbidden
+// request, and after a `helm upgrade` that flips the gate plus a restart (what the checksum
+// annotation makes the Deployment do), flip the StatefulSet's update strategy.
+func TestManagerRunsWithInstalledChart(t *testing.T) {
+	managerBin := requireBinary(t, "etcd-conductor")
+	helmBinary(t)
+	admin, kubeconfig := apiServer(t)
+	ctx := t.Context()
+	adminClient := kubernetes.NewForConfigOrDie(admin)
+	fullname := releaseName + "-etcd-conductor"
+
+	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
+		"--namespace", releaseNamespace, "--create-namespace",
+		"--set", "featureGates.QuorumAwareUpdatesWithOnDelete=true"}
+	if _, err := runHelm(t, install...); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	etcd := createEtcd(ctx, t, admin, adminClient)
+	saKubeconfig := serviceAccountKubeconfig(ctx, t, admin, adminClient, releaseNamespace, fullname)
+
+	gateOn := t.Run("gate on", func(t *testing.T) {
+		m := startInstalledManager(ctx, t, managerBin, adminClient, fullname, saKubeconfig)
+		m.waitServing(ctx, t)
+		waitForStrategy(ctx, t, adminClient, etcd, appsv1.OnDeleteStatefulSetStrategyType, m)
+		m.stop(t)
+		m.requireNoForbidden(t)
+	})
+
+	if !gateOn {
+		return // flipping back proves nothing if the first start failed
+	}
+	t.Run("gate off after helm upgrade and restart", func(t *testing.T) {
+		upgrade := []string{"upgrade", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
+			"--namespace", releaseNamespace, "--reuse-values",
+			"--set", "featureGates.QuorumAwareUpdatesWithOnDelete=false"}
+		if _, err := runHelm(t, upgrade...); err != nil {
+			t.Fatalf("helm upgrade: %v", err)
+		}
+		m := startInstalledManager(ctx, t, managerBin, adminClient, fullname, saKubeconfig)
+		waitForStrategy(ctx, t, adminClient, etcd, appsv1.RollingUpdateStatefulSetStrategyType, m)
+		m.stop(t)
+		m.requireNoForbidden(t)
+	})
+}
+
+// createEtcd creates a three-member Etcd whose TLS Secret holds the keys the reconciler checks for.
+func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset) *druidv1alpha1.Etcd {
+	t.Helper()
+	const ns = "team-a"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	// Only the keys matter here: no member runs, so nothing reads the certificates.
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-tls", Namespace: ns},
+		Data:       map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": []byte("key")},
+	}
+	if _, err := c.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating TLS Secret: %v", err)
+	}
+	tlsConfig := func() *druidv1alpha1.TLSConfig {
+		return &druidv1alpha1.TLSConfig{
+			TLSCASecretRef:     druidv1alpha1.SecretReference{SecretReference: corev1.SecretReference{Name: secret.Name}},
+			ServerTLSSecretRef: corev1.SecretReference{Name: secret.Name},
+			ClientTLSSecretRef: corev1.SecretReference{Name: secret.Name},
+		}
+	}
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns}}
+	etcd.Spec.Replicas = 3
+	etcd.Spec.Etcd.ClientUrlTLS = tlsConfig()
+	etcd.Spec.Etcd.PeerUrlTLS = tlsConfig()
+
+	scheme := runtime.NewScheme()
+	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatalf("building scheme: %v", err)
+	}
+	crClient, err := client.New(admin, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("building client: %v", err)
+	}
+	if err := crClient.Create(ctx, etcd); err != nil {
+		t.Fatalf("creating Etcd: %v", err)
+	}
+	return etcd
+}
+
+// serviceAccountKubeconfig writes a kubeconfig holding a real token of the ServiceAccount, the
+// credential a pod of the Deployment would get: no impersonation, no admin fallback.
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset, namespace, name string) string {
+	t.Helper()
+	expiry := int64(3600)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
+	tok, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["manager"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "manager", Namespace: namespace}
+	cfg.CurrentContext = "manager"
+	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("writing ServiceAccount kubeconfig: %v", err)
+	}
+	return path
+}
+
+// runningManager is one manager process and everything it printed.
+type runningManager struct {
+	cmd         *exec.Cmd
+	output      *lockedBuffer
+	exited      chan struct{}
+	exitErr     error
+	healthAddr  string
+	metricsAddr string
+	stopOnce    sync.Once
+}
+
+// startInstalledManager runs the binary with the container args and the configuration the
+// cluster holds. Two things differ from a pod, both because the test shares the host with other
+// tests: the config file lives in a temp dir, and the bind addresses are free loopback ports
+// instead of :8080/:8081.
+func startInstalledManager(ctx context.Context, t *testing.T, bin string, c *kubernetes.Clientset, fullname, kubeconfig string) *runningManager {
+	t.Helper()
+	deploy, err := c.AppsV1().Deployments(releaseNamespace).Get(ctx, fullname, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Deployment: %v", err)
+	}
+	cm, err := c.CoreV1().ConfigMaps(releaseNamespace).Get(ctx, fullname+"-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading config ConfigMap: %v", err)
+	}
+	m := &runningManager{output: &lockedBuffer{}, exited: make(chan struct{}),
+		healthAddr: freeLoopbackAddr(t), metricsAddr: freeLoopbackAddr(t)}
+	config := cm.Data[configKey]
+	for from, to := range map[string]string{
+		`metricsBindAddress: ":8080"`:     fmt.Sprintf("metricsBindAddress: %q", m.metricsAddr),
+		`healthProbeBindAddress: ":8081"`: fmt.Sprintf("healthProbeBindAddress: %q", m.healthAddr),
+	} {
+		if strings.Count(config, from) != 1 {
+			t.Fatalf("installed config does not hold %s once; update this test with the chart:\n%s", from, config)
+		}
+		config = strings.Replace(config, from, to, 1)
+	}
+	configPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+		t.Fatalf("writing config: %v", err)
+	}
+
+	container := deploy.Spec.Template.Spec.Containers[0]
+	args := make([]string, 0, len(container.Args)+2)
+	for i, a := range container.Args {
+		if i > 0 && container.Args[i-1] == "--config" {
+			a = configPath
+		}
+		args = append(args, a)
+	}
+	args = append(args, "--kubeconfig", kubeconfig)
+	m.cmd = exec.Command(bin, args...)
+	m.cmd.Stdout, m.cmd.Stderr = m.output, m.output
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("starting manager: %v", err)
+	}
+	go func() {
+		m.exitErr = m.cmd.Wait()
+		close(m.exited)
+	}()
+	t.Cleanup(func() { m.stop(t) })
+	return m
+}
+
+// stop ends the manager as the kubelet would: SIGTERM, then SIGKILL if it does not exit.
+func (m *runningManager) stop(t *testing.T) {
+	m.stopOnce.Do(func() {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.exited:
+		case <-time.After(30 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-m.exited
+			t.Errorf("manager ignored SIGTERM for 30 s\n%s", m.output.tail())
+		}
+	})
+}
+
+// waitServing waits until the probe and metrics paths the Deployment uses answer.
+func (m *runningManager) waitServing(ctx context.Context, t *testing.T) {
+	t.Helper()
+	endpoints := []struct{ addr, path, body string }{
+		{m.healthAddr, "/healthz", "ok"},
+		{m.healthAddr, "/readyz", "ok"},
+		{m.metricsAddr, "/metrics", ""},
+	}
+	for _, e := range endpoints {
+		url := "http://" + e.addr + e.path
+		m.poll(ctx, t, "GET "+url+" to answer 200", func() bool {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == http.StatusOK && (e.body == "" || string(body) == e.body)
+		})
+	}
+}
+
+// poll retries cond until it holds, failing early if the manager exits.
+func (m *runningManager) poll(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, progressDeadline, true, func(context.Context) (bool, error) {
+		select {
+		case <-m.exited:
+			return false, fmt.Errorf("manager exited: %v", m.exitErr)
+		default:
+		}
+		// A missing RBAC rule would otherwise surface only when a cache sync times out, minutes later.
+		if line := m.forbiddenLine(); line != "" {
+			return false, fmt.Errorf("API server refused the manager a request: %s", line)
+		}
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v\nmanager output:\n%s", what, err, m.output.tail())
+	}
+}
+
+// requireNoForbidden fails if the API server refused the manager anything: with least-privilege
+// RBAC a missing rule shows up only as a 403 in the log (and a cache that never syncs).
+func (m *runningManager) requireNoForbidden(t *testing.T) {
+	t.Helper()
+	if line := m.forbiddenLine(); line != "" {
+		t.Errorf("API server refused the manager a request: %s", line)
+	}
+}
+
+func (m *runningManager) forbiddenLine() string {
+	for _, line := range strings.Split(m.output.String(), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			return line
+		}
+	}
+	return ""
+}
+
+func waitForStrategy(ctx context.Context, t *testing.T, c *kubernetes.Clientset, etcd *druidv1alpha1.Etcd, want appsv1.StatefulSetUpdateStrategyType, m *runningManager) {
+	t.Helper()
+	m.poll(ctx, t, fmt.Sprintf("StatefulSet %s/%s with updateStrategy %s", etcd.Namespace, etcd.Name, want), func() bool {
+		sts, err := c.AppsV1().StatefulSets(etcd.Namespace).Get(ctx, etcd.Name, metav1.GetOptions{})
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				t.Logf("reading StatefulSet: %v", err)
+			}
+			return false
+		}
+		return sts.Spec.UpdateStrategy.Type == want
+	})
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// lockedBuffer collects the output of a process whose pipes are copied by other goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tail is the end of the output, enough to see why the manager failed.
+func (b *lockedBuffer) tail() string {
+	const keep = 8000
+	s := b.String()
+	if len(s) > keep {
+		return "...\n" + s[len(s)-keep:]
+	}
+	return s
+}
