@@ -38,7 +38,9 @@ var rules = []rule{
 
 // Plan decides what the OnDelete controller does next for one observation. It deletes at most
 // one pod per decision and never a terminating or up-to-date one.
-func Plan(o Observed) Decision {
+func Plan(o Observed) Decision { return planWith(rules, o) }
+
+func planWith(rules []rule, o Observed) Decision {
 	v := newView(o)
 	for _, r := range rules {
 		if got := r(v); !got.passes() {

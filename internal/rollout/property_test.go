@@ -54,39 +54,29 @@ func observedFromBytes(data []byte) Observed {
 
 func checkPlanInvariants(t *testing.T, o Observed) {
 	t.Helper()
-	if err := planInvariantViolation(o); err != nil {
+	if err := planInvariantViolation(Plan, o); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // planInvariantViolation checks the safety properties of DEP-07 for any observation and
 // describes the first one Plan breaks.
-func planInvariantViolation(o Observed) (err error) {
-	d := Plan(o)
-	type violation struct{ error }
-	defer func() {
-		if r := recover(); r != nil {
-			v, ok := r.(violation)
-			if !ok {
-				panic(r)
-			}
-			err = v.error
-		}
-	}()
-	fail := func(format string, args ...any) {
-		panic(violation{fmt.Errorf("%s\nobserved: %+v\ndecision: %+v", fmt.Sprintf(format, args...), o, d)})
+func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
+	d := plan(o)
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s\nobserved: %+v\ndecision: %+v", fmt.Sprintf(format, args...), o, d)
 	}
 	if len(d.Pods) > 1 {
-		fail("more than one pod in a decision")
+		return fail("more than one pod in a decision")
 	}
 	if d.Rule == RuleNoCandidate {
-		fail("fell through every rule")
+		return fail("fell through every rule")
 	}
 	if !conditionReasonPattern.MatchString(d.Rule.ConditionReason()) {
-		fail("invalid condition reason %q", d.Rule.ConditionReason())
+		return fail("invalid condition reason %q", d.Rule.ConditionReason())
 	}
-	if again := Plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || !slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule {
-		fail("decision depends on pod order: %+v", again)
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || !slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule {
+		return fail("decision depends on pod order: %+v", again)
 	}
 
 	present := map[int]bool{}
@@ -113,42 +103,42 @@ func planInvariantViolation(o Observed) (err error) {
 	switch d.Action {
 	case ActionDone:
 		if o.UpdateRevision == "" || terminating > 0 || missing > 0 {
-			fail("done although the set is not settled")
+			return fail("done although the set is not settled")
 		}
 		for _, p := range o.Pods {
 			if IsOutdated(p, o.UpdateRevision) {
-				fail("done although %s is outdated", p.Name)
+				return fail("done although %s is outdated", p.Name)
 			}
 		}
 	case ActionWait:
 		if len(d.Pods) != 0 {
-			fail("wait decision names pods to delete")
+			return fail("wait decision names pods to delete")
 		}
 	case ActionDelete:
 		if len(d.Pods) != 1 {
-			fail("delete decision without exactly one pod")
+			return fail("delete decision without exactly one pod")
 		}
 		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == d.Pods[0] })
 		if i < 0 {
-			fail("deleted pod does not exist")
+			return fail("deleted pod does not exist")
 		}
 		p := o.Pods[i]
 		if !IsOutdated(p, o.UpdateRevision) || p.Terminating || o.UpdateRevision == "" {
-			fail("deleted pod %s is up to date or terminating", p.Name)
+			return fail("deleted pod %s is up to date or terminating", p.Name)
 		}
 		if p.Participating && (updatedNotParticipating > 0 || terminating > 0 || missing > 0 || condemned > 0) {
-			fail("deleted participating %s while the set is unsettled (updated-not-participating=%d terminating=%d missing=%d condemned=%d)",
+			return fail("deleted participating %s while the set is unsettled (updated-not-participating=%d terminating=%d missing=%d condemned=%d)",
 				p.Name, updatedNotParticipating, terminating, missing, condemned)
 		}
 		if p.Participating {
 			for _, q := range o.Pods {
 				if q.Name != p.Name && IsOutdated(q, o.UpdateRevision) && !q.Participating && !q.Terminating && q.Ordinal < o.Replicas {
-					fail("deleted participating %s before non-participating %s", p.Name, q.Name)
+					return fail("deleted participating %s before non-participating %s", p.Name, q.Name)
 				}
 			}
 		}
 	default:
-		fail("unknown action %q", d.Action)
+		return fail("unknown action %q", d.Action)
 	}
 	return nil
 }
@@ -184,17 +174,17 @@ func FuzzPlan(f *testing.F) {
 // TestInvariantCheckerCatchesUnsafePlans makes sure the property test can fail: a planner that
 // deletes the leader while a pod is missing must be rejected.
 func TestInvariantCheckerCatchesUnsafePlans(t *testing.T) {
-	saved := rules
-	defer func() { rules = saved }()
-	rules = []rule{func(v *view) verdict {
-		for _, p := range v.pods {
-			if p.Participating && !p.Terminating && IsOutdated(p, v.o.UpdateRevision) {
-				return deletePod(RuleParticipatingLeader, p.Name, "unsafe")
+	unsafe := func(o Observed) Decision {
+		return planWith([]rule{func(v *view) verdict {
+			for _, p := range v.pods {
+				if p.Participating && !p.Terminating && IsOutdated(p, v.o.UpdateRevision) {
+					return deletePod(RuleParticipatingLeader, p.Name, "unsafe")
+				}
 			}
-		}
-		return verdict{}
-	}}
-	if planInvariantViolation(observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-2").outdated())) == nil {
+			return verdict{}
+		}}, o)
+	}
+	if planInvariantViolation(unsafe, observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-2").outdated())) == nil {
 		t.Fatal("invariant checker accepted deleting a participating pod while etcd-main-1 is missing")
 	}
 }
