@@ -257,6 +257,9 @@ func (e *Env) startControllerManager(t testing.TB, binDir, featureGates string) 
 	// Registered after envtest's Stop, so it runs first: the controller-manager
 	// goes before the apiserver it talks to.
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kube-controller-manager log tail:\n%s", p.LogTail(4000))
+		}
 		if err := p.Stop(proc.DefaultGrace); err != nil {
 			t.Errorf("stop kube-controller-manager: %v", err)
 		}

@@ -33,8 +33,11 @@ const startupTimeout = 3 * time.Minute
 
 // serviceCIDR must not overlap the node simulator's pod subnets (10.213.x.0/24).
 const (
-	serviceCIDR      = "10.0.0.0/24"
-	kubernetesSvcIP  = "10.0.0.1"
+	serviceCIDR     = "10.0.0.0/24"
+	kubernetesSvcIP = "10.0.0.1"
+)
+
+const (
 	saIssuer         = "https://kubernetes.default.svc.cluster.local"
 	logTailBytes     = 3000
 	pollInterval     = 200 * time.Millisecond
@@ -106,11 +109,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, startupTimeout)
-		defer cancel()
-	}
+	ctx, cancel := withStartupTimeout(ctx)
+	defer cancel()
 	for attempt := 1; ; attempt++ {
 		c := &Cluster{opts: o, workDir: workDir, paths: newPaths(workDir), kcmGates: o.FeatureGates}
 		err := c.start(ctx)
@@ -139,6 +139,14 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 const maxStartAttempts = 3
+
+// withStartupTimeout applies startupTimeout unless ctx has a deadline already.
+func withStartupTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, startupTimeout)
+}
 
 func firstLine(err error) string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
@@ -548,6 +556,8 @@ func (c *Cluster) RestartControllerManager(ctx context.Context, featureGates str
 		fmt.Fprintf(c.opts.Log, "localcluster: stopped kube-controller-manager pid=%d\n", old.PID())
 	}
 	c.kcmGates = featureGates
+	ctx, cancel := withStartupTimeout(ctx)
+	defer cancel()
 	if err := c.startControllerManager(ctx); err != nil {
 		return fmt.Errorf("restart kube-controller-manager: %w", err)
 	}

@@ -3,7 +3,10 @@ package localcluster
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
 )
 
 // StartForTest starts a cluster and stops it in t.Cleanup, which also runs
@@ -20,6 +23,10 @@ func StartForTest(t testing.TB, o Options) *Cluster {
 		t.Fatalf("start local control plane: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			// The work dir goes with the test; keep the likeliest clue.
+			t.Logf("kube-controller-manager log tail:\n%s", proc.TailFile(filepath.Join(c.paths.logs, "kube-controller-manager.log"), 4000))
+		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stop local control plane: %v", err)
 		}
