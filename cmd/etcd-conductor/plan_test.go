@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
 	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/plan/*.want.json from the current output")
@@ -221,6 +223,11 @@ func TestPlanLive(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, kubeconfigData, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(binDir, "kubectl")
 	ctx := context.Background()
 	const namespace = "shoot--dev--alpha" // the fixtures' namespace, which the output names
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -241,17 +248,18 @@ func TestPlanLive(t *testing.T) {
 			}
 			load(ctx, t, env.Client, st)
 
-			args := []string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-main"}
+			var common []string
 			if _, err := os.Stat(base + ".members.json"); err == nil {
-				args = append(args, "--member-status", base+".members.json")
+				common = append(common, "--member-status", base+".members.json")
 			}
 			extra, err := os.ReadFile(base + ".args")
 			if err != nil {
 				t.Fatal(err)
 			}
-			args = append(args, strings.Fields(string(extra))...)
+			common = append(common, strings.Fields(string(extra))...)
+			liveArgs := append([]string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-main"}, common...)
 			var stdout, stderr bytes.Buffer
-			if code := planCommand(args, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+			if code := planCommand(liveArgs, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			want, err := os.ReadFile(base + ".want.json")
@@ -260,6 +268,21 @@ func TestPlanLive(t *testing.T) {
 			}
 			if got := decodeOneObject(t, stdout.Bytes()); !reflect.DeepEqual(got, decodeOneObject(t, want)) {
 				t.Fatalf("live output differs from %s.want.json:\n%s", base, stdout.String())
+			}
+
+			// What real kubectl prints for these objects must plan the same, so the fixture
+			// format is the one users will feed in.
+			printed, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "sts,pods,leases", "-o", "yaml").Output()
+			if err != nil {
+				t.Fatalf("kubectl get: %v", err)
+			}
+			fileArgs := append([]string{"-f", "-"}, common...)
+			stdout.Reset()
+			if code := planCommand(fileArgs, bytes.NewReader(printed), &stdout, &stderr, farFuture); code != 0 {
+				t.Fatalf("plan on kubectl output: exit %d: %s", code, stderr.String())
+			}
+			if got := decodeOneObject(t, stdout.Bytes()); !reflect.DeepEqual(got, decodeOneObject(t, want)) {
+				t.Fatalf("plan on kubectl output differs from %s.want.json:\n%s", base, stdout.String())
 			}
 		})
 	}
