@@ -26,6 +26,9 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
+// MemberAgentImage is the project image the node simulator maps to the freshly built binary.
+const MemberAgentImage = "ghcr.io/etcd-conductor/etcd-conductor:test"
+
 // EtcdImage is the etcd image for a version, as the node simulator maps it to a built binary.
 func EtcdImage(version string) string { return "quay.io/coreos/etcd:v" + version }
 
@@ -84,7 +87,9 @@ type OperatorOptions struct {
 	MemberAgentImage string
 	// RequeueInterval of the ondelete controller (default 1s in tests).
 	RequeueInterval time.Duration
-	Logger          logr.Logger
+	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
+	MemberAgentInterval string
+	Logger              logr.Logger
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -107,9 +112,30 @@ func (r *RunningOperator) Stop() error {
 	return err
 }
 
-// StartOperator runs the operator in this process against restCfg, as `manager` would.
+// StartOperator runs the operator in this process and stops it when the test ends.
 func StartOperator(t testing.TB, restCfg *rest.Config, o OperatorOptions) *RunningOperator {
 	t.Helper()
+	if o.Logger.GetSink() == nil {
+		// Controller logs drown test output; ask for them with ETCD_CONDUCTOR_TEST_LOG=1.
+		o.Logger = logr.Discard()
+		if os.Getenv("ETCD_CONDUCTOR_TEST_LOG") == "1" {
+			o.Logger = testr.NewWithInterface(t, testr.Options{Verbosity: 1})
+		}
+	}
+	r, err := RunOperator(restCfg, o)
+	if err != nil {
+		t.Fatalf("starting operator: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+	return r
+}
+
+// RunOperator runs the operator in this process against restCfg, as `manager` would, until Stop.
+func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, error) {
 	cfg := &configv1alpha1.OperatorConfiguration{
 		TypeMeta:     metav1.TypeMeta{APIVersion: configv1alpha1.APIVersion, Kind: configv1alpha1.Kind},
 		FeatureGates: o.FeatureGates,
@@ -123,41 +149,36 @@ func StartOperator(t testing.TB, restCfg *rest.Config, o OperatorOptions) *Runni
 	cfg.HealthProbeBindAddress = "0"
 	cfg.Default()
 	if err := cfg.Validate(); err != nil {
-		t.Fatalf("operator configuration: %v", err)
+		return nil, fmt.Errorf("operator configuration: %w", err)
 	}
 	gates, err := features.New(cfg.FeatureGates)
 	if err != nil {
-		t.Fatalf("feature gates: %v", err)
+		return nil, err
 	}
 	logger := o.Logger
 	if logger.GetSink() == nil {
-		// Controller logs drown test output; ask for them with ETCD_CONDUCTOR_TEST_LOG=1.
 		logger = logr.Discard()
-		if os.Getenv("ETCD_CONDUCTOR_TEST_LOG") == "1" {
-			logger = testr.NewWithInterface(t, testr.Options{Verbosity: 1})
-		}
 	}
 	image := o.MemberAgentImage
 	if image == "" {
-		image = "ghcr.io/etcd-conductor/etcd-conductor:test"
+		image = MemberAgentImage
+	}
+	interval := o.MemberAgentInterval
+	if interval == "" {
+		interval = "1s"
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
-		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: "1s", Logger: logger, Registry: reg,
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, Logger: logger, Registry: reg,
 		AllowSeveralInProcess: true,
 	})
 	if err != nil {
-		t.Fatalf("creating operator: %v", err)
+		return nil, fmt.Errorf("creating operator: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &RunningOperator{Operator: op, Registry: reg, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- op.Manager.Start(ctx) }()
-	t.Cleanup(func() {
-		if err := r.Stop(); err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
-	return r
+	return r, nil
 }
 
 // Eventually polls cond until it returns true or the timeout passes, then fails the test with
