@@ -50,11 +50,13 @@ test-unit: ## Pure-logic tests only (no binaries needed).
 test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
 	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
-cluster-up: tools build
-	go run ./test/localcluster/cmd/localcluster up --dir $(REPO)/.cluster
+CLUSTER_DIR ?= $(REPO)/.cluster
 
-cluster-down:
-	go run ./test/localcluster/cmd/localcluster down --dir $(REPO)/.cluster
+cluster-up: tools build ## Start etcd + kube-apiserver + kube-controller-manager detached; prints export KUBECONFIG=...
+	go run ./test/localcluster/cmd/localcluster up --dir $(CLUSTER_DIR) $(if $(FEATURE_GATES),--feature-gates $(FEATURE_GATES))
+
+cluster-down: ## Stop the processes recorded in the dir and remove it.
+	go run ./test/localcluster/cmd/localcluster down --dir $(CLUSTER_DIR)
 
 demo: tools build
 	go run ./test/demo
@@ -62,5 +64,5 @@ demo: tools build
 bench: tools build
 	go run ./test/bench -reps $(or $(REPS),3)
 
-clean:
+clean: cluster-down
 	rm -rf $(BIN) .cluster
