@@ -15,25 +15,30 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [--role-source Auto|LeaseOnly] [--now RFC3339]
-       etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--member-status FILE] [--role-source ...]
+       etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...]
+                           [--member-status FILE | --etcd-ca F --etcd-cert F --etcd-key F [--member-address POD=HOST:PORT ...]]
 
 Prints, as one JSON object, what the OnDelete controller would do next.
 STATE is "kubectl get sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding
 exactly one StatefulSet. With --etcd the same objects are read from the cluster instead (the
 StatefulSet is named like the Etcd). FILE is {"members":[{"name","id","leaderID","reachable"}]}.
+With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client
+port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names.
 --now evaluates Lease freshness at that time (default: the current time), for replaying a
 state captured earlier.`
 
-// liveTimeout bounds the API reads of live mode.
+// liveTimeout bounds live mode: the API reads and the member questions.
 const liveTimeout = 30 * time.Second
 
-// runPlan explains the next OnDelete step for a saved state. Exit codes: 0 with the decision
-// on stdout, 2 with a one-line error on stderr for bad flags or input.
+// runPlan explains the next OnDelete step. Exit codes: 0 with the decision on stdout, 2 with a
+// one-line error on stderr for bad flags or input.
 func runPlan(args []string) int {
 	return planCommand(args, os.Stdin, os.Stdout, os.Stderr, time.Now)
 }
@@ -58,76 +63,146 @@ func planCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, clock
 	return 0
 }
 
-func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Output, error) {
+// planOptions are the parsed flags.
+type planOptions struct {
+	statePath, memberStatusPath string
+	mode                        roles.Mode
+	now                         time.Time
+
+	// Live mode.
+	kubeconfig, namespace, etcdName string
+	caFile, certFile, keyFile       string
+	addresses                       map[string]string
+}
+
+func (o planOptions) live() bool       { return o.etcdName != "" }
+func (o planOptions) askMembers() bool { return o.caFile != "" || o.certFile != "" || o.keyFile != "" }
+
+func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) {
+	o := planOptions{addresses: map[string]string{}}
 	flags := flag.NewFlagSet("plan", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
-	statePath := flags.String("f", "", "state file (kubectl get sts,pods,leases -o yaml), - for stdin")
-	memberStatusPath := flags.String("member-status", "", "member status JSON file")
+	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get sts,pods,leases -o yaml), - for stdin")
+	flags.StringVar(&o.memberStatusPath, "member-status", "", "member status JSON file")
 	roleSource := flags.String("role-source", string(roles.ModeAuto), "Auto or LeaseOnly")
-	nowFlag := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
-	kubeconfig := flags.String("kubeconfig", "", "live mode: kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
-	namespace := flags.String("n", "", "live mode: namespace (default: the kubeconfig context's)")
-	etcdName := flags.String("etcd", "", "live mode: the Etcd (and StatefulSet) name")
+	now := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
+	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "live mode: kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
+	flags.StringVar(&o.namespace, "n", "", "live mode: namespace (default: the kubeconfig context's)")
+	flags.StringVar(&o.etcdName, "etcd", "", "live mode: the Etcd (and StatefulSet) name")
+	flags.StringVar(&o.caFile, "etcd-ca", "", "live mode: CA bundle that signed the members' certificates")
+	flags.StringVar(&o.certFile, "etcd-cert", "", "live mode: client certificate the members accept")
+	flags.StringVar(&o.keyFile, "etcd-key", "", "live mode: key of --etcd-cert")
+	flags.Func("member-address", "live mode: POD=HOST:PORT to reach that member at (repeatable)", func(v string) error {
+		pod, address, ok := strings.Cut(v, "=")
+		if !ok || pod == "" || address == "" {
+			return fmt.Errorf("want POD=HOST:PORT, got %q", v)
+		}
+		o.addresses[pod] = address
+		return nil
+	})
 	if err := flags.Parse(args); err != nil {
-		return explain.Output{}, err
+		return o, err
 	}
 	if flags.NArg() > 0 {
-		return explain.Output{}, fmt.Errorf("unexpected arguments %q", flags.Args())
+		return o, fmt.Errorf("unexpected arguments %q", flags.Args())
 	}
-	switch {
-	case *statePath != "" && *etcdName != "":
-		return explain.Output{}, errors.New("-f and --etcd exclude each other")
-	case *statePath == "" && *etcdName == "":
-		if *kubeconfig != "" || *namespace != "" {
-			return explain.Output{}, errors.New("--kubeconfig and -n need --etcd NAME")
+	if err := o.validate(); err != nil {
+		return o, err
+	}
+	var err error
+	if o.mode, err = roles.ParseMode(*roleSource); err != nil {
+		return o, err
+	}
+	o.now = clock()
+	if *now != "" {
+		if o.now, err = time.Parse(time.RFC3339, *now); err != nil {
+			return o, fmt.Errorf("--now: %w", err)
 		}
-		return explain.Output{}, errors.New("-f STATE or --etcd NAME is required")
 	}
-	mode, err := roles.ParseMode(*roleSource)
+	return o, nil
+}
+
+// validate rejects flag combinations that would silently ignore a flag.
+func (o planOptions) validate() error {
+	switch {
+	case o.statePath != "" && o.live():
+		return errors.New("-f and --etcd exclude each other")
+	case o.statePath == "" && !o.live() && (o.kubeconfig != "" || o.namespace != ""):
+		return errors.New("--kubeconfig and -n need --etcd NAME")
+	case o.statePath == "" && !o.live():
+		return errors.New("-f STATE or --etcd NAME is required")
+	case o.askMembers() && (o.caFile == "" || o.certFile == "" || o.keyFile == ""):
+		return errors.New("--etcd-ca, --etcd-cert and --etcd-key go together")
+	case (o.askMembers() || len(o.addresses) > 0) && !o.live():
+		return errors.New("asking the members needs live mode (--etcd NAME)")
+	case len(o.addresses) > 0 && !o.askMembers():
+		return errors.New("--member-address needs --etcd-ca, --etcd-cert and --etcd-key")
+	case o.askMembers() && o.memberStatusPath != "":
+		return errors.New("--member-status and asking the members (--etcd-ca …) exclude each other")
+	}
+	return nil
+}
+
+func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Output, error) {
+	o, err := parsePlanFlags(args, clock)
 	if err != nil {
 		return explain.Output{}, err
 	}
-	now := clock()
-	if *nowFlag != "" {
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return explain.Output{}, fmt.Errorf("--now: %w", err)
-		}
-	}
-
 	var members []roles.MemberReport
-	if *memberStatusPath != "" {
-		data, err := readInput(*memberStatusPath, stdin)
+	if o.memberStatusPath != "" {
+		data, err := readInput(o.memberStatusPath, stdin)
 		if err != nil {
 			return explain.Output{}, fmt.Errorf("reading member status: %w", err)
 		}
 		if members, err = explain.DecodeMemberStatus(data); err != nil {
-			return explain.Output{}, fmt.Errorf("%s: %w", *memberStatusPath, err)
+			return explain.Output{}, fmt.Errorf("%s: %w", o.memberStatusPath, err)
 		}
+	}
+	if o.live() {
+		return planLive(o, members)
 	}
 
-	var st explain.State
-	if *etcdName != "" {
-		// TODO(live members): without --member-status, live mode resolves roles from the Leases
-		// only. Asking the members directly needs internal/etcdclient's Pool plus client TLS
-		// flags (CA, cert, key) and a route to the pod IPs, which a workstation rarely has.
-		if st, err = readLiveState(*kubeconfig, *namespace, *etcdName); err != nil {
-			return explain.Output{}, err
-		}
-	} else {
-		data, err := readInput(*statePath, stdin)
-		if err != nil {
-			return explain.Output{}, fmt.Errorf("reading state: %w", err)
-		}
-		if st, err = explain.DecodeState(data); err != nil {
-			return explain.Output{}, fmt.Errorf("%s: %w", *statePath, err)
-		}
+	data, err := readInput(o.statePath, stdin)
+	if err != nil {
+		return explain.Output{}, fmt.Errorf("reading state: %w", err)
 	}
-	return explain.ExplainState(st, members, mode, now), nil
+	st, err := explain.DecodeState(data)
+	if err != nil {
+		return explain.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
+	}
+	return explain.ExplainState(st, members, o.mode, o.now), nil
+}
+
+// planLive reads the objects from the cluster and, if asked to, the members' own view.
+func planLive(o planOptions, members []roles.MemberReport) (explain.Output, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
+	defer cancel()
+	st, err := readLiveState(ctx, o.kubeconfig, o.namespace, o.etcdName)
+	if err != nil {
+		return explain.Output{}, err
+	}
+	var queryErr error
+	if o.askMembers() && o.mode != roles.ModeLeaseOnly {
+		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
+		if err != nil {
+			return explain.Output{}, fmt.Errorf("member client TLS: %w", err)
+		}
+		pool := etcdclient.NewPool(etcdclient.Options{})
+		defer pool.Close()
+		// A failed question is not fatal: the roles fall back to the Leases, and the output
+		// says why.
+		members, queryErr = explain.AskMembers(ctx, pool, creds, st, o.addresses)
+	}
+	out := explain.ExplainState(st, members, o.mode, o.now)
+	if queryErr != nil {
+		out.MemberQueryError = queryErr.Error()
+	}
+	return out, nil
 }
 
 // readLiveState reads the StatefulSet, its pods and the Leases through a kubeconfig, resolved
 // the way kubectl does.
-func readLiveState(kubeconfig, namespace, name string) (explain.State, error) {
+func readLiveState(ctx context.Context, kubeconfig, namespace, name string) (explain.State, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -143,8 +218,6 @@ func readLiveState(kubeconfig, namespace, name string) (explain.State, error) {
 	if err != nil {
 		return explain.State{}, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
-	defer cancel()
 	return explain.ReadLive(ctx, cs, namespace, name)
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
 	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -150,6 +153,11 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"stray argument", []string{"-f", fixture, "extra"}, `unexpected arguments ["extra"]`},
 		{"bad --now", []string{"-f", fixture, "--now", "yesterday"}, "--now: parsing time"},
 		{"empty stdin", []string{"-f", "-"}, "state is empty"},
+		{"TLS flags incomplete", []string{"--etcd", "etcd-main", "--etcd-ca", "ca.crt"}, "--etcd-ca, --etcd-cert and --etcd-key go together"},
+		{"asking members in file mode", []string{"-f", fixture, "--etcd-ca", "a", "--etcd-cert", "b", "--etcd-key", "c"}, "asking the members needs live mode (--etcd NAME)"},
+		{"member address without TLS", []string{"--etcd", "etcd-main", "--member-address", "etcd-main-0=127.0.0.1:2379"}, "--member-address needs --etcd-ca, --etcd-cert and --etcd-key"},
+		{"malformed member address", []string{"--etcd", "etcd-main", "--member-address", "127.0.0.1:2379"}, `want POD=HOST:PORT, got "127.0.0.1:2379"`},
+		{"member status and asking", []string{"--etcd", "etcd-main", "--member-status", "m.json", "--etcd-ca", "a", "--etcd-cert", "b", "--etcd-key", "c"}, "exclude each other"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,6 +294,80 @@ func TestPlanLive(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("members asked directly", func(t *testing.T) {
+		// The fixture's Leases name etcd-main-1 as leader; the real members decide.
+		data, err := os.ReadFile(filepath.Join("testdata", "plan", "lease-stale-member-status.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := explain.DecodeState(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		load(ctx, t, env.Client, st)
+		cluster := etcdtest.Start(t, etcdtest.Config{Members: 3, EtcdName: "etcd-main", Namespace: namespace})
+		dir := t.TempDir()
+		tlsArgs := []string{}
+		for flagName, pem := range map[string][]byte{"--etcd-ca": cluster.Client.CA, "--etcd-cert": cluster.Client.Cert, "--etcd-key": cluster.Client.Key} {
+			path := filepath.Join(dir, strings.TrimPrefix(flagName, "--etcd-")+".pem")
+			if err := os.WriteFile(path, pem, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tlsArgs = append(tlsArgs, flagName, path)
+		}
+		live := []string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-main", "--now", "2026-11-22T09:00:00Z"}
+		reachable := append(slices.Clone(live), tlsArgs...)
+		for _, m := range cluster.Members {
+			reachable = append(reachable, "--member-address", m.Name+"="+strings.TrimPrefix(m.ClientURL, "https://"))
+		}
+
+		var stdout, stderr bytes.Buffer
+		if code := planCommand(reachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		got := decodeOneObject(t, stdout.Bytes())
+		leader := ""
+		for pod, role := range got["roles"].(map[string]any) {
+			if role == "Leader" {
+				leader = pod
+			}
+		}
+		wantPod := "etcd-main-0"
+		if leader == "etcd-main-0" {
+			wantPod = "etcd-main-1"
+		}
+		if got["roleSource"] != "direct" || leader == "" || got["rule"] != "participating/follower" ||
+			!reflect.DeepEqual(got["pods"], []any{wantPod}) || got["memberQueryError"] != nil {
+			t.Fatalf("with reachable members: %s", stdout.String())
+		}
+		// The members must agree with what etcd itself says.
+		pool := etcdclient.NewPool(etcdclient.Options{})
+		defer pool.Close()
+		status, err := pool.Query(ctx, "check", cluster.Client, cluster.Targets())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := status.Leader(); !ok || l.Name != leader {
+			t.Fatalf("plan says %s leads, etcd says %+v", leader, l)
+		}
+
+		// Nobody answers: the question fails, the roles come from the Leases and the output
+		// says why.
+		unreachable := append(slices.Clone(live), tlsArgs...)
+		for _, m := range cluster.Members {
+			unreachable = append(unreachable, "--member-address", m.Name+"=127.0.0.1:1")
+		}
+		stdout.Reset()
+		if code := planCommand(unreachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		got = decodeOneObject(t, stdout.Bytes())
+		if got["roleSource"] != "lease" || got["memberQueryError"] == nil || !reflect.DeepEqual(got["pods"], []any{"etcd-main-0"}) ||
+			!strings.Contains(got["roleDetail"].(string), "none of 3 members reachable") {
+			t.Fatalf("with unreachable members: %s", stdout.String())
+		}
+	})
 
 	t.Run("missing StatefulSet", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer

@@ -40,6 +40,8 @@ type Output struct {
 	Roles           map[string]rollout.Role `json:"roles"`
 	RoleMismatch    bool                    `json:"roleMismatch,omitempty"`
 	RoleDetail      string                  `json:"roleDetail"`
+	// MemberQueryError says why asking the members live failed; roles then come from Leases.
+	MemberQueryError string `json:"memberQueryError,omitempty"`
 }
 
 // MemberStatus is the optional member-status document:
