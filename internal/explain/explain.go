@@ -1,6 +1,7 @@
-// Package explain runs the OnDelete planner on a saved cluster state, the way the controller
-// would on the live one, and reports the decision together with the role resolution behind it.
-// It backs the `etcd-conductor plan` command; all I/O stays with the caller.
+// Package explain runs the OnDelete planner on a cluster state, saved or read live, the way the
+// controller would, and reports the decision together with the role resolution behind it. It
+// backs the `etcd-conductor plan` command. Decoding and planning are pure; ReadLive and
+// AskMembers do I/O only through the clients the caller passes in.
 package explain
 
 import (
