@@ -152,8 +152,14 @@ func TestRecorderHealthyCluster(t *testing.T) {
 }
 
 func TestRecorderQuorumLossAndRecovery(t *testing.T) {
+	for _, probe := range []workload.Probe{workload.ProbeLinearizableGet, workload.ProbeReadyz} {
+		t.Run(string(probe), func(t *testing.T) { testQuorumLossAndRecovery(t, probe) })
+	}
+}
+
+func testQuorumLossAndRecovery(t *testing.T, probe workload.Probe) {
 	c := startCluster(t)
-	r := startRecorder(t, c, testOptions(workload.ProbeLinearizableGet))
+	r := startRecorder(t, c, testOptions(probe))
 	eventually(t, "10 acknowledged writes", ackedAtLeast(r, 10))
 
 	for _, i := range []int{1, 2} {
