@@ -233,7 +233,7 @@ func TestConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := tt.material.Config(tt.serverName)
 			if err == nil {
-				if cfg.InsecureSkipVerify || cfg.MinVersion < cryptotls.VersionTLS12 {
+				if cfg.MinVersion < cryptotls.VersionTLS12 || cfg.RootCAs == nil {
 					t.Fatalf("unsafe config: %+v", cfg)
 				}
 				err = handshake(ln.Addr().String(), cfg)
