@@ -52,7 +52,14 @@ func newEnv(t *testing.T, mutate func(*nodesim.Options)) *env {
 		t.Fatal(err)
 	}
 	host, port := cluster.APIServerHost()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	controlAddr := ln.Addr().String()
+	ln.Close()
 	o := nodesim.Options{
+		ControlAddr:      controlAddr,
 		NodeName:         "sim-node",
 		Client:           client,
 		Network:          network,
@@ -506,6 +513,25 @@ func TestSimulator(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitReady(t, ns, "island")
+	})
+
+	t.Run("control endpoint injects faults over HTTP", func(t *testing.T) {
+		ns := e.namespace(t)
+		created := e.waitReady(t, ns, e.createPod(t, helperPod(ns, "remote")).Name)
+		q := url.Values{"pod": {ns + "/remote"}, "container": {"main"}}
+		ip, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodGet, "/v1/pod-ip", q)
+		if err != nil || ip != created.Status.PodIP {
+			t.Errorf("pod-ip over HTTP = %q, %v; want %s", ip, err, created.Status.PodIP)
+		}
+		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/kill", q); err != nil {
+			t.Fatal(err)
+		}
+		e.waitPod(t, ns, "remote", "restarted after HTTP kill", func(p *corev1.Pod) bool {
+			return p.Status.ContainerStatuses[0].RestartCount == 1
+		})
+		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/kill", url.Values{"pod": {ns + "/nope"}, "container": {"main"}}); err == nil {
+			t.Errorf("killing a pod that does not exist succeeded")
+		}
 	})
 
 	t.Run("hang stops answering probes and resume brings it back", func(t *testing.T) {

@@ -142,8 +142,10 @@ func (w *podWorker) run() {
 	}()
 
 	grace := w.watchForStop()
-	<-started
+	// Stop containers first: start may be blocked on an init container,
+	// and containers it launches after this see they are stopping.
 	w.terminate(grace)
+	<-started
 	w.requestStop()
 	<-statusDone
 	w.finish()
@@ -193,6 +195,10 @@ func podGrace(pod *corev1.Pod) time.Duration {
 // start creates the sandbox and runs the containers; it returns once the
 // regular containers' runners are launched or the pod is stopping.
 func (w *podWorker) start() {
+	if pod := w.currentPod(); pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// Found already deleted or finished (e.g. after a simulator restart): nothing to run.
+		return
+	}
 	if err := os.MkdirAll(filepath.Join(w.dir, "logs"), 0o755); err != nil {
 		w.setSandboxErr(fmt.Sprintf("creating pod dir: %v", err))
 		return

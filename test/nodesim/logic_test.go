@@ -1,0 +1,263 @@
+package nodesim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "1", "POD_NAME": "etcd-0"}
+	tests := []struct{ in, want string }{
+		{"$(A)", "1"},
+		{"--name=$(POD_NAME)", "--name=etcd-0"},
+		{"$(MISSING)", "$(MISSING)"},
+		{"$$(A)", "$(A)"},
+		{"$$", "$"},
+		{"cost $5", "cost $5"},
+		{"$(A", "$(A"},
+		{"$(A)$(A)-$(POD_NAME)", "11-etcd-0"},
+		{"trailing $", "trailing $"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := expand(tc.in, vars); got != tc.want {
+				t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestImageResolution(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"etcd-3.6.8", "etcdctl-3.6.8", "etcd-3.7.3", "etcd-conductor"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := imageResolver{binDir: bin, extra: map[string]string{"example.com/helper": "/opt/helper", "example.com/pinned:v2": "/opt/pinned"}}
+	tests := []struct {
+		image, wantEntrypoint string
+		wantErr               bool
+	}{
+		{"quay.io/coreos/etcd:v3.6.8", "etcd-3.6.8", false},
+		{"registry.k8s.io/etcd:3.6.8-0", "etcd-3.6.8", false},
+		{"gcr.io/etcd-development/etcd:v3.7.3", "etcd-3.7.3", false},
+		{"quay.io/coreos/etcd:v3.6.8@sha256:abcd", "etcd-3.6.8", false},
+		{"quay.io/coreos/etcd:v3.5.0", "", true},
+		{"quay.io/coreos/etcd", "", true},
+		{"localhost:5000/etcd-conductor:dev", "etcd-conductor", false},
+		{"ghcr.io/x/etcd-conductor", "etcd-conductor", false},
+		{"example.com/helper:any", "/opt/helper", false},
+		{"example.com/pinned:v2", "/opt/pinned", false},
+		{"example.com/pinned:v3", "", true},
+		{"busybox", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.image, func(t *testing.T) {
+			got, err := r.resolve(tc.image)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("resolve(%q) = %+v, want an error", tc.image, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Base(got.entrypoint) != filepath.Base(tc.wantEntrypoint) {
+				t.Errorf("entrypoint %s, want %s", got.entrypoint, tc.wantEntrypoint)
+			}
+		})
+	}
+
+	etcd, err := r.resolve("quay.io/coreos/etcd:v3.6.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands := []struct {
+		name     string
+		command  []string
+		wantBin  string
+		wantRest []string
+	}{
+		{"empty command runs the entrypoint", nil, "etcd-3.6.8", nil},
+		{"image path is replaced", []string{"/usr/local/bin/etcd", "--x"}, "etcd-3.6.8", []string{"--x"}},
+		{"other tool by base name", []string{"/usr/local/bin/etcdctl", "get"}, "etcdctl-3.6.8", []string{"get"}},
+		{"unknown path runs the entrypoint", []string{"/entry.sh"}, "etcd-3.6.8", []string{}},
+		{"shell runs from the host", []string{"/bin/sh", "-c", "etcdctl"}, "sh", []string{"-c", "etcdctl"}},
+	}
+	for _, tc := range commands {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, rest := etcd.commandBinary(tc.command)
+			if filepath.Base(bin) != tc.wantBin || strings.Join(rest, " ") != strings.Join(tc.wantRest, " ") {
+				t.Errorf("commandBinary(%q) = %s %q, want %s %q", tc.command, bin, rest, tc.wantBin, tc.wantRest)
+			}
+		})
+	}
+}
+
+func TestPhase(t *testing.T) {
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	creating := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	crashLoop := corev1.ContainerStatus{
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
+	}
+	exited := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	tests := []struct {
+		name   string
+		policy corev1.RestartPolicy
+		st     []corev1.ContainerStatus
+		want   corev1.PodPhase
+	}{
+		{"all running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, running}, corev1.PodRunning},
+		{"one still creating", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, creating}, corev1.PodPending},
+		{"crash looping counts as running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{crashLoop}, corev1.PodRunning},
+		{"never: all succeeded", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0)}, corev1.PodSucceeded},
+		{"never: one failed", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(2)}, corev1.PodFailed},
+		{"on failure: failed is still running", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(2)}, corev1.PodRunning},
+		{"on failure: succeeded", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(0)}, corev1.PodSucceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := phase(tc.policy, tc.st); got != tc.want {
+				t.Errorf("phase = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	c := &container{w: &podWorker{s: &Simulator{o: Options{BackoffBase: 10 * time.Second, BackoffMax: 5 * time.Minute}}}}
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	for i, w := range want {
+		if got := c.backoff(i + 1); got != w {
+			t.Errorf("backoff after %d failures = %s, want %s", i+1, got, w)
+		}
+	}
+}
+
+func TestDNSRecords(t *testing.T) {
+	svc := func(name string, headless, publishNotReady bool) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "etcd"}, PublishNotReadyAddresses: publishNotReady, ClusterIP: "10.0.0.9",
+		}}
+		if headless {
+			s.Spec.ClusterIP = corev1.ClusterIPNone
+		}
+		return s
+	}
+	pod := func(host, ip string, ready bool) dnsPod {
+		return dnsPod{namespace: "ns", hostname: host, subdomain: "peer", labels: map[string]string{"app": "etcd"}, ip: ip, ready: ready}
+	}
+	tests := []struct {
+		name     string
+		services []*corev1.Service
+		pods     []dnsPod
+		lookup   string
+		want     string
+	}{
+		{"member of a publishing headless service", []*corev1.Service{svc("peer", true, true)}, []dnsPod{pod("etcd-0", "10.1.0.2", false)}, "etcd-0.peer.ns.svc", "10.1.0.2"},
+		{"not ready and not published", []*corev1.Service{svc("peer", true, false)}, []dnsPod{pod("etcd-0", "10.1.0.2", false)}, "etcd-0.peer.ns.svc", ""},
+		{"no service of the subdomain's name", []*corev1.Service{svc("other", true, true)}, []dnsPod{pod("etcd-0", "10.1.0.2", true)}, "etcd-0.peer.ns.svc", ""},
+		{"cluster IP service lists ready pods", []*corev1.Service{svc("client", false, false)}, []dnsPod{pod("etcd-0", "10.1.0.2", true), pod("etcd-1", "10.1.0.3", false)}, "client.ns.svc.cluster.local", "10.1.0.2"},
+		{"cluster IP service gives no pod names", []*corev1.Service{svc("peer", false, true)}, []dnsPod{pod("etcd-0", "10.1.0.2", true)}, "etcd-0.peer.ns.svc", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDNS(func() []*corev1.Service { return tc.services })
+			for i, p := range tc.pods {
+				d.set(types.UID(strings.Repeat("u", i+1)), p)
+			}
+			if got := strings.Join(d.resolve(tc.lookup), ","); got != tc.want {
+				t.Errorf("resolve(%s) = %q, want %q", tc.lookup, got, tc.want)
+			}
+		})
+	}
+
+	hosts := hostsContent(pod("etcd-1", "10.1.0.3", true), map[string][]string{"etcd-0.peer.ns.svc.cluster.local": {"10.1.0.2"}})
+	for _, want := range []string{
+		"10.1.0.3\tetcd-1.peer.ns.svc.cluster.local\tetcd-1\n",
+		"10.1.0.2\tetcd-0.peer.ns.svc.cluster.local etcd-0.peer.ns.svc etcd-0.peer.ns etcd-0.peer\n",
+	} {
+		if !strings.Contains(hosts, want) {
+			t.Errorf("hosts file lacks %q:\n%s", want, hosts)
+		}
+	}
+}
+
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read("a") != "1" || read("sub/b") != "2" || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("first write: a=%q sub/b=%q mode=%v", read("a"), read("sub/b"), fi.Mode().Perm())
+	}
+	dirInfo, _ := os.Stat(dir)
+	before, _ := os.Readlink(filepath.Join(dir, "..data"))
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(dir, "..data")); after != before {
+		t.Errorf("unchanged content was rewritten (%s → %s)", before, after)
+	}
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("new"), mode: 0o640}}); err != nil {
+		t.Fatal(err)
+	}
+	if read("a") != "new" {
+		t.Errorf("a after update = %q", read("a"))
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {
+		t.Errorf("removed key still visible: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var timestamped int
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") && e.Name() != "..data" {
+			timestamped++
+		}
+	}
+	if timestamped != 1 {
+		t.Errorf("%d data directories left, want 1", timestamped)
+	}
+	if after, _ := os.Stat(dir); !os.SameFile(dirInfo, after) {
+		t.Errorf("volume directory was replaced; a bind mount of it would go stale")
+	}
+}
+
+func TestRewriteInPlaceKeepsInode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "hosts")
+	if err := rewriteInPlace(p, []byte("a long first version\n")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(p)
+	if err := rewriteInPlace(p, []byte("short\n")); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(p)
+	got, _ := os.ReadFile(p)
+	if !os.SameFile(before, after) || string(got) != "short\n" {
+		t.Errorf("same inode %v, content %q", os.SameFile(before, after), got)
+	}
+}
