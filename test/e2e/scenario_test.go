@@ -1,0 +1,224 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+const (
+	fromVersion = "3.6.8"
+	toVersion   = "3.7.3"
+	etcdName    = "etcd"
+)
+
+// env is what a scenario's hooks act on.
+type env struct {
+	t        *testing.T
+	stack    *stack.Stack
+	cluster  *stack.EtcdCluster
+	operator *framework.RunningOperator
+	opts     framework.OperatorOptions
+}
+
+// restartOperator stops the operator and starts it again (with opts, e.g. other gates), as a pod
+// restart with a changed configuration would.
+func (e *env) restartOperator(opts framework.OperatorOptions) {
+	e.t.Helper()
+	if err := e.operator.Stop(); err != nil {
+		e.t.Fatalf("stopping the operator: %v", err)
+	}
+	e.opts = opts
+	e.operator = framework.StartOperator(e.t, e.stack.Cluster.RESTConfig(), opts)
+}
+
+// waitFor polls cond with the scenario's context.
+func (e *env) waitFor(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) {
+	e.t.Helper()
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e.t.Fatalf("timed out waiting for %s (last error: %v)", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitNotReady waits until pod i of the cluster is not ready (a fault took effect).
+func (e *env) waitNotReady(ctx context.Context, i int) {
+	e.t.Helper()
+	e.waitFor(ctx, e.cluster.PodName(i)+" not ready", func(ctx context.Context) (bool, error) {
+		pods, err := e.cluster.Pods(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods {
+			if p.Name == e.cluster.PodName(i) {
+				for _, c := range p.Status.Conditions {
+					if c.Type == "Ready" {
+						return c.Status != "True", nil
+					}
+				}
+				return true, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+type scenario struct {
+	name     string
+	replicas int32
+	// beforeBump injects the fault the rollout starts under.
+	beforeBump func(ctx context.Context, e *env)
+	// afterBump acts during the rollout (kill a member, restart the operator, change the
+	// template again, ...).
+	afterBump func(ctx context.Context, e *env)
+	// quorumAlreadyLost: the scenario starts without quorum, so writes fail before the bump and
+	// the figures say so; the rollout must still complete and the cluster recover.
+	quorumAlreadyLost bool
+	// bumpImage is the image to bump to (default toVersion); finalImage is what the rollout ends
+	// on when afterBump changes it again (default bumpImage).
+	bumpImage, finalImage string
+}
+
+// run executes one scenario and prints its figures.
+func run(t *testing.T, sc scenario) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	ns := "e2e-" + sc.name
+	replicas := sc.replicas
+	if replicas == 0 {
+		replicas = 3
+	}
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	cluster, err := s.CreateEtcd(ctx, ns, etcdName, replicas, framework.EtcdImage(fromVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() { dumpOnFailure(t, e) })
+	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: int(replicas),
+		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	auditor, err := cluster.AuditDeletions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a baseline before anything happens
+
+	if sc.beforeBump != nil {
+		sc.beforeBump(ctx, e)
+	}
+	image := sc.bumpImage
+	if image == "" {
+		image = framework.EtcdImage(toVersion)
+	}
+	bumped := time.Now()
+	if err := cluster.SetImage(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	if sc.afterBump != nil {
+		sc.afterBump(ctx, e)
+	}
+	final := sc.finalImage
+	if final == "" {
+		final = image
+	}
+	if err := cluster.WaitConverged(ctx, final); err != nil {
+		t.Fatalf("rollout did not complete: %v", err)
+	}
+	rollout := time.Since(bumped)
+	time.Sleep(time.Second) // let the writer show the cluster is serving again
+
+	report, recErr := rec.Stop(ctx)
+	deletions, auditErr := auditor.Stop()
+	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
+	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+
+	if recErr != nil {
+		t.Errorf("recorder: %v", recErr)
+	}
+	if report.AuditError != "" {
+		t.Errorf("acknowledged-write audit could not run: %s", report.AuditError)
+	}
+	if report.LostAckedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
+	}
+	if report.AckedWrites == 0 {
+		t.Errorf("the writer got no write acknowledged: the measurement saw nothing")
+	}
+	if auditErr != nil {
+		t.Errorf("deletion audit incomplete: %v", auditErr)
+	}
+	for _, d := range deletions {
+		t.Logf("deleted %s participating=%v revision=%s", d.Pod, d.Participating, d.Revision)
+		if d.Violation != "" {
+			t.Errorf("participating pod %s deleted while: %s", d.Pod, d.Violation)
+		}
+	}
+}
+
+// dumpOnFailure prints what a person would look at first.
+func dumpOnFailure(t *testing.T, e *env) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if etcd, err := e.cluster.Get(ctx); err == nil {
+		for _, c := range etcd.Status.Conditions {
+			t.Logf("condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		}
+		if op := etcd.Status.LastOperation; op != nil {
+			t.Logf("lastOperation: %s %s", op.State, op.Description)
+		}
+	}
+	pods, _ := e.cluster.Pods(ctx)
+	for _, p := range pods {
+		var states []string
+		for _, cs := range p.Status.ContainerStatuses {
+			st := "?"
+			switch {
+			case cs.State.Running != nil:
+				st = "Running"
+			case cs.State.Waiting != nil:
+				st = "Waiting/" + cs.State.Waiting.Reason
+			case cs.State.Terminated != nil:
+				st = "Terminated/" + cs.State.Terminated.Reason
+			}
+			states = append(states, fmt.Sprintf("%s:%s ready=%v restarts=%d", cs.Name, st, cs.Ready, cs.RestartCount))
+		}
+		t.Logf("pod %s rev=%s ip=%s deleting=%v %s", p.Name, p.Labels["controller-revision-hash"], p.Status.PodIP,
+			p.DeletionTimestamp != nil, strings.Join(states, "; "))
+		if log, err := e.stack.Sim.Logs(e.cluster.Namespace+"/"+p.Name, "etcd"); err == nil {
+			t.Logf("etcd log of %s: %s", p.Name, log)
+		}
+	}
+}

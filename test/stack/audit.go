@@ -1,0 +1,170 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// Deletion is one pod deletion as the auditor saw it: the moment the pod got its
+// deletionTimestamp, and the state of the other pods just before.
+type Deletion struct {
+	At            time.Time `json:"at"`
+	Pod           string    `json:"pod"`
+	Participating bool      `json:"participating"`
+	Revision      string    `json:"revision"`
+	// Violation is set when a participating pod was deleted while another pod was terminating or
+	// missing, or while an updated pod was not participating: what the controller must never do.
+	Violation string `json:"violation,omitempty"`
+}
+
+// DeletionAuditor watches an Etcd's pods and StatefulSet and checks DEP-07's invariant at every
+// deletion. Pod events arrive in resourceVersion order on one watch, so the view at a deletion
+// is at least as fresh as what the controller read before deleting.
+type DeletionAuditor struct {
+	cluster *EtcdCluster
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu             sync.Mutex
+	pods           map[string]*corev1.Pod
+	updateRevision string
+	deletions      []Deletion
+	watchErr       error
+}
+
+// AuditDeletions starts watching. Stop returns what it saw.
+func (c *EtcdCluster) AuditDeletions(ctx context.Context) (*DeletionAuditor, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}}
+	selector := fmt.Sprintf("%s=%s,%s=%s", resources.LabelInstance, c.Name, resources.LabelManagedBy, resources.ManagerName)
+	podWatch, err := c.stack.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	stsWatch, err := c.stack.Kube.AppsV1().StatefulSets(c.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + c.Name})
+	if err != nil {
+		cancel()
+		podWatch.Stop()
+		return nil, fmt.Errorf("watching the StatefulSet: %w", err)
+	}
+	go a.run(ctx, podWatch, stsWatch)
+	return a, nil
+}
+
+func (a *DeletionAuditor) run(ctx context.Context, pods, sts watch.Interface) {
+	defer close(a.done)
+	defer pods.Stop()
+	defer sts.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-sts.ResultChan():
+			if !ok {
+				a.fail(fmt.Errorf("StatefulSet watch closed"))
+				return
+			}
+			if s, isSts := ev.Object.(*appsv1.StatefulSet); isSts {
+				a.mu.Lock()
+				a.updateRevision = s.Status.UpdateRevision
+				a.mu.Unlock()
+			}
+		case ev, ok := <-pods.ResultChan():
+			if !ok {
+				a.fail(fmt.Errorf("pod watch closed"))
+				return
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			a.observe(ev.Type, pod)
+		}
+	}
+}
+
+func (a *DeletionAuditor) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.watchErr == nil {
+		a.watchErr = err
+	}
+}
+
+func (a *DeletionAuditor) observe(t watch.EventType, pod *corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	prev := a.pods[pod.Name]
+	if t == watch.Deleted {
+		if prev != nil && prev.UID == pod.UID {
+			delete(a.pods, pod.Name)
+		}
+		return
+	}
+	if pod.DeletionTimestamp != nil && (prev == nil || prev.UID != pod.UID || prev.DeletionTimestamp == nil) {
+		before := prev
+		if before == nil || before.UID != pod.UID {
+			before = pod
+		}
+		a.deletions = append(a.deletions, a.judge(before))
+	}
+	a.pods[pod.Name] = pod.DeepCopy()
+}
+
+// judge evaluates a deletion against the state just before it.
+func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
+	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: etcdReady(pod), Revision: pod.Labels[appsv1.StatefulSetRevisionLabel]}
+	if !d.Participating {
+		return d
+	}
+	var problems []string
+	for i := 0; i < a.cluster.Replicas; i++ {
+		name := a.cluster.PodName(i)
+		if name == pod.Name {
+			continue
+		}
+		other, ok := a.pods[name]
+		switch {
+		case !ok:
+			problems = append(problems, name+" missing")
+		case other.DeletionTimestamp != nil:
+			problems = append(problems, name+" terminating")
+		case a.updateRevision != "" && other.Labels[appsv1.StatefulSetRevisionLabel] == a.updateRevision && !etcdReady(other):
+			problems = append(problems, name+" updated but not participating")
+		}
+	}
+	sort.Strings(problems)
+	d.Violation = strings.Join(problems, ", ")
+	return d
+}
+
+func etcdReady(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.EtcdContainerName {
+			return cs.Ready
+		}
+	}
+	return false
+}
+
+// Stop ends the watch and returns every deletion seen, and an error if the watch broke (then the
+// audit is incomplete and must not pass).
+func (a *DeletionAuditor) Stop() ([]Deletion, error) {
+	a.cancel()
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Deletion(nil), a.deletions...), a.watchErr
+}

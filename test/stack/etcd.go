@@ -1,0 +1,194 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
+)
+
+// EtcdCluster is an Etcd created on the stack, with the PKI its Secrets hold.
+type EtcdCluster struct {
+	stack     *Stack
+	Namespace string
+	Name      string
+	Replicas  int
+	PKI       *testpki.EtcdPKI
+
+	mu        sync.Mutex
+	endpoints []workload.Endpoint
+	listedAt  time.Time
+}
+
+// CreateEtcd creates a namespace, TLS Secrets and the Etcd.
+func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas int32, image string) (*EtcdCluster, error) {
+	if err := framework.CreateNamespace(ctx, s.Client, namespace); err != nil {
+		return nil, err
+	}
+	pki, err := framework.CreateTLSSecrets(ctx, s.Client, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Client.Create(ctx, framework.NewEtcd(namespace, name, replicas, image)); err != nil {
+		return nil, fmt.Errorf("creating Etcd %s/%s: %w", namespace, name, err)
+	}
+	return &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}, nil
+}
+
+// PodName is the name of ordinal i; PodKey is "namespace/name", as the simulator's faults take it.
+func (c *EtcdCluster) PodName(i int) string { return fmt.Sprintf("%s-%d", c.Name, i) }
+func (c *EtcdCluster) PodKey(i int) string  { return c.Namespace + "/" + c.PodName(i) }
+
+// Get reads the Etcd.
+func (c *EtcdCluster) Get(ctx context.Context) (*druidv1alpha1.Etcd, error) {
+	e := &druidv1alpha1.Etcd{}
+	return e, c.stack.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, e)
+}
+
+// SetImage changes spec.etcd.image: the image bump every scenario makes.
+func (c *EtcdCluster) SetImage(ctx context.Context, image string) error {
+	e, err := c.Get(ctx)
+	if err != nil {
+		return err
+	}
+	return framework.SetEtcdImage(ctx, c.stack.Client, e, image)
+}
+
+// StatefulSet reads the member StatefulSet.
+func (c *EtcdCluster) StatefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
+	sts := &appsv1.StatefulSet{}
+	return sts, c.stack.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, sts)
+}
+
+// Pods lists the member pods, sorted by name.
+func (c *EtcdCluster) Pods(ctx context.Context) ([]corev1.Pod, error) {
+	list := &corev1.PodList{}
+	sel := resources.SelectorLabels(&druidv1alpha1.Etcd{})
+	sel[resources.LabelInstance] = c.Name
+	if err := c.stack.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels(sel)); err != nil {
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items, nil
+}
+
+// Endpoints returns the members' current client endpoints, re-listed at most every 300 ms, for
+// the workload instruments (a recreated pod gets a new address).
+func (c *EtcdCluster) Endpoints() workload.EndpointsFunc {
+	return func() []workload.Endpoint {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if time.Since(c.listedAt) < 300*time.Millisecond {
+			return c.endpoints
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		pods, err := c.Pods(ctx)
+		if err != nil {
+			return c.endpoints
+		}
+		var eps []workload.Endpoint
+		for _, p := range pods {
+			if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			eps = append(eps, workload.Endpoint{
+				Name:       p.Name,
+				Address:    net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(resources.DefaultClientPort))),
+				ServerName: resources.MemberDNSName(c.Name, c.Namespace, p.Name),
+			})
+		}
+		c.endpoints, c.listedAt = eps, time.Now()
+		return eps
+	}
+}
+
+// RolloutState says how far the members are: pods at the update revision and ready.
+type RolloutState struct {
+	UpdateRevision string
+	// Image is the etcd image of the StatefulSet's template.
+	Image          string
+	Updated, Ready int
+	Terminating    int
+}
+
+func (r RolloutState) String() string {
+	return fmt.Sprintf("image %s revision %s: %d updated, %d ready, %d terminating", r.Image, r.UpdateRevision, r.Updated, r.Ready, r.Terminating)
+}
+
+// State reads the rollout state.
+func (c *EtcdCluster) State(ctx context.Context) (RolloutState, error) {
+	sts, err := c.StatefulSet(ctx)
+	if err != nil {
+		return RolloutState{}, err
+	}
+	pods, err := c.Pods(ctx)
+	if err != nil {
+		return RolloutState{}, err
+	}
+	st := RolloutState{UpdateRevision: sts.Status.UpdateRevision}
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name == resources.EtcdContainerName {
+			st.Image = ctr.Image
+		}
+	}
+	if sts.Status.ObservedGeneration < sts.Generation {
+		st.UpdateRevision = "" // the StatefulSet controller has not computed it yet
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			st.Terminating++
+			continue
+		}
+		if st.UpdateRevision != "" && p.Labels[appsv1.StatefulSetRevisionLabel] == st.UpdateRevision {
+			st.Updated++
+		}
+		if podReady(&p) {
+			st.Ready++
+		}
+	}
+	return st, nil
+}
+
+// WaitConverged waits until the StatefulSet's template runs image, and every member runs the
+// update revision and is ready.
+func (c *EtcdCluster) WaitConverged(ctx context.Context, image string) error {
+	var last RolloutState
+	for {
+		st, err := c.State(ctx)
+		if err == nil {
+			last = st
+			if st.Image == image && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("members of %s/%s did not converge (%s): %w", c.Namespace, c.Name, last, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,164 @@
+// Package stack brings up the whole proving ground in one call: a bridge network for pods, a real
+// control plane (etcd, kube-apiserver, kube-controller-manager) bound to the bridge gateway, and
+// the node simulator playing kubelet, with this project's binary built fresh for the sidecars.
+// The e2e scenarios, the benchmark and the demo all stand on it; the operator is started
+// separately (framework.RunOperator) because scenarios stop and restart it.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+	"github.com/etcd-conductor/etcd-conductor/test/nodesim"
+)
+
+// Options configure Start.
+type Options struct {
+	// WorkDir holds everything; a temp dir when empty (removed by Stop).
+	WorkDir string
+	// FeatureGates for kube-apiserver and kube-controller-manager, e.g. "MaxUnavailableStatefulSet=true".
+	FeatureGates string
+	// Log receives process start/stop lines (default: discarded); SimLog the simulator's logs.
+	Log    io.Writer
+	SimLog logr.Logger
+	// BackoffBase for the simulator's CrashLoopBackOff (default 1s, kubelet's is 10s, which only
+	// makes scenarios slower without changing what they show).
+	BackoffBase time.Duration
+}
+
+// Stack is a running proving ground.
+type Stack struct {
+	Network   *nodesim.Network
+	Cluster   *localcluster.Cluster
+	Sim       *nodesim.Simulator
+	Client    client.Client
+	Kube      kubernetes.Interface
+	BinaryDir string
+
+	workDir    string
+	ownWorkDir bool
+}
+
+// Start brings the stack up. On error everything started so far is torn down.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	s := &Stack{workDir: o.WorkDir}
+	if s.workDir == "" {
+		if s.workDir, err = os.MkdirTemp("", "etcd-conductor-stack-"); err != nil {
+			return nil, err
+		}
+		s.ownWorkDir = true
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Stop()
+		}
+	}()
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.BackoffBase == 0 {
+		o.BackoffBase = time.Second
+	}
+
+	s.BinaryDir = filepath.Join(s.workDir, "bin")
+	if err := buildProjectBinary(ctx, s.BinaryDir); err != nil {
+		return nil, err
+	}
+	if s.Network, err = nodesim.SetupFreeNetwork("ecst"); err != nil {
+		return nil, fmt.Errorf("setting up the pod network: %w", err)
+	}
+	s.Cluster, err = localcluster.Start(ctx, localcluster.Options{
+		WorkDir:      filepath.Join(s.workDir, "cluster"),
+		BindAddress:  s.Network.GatewayIP(),
+		FeatureGates: o.FeatureGates,
+		Log:          o.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	restCfg := s.Cluster.RESTConfig()
+	if err := InstallCRDs(ctx, restCfg); err != nil {
+		return nil, err
+	}
+	if s.Kube, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return nil, err
+	}
+	scheme, err := envtestutil.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if s.Client, err = client.New(restCfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	host, port := s.Cluster.APIServerHost()
+	s.Sim, err = nodesim.Start(ctx, nodesim.Options{
+		Client:        s.Kube,
+		Network:       s.Network,
+		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: filepath.Join(s.BinaryDir, "etcd-conductor")},
+		APIServerHost: host,
+		APIServerPort: port,
+		BackoffBase:   o.BackoffBase,
+		BackoffMax:    8 * o.BackoffBase,
+		Log:           o.SimLog,
+		WorkDir:       filepath.Join(s.workDir, "node"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the node simulator: %w", err)
+	}
+	return s, nil
+}
+
+// Stop tears everything down in reverse order and reports every failure.
+func (s *Stack) Stop() error {
+	var errs []error
+	if s.Sim != nil {
+		errs = append(errs, s.Sim.Stop())
+		s.Sim = nil
+	}
+	if s.Cluster != nil {
+		errs = append(errs, s.Cluster.Stop())
+		s.Cluster = nil
+	}
+	if s.Network != nil {
+		errs = append(errs, s.Network.Teardown())
+		s.Network = nil
+	}
+	if s.ownWorkDir {
+		errs = append(errs, os.RemoveAll(s.workDir))
+		s.ownWorkDir = false
+	}
+	return errors.Join(errs...)
+}
+
+// buildProjectBinary builds cmd/etcd-conductor from this checkout, so the sidecars run exactly
+// the code under test.
+func buildProjectBinary(ctx context.Context, dir string) error {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "etcd-conductor"), "./cmd/etcd-conductor")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building etcd-conductor: %w\n%s", err, out)
+	}
+	return nil
+}
