@@ -84,9 +84,6 @@ type scenario struct {
 	// afterBump acts during the rollout (kill a member, restart the operator, change the
 	// template again, ...).
 	afterBump func(ctx context.Context, e *env)
-	// quorumAlreadyLost: the scenario starts without quorum, so writes fail before the bump and
-	// the figures say so; the rollout must still complete and the cluster recover.
-	quorumAlreadyLost bool
 	// bumpImage is the image to bump to (default toVersion); finalImage is what the rollout ends
 	// on when afterBump changes it again (default bumpImage).
 	bumpImage, finalImage string
@@ -114,6 +111,11 @@ func run(t *testing.T, sc scenario) {
 		t.Fatalf("initial cluster: %v", err)
 	}
 
+	// The fault comes first and the instruments start after it: the figures measure the
+	// rollout under the fault, not the fault itself.
+	if sc.beforeBump != nil {
+		sc.beforeBump(ctx, e)
+	}
 	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
 		Expected: int(replicas),
 		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
@@ -130,10 +132,6 @@ func run(t *testing.T, sc scenario) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // a baseline before anything happens
-
-	if sc.beforeBump != nil {
-		sc.beforeBump(ctx, e)
-	}
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)

@@ -1,9 +1,161 @@
 package e2e
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
+
+const etcdContainer = "etcd"
+
+// kill makes member i dead: its etcd container crashes on every start, so it stays down (Dead:
+// CrashLoopBackOff) until the rollout replaces it and the fault is lifted.
+func kill(i int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+		if err := e.stack.Sim.Kill(e.cluster.PodKey(i), etcdContainer); err != nil {
+			e.t.Fatal(err)
+		}
+		e.waitNotReady(ctx, i)
+	}
+}
+
+// fixed lifts the crash fault: what the update repairs.
+func fixed(pods ...int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		for _, i := range pods {
+			e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, false)
+		}
+	}
+}
+
+// waitUpdated waits until at least n members run the update revision (the rollout is under way).
+func (e *env) waitUpdated(ctx context.Context, n int) {
+	e.t.Helper()
+	e.waitFor(ctx, "rollout progress", func(ctx context.Context) (bool, error) {
+		st, err := e.cluster.State(ctx)
+		return err == nil && st.UpdateRevision != "" && st.Updated >= n, err
+	})
+}
 
 func TestRolloutHealthy(t *testing.T) {
 	run(t, scenario{name: "healthy"})
+}
+
+func TestRolloutOneMemberDead(t *testing.T) {
+	run(t, scenario{name: "one-dead", beforeBump: kill(0), afterBump: fixed(0)})
+}
+
+func TestRolloutOneMemberHung(t *testing.T) {
+	run(t, scenario{name: "one-hung", beforeBump: func(ctx context.Context, e *env) {
+		if err := e.stack.Sim.Hang(e.cluster.PodKey(0), etcdContainer); err != nil {
+			t.Fatal(err)
+		}
+		e.waitNotReady(ctx, 0)
+	}})
+}
+
+func TestRolloutOneMemberPartitioned(t *testing.T) {
+	run(t, scenario{name: "one-partitioned", beforeBump: func(ctx context.Context, e *env) {
+		if err := e.stack.Sim.Partition(e.cluster.PodKey(0)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitNotReady(ctx, 0)
+	}})
+}
+
+func TestRolloutMemberKilledMidRollout(t *testing.T) {
+	run(t, scenario{name: "killed-mid-rollout", afterBump: func(ctx context.Context, e *env) {
+		e.waitUpdated(ctx, 1)
+		// SIGKILL an outdated member's etcd; restartPolicy brings it back.
+		st, _ := e.cluster.Pods(ctx)
+		for i := e.cluster.Replicas - 1; i >= 0; i-- {
+			if len(st) > i && st[i].DeletionTimestamp == nil {
+				if err := e.stack.Sim.Kill(e.cluster.PodKey(i), etcdContainer); err == nil {
+					return
+				}
+			}
+		}
+	}})
+}
+
+func TestRolloutTwoMembersDead(t *testing.T) {
+	// Quorum is already lost before the bump: the rollout must still complete (dead members
+	// first) and the cluster recover.
+	run(t, scenario{name: "two-dead",
+		beforeBump: func(ctx context.Context, e *env) { kill(0)(ctx, e); kill(1)(ctx, e) },
+		afterBump:  fixed(0, 1)})
+}
+
+func TestRolloutOperatorRestarted(t *testing.T) {
+	run(t, scenario{name: "operator-restarted", afterBump: func(ctx context.Context, e *env) {
+		e.waitUpdated(ctx, 1)
+		e.restartOperator(e.opts)
+	}})
+}
+
+func TestRolloutTemplateChangedAgain(t *testing.T) {
+	// The same etcd 3.7.3 under another image name: a new revision mid-rollout, so pods already
+	// updated to the first one count as outdated again.
+	again := "registry.k8s.io/etcd:3.7.3-0"
+	run(t, scenario{name: "template-changed-again", finalImage: again, afterBump: func(ctx context.Context, e *env) {
+		e.waitUpdated(ctx, 1)
+		if err := e.cluster.SetImage(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+	}})
+}
+
+func TestRolloutGateOffThenOn(t *testing.T) {
+	run(t, scenario{name: "gate-off-then-on", afterBump: func(ctx context.Context, e *env) {
+		e.waitUpdated(ctx, 1)
+		off := e.opts
+		off.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": false}
+		e.restartOperator(off)
+		// The StatefulSet controller takes over; give it one pod, then hand back.
+		e.waitUpdated(ctx, 2)
+		on := e.opts
+		on.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}
+		e.restartOperator(on)
+	}})
+}
+
+func TestRolloutBadImageThenFixed(t *testing.T) {
+	good := framework.EtcdImage(toVersion)
+	run(t, scenario{name: "bad-image-then-fixed", bumpImage: "quay.io/coreos/etcd:v9.9.9", finalImage: good,
+		afterBump: func(ctx context.Context, e *env) {
+			// One pod is replaced and cannot pull its image; the controller must hold there.
+			e.waitFor(ctx, "a pod failing to pull", func(ctx context.Context) (bool, error) {
+				pods, err := e.cluster.Pods(ctx)
+				for _, p := range pods {
+					for _, cs := range p.Status.ContainerStatuses {
+						if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+							return true, nil
+						}
+					}
+				}
+				return false, err
+			})
+			time.Sleep(3 * time.Second) // long enough for a wrong controller to delete a second pod
+			st, err := e.cluster.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ready < e.cluster.Replicas-1 {
+				t.Fatalf("the controller went on past a pod that cannot start: %s", st)
+			}
+			if err := e.cluster.SetImage(ctx, good); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
+
+func TestRolloutSingleNode(t *testing.T) {
+	run(t, scenario{name: "single-node", replicas: 1})
+}
+
+func TestRolloutFiveMembersOneDead(t *testing.T) {
+	run(t, scenario{name: "5-one-dead", replicas: 5, beforeBump: kill(0), afterBump: fixed(0)})
 }
