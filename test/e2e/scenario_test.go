@@ -175,8 +175,14 @@ func run(t *testing.T, sc scenario) {
 	if auditErr != nil {
 		t.Errorf("deletion audit incomplete: %v", auditErr)
 	}
+	for _, ep := range report.LeaderEpochs {
+		t.Logf("leader epoch at %s: term %d leader %s", ep.At.Sub(bumped).Round(10*time.Millisecond), ep.Term, ep.Leader)
+	}
+	for _, q := range report.QuorumLosses {
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+	}
 	for _, d := range deletions {
-		t.Logf("deleted %s participating=%v revision=%s", d.Pod, d.Participating, d.Revision)
+		t.Logf("at %s deleted %s participating=%v revision=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision)
 		if d.Violation != "" {
 			t.Errorf("participating pod %s deleted while: %s", d.Pod, d.Violation)
 		}
