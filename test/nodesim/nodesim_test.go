@@ -337,10 +337,10 @@ func TestSimulator(t *testing.T) {
 			t.Errorf("hostname %q, want web", h)
 		}
 		files := map[string]string{
-			"/etc/nodesim-test/secret/password": "s3cret",
-			"/etc/nodesim-test/conf/mode":       "fast",
-			"/etc/nodesim-test/podinfo/name":    "web",
-			"/etc/nodesim-test/podinfo/labels":  `app="helper"`,
+			"/etc/nodesim-test/secret/password":                       "s3cret",
+			"/etc/nodesim-test/conf/mode":                             "fast",
+			"/etc/nodesim-test/podinfo/name":                          "web",
+			"/etc/nodesim-test/podinfo/labels":                        `app="helper"`,
 			"/var/run/secrets/kubernetes.io/serviceaccount/namespace": ns,
 		}
 		for path, want := range files {

@@ -40,7 +40,11 @@ type podWorker struct {
 	statusDirty chan struct{}
 	stopCh      chan struct{} // closed when the pod must stop (deletion, removal, Stop)
 	stopOnce    sync.Once
-	volumes     *volumeBuilder
+
+	// volMu serialises volume syncs (start and the resync loop both sync).
+	volMu      sync.Mutex
+	volumes    *volumeBuilder // immutable pointer; its fields are guarded by volMu
+	volEnabled bool           // the sandbox exists, volumes may be rendered
 }
 
 func newPodWorker(s *Simulator, pod *corev1.Pod) *podWorker {
@@ -56,6 +60,14 @@ func newPodWorker(s *Simulator, pod *corev1.Pod) *podWorker {
 		updates:     make(chan struct{}, 1),
 		statusDirty: make(chan struct{}, 1),
 		stopCh:      make(chan struct{}),
+	}
+	w.hostsFile = filepath.Join(w.dir, "etc-hosts")
+	w.volumes = &volumeBuilder{
+		namespace: pod.Namespace,
+		tokens:    apiTokenSource{create: s.createToken},
+		podDir:    w.dir,
+		dataDir:   s.o.DataDir,
+		claims:    s.checkClaim,
 	}
 	for i := range pod.Spec.InitContainers {
 		w.init = append(w.init, newContainer(w, pod.Spec.InitContainers[i].Name, true))
@@ -217,7 +229,6 @@ func (w *podWorker) start() {
 			return
 		}
 	}
-	w.hostsFile = filepath.Join(w.dir, "etc-hosts")
 	if err := rewriteInPlace(w.hostsFile, nil); err != nil {
 		w.setSandboxErr(err.Error())
 		return
@@ -225,15 +236,9 @@ func (w *podWorker) start() {
 	w.updateDNS()
 	w.setSandboxErr("")
 
-	pod := w.currentPod()
-	w.volumes = &volumeBuilder{
-		pod:     pod,
-		ec:      w.envContext(pod),
-		tokens:  apiTokenSource{create: w.s.createToken},
-		podDir:  w.dir,
-		dataDir: w.s.o.DataDir,
-		claims:  w.s.checkClaim,
-	}
+	w.volMu.Lock()
+	w.volEnabled = true
+	w.volMu.Unlock()
 	for !w.syncVolumes() {
 		if !w.sleep(time.Second) {
 			return
@@ -301,7 +306,9 @@ func podHostname(pod *corev1.Pod) string {
 
 // syncVolumes (re)renders the volumes; it reports whether all are in place.
 func (w *podWorker) syncVolumes() bool {
-	if w.volumes == nil {
+	w.volMu.Lock()
+	defer w.volMu.Unlock()
+	if !w.volEnabled {
 		return false
 	}
 	pod := w.currentPod()

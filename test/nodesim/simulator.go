@@ -84,10 +84,10 @@ type Simulator struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	factory   informers.SharedInformerFactory
-	pods      corelisters.PodLister
-	services  corelisters.ServiceLister
-	secrets   corelisters.SecretLister
+	factory    informers.SharedInformerFactory
+	pods       corelisters.PodLister
+	services   corelisters.ServiceLister
+	secrets    corelisters.SecretLister
 	configMaps corelisters.ConfigMapLister
 
 	tools   hostTools

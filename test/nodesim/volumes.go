@@ -27,13 +27,14 @@ type tokenSource interface {
 
 // volumeBuilder renders a pod's volumes into host directories.
 type volumeBuilder struct {
-	pod     *corev1.Pod
-	ec      envContext
-	tokens  tokenSource
-	podDir  string // <workdir>/pods/<uid>
-	dataDir string // persistent volume claims live under here, keyed namespace/claim
-	claims  func(namespace, name string) error
-	claimOK map[string]bool
+	namespace string
+	pod       *corev1.Pod
+	ec        envContext
+	tokens    tokenSource
+	podDir    string // <workdir>/pods/<uid>
+	dataDir   string // persistent volume claims live under here, keyed namespace/claim
+	claims    func(namespace, name string) error
+	claimOK   map[string]bool
 	// cached tokens by volume/path, renewed at 80% of their lifetime as kubelet does
 	tokenCache map[string]cachedToken
 }
@@ -46,7 +47,7 @@ type cachedToken struct {
 // hostPath is where volume `name` lives on the host.
 func (b *volumeBuilder) hostPath(v *corev1.Volume) string {
 	if v.PersistentVolumeClaim != nil {
-		return filepath.Join(b.dataDir, b.pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		return filepath.Join(b.dataDir, b.namespace, v.PersistentVolumeClaim.ClaimName)
 	}
 	if v.HostPath != nil {
 		return v.HostPath.Path
@@ -68,7 +69,7 @@ func (b *volumeBuilder) sync(ctx context.Context) error {
 			}
 		case v.PersistentVolumeClaim != nil:
 			if claim := v.PersistentVolumeClaim.ClaimName; !b.claimOK[claim] {
-				if err := b.claims(b.pod.Namespace, claim); err != nil {
+				if err := b.claims(b.namespace, claim); err != nil {
 					return fmt.Errorf("volume %s: %w", v.Name, err)
 				}
 				if b.claimOK == nil {
@@ -147,7 +148,7 @@ func itemMode(m *int32, def os.FileMode) os.FileMode {
 }
 
 func (b *volumeBuilder) addSecret(files map[string]volumeFile, name string, items []corev1.KeyToPath, mode os.FileMode, optional *bool) error {
-	s, err := b.ec.objects.secret(b.pod.Namespace, name)
+	s, err := b.ec.objects.secret(b.namespace, name)
 	if err != nil {
 		if isOptional(optional) {
 			return nil
@@ -158,7 +159,7 @@ func (b *volumeBuilder) addSecret(files map[string]volumeFile, name string, item
 }
 
 func (b *volumeBuilder) addConfigMap(files map[string]volumeFile, name string, items []corev1.KeyToPath, mode os.FileMode, optional *bool) error {
-	cm, err := b.ec.objects.configMap(b.pod.Namespace, name)
+	cm, err := b.ec.objects.configMap(b.namespace, name)
 	if err != nil {
 		if isOptional(optional) {
 			return nil
