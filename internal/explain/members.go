@@ -48,7 +48,7 @@ func AskMembers(ctx context.Context, q MemberQuerier, creds conductortls.ClientM
 		return nil, fmt.Errorf("no member pod of %s/%s has an address", sts.Namespace, sts.Name)
 	}
 	cs, err := q.Query(ctx, sts.Namespace+"/"+sts.Name, creds, targets)
-	return MemberReports(cs), err
+	return roles.ReportsFromClusterStatus(cs), err
 }
 
 // clientPort is the etcd container's port named "client", else etcd's default.
@@ -64,39 +64,4 @@ func clientPort(containers []corev1.Container) int32 {
 		}
 	}
 	return resources.DefaultClientPort
-}
-
-// MemberReports turns one round of member answers into Resolve's input: a report per member
-// the member list names (its ID is known even when it does not answer) or that was asked.
-func MemberReports(cs etcdclient.ClusterStatus) []roles.MemberReport {
-	var out []roles.MemberReport
-	index := map[string]int{}
-	for _, m := range cs.MemberList {
-		if m.Name == "" {
-			continue // added to the cluster but never started, so it has no name yet
-		}
-		index[m.Name] = len(out)
-		out = append(out, roles.MemberReport{Name: m.Name, ID: hexID(m.ID)})
-	}
-	for _, s := range cs.Members {
-		i, ok := index[s.Name]
-		if !ok {
-			i = len(out)
-			index[s.Name] = i
-			out = append(out, roles.MemberReport{Name: s.Name})
-		}
-		if s.Reachable {
-			out[i].Reachable = true
-			out[i].ID = hexID(s.ID)
-			out[i].LeaderID = hexID(s.LeaderID)
-		}
-	}
-	return out
-}
-
-func hexID(id uint64) string {
-	if id == 0 {
-		return ""
-	}
-	return strconv.FormatUint(id, 16)
 }

@@ -272,46 +272,7 @@ func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
 		return nil, err
 	}
-	return memberReports(cs), nil
-}
-
-// memberReports turns what the members said into the planner's input: one report per member
-// that answered or that the member list names.
-func memberReports(cs etcdclient.ClusterStatus) []roles.MemberReport {
-	byName := map[string]*roles.MemberReport{}
-	var order []string
-	for _, m := range cs.MemberList {
-		if m.Name == "" {
-			continue // a member added but not started yet has no name
-		}
-		byName[m.Name] = &roles.MemberReport{Name: m.Name, ID: hexID(m.ID)}
-		order = append(order, m.Name)
-	}
-	for _, s := range cs.Members {
-		rep, ok := byName[s.Name]
-		if !ok {
-			rep = &roles.MemberReport{Name: s.Name}
-			byName[s.Name] = rep
-			order = append(order, s.Name)
-		}
-		if s.Reachable {
-			rep.Reachable = true
-			rep.ID = hexID(s.ID)
-			rep.LeaderID = hexID(s.LeaderID)
-		}
-	}
-	out := make([]roles.MemberReport, 0, len(order))
-	for _, name := range order {
-		out = append(out, *byName[name])
-	}
-	return out
-}
-
-func hexID(id uint64) string {
-	if id == 0 {
-		return ""
-	}
-	return strconv.FormatUint(id, 16)
+	return roles.ReportsFromClusterStatus(cs), nil
 }
 
 // clientTLS returns the Etcd's own client key pair (clientUrlTls.clientTLSSecretRef with its CA),

@@ -1,0 +1,42 @@
+package roles
+
+import (
+	"strconv"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+)
+
+// ReportsFromClusterStatus turns one round of member answers into Resolve's input: a report per member
+// the member list names (its ID is known even when it does not answer) or that was asked.
+func ReportsFromClusterStatus(cs etcdclient.ClusterStatus) []MemberReport {
+	var out []MemberReport
+	index := map[string]int{}
+	for _, m := range cs.MemberList {
+		if m.Name == "" {
+			continue // added to the cluster but never started, so it has no name yet
+		}
+		index[m.Name] = len(out)
+		out = append(out, MemberReport{Name: m.Name, ID: hexID(m.ID)})
+	}
+	for _, s := range cs.Members {
+		i, ok := index[s.Name]
+		if !ok {
+			i = len(out)
+			index[s.Name] = i
+			out = append(out, MemberReport{Name: s.Name})
+		}
+		if s.Reachable {
+			out[i].Reachable = true
+			out[i].ID = hexID(s.ID)
+			out[i].LeaderID = hexID(s.LeaderID)
+		}
+	}
+	return out
+}
+
+func hexID(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatUint(id, 16)
+}
