@@ -240,7 +240,7 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 		volumes[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	var mounts []mountSpec
-	hostsMounted := false
+	hostsMounted, resolvMounted := false, false
 	for _, vm := range spec.VolumeMounts {
 		v, ok := volumes[vm.Name]
 		if !ok {
@@ -259,13 +259,19 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 				}
 			}
 		}
-		if filepath.Clean(vm.MountPath) == "/etc/hosts" {
+		switch filepath.Clean(vm.MountPath) {
+		case "/etc/hosts":
 			hostsMounted = true
+		case "/etc/resolv.conf":
+			resolvMounted = true
 		}
 		mounts = append(mounts, mountSpec{src: src, dst: vm.MountPath, readOnly: vm.ReadOnly})
 	}
 	if !hostsMounted {
 		mounts = append(mounts, mountSpec{src: w.hostsFile, dst: "/etc/hosts"})
+	}
+	if _, ok := resolvConf(pod, ""); ok && !resolvMounted {
+		mounts = append(mounts, mountSpec{src: w.resolvConfPath(), dst: "/etc/resolv.conf"})
 	}
 	// Parents before children, so a mount inside another volume lands on top.
 	sort.SliceStable(mounts, func(i, j int) bool {

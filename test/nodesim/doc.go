@@ -96,16 +96,21 @@
 //
 // # DNS
 //
-// There is no cluster DNS; each pod's /etc/hosts (a file bind-mounted into
-// every container, rewritten in place because a bind mount pins the inode)
-// holds what CoreDNS would answer for this simulator's pods:
-// <hostname>.<subdomain>.<ns>.svc.cluster.local when a headless Service named
-// <subdomain> selects the pod and the pod is ready or the Service publishes
-// not-ready addresses; <service>.<ns>.svc.cluster.local for the ready pods a
-// Service selects (no kube-proxy: ClusterIP Services resolve to pod IPs, so
-// they only work when port == targetPort). Short forms (.svc, and
-// namespace-relative names within the pod's namespace) are listed too.
-// Simulator.Resolve and Simulator.DialContext give host processes the same view.
+// The simulator plays CoreDNS from one table: a pod's
+// <hostname>.<subdomain>.<ns>.svc.cluster.local exists while a headless
+// Service named <subdomain> selects the pod and the pod is ready or the
+// Service publishes not-ready addresses; <service>.<ns>.svc.cluster.local
+// lists the ready pods a Service selects, for headless and ClusterIP
+// Services alike (no kube-proxy: ClusterIP Services resolve to pod IPs, so
+// they only work when port == targetPort). Only this simulator's pods count.
+// Pods see the table twice: a UDP DNS server on GatewayIP:53 (A records,
+// NODATA for other types, NXDOMAIN otherwise, TTL 5s; no upstream) named in a
+// kubelet-style /etc/resolv.conf (ClusterFirst: search <ns>.svc.cluster.local
+// svc.cluster.local cluster.local, ndots:5; dnsPolicy Default keeps the
+// host's, None/dnsConfig honoured); and each pod's /etc/hosts, bind-mounted
+// and rewritten in place (a bind mount pins the inode), with short forms
+// listed too. Simulator.Resolve and Simulator.DialContext give host
+// processes the same view.
 //
 // # Node
 //

@@ -1,12 +1,14 @@
 package nodesim
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -259,5 +261,80 @@ func TestRewriteInPlaceKeepsInode(t *testing.T) {
 	got, _ := os.ReadFile(p)
 	if !os.SameFile(before, after) || string(got) != "short\n" {
 		t.Errorf("same inode %v, content %q", os.SameFile(before, after), got)
+	}
+}
+
+func TestDNSAnswer(t *testing.T) {
+	d := newDNS(func() []*corev1.Service {
+		return []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "peer", Namespace: "ns"}, Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: map[string]string{"app": "etcd"},
+		}}}
+	})
+	d.set("u1", dnsPod{namespace: "ns", hostname: "etcd-0", subdomain: "peer", labels: map[string]string{"app": "etcd"}, ip: "10.1.0.2"})
+	tests := []struct {
+		name      string
+		qname     string
+		qtype     dnsmessage.Type
+		wantRCode dnsmessage.RCode
+		wantA     []string
+	}{
+		{"known A", "etcd-0.peer.ns.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{"10.1.0.2"}},
+		{"case-insensitive", "ETCD-0.peer.ns.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeSuccess, []string{"10.1.0.2"}},
+		{"known name, AAAA: no data", "etcd-0.peer.ns.svc.cluster.local.", dnsmessage.TypeAAAA, dnsmessage.RCodeSuccess, nil},
+		{"search-path miss", "etcd-0.peer.ns.svc.ns.svc.cluster.local.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+		{"outside the cluster", "example.com.", dnsmessage.TypeA, dnsmessage.RCodeNameError, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 42, RecursionDesired: true})
+			_ = b.StartQuestions()
+			_ = b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(tc.qname), Type: tc.qtype, Class: dnsmessage.ClassINET})
+			query, err := b.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := d.answer(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m dnsmessage.Message
+			if err := m.Unpack(resp); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range m.Answers {
+				if r, ok := a.Body.(*dnsmessage.AResource); ok {
+					got = append(got, net.IP(r.A[:]).String())
+				}
+			}
+			if m.Header.ID != 42 || m.Header.RCode != tc.wantRCode || strings.Join(got, ",") != strings.Join(tc.wantA, ",") {
+				t.Errorf("id %d rcode %v answers %v; want rcode %v answers %v", m.Header.ID, m.Header.RCode, got, tc.wantRCode, tc.wantA)
+			}
+		})
+	}
+}
+
+func TestResolvConf(t *testing.T) {
+	ndots := "2"
+	tests := []struct {
+		name   string
+		spec   corev1.PodSpec
+		want   string
+		wantOK bool
+	}{
+		{"cluster first", corev1.PodSpec{}, "nameserver 10.213.0.1\nsearch ns.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n", true},
+		{"default uses the host's", corev1.PodSpec{DNSPolicy: corev1.DNSDefault}, "", false},
+		{"none with dnsConfig", corev1.PodSpec{DNSPolicy: corev1.DNSNone, DNSConfig: &corev1.PodDNSConfig{
+			Nameservers: []string{"10.0.0.10"}, Searches: []string{"example"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}},
+		}}, "nameserver 10.0.0.10\nsearch example\noptions ndots:2\n", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: tc.spec}
+			got, ok := resolvConf(pod, "10.213.0.1")
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("resolvConf = %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
 	}
 }

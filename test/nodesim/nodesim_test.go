@@ -617,6 +617,12 @@ func TestSimulator(t *testing.T) {
 				}
 			})
 		}
+		t.Run("unknown names fail with NXDOMAIN from cluster DNS", func(t *testing.T) {
+			code, body := get(t, ips["member-0"], "/resolve", url.Values{"name": {"member-9.peers." + ns + ".svc"}})
+			if code == http.StatusOK || !strings.Contains(body, "no such host") {
+				t.Errorf("resolving a missing member: %d %q, want no such host", code, body)
+			}
+		})
 		if got := e.sim.Resolve("member-0.peers." + ns + ".svc"); len(got) != 1 || got[0] != ips["member-0"] {
 			t.Errorf("host-side Resolve = %v, want %s", got, ips["member-0"])
 		}

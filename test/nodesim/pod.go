@@ -113,6 +113,8 @@ func (w *podWorker) currentPod() *corev1.Pod {
 	return w.pod
 }
 
+func (w *podWorker) resolvConfPath() string { return filepath.Join(w.dir, "resolv.conf") }
+
 func (w *podWorker) markDirty() { signal(w.statusDirty) }
 
 func (w *podWorker) stopping() <-chan struct{} { return w.stopCh }
@@ -232,6 +234,12 @@ func (w *podWorker) start() {
 	if err := rewriteInPlace(w.hostsFile, nil); err != nil {
 		w.setSandboxErr(err.Error())
 		return
+	}
+	if content, ok := resolvConf(w.currentPod(), w.s.network.GatewayIP()); ok {
+		if err := os.WriteFile(w.resolvConfPath(), []byte(content), 0o644); err != nil {
+			w.setSandboxErr(fmt.Sprintf("writing resolv.conf: %v", err))
+			return
+		}
 	}
 	w.updateDNS()
 	w.setSandboxErr("")

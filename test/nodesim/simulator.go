@@ -101,6 +101,7 @@ type Simulator struct {
 	crashOnStart map[string]bool // namespace/name/container
 	stopped      bool
 
+	dnsConn net.PacketConn
 	wg      sync.WaitGroup // background loops other than pod workers
 	workWG  sync.WaitGroup // pod workers
 	control *http.Server
@@ -210,6 +211,10 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		close(s.spawnCh)
 		return nil, err
 	}
+	if err := s.serveDNS(); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	s.factory.Start(s.ctx.Done())
 	synced := s.factory.WaitForCacheSync(ctx.Done())
 	for typ, ok := range synced {
@@ -294,6 +299,9 @@ func (s *Simulator) Stop() error {
 		w.abandon()
 	}
 	s.workWG.Wait()
+	if s.dnsConn != nil {
+		_ = s.dnsConn.Close()
+	}
 	s.cancel()
 	s.wg.Wait()
 	s.factory.Shutdown()
