@@ -3,6 +3,7 @@ package nodesim
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -336,5 +337,51 @@ func TestResolvConf(t *testing.T) {
 				t.Errorf("resolvConf = %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
 			}
 		})
+	}
+}
+
+func TestSetupFreeNetworkReclaimsNetworkOfDeadProcess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	first, err := SetupFreeNetwork("ecrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Teardown() })
+	if _, err := first.addPod(); err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the creator was a test binary that got killed.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOwner(first.Name(), dead.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	second, err := SetupFreeNetwork("ecrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Teardown() })
+	if second.Name() != first.Name() {
+		t.Errorf("got %s, want the stale %s reclaimed", second.Name(), first.Name())
+	}
+	entries, _ := os.ReadDir(netnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), first.Name()+"-") {
+			t.Errorf("stale pod namespace %s survived", e.Name())
+		}
+	}
+
+	// A live owner's network is left alone.
+	third, err := SetupFreeNetwork("ecrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = third.Teardown() })
+	if third.Name() == second.Name() {
+		t.Errorf("a live network was reclaimed")
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -62,6 +65,10 @@ func SetupNetwork(name string, subnetIndex int) (*Network, error) {
 		return nil, fmt.Errorf("creating bridge %s: %w", name, err)
 	}
 	n := &Network{name: name, index: subnetIndex, gateway: gateway, subnet: subnet, lastHost: 1, usedHost: map[int]bool{}}
+	if err := writeOwner(name, os.Getpid()); err != nil {
+		_ = n.Teardown()
+		return nil, err
+	}
 	steps := [][]string{
 		{"ip", "addr", "add", gateway.String() + "/24", "dev", name},
 		{"ip", "link", "set", name, "up"},
@@ -90,6 +97,9 @@ func SetupFreeNetwork(prefix string) (*Network, error) {
 	for i := 0; i < 256; i++ {
 		name := fmt.Sprintf("%s%d", prefix, i)
 		n, err := SetupNetwork(name, i)
+		if errors.Is(err, errNetworkInUse) && reclaimStale(name, i) {
+			n, err = SetupNetwork(name, i)
+		}
 		if err == nil {
 			return n, nil
 		}
@@ -146,6 +156,7 @@ func (n *Network) Teardown() error {
 	if err := run("ip", "link", "del", n.name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 		errs = append(errs, err)
 	}
+	_ = os.Remove(ownerFile(n.name))
 	return errors.Join(errs...)
 }
 
@@ -309,4 +320,46 @@ func AttachNetwork(name string, subnetIndex int) (*Network, error) {
 		}
 	}
 	return nil, fmt.Errorf("bridge %s does not have gateway %s", name, gateway)
+}
+
+// ownerDir records which process created each bridge, so a network left
+// behind by a killed test binary (whose cleanups never ran) can be reclaimed.
+const ownerDir = "/run/nodesim"
+
+func ownerFile(name string) string { return filepath.Join(ownerDir, name+".owner") }
+
+func writeOwner(name string, pid int) error {
+	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+		return fmt.Errorf("recording network owner: %w", err)
+	}
+	if err := os.WriteFile(ownerFile(name), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return fmt.Errorf("recording network owner: %w", err)
+	}
+	return nil
+}
+
+// Persist marks the network as owned by nobody in particular (`nodesim net
+// up`): it is never reclaimed as stale, only removed by Teardown.
+func (n *Network) Persist() error { return writeOwner(n.name, 0) }
+
+// reclaimStale tears down bridge name if the process that created it is gone.
+func reclaimStale(name string, subnetIndex int) bool {
+	b, err := os.ReadFile(ownerFile(name))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stale, err := AttachNetwork(name, subnetIndex)
+	if err != nil {
+		return false
+	}
+	_ = stale.Teardown() // the FORWARD rule may be gone already; the bridge is what matters
+	_, err = net.InterfaceByName(name)
+	return err != nil
 }

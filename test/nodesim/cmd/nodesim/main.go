@@ -95,6 +95,9 @@ func netCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if err := n.Persist(); err != nil {
+			return errors.Join(err, n.Teardown())
+		}
 		fmt.Fprintln(stdout, n.GatewayIP())
 		return nil
 	}
