@@ -13,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // helperEnv switches the test binary into the pod process it plays: pods in
@@ -82,6 +86,26 @@ func podHelper(args []string) int {
 		}
 		sort.Strings(addrs)
 		fmt.Fprint(rw, strings.Join(addrs, ","))
+	})
+	// /whoami reads this pod through the API with in-cluster config, as the
+	// member-agent does: service env, projected token and ca.crt.
+	mux.HandleFunc("/whoami", func(rw http.ResponseWriter, r *http.Request) {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		pod, err := client.CoreV1().Pods(os.Getenv("POD_NAMESPACE")).Get(r.Context(), os.Getenv("POD_NAME"), metav1.GetOptions{})
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(rw, pod.UID)
 	})
 	mux.HandleFunc("/hostname", func(rw http.ResponseWriter, _ *http.Request) {
 		h, _ := os.Hostname()

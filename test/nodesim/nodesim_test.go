@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,6 +135,7 @@ func helperPod(ns, name string) *corev1.Pod {
 					{Name: "NODESIM_TEST_HELPER", Value: "1"},
 					{Name: "PORT", Value: "8080"},
 					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 					{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 					{Name: "GREETING", Value: "hello-$(POD_NAME)"},
 				},
@@ -369,6 +371,29 @@ func TestSimulator(t *testing.T) {
 			t.Errorf("readOnly mount is writable")
 		}
 
+		t.Run("in-cluster config reaches the API with the pod's token", func(t *testing.T) {
+			// Not the aggregated "view" ClusterRole: the aggregation controller does not run here.
+			_, err := e.client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+				ObjectMeta: metav1.ObjectMeta{Name: "pod-reader", Namespace: ns},
+				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "default-reads-pods", Namespace: ns},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-reader"},
+				Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "pod reads itself through the API", func() (bool, string) {
+				code, body := get(t, ip, "/whoami", nil)
+				return code == http.StatusOK && body == string(got.UID), fmt.Sprintf("%d %s", code, body)
+			})
+		})
+
 		t.Run("secret and configmap updates reach the running container", func(t *testing.T) {
 			s, err := e.client.CoreV1().Secrets(ns).Get(ctx, "creds", metav1.GetOptions{})
 			if err != nil {
@@ -382,6 +407,43 @@ func TestSimulator(t *testing.T) {
 				v := readFile(t, ip, "/etc/nodesim-test/secret/password")
 				return v == "rotated", v
 			})
+		})
+	})
+
+	t.Run("init containers run to completion first", func(t *testing.T) {
+		ns := e.namespace(t)
+		pod := helperPod(ns, "initialised")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		mount := []corev1.VolumeMount{{Name: "work", MountPath: "/nodesim-test/work"}}
+		pod.Spec.InitContainers = []corev1.Container{
+			{Name: "first", Image: helperImage, Command: []string{"/bin/sh", "-c", "echo one > /nodesim-test/work/log"}, VolumeMounts: mount},
+			{Name: "second", Image: helperImage, Command: []string{"sh", "-c", "echo two >> /nodesim-test/work/log"}, VolumeMounts: mount},
+		}
+		pod.Spec.Containers[0].VolumeMounts = mount
+		e.createPod(t, pod)
+		got := e.waitReady(t, ns, "initialised")
+		if body := readFile(t, got.Status.PodIP, "/nodesim-test/work/log"); body != "one\ntwo\n" {
+			t.Errorf("init containers wrote %q", body)
+		}
+		for _, cs := range got.Status.InitContainerStatuses {
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
+				t.Errorf("init container %s: %+v", cs.Name, cs.State)
+			}
+		}
+	})
+
+	t.Run("changing the image restarts the container with it", func(t *testing.T) {
+		ns := e.namespace(t)
+		e.createPod(t, helperPod(ns, "upgraded"))
+		e.waitReady(t, ns, "upgraded")
+		p := e.getPod(t, ns, "upgraded")
+		p.Spec.Containers[0].Image = "nodesim.test/helper:v2"
+		if _, err := e.client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitPod(t, ns, "upgraded", "running v2", func(p *corev1.Pod) bool {
+			cs := p.Status.ContainerStatuses[0]
+			return podReady(p) && cs.Image == "nodesim.test/helper:v2" && cs.RestartCount == 1
 		})
 	})
 
