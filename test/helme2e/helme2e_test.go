@@ -1,0 +1,193 @@
+package helme2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+)
+
+// requireHelm skips without bin/helm, except under CI=true, like stack.RequireEnvironment.
+func requireHelm(t *testing.T) {
+	t.Helper()
+	if _, err := HelmBinary(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// The chart as users install it: the manager is the Deployment's pod on the node simulator,
+// with the chart's ServiceAccount, RBAC and configuration. With the gate on it rolls an Etcd
+// with a dead member quorum-aware (dead member first, no deletion against DEP-07's invariant);
+// `helm upgrade` with the gate off rolls the manager, which switches the StatefulSet back to
+// RollingUpdate without deleting a member pod.
+func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
+	stack.RequireEnvironment(t)
+	requireHelm(t)
+	s := stack.StartForTest(t, stack.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+
+	op, err := Install(ctx, s, InstallOptions{QuorumAware: true, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("installing the chart: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if log, err := op.ManagerLog(context.Background()); err == nil {
+				t.Logf("manager log:\n%s", tail(log, 6000))
+			}
+		}
+		if err := op.Uninstall(context.Background()); err != nil {
+			t.Errorf("uninstalling: %v", err)
+		}
+	})
+	managerBefore, err := op.WaitManagerReady(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const dead = 0
+	res, err := RunRollout(ctx, s, RolloutOptions{
+		Namespace: "helm-e2e", Name: "etcd",
+		From: framework.EtcdImage("3.6.8"), To: framework.EtcdImage("3.7.3"),
+		Dead: dead, Timeout: 3 * time.Minute,
+		Progress: func(line string) { t.Log(line) },
+	})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	cluster := res.Cluster
+	t.Logf("rollout=%s %s", res.Duration.Round(100*time.Millisecond), res.Report.Summary())
+	for _, d := range res.Deletions {
+		t.Logf("at %s deleted %s participating=%v revision=%s", d.At.Sub(res.Bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision)
+	}
+	if !res.Completed {
+		t.Fatalf("rollout did not complete in time; last view: strategy %s, reason %q, pods %+v", res.Last.Strategy, res.Last.Reason, res.Last.Pods)
+	}
+	if res.Last.Strategy != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("StatefulSet updateStrategy = %s with the gate on, want OnDelete", res.Last.Strategy)
+	}
+	if res.RecorderErr != nil {
+		t.Errorf("write audit: %v", res.RecorderErr)
+	}
+	if res.Report.AckedWrites == 0 {
+		t.Error("no write acknowledged: the writer measured nothing")
+	}
+	if res.Report.LostAckedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost: %v", res.Report.LostAckedWrites, res.Report.LostKeys)
+	}
+	if res.AuditErr != nil {
+		t.Errorf("deletion audit incomplete: %v", res.AuditErr)
+	}
+	if len(res.Deletions) == 0 || res.Deletions[0].Pod != cluster.PodName(dead) {
+		t.Errorf("first deletion %+v, want the dead member %s", res.Deletions, cluster.PodName(dead))
+	}
+	for _, d := range res.Deletions {
+		if d.Violation != "" {
+			t.Errorf("participating pod %s deleted while: %s", d.Pod, d.Violation)
+		}
+	}
+	if log, err := op.ManagerLog(ctx); err != nil {
+		t.Errorf("reading the manager log: %v", err)
+	} else if strings.Contains(log, "forbidden") {
+		t.Errorf("the API server refused the chart's ServiceAccount something:\n%s", forbiddenLines(log))
+	}
+	if t.Failed() {
+		return // the gate flip proves nothing after a failed rollout
+	}
+
+	t.Run("helm upgrade gate off", func(t *testing.T) {
+		before, err := cluster.Pods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auditor, err := cluster.AuditDeletions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		managerAfter, err := op.SetQuorumAware(ctx, false)
+		if err != nil {
+			t.Fatalf("helm upgrade: %v", err)
+		}
+		if managerAfter.UID == managerBefore.UID {
+			t.Error("the manager pod was not replaced: it would keep running with the gate on")
+		}
+		// The StatefulSet controller has acted on RollingUpdate once its revisions agree:
+		// a pod it wanted to replace would keep them apart.
+		sts := waitStatefulSet(ctx, t, cluster, func(sts *appsv1.StatefulSet) bool {
+			return sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
+				sts.Status.ObservedGeneration >= sts.Generation &&
+				sts.Status.CurrentRevision == sts.Status.UpdateRevision &&
+				sts.Status.UpdatedReplicas == sts.Status.Replicas
+		})
+		deletions, auditErr := auditor.Stop()
+		if auditErr != nil {
+			t.Errorf("deletion audit incomplete: %v", auditErr)
+		}
+		for _, d := range deletions {
+			t.Errorf("pod %s deleted by the strategy switch", d.Pod)
+		}
+		after, err := cluster.Pods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids := map[string]types.UID{}
+		for _, p := range before {
+			uids[p.Name] = p.UID
+		}
+		if len(after) != len(before) {
+			t.Errorf("%d member pods after the switch, %d before", len(after), len(before))
+		}
+		for _, p := range after {
+			if uids[p.Name] != p.UID {
+				t.Errorf("pod %s was replaced by the switch (uid %s, was %s)", p.Name, p.UID, uids[p.Name])
+			}
+		}
+		t.Logf("StatefulSet %s: updateStrategy %s, revision %s", sts.Name, sts.Spec.UpdateStrategy.Type, sts.Status.UpdateRevision)
+	})
+}
+
+func waitStatefulSet(ctx context.Context, t *testing.T, c *stack.EtcdCluster, cond func(*appsv1.StatefulSet) bool) *appsv1.StatefulSet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last *appsv1.StatefulSet
+	for {
+		sts, err := c.StatefulSet(ctx)
+		if err == nil {
+			last = sts
+			if cond(sts) {
+				return sts
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				t.Fatalf("StatefulSet never got there: strategy %s, generation %d observed %d, revisions current %s update %s",
+					last.Spec.UpdateStrategy.Type, last.Generation, last.Status.ObservedGeneration, last.Status.CurrentRevision, last.Status.UpdateRevision)
+			}
+			t.Fatalf("reading the StatefulSet: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func forbiddenLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "forbidden") {
+			out = append(out, l)
+		}
+	}
+	return tail(strings.Join(out, "\n"), 3000)
+}

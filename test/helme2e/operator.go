@@ -1,0 +1,308 @@
+// Package helme2e installs the operator the way users do, with `helm install` of
+// charts/etcd-conductor, onto the proving-ground stack: the manager runs as the chart's
+// Deployment pod on the node simulator, authenticated by its projected ServiceAccount token and
+// limited by the chart's RBAC. The package test rolls an Etcd quorum-aware through that install
+// and flips the gate off by `helm upgrade`; the demo (test/demo) reuses Install and RunRollout.
+package helme2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+)
+
+const (
+	// ReleaseName and Namespace are where Install puts the chart.
+	ReleaseName = "conductor"
+	Namespace   = "etcd-conductor-system"
+	// GateName is the feature gate the install toggles.
+	GateName = "QuorumAwareUpdatesWithOnDelete"
+	// imageTag is any tag: the stack maps the project's image repository to its fresh build.
+	imageTag = "test"
+)
+
+// Operator is the chart installed on a stack.
+type Operator struct {
+	stack      *stack.Stack
+	helm       string
+	chart      string
+	helmHome   string
+	deployment string
+	// deployments runs the Deployment and ReplicaSet controllers the stack's controller-manager
+	// leaves out; nil when the stack's runs them itself.
+	deployments *proc.Process
+	installed   bool
+	ownHome     bool
+}
+
+// InstallOptions configure Install.
+type InstallOptions struct {
+	// QuorumAware sets featureGates.QuorumAwareUpdatesWithOnDelete.
+	QuorumAware bool
+	// WorkDir receives helm's homes and logs; a temp dir when empty (removed by Uninstall).
+	WorkDir string
+}
+
+// HelmBinary is bin/helm (built by `make tools`) in the stack's binary directory.
+func HelmBinary() (string, error) {
+	dir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "helm")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("helm not found at %s (run `make tools`): %w", path, err)
+	}
+	return path, nil
+}
+
+// Install runs `helm install` (the stack has installed the CRDs already, so helm skips them) and
+// waits until the manager's pod is Ready on the node simulator.
+func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator, err error) {
+	helm, err := HelmBinary()
+	if err != nil {
+		return nil, err
+	}
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	ownHome := o.WorkDir == ""
+	if ownHome {
+		if o.WorkDir, err = os.MkdirTemp("", "etcd-conductor-helm-"); err != nil {
+			return nil, err
+		}
+	}
+	op := &Operator{
+		ownHome:    ownHome,
+		stack:      s,
+		helm:       helm,
+		chart:      filepath.Join(root, "charts", "etcd-conductor"),
+		helmHome:   o.WorkDir,
+		deployment: ReleaseName + "-etcd-conductor",
+	}
+	defer func() {
+		if err != nil {
+			_ = op.Uninstall(context.Background())
+		}
+	}()
+	if err := op.startDeploymentControllers(); err != nil {
+		return nil, err
+	}
+	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace, "--create-namespace",
+		"--skip-crds",
+		"--set", "image.tag="+imageTag,
+		"--set", "leaderElection.enabled=true",
+		"--set", "featureGates."+GateName+"="+strconv.FormatBool(o.QuorumAware)); err != nil {
+		return nil, err
+	}
+	op.installed = true
+	if _, err := op.WaitManagerReady(ctx); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// SetQuorumAware runs `helm upgrade --reuse-values` with the gate set, then waits until the
+// Deployment has rolled out a manager pod with the new configuration and it is Ready.
+func (op *Operator) SetQuorumAware(ctx context.Context, on bool) (*corev1.Pod, error) {
+	if _, err := op.run(ctx, "upgrade", ReleaseName, op.chart, "--namespace", Namespace, "--reuse-values",
+		"--set", "featureGates."+GateName+"="+strconv.FormatBool(on)); err != nil {
+		return nil, err
+	}
+	return op.WaitManagerReady(ctx)
+}
+
+// WaitManagerReady waits until the Deployment's latest generation is rolled out: exactly one
+// manager pod, of the current template, Ready, and no old one left. It returns that pod.
+func (op *Operator) WaitManagerReady(ctx context.Context) (*corev1.Pod, error) {
+	var last string
+	for {
+		pod, state, err := op.managerState(ctx)
+		if err != nil {
+			state = err.Error()
+		}
+		if pod != nil {
+			return pod, nil
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("manager Deployment not rolled out (%s): %w%s", last, ctx.Err(), op.managerLogHint())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// managerState returns the ready manager pod once the rollout is complete, else why not.
+func (op *Operator) managerState(ctx context.Context) (*corev1.Pod, string, error) {
+	d, err := op.stack.Kube.AppsV1().Deployments(Namespace).Get(ctx, op.deployment, metav1.GetOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the manager Deployment: %w", err)
+	}
+	st := d.Status
+	if st.ObservedGeneration < d.Generation {
+		return nil, "deployment controller has not observed the latest spec", nil
+	}
+	if st.UpdatedReplicas != *d.Spec.Replicas || st.Replicas != *d.Spec.Replicas || st.AvailableReplicas != *d.Spec.Replicas {
+		return nil, fmt.Sprintf("replicas %d updated %d available %d, want %d", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, *d.Spec.Replicas), nil
+	}
+	pods, err := op.managerPods(ctx, d)
+	if err != nil {
+		return nil, "", err
+	}
+	// The Deployment counts a terminating pod as gone; the old manager may still hold the lease.
+	if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !podReady(&pods[0]) {
+		return nil, fmt.Sprintf("%d manager pods, waiting for exactly one ready", len(pods)), nil
+	}
+	return &pods[0], "", nil
+}
+
+func (op *Operator) managerPods(ctx context.Context, d *appsv1.Deployment) ([]corev1.Pod, error) {
+	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
+	list, err := op.stack.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing manager pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// ManagerLog is the log of the current manager pod's container, as the simulator captured it.
+func (op *Operator) ManagerLog(ctx context.Context) (string, error) {
+	d, err := op.stack.Kube.AppsV1().Deployments(Namespace).Get(ctx, op.deployment, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	pods, err := op.managerPods(ctx, d)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range pods {
+		log, err := op.stack.Sim.Logs(Namespace+"/"+p.Name, "manager")
+		if err != nil {
+			fmt.Fprintf(&b, "--- %s: %v\n", p.Name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s\n%s\n", p.Name, log)
+	}
+	return b.String(), nil
+}
+
+func (op *Operator) managerLogHint() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	log, err := op.ManagerLog(ctx)
+	if err != nil || log == "" {
+		return ""
+	}
+	return "\nmanager log:\n" + tail(log, 3000)
+}
+
+// Uninstall removes the release and stops the Deployment controllers it started. Everything
+// else goes with the stack.
+func (op *Operator) Uninstall(ctx context.Context) error {
+	var errs []error
+	if op.installed {
+		if _, err := op.run(ctx, "uninstall", ReleaseName, "--namespace", Namespace, "--wait", "--timeout", "60s"); err != nil {
+			errs = append(errs, err)
+		}
+		op.installed = false
+	}
+	if op.deployments != nil {
+		errs = append(errs, op.deployments.Stop(proc.DefaultGrace))
+		op.deployments = nil
+	}
+	if op.ownHome {
+		errs = append(errs, os.RemoveAll(op.helmHome))
+		op.ownHome = false
+	}
+	return errors.Join(errs...)
+}
+
+// run runs helm against the stack's admin kubeconfig, with helm's homes in the work dir so the
+// user's helm state is neither read nor written.
+func (op *Operator) run(ctx context.Context, args ...string) (string, error) {
+	args = append(args, "--kubeconfig", op.stack.Cluster.KubeconfigPath())
+	cmd := exec.CommandContext(ctx, op.helm, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CONFIG_HOME="+filepath.Join(op.helmHome, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(op.helmHome, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(op.helmHome, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", args[0], err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// startDeploymentControllers runs a second, real kube-controller-manager with only the
+// Deployment and ReplicaSet controllers when the stack's own leaves them out (its default set is
+// what StatefulSets need). It talks to the API server with the admin kubeconfig and serves
+// nothing, so it needs no port.
+func (op *Operator) startDeploymentControllers() error {
+	if slices.Contains(localcluster.DefaultControllers, "deployment") || slices.Contains(localcluster.DefaultControllers, "*") {
+		return nil
+	}
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(op.helmHome, "deployment-controllers")
+	p, err := proc.Start(proc.Spec{
+		Name:   "kube-controller-manager (deployments)",
+		Binary: filepath.Join(binDir, localcluster.ControllerManagerBinary),
+		Args: []string{
+			"--kubeconfig=" + op.stack.Cluster.KubeconfigPath(),
+			"--controllers=deployment-controller,replicaset-controller",
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--cert-dir=" + filepath.Join(dir, "certs"),
+			"--flex-volume-plugin-dir=" + filepath.Join(dir, "flexvolume"),
+			"--kube-api-qps=50",
+			"--kube-api-burst=100",
+			"--profiling=false",
+		},
+		LogPath: filepath.Join(dir, "kube-controller-manager.log"),
+	})
+	if err != nil {
+		return fmt.Errorf("starting the Deployment and ReplicaSet controllers: %w", err)
+	}
+	op.deployments = p
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

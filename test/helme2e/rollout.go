@@ -1,0 +1,392 @@
+package helme2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+const etcdContainer = resources.EtcdContainerName
+
+// RolloutOptions describe one image bump under a dead member.
+type RolloutOptions struct {
+	Namespace, Name string
+	Replicas        int32
+	From, To        string
+	// Dead is the ordinal whose etcd crashes on every start from before the bump until its pod
+	// is replaced: a member the update repairs. Negative: no fault.
+	Dead int
+	// Timeout bounds the rollout after the bump (default 3 minutes); a rollout that does not
+	// finish in it is returned with Completed false, not as an error.
+	Timeout time.Duration
+	// Tick is how often OnTick gets a Frame (default 500 ms).
+	Tick   time.Duration
+	OnTick func(Frame)
+	// Progress receives one line per step before the bump (cluster created, converged, ...).
+	Progress func(string)
+}
+
+// Frame is what the live view shows at one moment of a rollout.
+type Frame struct {
+	// Since is the time since the bump.
+	Since    time.Duration
+	Strategy appsv1.StatefulSetUpdateStrategyType
+	Pods     []PodView
+	// Reason is the controller's current account of the rollout: the AllMembersUpdated
+	// condition's message, else the last operation's description.
+	Reason string
+	// Writes: acknowledgements per second since the previous frame, totals, and how long since
+	// the last acknowledgement while writes fail (0 while writes succeed).
+	AcksPerSecond float64
+	Acked, Failed int
+	CurrentGap    time.Duration
+	Done          bool
+}
+
+// PodView is one member pod in a Frame.
+type PodView struct {
+	Name string
+	// Revision is the pod's controller-revision-hash without the StatefulSet name prefix.
+	Revision      string
+	Updated       bool
+	Participating bool
+	// Role is Leader or Member from the Etcd status, else from the member's Lease; "" unknown.
+	Role string
+	// State is Running, Terminating, or the etcd container's waiting/terminated reason.
+	State string
+}
+
+// RolloutResult is what a rollout measured.
+type RolloutResult struct {
+	Cluster   *stack.EtcdCluster
+	Completed bool
+	Duration  time.Duration
+	Bumped    time.Time
+	Report    workload.Report
+	// RecorderErr is the writer audit's failure, if any.
+	RecorderErr error
+	Deletions   []stack.Deletion
+	// AuditErr says the deletion audit is incomplete (its watch broke).
+	AuditErr error
+	Last     Frame
+}
+
+// RunRollout creates the Etcd, waits for it, kills member Dead, starts the workload recorder
+// and the deletion auditor, bumps the image and follows the rollout until every member runs the
+// new revision and is ready (or Timeout).
+func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*RolloutResult, error) {
+	if o.Replicas == 0 {
+		o.Replicas = 3
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.Tick == 0 {
+		o.Tick = 500 * time.Millisecond
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+
+	cluster, err := s.CreateEtcd(ctx, o.Namespace, o.Name, o.Replicas, o.From)
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("created Etcd %s/%s: %d members, %s, generated TLS", o.Namespace, o.Name, o.Replicas, o.From))
+	convergeCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	err = cluster.WaitConverged(convergeCtx, o.From)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("initial cluster: %w", err)
+	}
+	sts, err := cluster.StatefulSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("all %d members ready (StatefulSet updateStrategy %s)", o.Replicas, sts.Spec.UpdateStrategy.Type))
+
+	if o.Dead >= 0 {
+		pod := cluster.PodKey(o.Dead)
+		s.Sim.CrashOnStart(pod, etcdContainer, true)
+		if err := s.Sim.Kill(pod, etcdContainer); err != nil {
+			return nil, fmt.Errorf("killing %s: %w", pod, err)
+		}
+		if err := waitNotReady(ctx, cluster, o.Dead); err != nil {
+			return nil, err
+		}
+		progress(fmt.Sprintf("killed %s: its etcd now crashes on every start (until its pod is replaced)", cluster.PodName(o.Dead)))
+	}
+
+	// The instruments start after the fault: the figures measure the rollout under it.
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: int(o.Replicas),
+		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Start(ctx); err != nil {
+		return nil, err
+	}
+	auditor, err := cluster.AuditDeletions(ctx)
+	if err != nil {
+		_, _ = rec.Stop(ctx)
+		return nil, err
+	}
+	res := &RolloutResult{Cluster: cluster}
+	stopInstruments := func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		defer cancel()
+		res.Report, res.RecorderErr = rec.Stop(stopCtx)
+		res.Deletions, res.AuditErr = auditor.Stop()
+	}
+	select { // a baseline before anything happens
+	case <-ctx.Done():
+		stopInstruments()
+		return res, ctx.Err()
+	case <-time.After(time.Second):
+	}
+
+	res.Bumped = time.Now()
+	if err := cluster.SetImage(ctx, o.To); err != nil {
+		stopInstruments()
+		return res, fmt.Errorf("bumping the image: %w", err)
+	}
+	progress(fmt.Sprintf("bumped spec.etcd.image to %s", o.To))
+
+	v := &viewer{stack: s, cluster: cluster, rec: rec, bumped: res.Bumped}
+	deadline := time.NewTimer(o.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(o.Tick)
+	defer tick.Stop()
+	faultLifted := o.Dead < 0
+	for !res.Completed {
+		frame, err := v.frame(ctx)
+		if err == nil {
+			if !faultLifted && replaced(frame, cluster.PodName(o.Dead)) {
+				s.Sim.CrashOnStart(cluster.PodKey(o.Dead), etcdContainer, false)
+				faultLifted = true
+			}
+			st, stErr := cluster.State(ctx)
+			if stErr == nil && st.Image == o.To && st.Updated == cluster.Replicas && st.Ready == cluster.Replicas && st.Terminating == 0 {
+				res.Completed, res.Duration = true, time.Since(res.Bumped)
+				frame.Done = true
+			}
+			res.Last = frame
+			if o.OnTick != nil {
+				o.OnTick(frame)
+			}
+		}
+		if res.Completed {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			stopInstruments()
+			return res, ctx.Err()
+		case <-deadline.C:
+			res.Duration = time.Since(res.Bumped)
+			stopInstruments()
+			return res, nil
+		case <-tick.C:
+		}
+	}
+	if !faultLifted {
+		s.Sim.CrashOnStart(cluster.PodKey(o.Dead), etcdContainer, false)
+	}
+	time.Sleep(time.Second) // let the writer show the cluster serving again
+	stopInstruments()
+	return res, nil
+}
+
+// replaced says the dead member's old pod is going or gone: from here on the fault belongs to a
+// pod that no longer exists.
+func replaced(f Frame, pod string) bool {
+	for _, p := range f.Pods {
+		if p.Name == pod {
+			return p.State == "Terminating" || p.Updated
+		}
+	}
+	return true
+}
+
+func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		pods, err := c.Pods(ctx)
+		if err == nil {
+			ready := false
+			for i := range pods {
+				if pods[i].Name == c.PodName(ordinal) {
+					ready = podReady(&pods[i])
+				}
+			}
+			if !ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s still ready after the kill: %w", c.PodName(ordinal), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// viewer reads one Frame at a time from the API server and the writer.
+type viewer struct {
+	stack     *stack.Stack
+	cluster   *stack.EtcdCluster
+	rec       *workload.Recorder
+	bumped    time.Time
+	lastAcked int
+	lastAt    time.Time
+}
+
+func (v *viewer) frame(ctx context.Context) (Frame, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	now := time.Now()
+	f := Frame{Since: now.Sub(v.bumped)}
+
+	w := v.rec.Writer().Snapshot()
+	f.Acked, f.Failed = w.AckedWrites, w.FailedWrites
+	if !v.lastAt.IsZero() {
+		f.AcksPerSecond = float64(w.AckedWrites-v.lastAcked) / now.Sub(v.lastAt).Seconds()
+	}
+	v.lastAcked, v.lastAt = w.AckedWrites, now
+	if n := len(w.Failures); n > 0 {
+		lastAck := w.Started
+		if k := len(w.Acked); k > 0 {
+			lastAck = w.Acked[k-1].At
+		}
+		if w.Failures[n-1].At.After(lastAck) {
+			f.CurrentGap = now.Sub(lastAck)
+		}
+	}
+
+	etcd, err := v.cluster.Get(ctx)
+	if err != nil {
+		return f, fmt.Errorf("reading the Etcd: %w", err)
+	}
+	sts, err := v.cluster.StatefulSet(ctx)
+	if err != nil {
+		return f, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	pods, err := v.cluster.Pods(ctx)
+	if err != nil {
+		return f, fmt.Errorf("listing pods: %w", err)
+	}
+	f.Strategy = sts.Spec.UpdateStrategy.Type
+	f.Reason = reason(etcd)
+	memberRoles := v.roles(ctx, etcd)
+	prefix := sts.Name + "-"
+	for i := range pods {
+		p := &pods[i]
+		rev := p.Labels[appsv1.StatefulSetRevisionLabel]
+		pv := PodView{
+			Name:          p.Name,
+			Revision:      trimPrefix(rev, prefix),
+			Updated:       rev != "" && rev == sts.Status.UpdateRevision,
+			Participating: etcdReady(p),
+			Role:          memberRoles[p.Name],
+			State:         containerState(p),
+		}
+		if !pv.Participating {
+			pv.Role = ""
+		}
+		f.Pods = append(f.Pods, pv)
+	}
+	return f, nil
+}
+
+// roles reads each member's role from the Etcd status, and from its Lease where the status has
+// none.
+func (v *viewer) roles(ctx context.Context, etcd *druidv1alpha1.Etcd) map[string]string {
+	out := map[string]string{}
+	for _, m := range etcd.Status.Members {
+		if m.Role != nil {
+			out[m.Name] = string(*m.Role)
+		}
+	}
+	for i := 0; i < v.cluster.Replicas; i++ {
+		name := v.cluster.PodName(i)
+		if out[name] != "" {
+			continue
+		}
+		lease := &coordinationv1.Lease{}
+		key := types.NamespacedName{Namespace: v.cluster.Namespace, Name: resources.MemberLease(etcd, name).Name}
+		if err := v.stack.Client.Get(ctx, key, lease); err != nil || lease.Spec.HolderIdentity == nil {
+			continue
+		}
+		if _, _, role, ok := roles.ParseHolderIdentity(*lease.Spec.HolderIdentity); ok {
+			out[name] = string(role)
+		}
+	}
+	return out
+}
+
+func reason(etcd *druidv1alpha1.Etcd) string {
+	for _, c := range etcd.Status.Conditions {
+		if c.Type == druidv1alpha1.ConditionTypeAllMembersUpdated && c.Message != "" {
+			return c.Message
+		}
+	}
+	if op := etcd.Status.LastOperation; op != nil {
+		return op.Description
+	}
+	return ""
+}
+
+func containerState(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "Terminating"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != etcdContainer {
+			continue
+		}
+		switch {
+		case cs.State.Running != nil:
+			return "Running"
+		case cs.State.Waiting != nil:
+			return cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			return cs.State.Terminated.Reason
+		}
+	}
+	return string(p.Status.Phase)
+}
+
+func etcdReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == etcdContainer {
+			return cs.Ready
+		}
+	}
+	return false
+}
+
+func trimPrefix(s, prefix string) string {
+	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return s
+}
