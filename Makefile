@@ -7,6 +7,9 @@ ETCD_VERSIONS      ?= 3.6.8 3.7.3
 HELM_VERSION       ?= 3.22.0
 CONTROLLER_TOOLS_VERSION ?= 0.23.0
 
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BIN  := $(REPO)/bin
 export ETCD_CONDUCTOR_BIN_DIR := $(BIN)
@@ -14,7 +17,9 @@ BUILD := $(REPO)/test/tools/build-binaries.sh
 
 # make test must stay well under CI's 90 minutes.
 TEST_TIMEOUT ?= 35m
-GO_TEST_FLAGS ?=
+# One package at a time: several packages start whole control planes, and on a 2-core machine
+# running them side by side turns timing noise into flakes.
+GO_TEST_FLAGS ?= -p 1
 
 .PHONY: all build host-deps tools generate verify-generate vet test test-unit cluster-up cluster-down demo bench clean
 
@@ -47,8 +52,12 @@ vet:
 test-unit: ## Pure-logic tests only (no binaries needed).
 	go test ./internal/rollout/... ./internal/roles/... ./internal/features/... ./internal/api/...
 
+E2E_PACKAGES := ./test/e2e/...
+
 test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
-	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/e2e')
+	@# -v so that every scenario's figures (quorum loss, write gap, leader changes, duration) show.
+	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -v $(E2E_PACKAGES)
 
 CLUSTER_DIR ?= $(REPO)/.cluster
 

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
@@ -153,6 +156,10 @@ func run(t *testing.T, sc scenario) {
 	rollout := time.Since(bumped)
 	time.Sleep(time.Second) // let the writer show the cluster is serving again
 
+	if replicas > 1 {
+		checkRolesFromMembers(ctx, t, e)
+	}
+
 	report, recErr := rec.Stop(ctx)
 	deletions, auditErr := auditor.Stop()
 	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
@@ -224,5 +231,28 @@ func dumpOnFailure(t *testing.T, e *env) {
 		if log, err := e.stack.Sim.Logs(e.cluster.Namespace+"/"+p.Name, "etcd"); err == nil {
 			t.Logf("etcd log of %s: %s", p.Name, log)
 		}
+	}
+}
+
+// checkRolesFromMembers: the controller must have learnt the roles from the members over mTLS
+// (not from the leases) for the participating deletions it made. Its Events say which source.
+func checkRolesFromMembers(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	events := &corev1.EventList{}
+	if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	direct, viaLease := 0, 0
+	for _, ev := range events.Items {
+		switch {
+		case strings.Contains(ev.Message, "(roles: direct)"):
+			direct++
+		case strings.Contains(ev.Message, "(roles: lease"):
+			viaLease++
+			t.Logf("deletion with roles from leases: %s", ev.Message)
+		}
+	}
+	if direct == 0 {
+		t.Errorf("no participating deletion used roles from the members (%d used leases)", viaLease)
 	}
 }

@@ -228,15 +228,19 @@ func (r *Reconciler) resolveRoles(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		names = append(names, p.Name)
 	}
 	var reports []roles.MemberReport
+	var queryErr error
 	mode := r.cfg.RoleSource
 	if mode != roles.ModeLeaseOnly {
-		var err error
-		reports, err = r.queryMembers(ctx, etcd, pods)
-		if err != nil {
-			logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", err.Error())
+		reports, queryErr = r.queryMembers(ctx, etcd, pods)
+		if queryErr != nil {
+			logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", queryErr.Error())
 		}
 	}
 	res := roles.Resolve(names, reports, leases, mode, r.now())
+	if queryErr != nil {
+		// Shown in the AllMembersUpdated message, so a TLS problem is visible where users look.
+		res.Detail = fmt.Sprintf("members not asked: %v; %s", queryErr, res.Detail)
+	}
 	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
 	if res.Mismatch {
 		r.cfg.Metrics.RoleMismatches.WithLabelValues(etcd.Namespace, etcd.Name).Inc()
@@ -308,8 +312,11 @@ func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev
 // AllMembersUpdated message) and, when the decision changed, an Event on the Etcd.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d rollout.Decision, res roles.Resolution) error {
 	description := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
-	if res.Source != roles.SourceNone && d.Action == rollout.ActionDelete {
-		description += fmt.Sprintf(" (roles: %s)", res.Source)
+	switch {
+	case res.Source == roles.SourceDirect && d.Action == rollout.ActionDelete:
+		description += " (roles: direct)"
+	case res.Source != roles.SourceDirect && needsRoles(d):
+		description += fmt.Sprintf(" (roles: %s: %s)", res.Source, res.Detail)
 	}
 	state := "Processing"
 	if d.Action == rollout.ActionDone {
