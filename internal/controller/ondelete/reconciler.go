@@ -34,6 +34,8 @@ import (
 // MemberClient is the part of the member client pool the controller uses.
 type MemberClient interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+	// Forget closes a cluster's cached connections.
+	Forget(cluster string)
 }
 
 // Config holds the controller's dependencies and settings.
@@ -81,9 +83,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	sts := &appsv1.StatefulSet{}
 	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, sts); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
+			r.cfg.Members.Forget(clusterKey(req.Namespace, req.Name))
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
+		r.cfg.Members.Forget(clusterKey(req.Namespace, req.Name))
 		return ctrl.Result{}, nil
 	}
 	etcd, err := r.owningEtcd(ctx, sts)
@@ -135,6 +142,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return result, nil
 }
+
+// clusterKey names an Etcd's connections in the member client pool. The StatefulSet shares the
+// Etcd's name, so it can be derived from either.
+func clusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
 
 func needsRoles(d rollout.Decision) bool {
 	switch d.Rule {
@@ -271,7 +282,7 @@ func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("no member pod has an address")
 	}
-	cs, err := r.cfg.Members.Query(ctx, etcd.Namespace+"/"+etcd.Name, creds, targets)
+	cs, err := r.cfg.Members.Query(ctx, clusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
 		return nil, err
