@@ -125,10 +125,12 @@ func (c *container) run() {
 		if err != nil {
 			pullFailures++
 			c.setWaiting("ErrImagePull", err.Error())
+			c.w.event(corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", spec.Image, err)
 			if !c.sleep(min(time.Second, c.w.s.o.BackoffBase)) {
 				return
 			}
 			c.setWaiting("ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: %v", spec.Image, err))
+			c.w.event(corev1.EventTypeNormal, "BackOff", "Back-off pulling image %q", spec.Image)
 			if !c.sleep(max(c.backoff(pullFailures+1), time.Second)) {
 				return
 			}
@@ -138,6 +140,7 @@ func (c *container) run() {
 		cmd, env, err := c.build(spec, bins)
 		if err != nil {
 			c.setWaiting("CreateContainerConfigError", err.Error())
+			c.w.event(corev1.EventTypeWarning, "Failed", "Error: %v", err)
 			if !c.sleep(time.Second) {
 				return
 			}
@@ -175,6 +178,9 @@ func (c *container) run() {
 		}
 		c.w.mu.Unlock()
 		c.w.markDirty()
+		if delay > 0 {
+			c.w.event(corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.name, c.w.key)
+		}
 		if !c.sleep(delay) {
 			return
 		}
@@ -386,6 +392,9 @@ func (c *container) execute(cmd *exec.Cmd, spec *corev1.Container, bins imageBin
 	c.ready = spec.ReadinessProbe == nil && c.started && !c.isInit
 	w.mu.Unlock()
 	w.markDirty()
+	w.event(corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", spec.Image)
+	w.event(corev1.EventTypeNormal, "Created", "Created container: %s", c.name)
+	w.event(corev1.EventTypeNormal, "Started", "Started container %s", c.name)
 	w.log.V(1).Info("container started", "container", c.name, "pid", cmd.Process.Pid, "restarts", c.restarts)
 
 	ctx, cancel := context.WithCancel(w.s.ctx)
@@ -444,6 +453,7 @@ func (c *container) stop(grace time.Duration) {
 	pid, exited, runStarted := c.pid, c.exited, c.runStarted
 	c.w.mu.Unlock()
 	if pid != 0 {
+		c.w.event(corev1.EventTypeNormal, "Killing", "Stopping container %s", c.name)
 		c.signalAndWait(pid, exited, grace)
 	}
 	if runStarted {
@@ -476,6 +486,7 @@ func (c *container) killForRestart(grace time.Duration, reason, msg string) {
 	pid, exited := c.pid, c.exited
 	c.w.mu.Unlock()
 	c.w.log.Info("killing container", "container", c.name, "reason", reason, "message", msg)
+	c.w.event(corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.name, msg)
 	c.signalAndWait(pid, exited, grace)
 }
 

@@ -78,7 +78,11 @@
 //     with terminated containers and terminal phase, sandbox teardown, then
 //     delete with grace 0 and a UID precondition. No preStop/postStart hooks.
 //
-// Ignored: resources and QoS enforcement, securityContext, hostNetwork
+// Events are recorded with source kubelet and kubelet's reasons (Pulled,
+// Created, Started, Killing, BackOff, Unhealthy, Failed, FailedMount).
+//
+// Not served: the kubelet API (kubectl logs/exec/port-forward through the
+// apiserver fail; use Logs and Exec). Ignored: resources and QoS enforcement, securityContext, hostNetwork
 // (pods always get their own network namespace), affinity, nodeSelector,
 // tolerations and taints, ports' hostPort, terminationMessagePath,
 // ephemeral containers, imagePullPolicy (binaries are always "present").

@@ -520,6 +520,21 @@ func TestSimulator(t *testing.T) {
 		if !strings.Contains(string(logs), "received SIGTERM") {
 			t.Errorf("container log lacks SIGTERM handling:\n%s", logs)
 		}
+		waitFor(t, 20*time.Second, "kubelet events for the pod", func() (bool, string) {
+			events, err := e.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			seen := map[string]bool{}
+			var reasons []string
+			for _, ev := range events.Items {
+				if ev.InvolvedObject.Name == "doomed" && ev.Source.Component == "kubelet" {
+					seen[ev.Reason] = true
+					reasons = append(reasons, ev.Reason)
+				}
+			}
+			return seen["Started"] && seen["Killing"], strings.Join(reasons, ",")
+		})
 	})
 
 	t.Run("persistent volume claim data survives pod recreation", func(t *testing.T) {

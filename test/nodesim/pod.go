@@ -274,6 +274,13 @@ func (w *podWorker) sleep(d time.Duration) bool {
 	}
 }
 
+// sandboxErrChanged reports whether msg is new, to record an event once per change.
+func (w *podWorker) sandboxErrChanged(msg string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sandboxErr != msg
+}
+
 func (w *podWorker) setSandboxErr(msg string) {
 	w.mu.Lock()
 	changed := w.sandboxErr != msg
@@ -325,7 +332,11 @@ func (w *podWorker) syncVolumes() bool {
 	ctx, cancel := context.WithTimeout(w.s.ctx, 30*time.Second)
 	defer cancel()
 	if err := w.volumes.sync(ctx); err != nil {
-		w.setSandboxErr(fmt.Sprintf("MountVolume.SetUp failed: %v", err))
+		msg := fmt.Sprintf("MountVolume.SetUp failed: %v", err)
+		if w.sandboxErrChanged(msg) {
+			w.event(corev1.EventTypeWarning, "FailedMount", "%s", msg)
+		}
+		w.setSandboxErr(msg)
 		return false
 	}
 	w.setSandboxErr("")

@@ -86,6 +86,7 @@ func (c *container) probeLoop(ctx context.Context, kind probeKind, p *corev1.Pro
 			} else {
 				failures, successes = failures+1, 0
 				c.w.log.V(1).Info("probe failed", "container", c.name, "probe", kind, "error", err.Error())
+				c.w.event(corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
 			}
 			switch {
 			case successes >= successThreshold:

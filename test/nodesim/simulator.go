@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 )
 
 // Options configure a Simulator.
@@ -101,10 +102,12 @@ type Simulator struct {
 	crashOnStart map[string]bool // namespace/name/container
 	stopped      bool
 
-	dnsConn net.PacketConn
-	wg      sync.WaitGroup // background loops other than pod workers
-	workWG  sync.WaitGroup // pod workers
-	control *http.Server
+	dnsConn     net.PacketConn
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	wg          sync.WaitGroup // background loops other than pod workers
+	workWG      sync.WaitGroup // pod workers
+	control     *http.Server
 }
 
 // hostTools are the absolute paths of host programs used to build containers.
@@ -215,6 +218,7 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	s.startEvents()
 	s.factory.Start(s.ctx.Done())
 	synced := s.factory.WaitForCacheSync(ctx.Done())
 	for typ, ok := range synced {
@@ -305,6 +309,9 @@ func (s *Simulator) Stop() error {
 	s.cancel()
 	s.wg.Wait()
 	s.factory.Shutdown()
+	if s.broadcaster != nil {
+		s.broadcaster.Shutdown()
+	}
 	close(s.spawnCh)
 	var errs []error
 	if s.ownsDir {
