@@ -469,6 +469,7 @@ func (c *container) signalAndWait(pid int, exited chan struct{}, grace time.Dura
 		select {
 		case <-exited:
 		case <-t.C:
+		case <-c.w.hurry: // the simulator is stopping: no grace left
 		}
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)

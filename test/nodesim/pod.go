@@ -40,6 +40,8 @@ type podWorker struct {
 	statusDirty chan struct{}
 	stopCh      chan struct{} // closed when the pod must stop (deletion, removal, Stop)
 	stopOnce    sync.Once
+	hurry       chan struct{} // closed by abandon: cut any grace period short
+	hurryOnce   sync.Once
 
 	// volMu serialises volume syncs (start and the resync loop both sync).
 	volMu      sync.Mutex
@@ -60,6 +62,7 @@ func newPodWorker(s *Simulator, pod *corev1.Pod) *podWorker {
 		updates:     make(chan struct{}, 1),
 		statusDirty: make(chan struct{}, 1),
 		stopCh:      make(chan struct{}),
+		hurry:       make(chan struct{}),
 	}
 	w.hostsFile = filepath.Join(w.dir, "etc-hosts")
 	w.volumes = &volumeBuilder{
@@ -104,6 +107,7 @@ func (w *podWorker) abandon() {
 	w.mu.Lock()
 	w.abandoned = true
 	w.mu.Unlock()
+	w.hurryOnce.Do(func() { close(w.hurry) })
 	signal(w.updates)
 }
 
