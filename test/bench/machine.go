@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+)
+
+// machine describes this host from /proc, for the results header.
+func machine(note string) report.Machine {
+	m := report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Note: note}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	m.CPUModel = procField("/proc/cpuinfo", "model name")
+	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
+		if v, err := strconv.ParseFloat(strings.Fields(kb)[0], 64); err == nil {
+			m.MemoryGiB = v / (1 << 20)
+		}
+	}
+	return m
+}
+
+// procField is the value of the first "name: value" line of a /proc file.
+func procField(path, name string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,131 @@
+// Package report holds what the rollout benchmark writes: the raw runs (rollout.json), their
+// summary per scenario and strategy (rollout.md) and the timeline picture (rollout.png). It only
+// shapes numbers it is given; measuring is the bench command's job.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Scenario and strategy ids, as the issue names them and rollout.json carries them.
+const (
+	StrategyRollingUpdate               = "rolling-update"
+	StrategyRollingUpdateMaxUnavailable = "rolling-update-maxunavailable"
+	StrategyOnDeleteLease               = "ondelete-lease"
+	StrategyOnDeleteDirect              = "ondelete-direct"
+
+	ScenarioStaleRole = "stale-role"
+)
+
+// Results is rollout.json.
+type Results struct {
+	Date    string  `json:"date"`
+	Machine Machine `json:"machine"`
+	Reps    int     `json:"reps"`
+	// WallSeconds is how long the whole benchmark took, stack start-up included.
+	WallSeconds float64  `json:"wallSeconds"`
+	Settings    Settings `json:"settings"`
+	Runs        []Run    `json:"runs"`
+}
+
+// Machine says where the figures came from.
+type Machine struct {
+	CPUs      int     `json:"cpus"`
+	CPUModel  string  `json:"cpuModel,omitempty"`
+	MemoryGiB float64 `json:"memoryGiB"`
+	Kernel    string  `json:"kernel"`
+	GoVersion string  `json:"goVersion"`
+	Note      string  `json:"note,omitempty"`
+}
+
+func (m Machine) String() string {
+	model := ""
+	if m.CPUModel != "" {
+		model = " (" + m.CPUModel + ")"
+	}
+	s := fmt.Sprintf("%d CPUs%s, %.1f GiB memory, Linux %s, %s", m.CPUs, model, m.MemoryGiB, m.Kernel, m.GoVersion)
+	if m.Note != "" {
+		s += "; " + m.Note
+	}
+	return s
+}
+
+// Settings are the knobs a reader needs to compare two result files.
+type Settings struct {
+	FromImage string `json:"fromImage"`
+	ToImage   string `json:"toImage"`
+	// WriteRate is the writer's target Puts per second; WriteTimeoutMs its per-attempt deadline.
+	WriteRate      float64 `json:"writeRate"`
+	WriteTimeoutMs int64   `json:"writeTimeoutMs"`
+	QuorumProbe    string  `json:"quorumProbe"`
+	// StallSeconds: a rollout that makes no progress for this long is recorded as not
+	// completed; TimeoutSeconds bounds any rollout.
+	StallSeconds   float64 `json:"stallSeconds"`
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
+	// StaleRoleLeaseRenewal is the member agents' lease renewal interval in the stale-role
+	// scenario (leases stay valid for 15 s).
+	StaleRoleLeaseRenewal string `json:"staleRoleLeaseRenewal"`
+}
+
+// Run is one rollout of one scenario under one strategy.
+type Run struct {
+	Scenario  string `json:"scenario"`
+	Strategy  string `json:"strategy"`
+	Rep       int    `json:"rep"`
+	Completed bool   `json:"completed"`
+	// Note says why a run did not complete, or what else went wrong while measuring.
+	Note string `json:"note,omitempty"`
+
+	QuorumLossMs      int64 `json:"quorumLossMs"`
+	LongestWriteGapMs int64 `json:"longestWriteGapMs"`
+	FailedWrites      int   `json:"failedWrites"`
+	AckedWrites       int   `json:"ackedWrites"`
+	LostAckedWrites   int   `json:"lostAckedWrites"`
+	// AuditError is set when the acknowledged writes could not be read back; LostAckedWrites
+	// is then meaningless.
+	AuditError     string `json:"auditError,omitempty"`
+	LeaderChanges  int    `json:"leaderChanges"`
+	TermIncrements uint64 `json:"termIncrements"`
+	// RolloutSeconds: image bump to every pod updated and participating; for a run that did
+	// not complete, the time until the benchmark gave up.
+	RolloutSeconds float64 `json:"rolloutSeconds"`
+
+	// Controller decisions. Deletions and ParticipatingDeletions come from watching the pods
+	// (any controller); InvariantViolations counts deletions of a participating pod while
+	// another was terminating, missing, or updated but not participating (DEP-07).
+	Deletions              int `json:"deletions"`
+	ParticipatingDeletions int `json:"participatingDeletions"`
+	InvariantViolations    int `json:"invariantViolations"`
+	// Decisions are the OnDelete controller's own counters ("delete <rule>", "wait <rule>").
+	Decisions map[string]int `json:"decisions,omitempty"`
+	// LeaderDeletedWhileFollowersRemained is set for the stale-role scenario: deletions of the
+	// member that was the raft leader at that moment while an outdated participating follower
+	// was still there to delete instead.
+	LeaderDeletedWhileFollowersRemained *int `json:"leaderDeletedWhileFollowersRemained,omitempty"`
+
+	DeletionLog []DeletionRecord `json:"deletionLog,omitempty"`
+}
+
+// DeletionRecord is one pod deletion, relative to the image bump.
+type DeletionRecord struct {
+	AtSeconds     float64 `json:"atSeconds"`
+	Pod           string  `json:"pod"`
+	Participating bool    `json:"participating"`
+	// Leader is the raft leader the members reported just before the deletion.
+	Leader    string `json:"leader,omitempty"`
+	Violation string `json:"violation,omitempty"`
+}
+
+// WriteJSON writes the results indented, so a diff between two runs is readable.
+func WriteJSON(path string, r Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding results: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

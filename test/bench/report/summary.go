@@ -1,0 +1,245 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Stat is the spread of one figure over the repetitions of a scenario × strategy.
+type Stat struct {
+	N                int
+	Median, Min, Max float64
+}
+
+// Summarize returns the median, min and max of values (N is 0 for none).
+func Summarize(values []float64) Stat {
+	if len(values) == 0 {
+		return Stat{}
+	}
+	v := append([]float64(nil), values...)
+	sort.Float64s(v)
+	n := len(v)
+	med := v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return Stat{N: n, Median: med, Min: v[0], Max: v[n-1]}
+}
+
+// Ratio is a/b of two medians, or false when it means nothing (a missing side, or b zero).
+func Ratio(a, b Stat) (float64, bool) {
+	if a.N == 0 || b.N == 0 || b.Median == 0 {
+		return 0, false
+	}
+	return a.Median / b.Median, true
+}
+
+// figure picks one number out of a run.
+type figure struct {
+	title string
+	value func(Run) float64
+	// format renders one value; ratio says whether the column gets a ×RU column.
+	format func(float64) string
+	ratio  bool
+}
+
+var figures = []figure{
+	{"rollout s", func(r Run) float64 { return r.RolloutSeconds }, func(v float64) string { return fmt.Sprintf("%.1f", v) }, true},
+	{"quorum loss ms", func(r Run) float64 { return float64(r.QuorumLossMs) }, intFormat, true},
+	{"longest write gap ms", func(r Run) float64 { return float64(r.LongestWriteGapMs) }, intFormat, true},
+	{"failed writes", func(r Run) float64 { return float64(r.FailedWrites) }, intFormat, true},
+	{"lost acked writes", func(r Run) float64 { return float64(r.LostAckedWrites) }, intFormat, false},
+	{"leader changes", func(r Run) float64 { return float64(r.LeaderChanges) }, intFormat, false},
+	{"deletions (participating)", nil, nil, false}, // rendered specially
+}
+
+func intFormat(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// Strategies in table order; Scenarios likewise. Ids not listed sort after, alphabetically.
+var (
+	Strategies = []string{StrategyRollingUpdate, StrategyRollingUpdateMaxUnavailable, StrategyOnDeleteLease, StrategyOnDeleteDirect}
+	Scenarios  = []string{"3-healthy", "3-one-dead", "3-one-hung", "3-one-partitioned", "5-healthy", "5-one-dead", ScenarioStaleRole}
+)
+
+// Markdown renders the summary: one row per scenario × strategy with median (min–max) over the
+// completed runs, each figure's ratio to RollingUpdate's median, then the runs that did not
+// complete and the stale-role count.
+func Markdown(r Results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rollout benchmark: image bump %s → %s\n\n", r.Settings.FromImage, r.Settings.ToImage)
+	fmt.Fprintf(&b, "Run %s on %s; %d repetition(s), %d runs, %.0f s wall clock.\n", r.Date, r.Machine, r.Reps, len(r.Runs), r.WallSeconds)
+	fmt.Fprintf(&b, "Writer %.0f Puts/s with a %d ms deadline per attempt; quorum probed with %s. "+
+		"A rollout with no progress for %.0f s (or not done in %.0f s) counts as not completed.\n\n",
+		r.Settings.WriteRate, r.Settings.WriteTimeoutMs, r.Settings.QuorumProbe, r.Settings.StallSeconds, r.Settings.TimeoutSeconds)
+	b.WriteString("Cells: median (min–max) over the completed runs; ×RU: ratio of the medians to `rolling-update` in the same scenario " +
+		"(— when either side is missing or RollingUpdate's median is 0).\n\n")
+	b.WriteString(Table(r.Runs))
+
+	if stuck := incomplete(r.Runs); len(stuck) > 0 {
+		b.WriteString("\nRuns that did not complete:\n\n")
+		for _, run := range stuck {
+			fmt.Fprintf(&b, "- %s / %s rep %d after %.0f s: %s\n", run.Scenario, run.Strategy, run.Rep, run.RolloutSeconds, run.Note)
+		}
+	}
+	if stale := StaleRoleTable(r.Runs); stale != "" {
+		fmt.Fprintf(&b, "\n## Stale roles\n\nMember leases renewed every %s (valid 15 s); leadership moved to the follower the controller "+
+			"would pick first, right after that member renewed its lease, then the image bumped.\n\n", r.Settings.StaleRoleLeaseRenewal)
+		b.WriteString(stale)
+	}
+	return b.String()
+}
+
+type key struct{ scenario, strategy string }
+
+func group(runs []Run) (map[key][]Run, []key) {
+	groups := map[key][]Run{}
+	var keys []key
+	for _, run := range runs {
+		k := key{run.Scenario, run.Strategy}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], run)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if a, b := orderOf(Scenarios, keys[i].scenario), orderOf(Scenarios, keys[j].scenario); a != b {
+			return a < b
+		}
+		if keys[i].scenario != keys[j].scenario {
+			return keys[i].scenario < keys[j].scenario
+		}
+		if a, b := orderOf(Strategies, keys[i].strategy), orderOf(Strategies, keys[j].strategy); a != b {
+			return a < b
+		}
+		return keys[i].strategy < keys[j].strategy
+	})
+	return groups, keys
+}
+
+func orderOf(list []string, id string) int {
+	for i, s := range list {
+		if s == id {
+			return i
+		}
+	}
+	return len(list)
+}
+
+func completed(runs []Run) []Run {
+	var out []Run
+	for _, r := range runs {
+		if r.Completed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func incomplete(runs []Run) []Run {
+	groups, keys := group(runs)
+	var out []Run
+	for _, k := range keys {
+		for _, r := range groups[k] {
+			if !r.Completed {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func stat(runs []Run, value func(Run) float64) Stat {
+	values := make([]float64, 0, len(runs))
+	for _, r := range runs {
+		values = append(values, value(r))
+	}
+	return Summarize(values)
+}
+
+func cell(s Stat, format func(float64) string) string {
+	if s.N == 0 {
+		return "—"
+	}
+	if s.Min == s.Max {
+		return format(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", format(s.Median), format(s.Min), format(s.Max))
+}
+
+func ratioCell(a, b Stat) string {
+	q, ok := Ratio(a, b)
+	if !ok {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", q)
+}
+
+// Table is the markdown table of every scenario × strategy in runs.
+func Table(runs []Run) string {
+	groups, keys := group(runs)
+	var b strings.Builder
+	header := []string{"scenario", "strategy", "completed"}
+	for _, f := range figures {
+		header = append(header, f.title)
+		if f.ratio {
+			header = append(header, "×RU")
+		}
+	}
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+	b.WriteString("|" + strings.Repeat("---|", len(header)) + "\n")
+	for _, k := range keys {
+		done := completed(groups[k])
+		baseline := completed(groups[key{k.scenario, StrategyRollingUpdate}])
+		row := []string{k.scenario, "`" + k.strategy + "`", fmt.Sprintf("%d/%d", len(done), len(groups[k]))}
+		for _, f := range figures {
+			if f.value == nil {
+				row = append(row, cell(stat(done, func(r Run) float64 { return float64(r.Deletions) }), intFormat)+
+					" ("+cell(stat(done, func(r Run) float64 { return float64(r.ParticipatingDeletions) }), intFormat)+")")
+				continue
+			}
+			s := stat(done, f.value)
+			row = append(row, cell(s, f.format))
+			if f.ratio {
+				row = append(row, ratioCell(s, stat(baseline, f.value)))
+			}
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// StaleRoleTable counts, per strategy, how often the stale-role runs deleted the current leader
+// while a follower remained; empty when there are no such runs.
+func StaleRoleTable(runs []Run) string {
+	groups, keys := group(runs)
+	var b strings.Builder
+	for _, k := range keys {
+		if k.scenario != ScenarioStaleRole {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| strategy | runs | leader deleted while followers remained (total) | per run | deletions |\n|---|---|---|---|---|\n")
+		}
+		total, measured := 0, 0
+		var perRun, deletions []string
+		for _, r := range groups[k] {
+			deletions = append(deletions, fmt.Sprintf("%d", r.Deletions))
+			if r.LeaderDeletedWhileFollowersRemained == nil {
+				perRun = append(perRun, "?")
+				continue
+			}
+			measured++
+			total += *r.LeaderDeletedWhileFollowersRemained
+			perRun = append(perRun, fmt.Sprintf("%d", *r.LeaderDeletedWhileFollowersRemained))
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %d | %s | %s |\n", k.strategy, len(groups[k]), total, strings.Join(perRun, ", "), strings.Join(deletions, ", "))
+	}
+	return b.String()
+}

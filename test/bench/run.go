@@ -1,0 +1,485 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+// config is what every run shares.
+type config struct {
+	fromImage, toImage string
+	writeRate          float64
+	writeTimeout       time.Duration
+	// stall: no progress for this long and the rollout counts as not completed; timeout bounds
+	// any rollout.
+	stall, timeout time.Duration
+	// rawDir, when set, receives each run's full workload report (every sample) as JSON.
+	rawDir string
+}
+
+// runEnv is what a scenario's hooks act on during one run.
+type runEnv struct {
+	stack    *stack.Stack
+	cluster  *stack.EtcdCluster
+	recorder *workload.Recorder
+	// cleanups run when the run ends, before the Etcd is deleted.
+	cleanups []func()
+}
+
+// outcome is one run's figures plus what the picture needs.
+type outcome struct {
+	run      report.Run
+	timeline *report.Timeline
+}
+
+const etcdName = "etcd"
+
+// runOne rolls one Etcd from cfg.fromImage to cfg.toImage under sc's fault and st's strategy.
+// Everything that goes wrong is recorded on the run (completed: false, note) rather than
+// returned: the benchmark goes on with the next run.
+func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st strategy, rep int) outcome {
+	out := outcome{run: report.Run{Scenario: sc.id, Strategy: st.id, Rep: rep}}
+	fail := func(format string, args ...any) outcome {
+		out.run.Note = fmt.Sprintf(format, args...)
+		return out
+	}
+
+	phases := newPhases()
+	defer func() { logf("  phases: %s", phases) }()
+	op, err := framework.RunOperator(s.Cluster.RESTConfig(), framework.OperatorOptions{
+		FeatureGates:        st.gates(),
+		MemberRoleSource:    st.roleSource,
+		MemberAgentInterval: sc.agentInterval,
+	})
+	if err != nil {
+		return fail("starting the operator: %v", err)
+	}
+	defer func() {
+		if err := op.Stop(); err != nil {
+			logf("  operator stopped with an error: %v", err)
+		}
+	}()
+
+	ns := fmt.Sprintf("bench-%s-%s-%d", sc.id, st.id, rep)
+	cluster, err := s.CreateEtcd(ctx, ns, etcdName, sc.replicas, cfg.fromImage)
+	if err != nil {
+		return fail("creating the Etcd: %v", err)
+	}
+	e := &runEnv{stack: s, cluster: cluster}
+	defer func() {
+		for _, c := range e.cleanups {
+			c()
+		}
+		if err := cleanUp(s, cluster); err != nil {
+			logf("  cleaning up %s: %v", ns, err)
+		}
+		phases.mark("cleanup")
+	}()
+
+	if st.maxUnavailable {
+		if err := setMaxUnavailable(ctx, s.Client, ns, etcdName); err != nil {
+			return fail("%v", err)
+		}
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	err = cluster.WaitConverged(startCtx, cfg.fromImage)
+	cancel()
+	if err != nil {
+		return fail("the initial cluster did not come up: %v", err)
+	}
+	phases.mark("create")
+	if sc.fault != nil {
+		if err := sc.fault(ctx, e); err != nil {
+			return fail("injecting the fault: %v", err)
+		}
+		phases.mark("fault")
+	}
+
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: int(sc.replicas),
+		Writer:   workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		return fail("preparing the recorder: %v", err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		return fail("starting the recorder: %v", err)
+	}
+	e.recorder = rec
+	recording := true
+	stopRecorder := func() (workload.Report, error) {
+		recording = false
+		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		return rec.Stop(sctx)
+	}
+	defer func() {
+		if recording {
+			_, _ = stopRecorder()
+		}
+	}()
+	auditor, err := cluster.AuditDeletions(ctx)
+	if err != nil {
+		return fail("watching deletions: %v", err)
+	}
+	auditing := true
+	defer func() {
+		if auditing {
+			_, _ = auditor.Stop()
+		}
+	}()
+
+	// Figures count from the moment the instruments work (a quorum seen, a write acknowledged):
+	// their first connections on a busy machine are not the rollout's doing.
+	warm, err := waitWarm(ctx, rec)
+	if err != nil {
+		return fail("%v", err)
+	}
+	phases.mark("instruments")
+	time.Sleep(time.Second) // a baseline before anything happens
+	if sc.beforeBump != nil {
+		if err := sc.beforeBump(ctx, e); err != nil {
+			return fail("preparing the bump: %v", err)
+		}
+	}
+	bumped := time.Now()
+	if err := cluster.SetImage(ctx, cfg.toImage); err != nil {
+		return fail("bumping the image: %v", err)
+	}
+	completed, why, state := waitRollout(ctx, cluster, cfg)
+	rolloutTime := time.Since(bumped)
+	phases.mark("rollout")
+	if completed {
+		time.Sleep(time.Second) // let the writer show the cluster serving again
+	}
+
+	rep0, recErr := stopRecorder()
+	deletions, auditErr := auditor.Stop()
+	auditing = false
+	phases.mark("audit")
+	rep0 = sinceWarm(rep0, warm)
+	if cfg.rawDir != "" {
+		if err := writeRaw(filepath.Join(cfg.rawDir, ns+".json"), bumped, rep0, deletions); err != nil {
+			logf("  %v", err)
+		}
+	}
+
+	run := &out.run
+	run.Completed = completed
+	run.RolloutSeconds = rolloutTime.Seconds()
+	var notes []string
+	if !completed {
+		notes = append(notes, why)
+	}
+	if recErr != nil {
+		notes = append(notes, fmt.Sprintf("recorder: %v", recErr))
+	}
+	if auditErr != nil {
+		notes = append(notes, fmt.Sprintf("deletion audit incomplete: %v", auditErr))
+	}
+	run.Note = strings.Join(notes, "; ")
+	run.QuorumLossMs = rep0.QuorumLossMs
+	run.LongestWriteGapMs = rep0.LongestWriteGapMs
+	run.FailedWrites = rep0.FailedWrites
+	run.AckedWrites = rep0.AckedWrites
+	run.LostAckedWrites = rep0.LostAckedWrites
+	run.AuditError = rep0.AuditError
+	run.LeaderChanges = rep0.LeaderChanges
+	run.TermIncrements = rep0.TermIncrements
+	if st.onDelete {
+		run.Decisions = decisions(op)
+	}
+
+	members := make([]string, sc.replicas)
+	for i := range members {
+		members[i] = cluster.PodName(i)
+	}
+	at := make([]time.Time, 0, len(deletions))
+	for _, d := range deletions {
+		dr := report.DeletionRecord{
+			AtSeconds:     d.At.Sub(bumped).Seconds(),
+			Pod:           d.Pod,
+			Participating: d.Participating,
+			Leader:        leaderAt(rep0.LeaderEpochs, d.At),
+			Violation:     d.Violation,
+		}
+		run.DeletionLog = append(run.DeletionLog, dr)
+		at = append(at, d.At)
+		run.Deletions++
+		if d.Participating {
+			run.ParticipatingDeletions++
+		}
+		if d.Violation != "" {
+			run.InvariantViolations++
+		}
+	}
+	if sc.id == report.ScenarioStaleRole {
+		outdated := func(i int) bool { return deletions[i].Revision != state.UpdateRevision }
+		n := leaderDeletedWhileFollowersRemained(run.DeletionLog, at, members, outdated, rep0.Participation)
+		run.LeaderDeletedWhileFollowersRemained = &n
+	}
+	out.timeline = timeline(st.id, run, members, bumped, rep0, deletions)
+	return out
+}
+
+func writeRaw(path string, bumped time.Time, rep workload.Report, deletions []stack.Deletion) error {
+	data, err := json.MarshalIndent(struct {
+		Bumped    time.Time        `json:"bumped"`
+		Report    workload.Report  `json:"report"`
+		Deletions []stack.Deletion `json:"deletions"`
+	}{bumped, rep, deletions}, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// waitWarm waits until the quorum monitor saw a quorum and the writer got a write acknowledged,
+// and returns when.
+func waitWarm(ctx context.Context, rec *workload.Recorder) (time.Time, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		q, w := rec.Quorum().Snapshot(), rec.Writer().Snapshot()
+		if q.Rounds > 0 && !q.InLoss && w.AckedWrites > 0 {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("instruments not working 30 s after start: %d quorum rounds (in loss: %v), %d writes acknowledged",
+				q.Rounds, q.InLoss, w.AckedWrites)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sinceWarm recounts the figures the instruments' own start-up could have touched (quorum loss,
+// failed writes, the longest write gap) from warm on.
+func sinceWarm(rep workload.Report, warm time.Time) workload.Report {
+	end := rep.Stopped
+	rep.QuorumLossMs, rep.LongestQuorumLossMs = 0, 0
+	for _, l := range rep.QuorumLosses {
+		from, to := l.Start, l.End
+		if to.IsZero() {
+			to = end
+		}
+		if from.Before(warm) {
+			from = warm
+		}
+		if ms := to.Sub(from).Milliseconds(); ms > 0 {
+			rep.QuorumLossMs += ms
+			rep.LongestQuorumLossMs = max(rep.LongestQuorumLossMs, ms)
+		}
+	}
+	failed := 0
+	for _, f := range rep.WriteFailures {
+		if !f.At.Before(warm) {
+			failed++
+		}
+	}
+	rep.FailedWrites = failed
+	if !rep.LongestWriteGapStart.IsZero() && rep.LongestWriteGapStart.Before(warm) {
+		// The longest gap began before warm: take the longest between acknowledgements after it
+		// (and from the last one to the stop, as the writer counts it).
+		var longest time.Duration
+		prev := warm
+		for _, l := range rep.WriteLatencies {
+			if l.At.Before(warm) {
+				continue
+			}
+			longest = max(longest, l.At.Sub(prev))
+			prev = l.At
+		}
+		longest = max(longest, end.Sub(prev))
+		rep.LongestWriteGapMs = longest.Milliseconds()
+	}
+	return rep
+}
+
+// phases times the steps of a run, for the log.
+type phases struct {
+	last  time.Time
+	steps []string
+}
+
+func newPhases() *phases { return &phases{last: time.Now()} }
+
+func (p *phases) mark(step string) {
+	now := time.Now()
+	p.steps = append(p.steps, fmt.Sprintf("%s %.1fs", step, now.Sub(p.last).Seconds()))
+	p.last = now
+}
+
+func (p *phases) String() string { return strings.Join(p.steps, ", ") }
+
+// waitRollout waits until every member runs the new image's revision and is ready. It gives up
+// when nothing moved (pods updated, ready, terminating) for cfg.stall, or after cfg.timeout.
+func waitRollout(ctx context.Context, c *stack.EtcdCluster, cfg config) (bool, string, stack.RolloutState) {
+	start := time.Now()
+	lastChange := start
+	var last stack.RolloutState
+	seen := false
+	for {
+		st, err := c.State(ctx)
+		if err == nil {
+			if !seen || st.Updated != last.Updated || st.Ready != last.Ready || st.Terminating != last.Terminating || st.UpdateRevision != last.UpdateRevision {
+				lastChange = time.Now()
+			}
+			last, seen = st, true
+			if st.Image == cfg.toImage && st.UpdateRevision != "" && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0 {
+				return true, "", st
+			}
+		}
+		now := time.Now()
+		switch {
+		case now.Sub(lastChange) > cfg.stall:
+			return false, fmt.Sprintf("no progress for %s (%s)", cfg.stall, last), last
+		case now.Sub(start) > cfg.timeout:
+			return false, fmt.Sprintf("not done after %s (%s)", cfg.timeout, last), last
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Sprintf("interrupted (%s)", last), last
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// decisions reads the OnDelete controller's counters from the operator's registry.
+func decisions(op *framework.RunningOperator) map[string]int {
+	families, err := op.Registry.Gather()
+	if err != nil {
+		return map[string]int{"gather error": 1}
+	}
+	out := map[string]int{}
+	for _, f := range families {
+		var kind string
+		switch f.GetName() {
+		case "etcd_conductor_rollout_deletions_total":
+			kind = "delete"
+		case "etcd_conductor_rollout_waits_total":
+			kind = "wait"
+		case "etcd_conductor_role_mismatches_total":
+			kind = "role-mismatch"
+		default:
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			name := kind
+			if rule := label(m, "rule"); rule != "" {
+				name += " " + rule
+			}
+			out[name] += int(m.GetCounter().GetValue())
+		}
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// timeline turns a run into the picture's row; times relative to the bump.
+func timeline(strategy string, run *report.Run, members []string, bumped time.Time, rep workload.Report, deletions []stack.Deletion) *report.Timeline {
+	rel := func(t time.Time) float64 { return t.Sub(bumped).Seconds() }
+	t := &report.Timeline{
+		Strategy: strategy, Completed: run.Completed, RolloutSeconds: run.RolloutSeconds, Members: members,
+		FailedWrites: rep.FailedWrites, Start: rel(rep.Started), End: rel(rep.Stopped),
+	}
+	open := map[string]float64{}
+	for _, s := range rep.Participation {
+		from, isOpen := open[s.Member]
+		switch {
+		case s.Participating && !isOpen:
+			open[s.Member] = rel(s.At)
+		case !s.Participating && isOpen:
+			t.Participation = append(t.Participation, report.Span{Member: s.Member, From: from, To: rel(s.At)})
+			delete(open, s.Member)
+		}
+	}
+	names := make([]string, 0, len(open))
+	for m := range open {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		t.Participation = append(t.Participation, report.Span{Member: m, From: open[m], To: t.End})
+	}
+	for _, d := range deletions {
+		t.Deletions = append(t.Deletions, report.Mark{Member: d.Pod, At: rel(d.At)})
+	}
+	for _, l := range rep.WriteLatencies {
+		t.Latencies = append(t.Latencies, report.Point{At: rel(l.At), Ms: l.LatencyMs})
+	}
+	return t
+}
+
+// cleanUp deletes the Etcd and its pods (at once: a hung member would otherwise sit out its
+// grace period), their claims and the simulator's data directories for them, and the namespace,
+// so a long benchmark does not fill the disk.
+func cleanUp(s *stack.Stack, c *stack.EtcdCluster) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	if etcd, err := c.Get(ctx); err == nil {
+		if err := s.Client.Delete(ctx, etcd); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the Etcd: %w", err))
+		}
+	}
+	pods := s.Kube.CoreV1().Pods(c.Namespace)
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) == 0 {
+			break
+		}
+		if err == nil {
+			for _, p := range list.Items {
+				_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(errs, fmt.Errorf("pods of %s still there: %w", c.Namespace, ctx.Err()))...)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	claims := s.Kube.CoreV1().PersistentVolumeClaims(c.Namespace)
+	if err := claims.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		errs = append(errs, fmt.Errorf("deleting claims: %w", err))
+	}
+	// The simulator keeps claims under <work dir>/pvc/<namespace>/<claim> and never removes them
+	// while it runs: etcd preallocates 64 MB WAL files, so this is most of a run's disk.
+	if dir := filepath.Join(s.Sim.WorkDir(), "pvc", c.Namespace); s.Sim.WorkDir() != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := s.Kube.CoreV1().Namespaces().Delete(ctx, c.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting namespace: %w", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+)
+
+// scenario is the state a rollout starts in.
+type scenario struct {
+	id       string
+	replicas int32
+	// strategies this scenario runs under (all four unless set).
+	strategies []string
+	// fault is injected before the instruments start: the figures measure the rollout under
+	// the fault, not the fault itself.
+	fault func(ctx context.Context, e *runEnv) error
+	// beforeBump acts with the instruments running, just before the image changes.
+	beforeBump func(ctx context.Context, e *runEnv) error
+	// agentInterval is the member agents' lease renewal interval (framework default when empty).
+	agentInterval string
+}
+
+const staleRoleAgentInterval = "12s"
+
+func allScenarios() []scenario {
+	return []scenario{
+		{id: "3-healthy", replicas: 3},
+		{id: "3-one-dead", replicas: 3, fault: dead(0)},
+		{id: "3-one-hung", replicas: 3, fault: hung(0)},
+		{id: "3-one-partitioned", replicas: 3, fault: partitioned(0)},
+		{id: "5-healthy", replicas: 5},
+		{id: "5-one-dead", replicas: 5, fault: dead(0)},
+		{id: report.ScenarioStaleRole, replicas: 3, strategies: []string{report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect},
+			beforeBump: forceLeaderToFirstFollower, agentInterval: staleRoleAgentInterval},
+	}
+}
+
+func (s scenario) strategyIDs() []string {
+	if len(s.strategies) > 0 {
+		return s.strategies
+	}
+	return report.Strategies
+}
+
+// dead makes member i crash on every start until its pod is replaced: the flag is lifted the
+// moment the pod is deleted, so the replacement (at the new revision) starts normally while the
+// old pod can never recover on its own, whatever the strategy waits for.
+func dead(i int) func(ctx context.Context, e *runEnv) error {
+	return func(ctx context.Context, e *runEnv) error {
+		key := e.cluster.PodKey(i)
+		e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, true)
+		e.cleanups = append(e.cleanups, func() { e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false) })
+		if err := e.liftCrashWhenDeleted(ctx, i); err != nil {
+			return err
+		}
+		if err := e.stack.Sim.Kill(key, resources.EtcdContainerName); err != nil {
+			return fmt.Errorf("killing %s: %w", key, err)
+		}
+		return e.waitNotReady(ctx, i)
+	}
+}
+
+// hung freezes member i's etcd (SIGSTOP).
+func hung(i int) func(ctx context.Context, e *runEnv) error {
+	return func(ctx context.Context, e *runEnv) error {
+		if err := e.stack.Sim.Hang(e.cluster.PodKey(i), resources.EtcdContainerName); err != nil {
+			return fmt.Errorf("hanging %s: %w", e.cluster.PodKey(i), err)
+		}
+		return e.waitNotReady(ctx, i)
+	}
+}
+
+// partitioned drops all of member i's pod traffic.
+func partitioned(i int) func(ctx context.Context, e *runEnv) error {
+	return func(ctx context.Context, e *runEnv) error {
+		if err := e.stack.Sim.Partition(e.cluster.PodKey(i)); err != nil {
+			return fmt.Errorf("partitioning %s: %w", e.cluster.PodKey(i), err)
+		}
+		return e.waitNotReady(ctx, i)
+	}
+}
+
+// liftCrashWhenDeleted watches pod i and lifts its crash flag when it gets a deletion timestamp.
+func (e *runEnv) liftCrashWhenDeleted(ctx context.Context, i int) error {
+	name, key := e.cluster.PodName(i), e.cluster.PodKey(i)
+	w, err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", key, err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.DeletionTimestamp != nil {
+				e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// waitNotReady waits until pod i is not ready: the fault took effect.
+func (e *runEnv) waitNotReady(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	name := e.cluster.PodName(i)
+	for {
+		pods, err := e.cluster.Pods(ctx)
+		if err == nil {
+			ready := false
+			for _, p := range pods {
+				if p.Name == name {
+					ready = podReady(&p)
+				}
+			}
+			if !ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s still ready a minute after the fault", name)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
