@@ -226,6 +226,13 @@ func (op *Operator) Uninstall(ctx context.Context) error {
 		}
 		op.installed = false
 	}
+	return errors.Join(append(errs, op.Stop())...)
+}
+
+// Stop stops the Deployment controllers Install started and removes helm's homes, leaving the
+// release in the cluster: for callers about to stop the whole stack anyway.
+func (op *Operator) Stop() error {
+	var errs []error
 	if op.deployments != nil {
 		errs = append(errs, op.deployments.Stop(proc.DefaultGrace))
 		op.deployments = nil

@@ -3,6 +3,9 @@ package helme2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -126,7 +129,10 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 		if err := waitNotReady(ctx, cluster, o.Dead); err != nil {
 			return nil, err
 		}
-		progress(fmt.Sprintf("killed %s: its etcd now crashes on every start (until its pod is replaced)", cluster.PodName(o.Dead)))
+		if err := waitQuorate(ctx, cluster, cluster.PodName(o.Dead)); err != nil {
+			return nil, err
+		}
+		progress(fmt.Sprintf("killed %s: its etcd now crashes on every start (until its pod is replaced); the others have a leader", cluster.PodName(o.Dead)))
 	}
 
 	// The instruments start after the fault: the figures measure the rollout under it.
@@ -167,7 +173,7 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 	progress(fmt.Sprintf("bumped spec.etcd.image to %s", o.To))
 
-	v := &viewer{stack: s, cluster: cluster, rec: rec, bumped: res.Bumped}
+	v := &viewer{stack: s, cluster: cluster, rec: rec, bumped: res.Bumped, image: o.To}
 	deadline := time.NewTimer(o.Timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(o.Tick)
@@ -247,12 +253,62 @@ func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error 
 	}
 }
 
+// waitQuorate waits until every member but dead is ready by /readyz, i.e. the survivors
+// have elected a leader: killing the leader costs an election, and that is the fault's cost, not
+// the rollout's.
+func waitQuorate(ctx context.Context, c *stack.EtcdCluster, dead string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var lastErr error
+	for {
+		if lastErr = readyzEach(ctx, c, dead); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("members other than %s never became ready (leader and linearizable read): %w (last: %v)", dead, ctx.Err(), lastErr)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// readyzEach asks every member but dead for its /readyz, which needs a leader and a linearizable
+// read: the quorum monitor's own definition of participating.
+func readyzEach(ctx context.Context, c *stack.EtcdCluster, dead string) error {
+	eps := c.Endpoints()()
+	if len(eps) < c.Replicas {
+		return fmt.Errorf("%d of %d members have an address", len(eps), c.Replicas)
+	}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer client.CloseIdleConnections()
+	for _, ep := range eps {
+		if ep.Name == dead {
+			continue
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, workload.DefaultReadyzURL(ep), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ep.Name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: /readyz %d: %s", ep.Name, resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+	}
+	return nil
+}
+
 // viewer reads one Frame at a time from the API server and the writer.
 type viewer struct {
 	stack     *stack.Stack
 	cluster   *stack.EtcdCluster
 	rec       *workload.Recorder
 	bumped    time.Time
+	image     string
 	lastAcked int
 	lastAt    time.Time
 }
@@ -293,6 +349,12 @@ func (v *viewer) frame(ctx context.Context) (Frame, error) {
 	}
 	f.Strategy = sts.Spec.UpdateStrategy.Type
 	f.Reason = reason(etcd)
+	// Until the StatefulSet controller has computed the revision of the bumped template, no pod
+	// counts as updated (the old update revision would make every pod look done).
+	updateRevision := sts.Status.UpdateRevision
+	if sts.Status.ObservedGeneration < sts.Generation || templateImage(sts) != v.image {
+		updateRevision = ""
+	}
 	memberRoles := v.roles(ctx, etcd)
 	prefix := sts.Name + "-"
 	for i := range pods {
@@ -301,7 +363,7 @@ func (v *viewer) frame(ctx context.Context) (Frame, error) {
 		pv := PodView{
 			Name:          p.Name,
 			Revision:      trimPrefix(rev, prefix),
-			Updated:       rev != "" && rev == sts.Status.UpdateRevision,
+			Updated:       rev != "" && rev == updateRevision,
 			Participating: etcdReady(p),
 			Role:          memberRoles[p.Name],
 			State:         containerState(p),
@@ -340,7 +402,19 @@ func (v *viewer) roles(ctx context.Context, etcd *druidv1alpha1.Etcd) map[string
 	return out
 }
 
+func templateImage(sts *appsv1.StatefulSet) string {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if c.Name == etcdContainer {
+			return c.Image
+		}
+	}
+	return ""
+}
+
 func reason(etcd *druidv1alpha1.Etcd) string {
+	if g := etcd.Status.ObservedGeneration; g == nil || *g < etcd.Generation {
+		return "(the operator has not reconciled the latest spec yet)"
+	}
 	for _, c := range etcd.Status.Conditions {
 		if c.Type == druidv1alpha1.ConditionTypeAllMembersUpdated && c.Message != "" {
 			return c.Message
