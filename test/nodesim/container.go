@@ -247,6 +247,8 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 	}
 	var mounts []mountSpec
 	hostsMounted, resolvMounted := false, false
+	w.volMu.Lock()
+	defer w.volMu.Unlock()
 	for _, vm := range spec.VolumeMounts {
 		v, ok := volumes[vm.Name]
 		if !ok {

@@ -59,8 +59,10 @@
 //     item mode, optional), downwardAPI (fieldRef items), projected (secret,
 //     configMap, downwardAPI, serviceAccountToken via the TokenRequest API
 //     bound to the pod, so the admission-injected kube-api-access-* volume
-//     works), persistentVolumeClaim (a directory <DataDir>/<ns>/<claim> that
-//     survives pod deletion; the claim must exist, its phase is not checked),
+//     works), persistentVolumeClaim (a directory <DataDir>/<ns>/<claim>-<uid>
+//     that survives pod deletion but not claim deletion; the pod waits for the
+//     claim to exist; the simulator provisions a hostPath PV "pvc-<uid>" and
+//     binds the claim, and deletes both PV and data when the claim goes),
 //     hostPath. volumeMounts with readOnly, subPath, subPathExpr. Secret,
 //     configMap, downwardAPI and projected volumes are refreshed every
 //     VolumeSyncPeriod with kubelet's atomic-writer layout (..data symlink

@@ -576,6 +576,75 @@ func TestSimulator(t *testing.T) {
 		if got := readFile(t, p.Status.PodIP, "/var/nodesim-test/data/member/snap"); got != "generation-1" {
 			t.Errorf("data after recreation = %q", got)
 		}
+		pvc, err := e.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-store", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName != "pvc-"+string(pvc.UID) {
+			t.Errorf("claim phase %s volume %q, want Bound to pvc-%s", pvc.Status.Phase, pvc.Spec.VolumeName, pvc.UID)
+		}
+		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := e.sim.ClaimDir(ctx, ns+"/data-store")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID || pv.Spec.HostPath == nil || pv.Spec.HostPath.Path != dir {
+			t.Errorf("persistent volume %+v", pv)
+		}
+		if b, err := os.ReadFile(dir + "/member/snap"); err != nil || string(b) != "generation-1" {
+			t.Errorf("ClaimDir content %q, %v", b, err)
+		}
+
+		t.Run("a deleted and recreated claim starts empty", func(t *testing.T) {
+			if err := e.client.CoreV1().Pods(ns).Delete(ctx, "store", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 60*time.Second, "pod gone", func() (bool, string) {
+				_, err := e.client.CoreV1().Pods(ns).Get(ctx, "store", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+			if err := e.client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data-store", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Play the pvc-protection controller, which this control plane does not run.
+			waitFor(t, 30*time.Second, "claim gone", func() (bool, string) {
+				c, err := e.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-store", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return true, ""
+				}
+				if err == nil && len(c.Finalizers) > 0 {
+					c.Finalizers = nil
+					_, err = e.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, c, metav1.UpdateOptions{})
+				}
+				return false, fmt.Sprint(err)
+			})
+			// The PV may stay Terminating behind its pv-protection finalizer:
+			// the controller that removes it does not run here either.
+			waitFor(t, 30*time.Second, "old volume reclaimed", func() (bool, string) {
+				old, pvErr := e.client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+				deleted := apierrors.IsNotFound(pvErr) || (pvErr == nil && old.DeletionTimestamp != nil)
+				_, dirErr := os.Stat(dir)
+				return deleted && os.IsNotExist(dirErr), fmt.Sprintf("pv deleted: %v (%v), dir: %v", deleted, pvErr, dirErr)
+			})
+			_, err := e.client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "data-store", Namespace: ns},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.createPod(t, mk())
+			p := e.waitReady(t, ns, "store")
+			if code, body := get(t, p.Status.PodIP, "/file", url.Values{"path": {"/var/nodesim-test/data/member/snap"}}); code != http.StatusNotFound {
+				t.Errorf("new claim has old data: %d %q", code, body)
+			}
+		})
 	})
 
 	t.Run("partition fails the probe and heal restores it", func(t *testing.T) {

@@ -66,11 +66,10 @@ func newPodWorker(s *Simulator, pod *corev1.Pod) *podWorker {
 	}
 	w.hostsFile = filepath.Join(w.dir, "etc-hosts")
 	w.volumes = &volumeBuilder{
-		namespace: pod.Namespace,
-		tokens:    apiTokenSource{create: s.createToken},
-		podDir:    w.dir,
-		dataDir:   s.o.DataDir,
-		claims:    s.checkClaim,
+		namespace:   pod.Namespace,
+		tokens:      apiTokenSource{create: s.createToken},
+		podDir:      w.dir,
+		claimVolume: s.claimVolume,
 	}
 	for i := range pod.Spec.InitContainers {
 		w.init = append(w.init, newContainer(w, pod.Spec.InitContainers[i].Name, true))
@@ -442,19 +441,4 @@ func (w *podWorker) finish() {
 
 func (s *Simulator) createToken(ctx context.Context, namespace, sa string, tr *authTokenRequest) (*authTokenRequest, error) {
 	return s.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
-}
-
-// checkClaim makes a pod wait for its PersistentVolumeClaim to exist, as
-// kubelet's volume manager does; binding is not required.
-func (s *Simulator) checkClaim(namespace, name string) error {
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-	defer cancel()
-	pvc, err := s.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("persistentvolumeclaim %q: %w", name, err)
-	}
-	if pvc.DeletionTimestamp != nil {
-		return fmt.Errorf("persistentvolumeclaim %q is being deleted", name)
-	}
-	return nil
 }

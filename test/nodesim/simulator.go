@@ -61,8 +61,9 @@ type Options struct {
 	// WorkDir holds pod directories (volumes, logs, hosts files). Default: a
 	// temporary directory removed by Stop.
 	WorkDir string
-	// DataDir holds PersistentVolumeClaim directories, keyed namespace/claim;
-	// they outlive pods. Default <WorkDir>/pvc.
+	// DataDir holds PersistentVolumeClaim directories,
+	// <DataDir>/<namespace>/<claim>-<claim UID>; they outlive pods, not
+	// claims. Default <WorkDir>/pvc.
 	DataDir string
 	// KeepData keeps DataDir on Stop.
 	KeepData bool
@@ -217,6 +218,19 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 	if err := s.serveDNS(); err != nil {
 		_ = s.Stop()
 		return nil, err
+	}
+	if _, err := s.factory.Core().V1().PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+				s.claimDeleted(pvc)
+			}
+		},
+	}); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("watching claims: %w", err)
 	}
 	s.startEvents()
 	s.factory.Start(s.ctx.Done())

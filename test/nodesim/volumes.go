@@ -32,9 +32,9 @@ type volumeBuilder struct {
 	ec        envContext
 	tokens    tokenSource
 	podDir    string // <workdir>/pods/<uid>
-	dataDir   string // persistent volume claims live under here, keyed namespace/claim
-	claims    func(namespace, name string) error
-	claimOK   map[string]bool
+	// claimVolume checks (and binds) a claim and returns its data directory.
+	claimVolume func(namespace, name string) (string, error)
+	claimDirs   map[string]string // claim name → data directory, once checked
 	// cached tokens by volume/path, renewed at 80% of their lifetime as kubelet does
 	tokenCache map[string]cachedToken
 }
@@ -47,7 +47,7 @@ type cachedToken struct {
 // hostPath is where volume `name` lives on the host.
 func (b *volumeBuilder) hostPath(v *corev1.Volume) string {
 	if v.PersistentVolumeClaim != nil {
-		return filepath.Join(b.dataDir, b.namespace, v.PersistentVolumeClaim.ClaimName)
+		return b.claimDirs[v.PersistentVolumeClaim.ClaimName]
 	}
 	if v.HostPath != nil {
 		return v.HostPath.Path
@@ -68,17 +68,15 @@ func (b *volumeBuilder) sync(ctx context.Context) error {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		case v.PersistentVolumeClaim != nil:
-			if claim := v.PersistentVolumeClaim.ClaimName; !b.claimOK[claim] {
-				if err := b.claims(b.namespace, claim); err != nil {
+			if claim := v.PersistentVolumeClaim.ClaimName; b.claimDirs[claim] == "" {
+				claimDir, err := b.claimVolume(b.namespace, claim)
+				if err != nil {
 					return fmt.Errorf("volume %s: %w", v.Name, err)
 				}
-				if b.claimOK == nil {
-					b.claimOK = map[string]bool{}
+				if b.claimDirs == nil {
+					b.claimDirs = map[string]string{}
 				}
-				b.claimOK[claim] = true
-			}
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return fmt.Errorf("volume %s: %w", v.Name, err)
+				b.claimDirs[claim] = claimDir
 			}
 		case v.HostPath != nil:
 			if v.HostPath.Type != nil && *v.HostPath.Type == corev1.HostPathDirectoryOrCreate {
