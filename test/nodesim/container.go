@@ -157,6 +157,7 @@ func (c *container) run() {
 			c.w.mu.Lock()
 			c.state = corev1.ContainerState{Terminated: term}
 			c.succeeded = c.isInit && term.ExitCode == 0
+			c.ready = c.succeeded // kubelet reports a completed init container as ready
 			c.w.mu.Unlock()
 			c.w.markDirty()
 			return

@@ -426,7 +426,7 @@ func TestSimulator(t *testing.T) {
 			t.Errorf("init containers wrote %q", body)
 		}
 		for _, cs := range got.Status.InitContainerStatuses {
-			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" || !cs.Ready {
 				t.Errorf("init container %s: %+v", cs.Name, cs.State)
 			}
 		}
