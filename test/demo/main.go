@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -180,13 +181,23 @@ func rollout(ctx context.Context, s *stack.Stack, out *screen, title, namespace 
 // screen writes lines, redrawing a block in place when stdout is a terminal.
 type screen struct {
 	w     io.Writer
+	fd    int
 	tty   bool
 	drawn int // lines of the live block currently on screen
 }
 
 func newScreen(f *os.File) *screen {
-	fi, err := f.Stat()
-	return &screen{w: f, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	fd := int(f.Fd())
+	return &screen{w: f, fd: fd, tty: term.IsTerminal(fd)}
+}
+
+// width is the terminal's, read at every redraw so a resized window still gets whole lines: a
+// wrapped line would throw off the cursor movement that replaces the block.
+func (s *screen) width() int {
+	if w, _, err := term.GetSize(s.fd); err == nil && w > 20 {
+		return w
+	}
+	return 120
 }
 
 func (s *screen) linef(format string, args ...any) {
@@ -200,8 +211,9 @@ func (s *screen) redraw(lines []string) {
 	if s.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", s.drawn) // up to the block's first line, clear below
 	}
+	width := s.width()
 	for _, l := range lines {
-		b.WriteString(l)
+		b.WriteString(clip(l, width-1))
 		b.WriteString("\x1b[K\n")
 	}
 	s.drawn = len(lines)
@@ -251,7 +263,7 @@ func (v *liveView) block(f helme2e.Frame) []string {
 		lines = append(lines, fmt.Sprintf("  %-8s %-12s %-8s %-14s %-7s %s", p.Name, p.Revision, yesNo(p.Updated), yesNo(p.Participating), orDash(p.Role), p.State))
 	}
 	lines = append(lines,
-		"  controller: "+clip(orDash(f.Reason), 150),
+		"  controller: "+orDash(f.Reason),
 		"  writes:     "+writesLine(f),
 	)
 	return lines
@@ -290,7 +302,7 @@ func writesLine(f helme2e.Frame) string {
 func printSummary(out *screen, results []result) {
 	out.linef("")
 	out.linef("=== summary: 3 members, %s-%d dead, etcd %s -> %s ===", "etcd", deadMember, fromVersion, toVersion)
-	header := fmt.Sprintf("  %-26s", "")
+	header := fmt.Sprintf("  %-28s", "")
 	for _, r := range results {
 		header += fmt.Sprintf(" %-24s", r.title)
 	}
@@ -338,7 +350,7 @@ func printSummary(out *screen, results []result) {
 		}},
 	}
 	for _, row := range rows {
-		line := fmt.Sprintf("  %-26s", row.name)
+		line := fmt.Sprintf("  %-28s", row.name)
 		for _, r := range results {
 			line += fmt.Sprintf(" %-24s", row.cell(r.run))
 		}
@@ -361,8 +373,9 @@ func orDash(s string) string {
 }
 
 func clip(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string(r[:n-1]) + "…"
 }
