@@ -46,7 +46,7 @@ func run() error {
 		outDir        = flag.String("out", "", "results directory (default <repo>/test/bench/results)")
 		onlyScenarios = flag.String("scenarios", "", "comma-separated scenario ids to run (default all)")
 		onlyStrats    = flag.String("strategies", "", "comma-separated strategy ids to run (default all)")
-		stall         = flag.Duration("stall", 45*time.Second, "a rollout with no progress for this long is recorded as not completed")
+		stall         = flag.Duration("stall", 30*time.Second, "a rollout with no progress (and no pod terminating) for this long is recorded as not completed")
 		timeout       = flag.Duration("timeout", 4*time.Minute, "upper bound of any one rollout")
 		rate          = flag.Float64("rate", 40, "writer Puts per second")
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")

@@ -219,7 +219,13 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 			Pod:           d.Pod,
 			Participating: d.Participating,
 			Leader:        leaderAt(rep0.LeaderEpochs, d.At),
-			Violation:     d.Violation,
+		}
+		if st.onDelete {
+			// The auditor judges against the StatefulSet's status.updateRevision as last
+			// watched. Our controller deletes only after reading that status; the StatefulSet
+			// controller deletes first and writes the new revision after, so for it the
+			// auditor's "updated" would be the previous revision.
+			dr.Violation = d.Violation
 		}
 		run.DeletionLog = append(run.DeletionLog, dr)
 		at = append(at, d.At)
@@ -227,7 +233,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		if d.Participating {
 			run.ParticipatingDeletions++
 		}
-		if d.Violation != "" {
+		if st.onDelete && d.Violation != "" {
 			run.InvariantViolations++
 		}
 	}
@@ -332,7 +338,8 @@ func (p *phases) mark(step string) {
 func (p *phases) String() string { return strings.Join(p.steps, ", ") }
 
 // waitRollout waits until every member runs the new image's revision and is ready. It gives up
-// when nothing moved (pods updated, ready, terminating) for cfg.stall, or after cfg.timeout.
+// when nothing moved (pods updated or ready, none terminating) for cfg.stall, or after
+// cfg.timeout.
 func waitRollout(ctx context.Context, c *stack.EtcdCluster, cfg config) (bool, string, stack.RolloutState) {
 	start := time.Now()
 	lastChange := start
@@ -341,7 +348,8 @@ func waitRollout(ctx context.Context, c *stack.EtcdCluster, cfg config) (bool, s
 	for {
 		st, err := c.State(ctx)
 		if err == nil {
-			if !seen || st.Updated != last.Updated || st.Ready != last.Ready || st.Terminating != last.Terminating || st.UpdateRevision != last.UpdateRevision {
+			// A terminating pod is progress under way (a hung member sits out its grace period).
+			if !seen || st.Terminating > 0 || st.Updated != last.Updated || st.Ready != last.Ready || st.UpdateRevision != last.UpdateRevision {
 				lastChange = time.Now()
 			}
 			last, seen = st, true

@@ -60,8 +60,8 @@ type Settings struct {
 	WriteRate      float64 `json:"writeRate"`
 	WriteTimeoutMs int64   `json:"writeTimeoutMs"`
 	QuorumProbe    string  `json:"quorumProbe"`
-	// StallSeconds: a rollout that makes no progress for this long is recorded as not
-	// completed; TimeoutSeconds bounds any rollout.
+	// StallSeconds: a rollout that makes no progress (no pod updated or becoming ready, none
+	// terminating) for this long is recorded as not completed; TimeoutSeconds bounds any rollout.
 	StallSeconds   float64 `json:"stallSeconds"`
 	TimeoutSeconds float64 `json:"timeoutSeconds"`
 	// StaleRoleLeaseRenewal is the member agents' lease renewal interval in the stale-role
@@ -93,8 +93,10 @@ type Run struct {
 	RolloutSeconds float64 `json:"rolloutSeconds"`
 
 	// Controller decisions. Deletions and ParticipatingDeletions come from watching the pods
-	// (any controller); InvariantViolations counts deletions of a participating pod while
-	// another was terminating, missing, or updated but not participating (DEP-07).
+	// (any controller). InvariantViolations counts deletions of a participating pod while
+	// another was terminating, missing, or updated but not participating (DEP-07); only for our
+	// controller, which deletes after the StatefulSet status names the new revision (the
+	// StatefulSet controller deletes before, so the watcher's "updated" would be stale).
 	Deletions              int `json:"deletions"`
 	ParticipatingDeletions int `json:"participatingDeletions"`
 	InvariantViolations    int `json:"invariantViolations"`

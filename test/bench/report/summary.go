@@ -76,7 +76,7 @@ func Markdown(r Results) string {
 	fmt.Fprintf(&b, "# Rollout benchmark: image bump %s → %s\n\n", r.Settings.FromImage, r.Settings.ToImage)
 	fmt.Fprintf(&b, "Run %s on %s; %d repetition(s), %d runs, %.0f s wall clock.\n", r.Date, r.Machine, r.Reps, len(r.Runs), r.WallSeconds)
 	fmt.Fprintf(&b, "Writer %.0f Puts/s with a %d ms deadline per attempt; quorum probed with %s. "+
-		"A rollout with no progress for %.0f s (or not done in %.0f s) counts as not completed.\n\n",
+		"A rollout with no progress for %.0f s (no pod updated or becoming ready, none terminating), or not done in %.0f s, counts as not completed.\n\n",
 		r.Settings.WriteRate, r.Settings.WriteTimeoutMs, r.Settings.QuorumProbe, r.Settings.StallSeconds, r.Settings.TimeoutSeconds)
 	b.WriteString("Cells: median (min–max) over the completed runs; ×RU: ratio of the medians to `rolling-update` in the same scenario " +
 		"(— when either side is missing or RollingUpdate's median is 0).\n\n")
