@@ -20,15 +20,23 @@ const (
 	ControllerManagerBinary = "kube-controller-manager"
 )
 
-// DefaultControllers run the StatefulSet machinery and what pods need to be
-// admitted (the default ServiceAccount, kube-root-ca.crt). node-lifecycle is
-// left out: it would mark simulated nodes NotReady unless their Lease is renewed.
+// DefaultControllers run the StatefulSet machinery, what pods need to be admitted (the default
+// ServiceAccount, kube-root-ca.crt), and what deleting namespaces and claims needs (namespace,
+// pvc/pv-protection), plus the built-in view/edit/admin roles (clusterrole-aggregation) and Deployments (the operator's
+// own, installed by its Helm chart).
+// node-lifecycle is left out: it would mark simulated nodes NotReady unless their Lease is renewed.
 var DefaultControllers = []string{
 	"statefulset",
 	"garbage-collector",
 	"serviceaccount",
 	"serviceaccount-token",
 	"root-ca-certificate-publisher",
+	"namespace",
+	"persistentvolume-protection",
+	"persistentvolumeclaim-protection",
+	"clusterrole-aggregation",
+	"deployment",
+	"replicaset",
 }
 
 // Options configures Start. The zero value is a usable loopback cluster.
