@@ -1,0 +1,136 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []float64
+		want   Stat
+	}{
+		{"none", nil, Stat{}},
+		{"one", []float64{4}, Stat{N: 1, Median: 4, Min: 4, Max: 4}},
+		{"odd count, unsorted", []float64{9, 1, 5}, Stat{N: 3, Median: 5, Min: 1, Max: 9}},
+		{"even count takes the mean of the middle two", []float64{1, 10, 2, 4}, Stat{N: 4, Median: 3, Min: 1, Max: 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summarize(tc.values); got != tc.want {
+				t.Errorf("Summarize(%v) = %+v, want %+v", tc.values, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		a, b   Stat
+		want   float64
+		wantOK bool
+	}{
+		{"plain", Stat{N: 1, Median: 1}, Stat{N: 1, Median: 4}, 0.25, true},
+		{"baseline zero", Stat{N: 1, Median: 3}, Stat{N: 1, Median: 0}, 0, false},
+		{"no baseline runs", Stat{N: 1, Median: 3}, Stat{}, 0, false},
+		{"no runs", Stat{}, Stat{N: 1, Median: 3}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Ratio(tc.a, tc.b)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("Ratio = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func intp(n int) *int { return &n }
+
+func sampleRuns() []Run {
+	return []Run{
+		{Scenario: "3-one-dead", Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, RolloutSeconds: 10, QuorumLossMs: 0, LongestWriteGapMs: 200, FailedWrites: 2, Deletions: 3, ParticipatingDeletions: 2},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, RolloutSeconds: 8, QuorumLossMs: 3000, LongestWriteGapMs: 1600, FailedWrites: 20, Deletions: 3, ParticipatingDeletions: 2},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 2, Completed: true, RolloutSeconds: 12, QuorumLossMs: 1000, LongestWriteGapMs: 1400, FailedWrites: 30, Deletions: 3, ParticipatingDeletions: 2},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdateMaxUnavailable, Rep: 1, Completed: false, RolloutSeconds: 31, Note: "no progress for 30s"},
+		{Scenario: "3-healthy", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, RolloutSeconds: 9, Deletions: 3, ParticipatingDeletions: 3},
+		{Scenario: ScenarioStaleRole, Strategy: StrategyOnDeleteLease, Rep: 1, Completed: true, Deletions: 3, LeaderDeletedWhileFollowersRemained: intp(1)},
+		{Scenario: ScenarioStaleRole, Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, Deletions: 3, LeaderDeletedWhileFollowersRemained: intp(0)},
+	}
+}
+
+func TestTable(t *testing.T) {
+	table := Table(sampleRuns())
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	rows := lines[2:]
+	// Scenarios in the issue's order, strategies in theirs, whatever order the runs came in.
+	wantOrder := []string{
+		"| 3-healthy | `rolling-update` |",
+		"| 3-one-dead | `rolling-update` |",
+		"| 3-one-dead | `rolling-update-maxunavailable` |",
+		"| 3-one-dead | `ondelete-direct` |",
+		"| stale-role | `ondelete-lease` |",
+		"| stale-role | `ondelete-direct` |",
+	}
+	if len(rows) != len(wantOrder) {
+		t.Fatalf("got %d rows, want %d:\n%s", len(rows), len(wantOrder), table)
+	}
+	for i, prefix := range wantOrder {
+		if !strings.HasPrefix(rows[i], prefix) {
+			t.Errorf("row %d = %q, want it to start with %q", i, rows[i], prefix)
+		}
+	}
+	for _, tc := range []struct {
+		name, row, want string
+	}{
+		{"median with spread over two reps", rows[1], "| 10.0 (8.0–12.0) | 1.00× | 2000 (1000–3000) | 1.00× |"},
+		{"incomplete strategy shows no figures", rows[2], "| 0/1 | — | — | — |"},
+		{"ratio to rolling-update's median", rows[3], "| 1/1 | 10.0 | 1.00× | 0 | 0.00× | 200 | 0.13× | 2 | 0.08× |"},
+		{"deletions with participating count", rows[3], "| 3 (2) |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.row, tc.want) {
+				t.Errorf("row %q does not contain %q", tc.row, tc.want)
+			}
+		})
+	}
+}
+
+func TestMarkdownListsIncompleteRunsAndStaleRoles(t *testing.T) {
+	md := Markdown(Results{Date: "2026-11-22T09:00:00Z", Machine: Machine{CPUs: 2, MemoryGiB: 23.4, Kernel: "6.1", GoVersion: "go1.26"}, Reps: 2, Runs: sampleRuns()})
+	for _, want := range []string{
+		"2 CPUs, 23.4 GiB memory, Linux 6.1",
+		"- 3-one-dead / rolling-update-maxunavailable rep 1 after 31 s: no progress for 30s",
+		"| `ondelete-lease` | 1 | 1 | 1 | 3 |",
+		"| `ondelete-direct` | 1 | 0 | 0 | 3 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestWriteTimelinePNG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.png")
+	rows := []Timeline{
+		{Strategy: StrategyRollingUpdate, Completed: true, RolloutSeconds: 8, Members: []string{"etcd-0", "etcd-1"}, Start: -1, End: 9,
+			Participation: []Span{{Member: "etcd-1", From: -1, To: 2}, {Member: "etcd-0", From: 5, To: 9}},
+			Deletions:     []Mark{{Member: "etcd-1", At: 2}}, Latencies: []Point{{At: 0, Ms: 3}, {At: 3, Ms: 1500}}},
+		{Strategy: StrategyRollingUpdateMaxUnavailable, RolloutSeconds: 30, Members: []string{"etcd-0", "etcd-1"}, Start: -1, End: 30},
+	}
+	if err := WriteTimelinePNG(path, "test", rows); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 8 || string(data[1:4]) != "PNG" {
+		t.Errorf("%s is not a PNG (%d bytes)", path, len(data))
+	}
+	if err := WriteTimelinePNG(path, "empty", nil); err == nil {
+		t.Error("no timelines: want an error")
+	}
+}
