@@ -13,7 +13,7 @@ func TestControllerFlag(t *testing.T) {
 		names []string
 		want  string
 	}{
-		{names: DefaultControllers, want: "statefulset-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"},
+		{names: []string{"statefulset", "garbage-collector"}, want: "statefulset-controller,garbage-collector-controller"},
 		{names: []string{"statefulset-controller", "*", "-node-lifecycle"}, want: "statefulset-controller,*,-node-lifecycle-controller"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
