@@ -123,6 +123,8 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	if o.Dead >= 0 {
 		pod := cluster.PodKey(o.Dead)
 		s.Sim.CrashOnStart(pod, etcdContainer, true)
+		// The fault is the simulator's, keyed by pod name: it must not outlive this rollout.
+		defer s.Sim.CrashOnStart(pod, etcdContainer, false)
 		if err := s.Sim.Kill(pod, etcdContainer); err != nil {
 			return nil, fmt.Errorf("killing %s: %w", pod, err)
 		}
@@ -153,8 +155,14 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 		return nil, err
 	}
 	res := &RolloutResult{Cluster: cluster}
+	// Stopping audits the acknowledged writes, which waits for the cluster to serve a
+	// linearizable read; when the caller gave up, it gets a few seconds only.
 	stopInstruments := func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		budget := 90 * time.Second
+		if ctx.Err() != nil {
+			budget = 5 * time.Second
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 		defer cancel()
 		res.Report, res.RecorderErr = rec.Stop(stopCtx)
 		res.Deletions, res.AuditErr = auditor.Stop()
@@ -209,9 +217,6 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 			return res, nil
 		case <-tick.C:
 		}
-	}
-	if !faultLifted {
-		s.Sim.CrashOnStart(cluster.PodKey(o.Dead), etcdContainer, false)
 	}
 	time.Sleep(time.Second) // let the writer show the cluster serving again
 	stopInstruments()
