@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -120,7 +122,17 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 	progress(fmt.Sprintf("all %d members ready (StatefulSet updateStrategy %s)", o.Replicas, sts.Spec.UpdateStrategy.Type))
 
+	var deadUID types.UID
 	if o.Dead >= 0 {
+		pods, err := cluster.Pods(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			if p.Name == cluster.PodName(o.Dead) {
+				deadUID = p.UID
+			}
+		}
 		pod := cluster.PodKey(o.Dead)
 		s.Sim.CrashOnStart(pod, etcdContainer, true)
 		// The fault is the simulator's, keyed by pod name: it must not outlive this rollout.
@@ -186,14 +198,14 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	defer deadline.Stop()
 	tick := time.NewTicker(o.Tick)
 	defer tick.Stop()
-	faultLifted := o.Dead < 0
+	if o.Dead >= 0 {
+		liftCtx, cancelLift := context.WithCancel(ctx)
+		defer cancelLift()
+		go liftWhenReplaced(liftCtx, s, cluster, o.Dead, deadUID)
+	}
 	for !res.Completed {
 		frame, err := v.frame(ctx)
 		if err == nil {
-			if !faultLifted && replaced(frame, cluster.PodName(o.Dead)) {
-				s.Sim.CrashOnStart(cluster.PodKey(o.Dead), etcdContainer, false)
-				faultLifted = true
-			}
 			st, stErr := cluster.State(ctx)
 			if stErr == nil && st.Image == o.To && st.Updated == cluster.Replicas && st.Ready == cluster.Replicas && st.Terminating == 0 {
 				res.Completed, res.Duration = true, time.Since(res.Bumped)
@@ -223,15 +235,22 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	return res, nil
 }
 
-// replaced says the dead member's old pod is going or gone: from here on the fault belongs to a
-// pod that no longer exists.
-func replaced(f Frame, pod string) bool {
-	for _, p := range f.Pods {
-		if p.Name == pod {
-			return p.State == "Terminating" || p.Updated
+// liftWhenReplaced lifts the crash fault as soon as the dead member's pod is terminating or gone,
+// so its replacement starts cleanly: the update is what repairs it. It polls fast because the
+// replacement can be created within a second of the deletion.
+func liftWhenReplaced(ctx context.Context, s *stack.Stack, c *stack.EtcdCluster, ordinal int, uid types.UID) {
+	for {
+		pod, err := s.Kube.CoreV1().Pods(c.Namespace).Get(ctx, c.PodName(ordinal), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || pod.DeletionTimestamp != nil)) {
+			s.Sim.CrashOnStart(c.PodKey(ordinal), etcdContainer, false)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return true
 }
 
 func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error {
