@@ -22,7 +22,22 @@ func machine(note string) report.Machine {
 			m.MemoryGiB = v / (1 << 20)
 		}
 	}
+	m.LoadAtStart = loadAverage()
 	return m
+}
+
+// loadAverage is the 1-minute load average, 0 when unknown.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // procField is the value of the first "name: value" line of a /proc file.

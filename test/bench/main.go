@@ -145,6 +145,7 @@ func run() error {
 		}
 	}
 	results.WallSeconds = time.Since(began).Seconds()
+	results.Machine.LoadAtEnd = loadAverage()
 	logf("%d runs in %s, %d controller-manager restarts", len(results.Runs), time.Since(began).Round(time.Second), kcm.Restarts)
 	return writeOutputs(*outDir, results, timelines)
 }

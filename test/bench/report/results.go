@@ -37,7 +37,11 @@ type Machine struct {
 	MemoryGiB float64 `json:"memoryGiB"`
 	Kernel    string  `json:"kernel"`
 	GoVersion string  `json:"goVersion"`
-	Note      string  `json:"note,omitempty"`
+	// LoadAtStart and LoadAtEnd are /proc/loadavg's 1-minute figure: how busy the machine was
+	// besides the benchmark (it takes about one core itself).
+	LoadAtStart float64 `json:"loadAtStart,omitempty"`
+	LoadAtEnd   float64 `json:"loadAtEnd,omitempty"`
+	Note        string  `json:"note,omitempty"`
 }
 
 func (m Machine) String() string {
@@ -46,6 +50,9 @@ func (m Machine) String() string {
 		model = " (" + m.CPUModel + ")"
 	}
 	s := fmt.Sprintf("%d CPUs%s, %.1f GiB memory, Linux %s, %s", m.CPUs, model, m.MemoryGiB, m.Kernel, m.GoVersion)
+	if m.LoadAtStart > 0 || m.LoadAtEnd > 0 {
+		s += fmt.Sprintf(", load average %.1f at the start and %.1f at the end", m.LoadAtStart, m.LoadAtEnd)
+	}
 	if m.Note != "" {
 		s += "; " + m.Note
 	}

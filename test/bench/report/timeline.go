@@ -120,7 +120,7 @@ func participationPlot(t Timeline, start, end float64, legend bool) (*plot.Plot,
 	p.X.Min, p.X.Max = start, end
 	p.Y.Min, p.Y.Max = -0.7, float64(len(t.Members))-0.3
 	if legend {
-		p.Y.Max += 0.9 // room for the legend above the lanes
+		p.Y.Max += 1.4 // room for the legend above the lanes
 	}
 	lane := map[string]float64{}
 	ticks := make(plot.ConstantTicks, 0, len(t.Members))
