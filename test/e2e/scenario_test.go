@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -189,9 +190,15 @@ func run(t *testing.T, sc scenario) {
 		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
 	}
 	for _, d := range deletions {
-		t.Logf("at %s deleted %s participating=%v revision=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision)
-		if d.Violation != "" {
-			t.Errorf("participating pod %s deleted while: %s", d.Pod, d.Violation)
+		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy)
+		switch {
+		case d.Violation == "":
+		case d.Strategy == appsv1.OnDeleteStatefulSetStrategyType:
+			t.Errorf("participating pod %s deleted by the OnDelete controller while: %s", d.Pod, d.Violation)
+		default:
+			// The Kubernetes StatefulSet controller's doing (the gate was off): the very
+			// behaviour this operator replaces, reported but not ours to fail on.
+			t.Logf("under %s the StatefulSet controller deleted participating %s while: %s", d.Strategy, d.Pod, d.Violation)
 		}
 	}
 }

@@ -26,10 +26,14 @@ type Deletion struct {
 	// Violation is set when a participating pod was deleted while another pod was terminating or
 	// missing, or while an updated pod was not participating: what the controller must never do.
 	Violation string `json:"violation,omitempty"`
+	// Strategy is the StatefulSet's update strategy when the deletion was seen: under
+	// RollingUpdate the deletion is the StatefulSet controller's, under OnDelete ours.
+	Strategy appsv1.StatefulSetUpdateStrategyType `json:"strategy"`
 }
 
 // DeletionAuditor watches an Etcd's pods and StatefulSet and checks DEP-07's invariant at every
-// deletion. Pod events arrive in resourceVersion order on one watch, so the view at a deletion
+// deletion, whoever made it (Deletion.Strategy tells whose it was likely to be: the two watches are
+// not ordered with each other, so a deletion right at a strategy switch may be misattributed). Pod events arrive in resourceVersion order on one watch, so the view at a deletion
 // is at least as fresh as what the controller read before deleting.
 type DeletionAuditor struct {
 	cluster *EtcdCluster
@@ -39,6 +43,7 @@ type DeletionAuditor struct {
 	mu             sync.Mutex
 	pods           map[string]*corev1.Pod
 	updateRevision string
+	strategy       appsv1.StatefulSetUpdateStrategyType
 	deletions      []Deletion
 	watchErr       error
 }
@@ -79,6 +84,7 @@ func (a *DeletionAuditor) run(ctx context.Context, pods, sts watch.Interface) {
 			if s, isSts := ev.Object.(*appsv1.StatefulSet); isSts {
 				a.mu.Lock()
 				a.updateRevision = s.Status.UpdateRevision
+				a.strategy = s.Spec.UpdateStrategy.Type
 				a.mu.Unlock()
 			}
 		case ev, ok := <-pods.ResultChan():
@@ -125,7 +131,8 @@ func (a *DeletionAuditor) observe(t watch.EventType, pod *corev1.Pod) {
 
 // judge evaluates a deletion against the state just before it.
 func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
-	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: etcdReady(pod), Revision: pod.Labels[appsv1.StatefulSetRevisionLabel]}
+	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: etcdReady(pod),
+		Revision: pod.Labels[appsv1.StatefulSetRevisionLabel], Strategy: a.strategy}
 	if !d.Participating {
 		return d
 	}
