@@ -6,12 +6,9 @@ package envtestutil
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,13 +224,14 @@ func (e *Env) startControllerManager(t testing.TB, binDir, featureGates string) 
 	if err != nil {
 		return err
 	}
+	certDir := filepath.Join(dir, "certs")
 	args := []string{
 		"--kubeconfig=" + kubeconfigPath,
 		"--authentication-kubeconfig=" + kubeconfigPath,
 		"--authorization-kubeconfig=" + kubeconfigPath,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--cert-dir=" + certDir,
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--controllers=" + envtestControllers,
@@ -271,7 +269,7 @@ func (e *Env) startControllerManager(t testing.TB, binDir, featureGates string) 
 		if err := p.ExitError(); err != nil {
 			return fmt.Errorf("kube-controller-manager: %w; last output:\n%s", err, p.LogTail(3000))
 		}
-		if healthy(ctx, healthz) {
+		if ok, _ := localcluster.ControllerManagerHealthy(ctx, certDir, healthz); ok {
 			return nil
 		}
 		select {
@@ -280,27 +278,6 @@ func (e *Env) startControllerManager(t testing.TB, binDir, featureGates string) 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// healthClient skips verification: the controller-manager serves a
-// certificate it generated itself, on loopback.
-var healthClient = &http.Client{
-	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
-	Timeout:   5 * time.Second,
-}
-
-func healthy(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := healthClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode == http.StatusOK && string(body) == "ok"
 }
 
 func freeLoopbackPort() (int, error) {

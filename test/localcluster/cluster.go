@@ -6,7 +6,6 @@ package localcluster
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -464,29 +463,8 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 	c.setProcess(&c.kcm, kcmProc)
 	healthz := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/healthz"
 	return c.waitFor(ctx, "kube-controller-manager /healthz", func(ctx context.Context) (bool, error) {
-		return controllerManagerHealthy(ctx, healthz)
+		return ControllerManagerHealthy(ctx, p.kcmCertDir, healthz)
 	})
-}
-
-// kcmHealthClient skips verification: the controller-manager serves a
-// self-signed certificate it generates itself, on loopback.
-var kcmHealthClient = &http.Client{
-	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
-	Timeout:   5 * time.Second,
-}
-
-func controllerManagerHealthy(ctx context.Context, url string) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := kcmHealthClient.Do(req)
-	if err != nil {
-		return false, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode == http.StatusOK && string(body) == "ok", nil
 }
 
 // setProcess stores a started process and records all PIDs on disk, so
