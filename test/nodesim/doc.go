@@ -68,8 +68,8 @@
 //     VolumeSyncPeriod with kubelet's atomic-writer layout (..data symlink
 //     swap), so updates reach running containers (not through subPath).
 //   - probes: readiness, liveness, startup with httpGet (scheme, host default
-//     pod IP, named or numbered port, path, headers; 200–399 succeeds, TLS
-//     unverified), tcpSocket, grpc, exec (run inside the container's
+//     pod IP, named or numbered port, path, headers; 200–399 succeeds; HTTPS
+//     probes fail, since kubelet would not verify them), tcpSocket, grpc, exec (run inside the container's
 //     namespaces with its env); initialDelaySeconds, periodSeconds,
 //     timeoutSeconds, successThreshold, failureThreshold, and
 //     terminationGracePeriodSeconds for liveness/startup kills.
