@@ -101,16 +101,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
-	}
-
 	// Roles only matter when a participating pod is to be chosen; a plan without them tells
 	// whether that is the case, so a settled cluster costs no member traffic.
 	decision := rollout.Plan(rollout.Observe(sts, pods, nil))
 	resolution := roles.Resolution{Source: roles.SourceNone}
 	if needsRoles(decision) {
+		leases := &coordinationv1.LeaseList{}
+		if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
+		}
 		resolution = r.resolveRoles(ctx, etcd, pods, leases.Items)
 		decision = rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
 	}
