@@ -21,7 +21,7 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit cluster-up cluster-down demo bench clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit cluster-up cluster-down demo bench bench-go clean
 
 all: build
 
@@ -70,8 +70,11 @@ cluster-down: ## Stop the processes recorded in the dir and remove it.
 demo: tools build
 	go run ./test/demo
 
-bench: tools build
+bench: tools build ## Rollout benchmark: every strategy side by side (REPS=3; ~40 min, REPS=1 ~15 min).
 	go run ./test/bench -reps $(or $(REPS),3)
+
+bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes).
+	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/
 
 clean: cluster-down
 	rm -rf $(BIN) .cluster
