@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
@@ -45,11 +43,8 @@ type Operator struct {
 	chart      string
 	helmHome   string
 	deployment string
-	// deployments runs the Deployment and ReplicaSet controllers the stack's controller-manager
-	// leaves out; nil when the stack's runs them itself.
-	deployments *proc.Process
-	installed   bool
-	ownHome     bool
+	installed  bool
+	ownHome    bool
 }
 
 // InstallOptions configure Install.
@@ -103,9 +98,6 @@ func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator
 			_ = op.Uninstall(context.Background())
 		}
 	}()
-	if err := op.startDeploymentControllers(); err != nil {
-		return nil, err
-	}
 	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace, "--create-namespace",
 		"--skip-crds",
 		"--set", "image.tag="+imageTag,
@@ -229,14 +221,10 @@ func (op *Operator) Uninstall(ctx context.Context) error {
 	return errors.Join(append(errs, op.Stop())...)
 }
 
-// Stop stops the Deployment controllers Install started and removes helm's homes, leaving the
-// release in the cluster: for callers about to stop the whole stack anyway.
+// Stop removes helm's homes, leaving the release in the cluster: for callers about to stop the
+// whole stack anyway.
 func (op *Operator) Stop() error {
 	var errs []error
-	if op.deployments != nil {
-		errs = append(errs, op.deployments.Stop(proc.DefaultGrace))
-		op.deployments = nil
-	}
 	if op.ownHome {
 		errs = append(errs, os.RemoveAll(op.helmHome))
 		op.ownHome = false
@@ -260,42 +248,6 @@ func (op *Operator) run(ctx context.Context, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", args[0], err, stderr.String())
 	}
 	return stdout.String(), nil
-}
-
-// startDeploymentControllers runs a second, real kube-controller-manager with only the
-// Deployment and ReplicaSet controllers when the stack's own leaves them out (its default set is
-// what StatefulSets need). It talks to the API server with the admin kubeconfig and serves
-// nothing, so it needs no port.
-func (op *Operator) startDeploymentControllers() error {
-	if slices.Contains(localcluster.DefaultControllers, "deployment") || slices.Contains(localcluster.DefaultControllers, "*") {
-		return nil
-	}
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(op.helmHome, "deployment-controllers")
-	p, err := proc.Start(proc.Spec{
-		Name:   "kube-controller-manager (deployments)",
-		Binary: filepath.Join(binDir, localcluster.ControllerManagerBinary),
-		Args: []string{
-			"--kubeconfig=" + op.stack.Cluster.KubeconfigPath(),
-			"--controllers=deployment-controller,replicaset-controller",
-			"--leader-elect=false",
-			"--secure-port=0",
-			"--cert-dir=" + filepath.Join(dir, "certs"),
-			"--flex-volume-plugin-dir=" + filepath.Join(dir, "flexvolume"),
-			"--kube-api-qps=50",
-			"--kube-api-burst=100",
-			"--profiling=false",
-		},
-		LogPath: filepath.Join(dir, "kube-controller-manager.log"),
-	})
-	if err != nil {
-		return fmt.Errorf("starting the Deployment and ReplicaSet controllers: %w", err)
-	}
-	op.deployments = p
-	return nil
 }
 
 func podReady(p *corev1.Pod) bool {
