@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -100,21 +99,19 @@ type LeaderMonitor struct {
 	last    map[string]LeaderObservation
 	minTerm uint64
 	maxTerm uint64
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	background
 }
 
 // NewLeaderMonitor prepares a monitor; Start begins polling.
 func NewLeaderMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o LeaderOptions) *LeaderMonitor {
 	return &LeaderMonitor{
-		endpoints: endpoints,
-		opts:      o.withDefaults(),
-		conns:     newMemberConns(creds),
-		epochs:    map[uint64]*LeaderEpoch{},
-		names:     map[uint64]string{},
-		last:      map[string]LeaderObservation{},
-		done:      make(chan struct{}),
+		endpoints:  endpoints,
+		opts:       o.withDefaults(),
+		conns:      newMemberConns(creds),
+		epochs:     map[uint64]*LeaderEpoch{},
+		names:      map[uint64]string{},
+		last:       map[string]LeaderObservation{},
+		background: newBackground(),
 	}
 }
 
@@ -122,30 +119,16 @@ func NewLeaderMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial
 func (m *LeaderMonitor) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		return errors.New("leader monitor already started")
+	if err := m.start(ctx, "leader monitor", m.opts.MaxRun, m.run); err != nil {
+		return err
 	}
-	m.started = true
-	ctx, m.cancel = context.WithTimeout(ctx, m.opts.MaxRun)
 	m.res.Started = time.Now()
-	go m.run(ctx)
 	return nil
 }
 
 // Stop ends polling and returns the result.
 func (m *LeaderMonitor) Stop(ctx context.Context) LeaderResult {
-	m.mu.Lock()
-	started := m.started
-	if m.cancel != nil {
-		m.cancel()
-	}
-	m.mu.Unlock()
-	if started {
-		select {
-		case <-m.done:
-		case <-ctx.Done():
-		}
-	}
+	m.stop(ctx, &m.mu)
 	m.conns.close()
 	return m.Snapshot()
 }

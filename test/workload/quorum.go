@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -152,9 +151,7 @@ type QuorumMonitor struct {
 	res     QuorumResult
 	members map[string]bool // last observation per member
 	count   int             // participating members in the last round, -1 before the first
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	background
 }
 
 // NewQuorumMonitor prepares a monitor; Start begins polling.
@@ -164,15 +161,15 @@ func NewQuorumMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial
 		return nil, err
 	}
 	return &QuorumMonitor{
-		endpoints: endpoints,
-		creds:     creds,
-		opts:      o,
-		conns:     newMemberConns(creds),
-		http:      newReadyzClients(creds),
-		res:       QuorumResult{Expected: o.Expected, Quorum: o.Expected/2 + 1, Probe: o.Probe},
-		members:   map[string]bool{},
-		count:     -1,
-		done:      make(chan struct{}),
+		endpoints:  endpoints,
+		creds:      creds,
+		opts:       o,
+		conns:      newMemberConns(creds),
+		http:       newReadyzClients(creds),
+		res:        QuorumResult{Expected: o.Expected, Quorum: o.Expected/2 + 1, Probe: o.Probe},
+		members:    map[string]bool{},
+		count:      -1,
+		background: newBackground(),
 	}, nil
 }
 
@@ -180,30 +177,16 @@ func NewQuorumMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial
 func (m *QuorumMonitor) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		return errors.New("quorum monitor already started")
+	if err := m.start(ctx, "quorum monitor", m.opts.MaxRun, m.run); err != nil {
+		return err
 	}
-	m.started = true
-	ctx, m.cancel = context.WithTimeout(ctx, m.opts.MaxRun)
 	m.res.Started = time.Now()
-	go m.run(ctx)
 	return nil
 }
 
 // Stop ends polling and returns the result; an ongoing loss is closed at the stop time.
 func (m *QuorumMonitor) Stop(ctx context.Context) QuorumResult {
-	m.mu.Lock()
-	started := m.started
-	if m.cancel != nil {
-		m.cancel()
-	}
-	m.mu.Unlock()
-	if started {
-		select {
-		case <-m.done:
-		case <-ctx.Done():
-		}
-	}
+	m.stop(ctx, &m.mu)
 	m.conns.close()
 	m.http.close()
 	return m.Snapshot()

@@ -131,9 +131,7 @@ type Writer struct {
 	lastAck time.Time
 	// failingSince is the first failure after the last acknowledgement, zero while succeeding.
 	failingSince time.Time
-	started      bool
-	cancel       context.CancelFunc
-	done         chan struct{}
+	background
 }
 
 // NewWriter prepares a writer; Start begins writing.
@@ -148,7 +146,7 @@ func NewWriter(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o Wri
 			Prefix:          KeyPrefix + o.Run + "/",
 			FailuresByClass: map[ErrorClass]int{},
 		},
-		done: make(chan struct{}),
+		background: newBackground(),
 	}
 }
 
@@ -156,31 +154,17 @@ func NewWriter(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o Wri
 func (w *Writer) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		return errors.New("writer already started")
+	if err := w.start(ctx, "writer", w.opts.MaxRun, w.run); err != nil {
+		return err
 	}
-	w.started = true
-	ctx, w.cancel = context.WithTimeout(ctx, w.opts.MaxRun)
 	w.res.Started = time.Now()
-	go w.run(ctx)
 	return nil
 }
 
 // Stop ends the writer and returns what it measured. It waits for the in-flight request (at
 // most RequestTimeout) unless ctx ends first.
 func (w *Writer) Stop(ctx context.Context) WriteResult {
-	w.mu.Lock()
-	started := w.started
-	if w.cancel != nil {
-		w.cancel()
-	}
-	w.mu.Unlock()
-	if started {
-		select {
-		case <-w.done:
-		case <-ctx.Done():
-		}
-	}
+	w.stop(ctx, &w.mu)
 	w.conns.close()
 	return w.Snapshot()
 }
