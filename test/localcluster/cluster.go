@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
 // startupTimeout bounds Start when the caller's context has no deadline.
@@ -221,16 +222,16 @@ func (c *Cluster) start(ctx context.Context) error {
 // clientCredentials are the certificates for the kubeconfigs.
 type clientCredentials struct {
 	caPEM      []byte
-	admin, kcm *keyPair
+	admin, kcm testpki.KeyPair
 }
 
 func (c *Cluster) writePKI() (clientCredentials, error) {
 	p := c.paths
-	ca, err := newCA(clusterCommonCA)
+	ca, err := testpki.NewCA(clusterCommonCA)
 	if err != nil {
 		return clientCredentials{}, err
 	}
-	if err := os.WriteFile(p.caCert, ca.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(p.caCert, ca.CertPEM, 0o644); err != nil {
 		return clientCredentials{}, fmt.Errorf("write CA: %w", err)
 	}
 	loopback := net.ParseIP("127.0.0.1")
@@ -238,17 +239,17 @@ func (c *Cluster) writePKI() (clientCredentials, error) {
 	if bind := net.ParseIP(c.opts.BindAddress); !bind.Equal(loopback) {
 		ips = append(ips, bind)
 	}
-	serving, err := ca.issue(certRequest{
-		commonName: "kube-apiserver",
-		dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+	serving, err := ca.Issue(testpki.Request{
+		CommonName: "kube-apiserver",
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		ips:    ips,
-		server: true,
+		IPs:    ips,
+		Usages: serverUsage,
 	})
 	if err != nil {
 		return clientCredentials{}, err
 	}
-	if _, _, err := serving.write(p.pki, "apiserver"); err != nil {
+	if _, _, err := writeKeyPair(serving, p.pki, "apiserver"); err != nil {
 		return clientCredentials{}, err
 	}
 	saKey, err := newServiceAccountKey()
@@ -258,18 +259,18 @@ func (c *Cluster) writePKI() (clientCredentials, error) {
 	if err := os.WriteFile(p.saKey, saKey, 0o600); err != nil {
 		return clientCredentials{}, fmt.Errorf("write service account key: %w", err)
 	}
-	admin, err := ca.issue(certRequest{commonName: adminCommonName, organizations: []string{mastersGroupName}})
+	admin, err := ca.Issue(testpki.Request{CommonName: adminCommonName, Organizations: []string{mastersGroupName}, Usages: clientUsage})
 	if err != nil {
 		return clientCredentials{}, err
 	}
 	// The controller-manager gets its own identity so RBAC applies to it as
 	// in a real cluster; --use-service-account-credentials gives each
 	// controller its own service account on top.
-	kcm, err := ca.issue(certRequest{commonName: kcmCommonName})
+	kcm, err := ca.Issue(testpki.Request{CommonName: kcmCommonName, Usages: clientUsage})
 	if err != nil {
 		return clientCredentials{}, err
 	}
-	return clientCredentials{caPEM: ca.certPEM, admin: admin, kcm: kcm}, nil
+	return clientCredentials{caPEM: ca.CertPEM, admin: admin, kcm: kcm}, nil
 }
 
 // childEnv keeps the spawned binaries from writing into $HOME.
@@ -344,7 +345,7 @@ func etcdHealthy(ctx context.Context, clientURL string) (bool, error) {
 	return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
 }
 
-func (c *Cluster) startAPIServer(ctx context.Context, admin *keyPair) error {
+func (c *Cluster) startAPIServer(ctx context.Context, admin testpki.KeyPair) error {
 	port, err := freePort(c.opts.BindAddress)
 	if err != nil {
 		return err
@@ -384,8 +385,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, admin *keyPair) error {
 		Host: c.ServerURL(),
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   c.caPEM(),
-			CertData: admin.certPEM,
-			KeyData:  admin.keyPEM,
+			CertData: admin.CertPEM,
+			KeyData:  admin.KeyPEM,
 		},
 		QPS:   100,
 		Burst: 200,

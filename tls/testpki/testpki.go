@@ -43,8 +43,10 @@ type KeyPair struct {
 // Request describes a leaf certificate.
 type Request struct {
 	CommonName string
-	DNSNames   []string
-	IPs        []net.IP
+	// Organizations become the subject's O, which Kubernetes reads as the client's groups.
+	Organizations []string
+	DNSNames      []string
+	IPs           []net.IP
 	// Usages defaults to server and client auth, which is what etcd members need.
 	Usages []x509.ExtKeyUsage
 	// NotBefore defaults to an hour ago (tolerates clock skew); Validity to DefaultValidity.
@@ -111,7 +113,7 @@ func (ca *CA) Issue(req Request) (KeyPair, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: req.CommonName},
+		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organizations},
 		DNSNames:     req.DNSNames,
 		IPAddresses:  req.IPs,
 		NotBefore:    notBefore,
