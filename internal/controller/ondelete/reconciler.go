@@ -103,7 +103,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Roles only matter when a participating pod is to be chosen; a plan without them tells
 	// whether that is the case, so a settled cluster costs no member traffic.
-	decision := rollout.Plan(rollout.Observe(sts, pods, nil))
+	observed := rollout.Observe(sts, pods, nil)
+	decision := rollout.Plan(observed)
 	resolution := roles.Resolution{Source: roles.SourceNone}
 	if needsRoles(decision) {
 		leases := &coordinationv1.LeaseList{}
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		decision = rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
 	}
 	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())
-	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(sts, pods)))
+	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(observed)))
 
 	log.V(1).Info("Rollout decision", "action", decision.Action, "rule", decision.Rule, "pods", decision.Pods,
 		"reason", decision.Reason, "roleSource", resolution.Source)
@@ -197,10 +198,10 @@ func (r *Reconciler) memberPods(ctx context.Context, sts *appsv1.StatefulSet) ([
 	return owned, nil
 }
 
-func countOutdated(sts *appsv1.StatefulSet, pods []corev1.Pod) int {
+func countOutdated(o rollout.Observed) int {
 	n := 0
-	for _, pod := range pods {
-		if pod.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision {
+	for _, p := range o.Pods {
+		if rollout.IsOutdated(p, o.UpdateRevision) {
 			n++
 		}
 	}
