@@ -187,6 +187,57 @@ func TestFingerprint(t *testing.T) {
 // TestConfig handshakes with a real TLS listener that demands a client certificate.
 func TestConfig(t *testing.T) {
 	f := newFixture(t)
+	member := listenMember(t, f, 0)
+	// A member configured with --tls-max-version TLS1.2.
+	tls12Member := listenMember(t, f, cryptotls.VersionTLS12)
+
+	tests := []struct {
+		name       string
+		material   conductortls.ClientMaterial
+		serverName string
+		addr       string
+		wantErr    string
+	}{
+		{name: "member name under the peer wildcard", material: f.ca.ClientMaterial(f.client), serverName: "main-1.main-peer.ns.svc"},
+		{name: "client service name", material: f.ca.ClientMaterial(f.client), serverName: "main-client.ns.svc.cluster.local"},
+		{name: "name not in SANs", material: f.ca.ClientMaterial(f.client), serverName: "main-1.other-peer.ns.svc", wantErr: "certificate is valid for"},
+		{name: "server from another CA", material: conductortls.ClientMaterial{CA: f.otherCA.CertPEM, Cert: f.client.CertPEM, Key: f.client.KeyPEM},
+			serverName: "main-1.main-peer.ns.svc", wantErr: "unknown authority"},
+		{name: "empty server name", material: f.ca.ClientMaterial(f.client), serverName: "", wantErr: "server name is required"},
+		{name: "member offering only TLS 1.2", material: f.ca.ClientMaterial(f.client), serverName: "main-1.main-peer.ns.svc",
+			addr: tls12Member, wantErr: "protocol version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := tt.material.Config(tt.serverName)
+			if err == nil {
+				if cfg.MinVersion < cryptotls.VersionTLS13 || cfg.RootCAs == nil {
+					t.Fatalf("unsafe config: %+v", cfg)
+				}
+				addr := tt.addr
+				if addr == "" {
+					addr = member
+				}
+				err = handshake(addr, cfg)
+			}
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("handshake: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// listenMember serves like an etcd member: the server certificate of the fixture, client
+// certificates required. maxVersion 0 leaves the version range at Go's default. It returns the
+// listener's address.
+func listenMember(t *testing.T, f fixture, maxVersion uint16) string {
+	t.Helper()
 	serverPair, err := cryptotls.X509KeyPair(f.server.CertPEM, f.server.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +248,7 @@ func TestConfig(t *testing.T) {
 		Certificates: []cryptotls.Certificate{serverPair},
 		ClientAuth:   cryptotls.RequireAndVerifyClientCert,
 		ClientCAs:    clientCAs,
+		MaxVersion:   maxVersion,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -215,40 +267,7 @@ func TestConfig(t *testing.T) {
 			}()
 		}
 	}()
-
-	tests := []struct {
-		name       string
-		material   conductortls.ClientMaterial
-		serverName string
-		wantErr    string
-	}{
-		{name: "member name under the peer wildcard", material: f.ca.ClientMaterial(f.client), serverName: "main-1.main-peer.ns.svc"},
-		{name: "client service name", material: f.ca.ClientMaterial(f.client), serverName: "main-client.ns.svc.cluster.local"},
-		{name: "name not in SANs", material: f.ca.ClientMaterial(f.client), serverName: "main-1.other-peer.ns.svc", wantErr: "certificate is valid for"},
-		{name: "server from another CA", material: conductortls.ClientMaterial{CA: f.otherCA.CertPEM, Cert: f.client.CertPEM, Key: f.client.KeyPEM},
-			serverName: "main-1.main-peer.ns.svc", wantErr: "unknown authority"},
-		{name: "empty server name", material: f.ca.ClientMaterial(f.client), serverName: "", wantErr: "server name is required"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := tt.material.Config(tt.serverName)
-			if err == nil {
-				if cfg.MinVersion < cryptotls.VersionTLS12 || cfg.RootCAs == nil {
-					t.Fatalf("unsafe config: %+v", cfg)
-				}
-				err = handshake(ln.Addr().String(), cfg)
-			}
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("handshake: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
-			}
-		})
-	}
+	return ln.Addr().String()
 }
 
 func handshake(addr string, cfg *cryptotls.Config) error {
