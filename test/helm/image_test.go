@@ -1,8 +1,10 @@
 package helm
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -43,5 +45,45 @@ func TestImageBuildContextHoldsBinarySources(t *testing.T) {
 		for _, embedded := range fields[1:] {
 			check(filepath.Join(fields[0], embedded))
 		}
+	}
+}
+
+// A tag moves; a digest does not. Every base image of the Dockerfile must be pinned by digest so
+// that a rebuild cannot pull different bytes than the ones reviewed.
+func TestDockerfileBaseImagesPinnedByDigest(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(mustRepoRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatalf("reading Dockerfile: %v", err)
+	}
+	pinned := regexp.MustCompile(`^[^\s@]+@sha256:[0-9a-f]{64}$`)
+	stages := map[string]bool{}
+	froms := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
+			continue
+		}
+		froms++
+		args := fields[1:]
+		for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+			args = args[1:] // --platform=...
+		}
+		if len(args) == 0 {
+			t.Errorf("FROM without an image: %q", line)
+			continue
+		}
+		image := args[0]
+		if len(args) >= 3 && strings.EqualFold(args[1], "AS") {
+			stages[strings.ToLower(args[2])] = true
+		}
+		if stages[strings.ToLower(image)] && !strings.Contains(image, "@") {
+			continue // an earlier stage of this Dockerfile
+		}
+		if !pinned.MatchString(image) {
+			t.Errorf("base image %q is not pinned by digest (want name:tag@sha256:<64 hex>)", image)
+		}
+	}
+	if froms == 0 {
+		t.Fatal("no FROM line in the Dockerfile")
 	}
 }
