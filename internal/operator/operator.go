@@ -12,9 +12,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
@@ -23,6 +25,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -59,6 +62,11 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
+// Leader election takes a Lease in leaderElection.resourceNamespace and records its changes as
+// Events there. These rules go to their own Role in that namespace (chart files/rbac/leader-election).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // New creates the manager and registers the etcd, status and ondelete controllers.
 func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	cfg := o.Config
@@ -66,11 +74,19 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
+	metrics, err := metricsserving.Options(cfg.MetricsBindAddress, cfg.MetricsCertDir)
+	if err != nil {
+		return nil, err
+	}
 	le := cfg.LeaderElection
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsBindAddress},
+		Cache:                   cacheOptions(cfg.WatchNamespaces),
+		// Secrets are never cached, even if some code path reads them through the cached client:
+		// an informer would list and watch every Secret in reach and hold them all in memory.
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
 		LeaderElection:          le.Enabled,
 		LeaderElectionID:        le.ResourceName,
@@ -86,6 +102,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
+		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
 		MemberAgentImage:    o.MemberAgentImage,
 		MemberAgentInterval: o.MemberAgentInterval,
@@ -125,6 +142,19 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	return &Operator{Manager: mgr, Pool: pool}, nil
+}
+
+// cacheOptions limits the informers to the watched namespaces, when any are configured, so that
+// Roles in those namespaces are all the manager needs.
+func cacheOptions(watchNamespaces []string) cache.Options {
+	if len(watchNamespaces) == 0 {
+		return cache.Options{}
+	}
+	namespaces := make(map[string]cache.Config, len(watchNamespaces))
+	for _, ns := range watchNamespaces {
+		namespaces[ns] = cache.Config{}
+	}
+	return cache.Options{DefaultNamespaces: namespaces}
 }
 
 // defaultClientTLS reads the operator-wide key pair on every use, so a rotated Secret mounted into

@@ -89,7 +89,9 @@ type OperatorOptions struct {
 	RequeueInterval time.Duration
 	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
 	MemberAgentInterval string
-	Logger              logr.Logger
+	// WatchNamespaces restricts the operator to these namespaces (empty: all).
+	WatchNamespaces []string
+	Logger          logr.Logger
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -145,6 +147,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	if cfg.Controllers.OnDelete.RequeueInterval.Duration == 0 {
 		cfg.Controllers.OnDelete.RequeueInterval.Duration = time.Second
 	}
+	cfg.WatchNamespaces = o.WatchNamespaces
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"
 	cfg.Default()

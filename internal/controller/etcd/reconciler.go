@@ -27,12 +27,14 @@ import (
 )
 
 // invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
-// again; Secrets are not watched.
+// again; Secrets are neither watched nor cached.
 const invalidInputRetry = 30 * time.Second
 
 // Reconciler converges the objects an Etcd owns.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// secrets reads Secrets from the API server, uncached (see Config.SecretReader).
+	secrets  client.Reader
 	recorder record.EventRecorder
 	gates    features.Gates
 	settings resources.Settings
@@ -42,6 +44,10 @@ var _ reconcile.Reconciler = &Reconciler{}
 
 // Config is what the reconciler needs beyond the manager.
 type Config struct {
+	// SecretReader reads the TLS Secrets an Etcd names, straight from the API server (the
+	// manager's APIReader). Through the cached client the first read would start an informer
+	// listing and watching every Secret in reach; the operator is granted only get on Secrets.
+	SecretReader     client.Reader
 	Gates            features.Gates
 	MemberAgentImage string
 	// MemberAgentInterval overrides the sidecar's renew interval (tests and demos shorten it).
@@ -56,6 +62,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 	}
 	return &Reconciler{
 		client:   c,
+		secrets:  cfg.SecretReader,
 		recorder: recorder,
 		gates:    cfg.Gates,
 		settings: resources.Settings{
@@ -66,8 +73,23 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 	}
 }
 
-// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=get;update;patch
+// RBAC: exactly the calls below. Owned objects are read through the cache (get, list, watch) and
+// written with CreateOrUpdate (create, update); the garbage collector deletes them with the Etcd,
+// so only member Leases of removed members are deleted here.
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// SetControllerReference sets blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
+// admission plugin allows only to those who may update the owner's finalizers.
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;services,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update
+// The member-agent Role grants patch on member Leases; RBAC lets the operator create that Role only
+// if it holds patch there itself (no escalate verb).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile brings an Etcd's objects to their desired state:
 //  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
@@ -128,7 +150,7 @@ func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []r
 	problems := resources.ValidateSpec(etcd)
 	for _, want := range resources.RequiredSecrets(etcd) {
 		secret := &corev1.Secret{}
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
+		err := r.secrets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
 		switch {
 		case apierrors.IsNotFound(err):
 			secret = nil

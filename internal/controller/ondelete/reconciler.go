@@ -71,6 +71,17 @@ func NewReconciler(cfg Config) *Reconciler {
 	return &Reconciler{cfg: cfg, now: time.Now}
 }
 
+// RBAC: the StatefulSet, pods and leases are read fresh (get, list) and watched through the cache;
+// the Etcd is read from the cache; the client key pair is read uncached from its Secrets (get
+// only, never listed); one pod at a time is deleted.
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // Reconcile runs one step of a quorum-safe rollout:
 //  1. read the StatefulSet, its owning Etcd, its pods and the member leases (all fresh);
 //  2. resolve member roles (members over mTLS, cross-checked with leases; see internal/roles);

@@ -36,6 +36,13 @@ func NewReconciler(c client.Client) *Reconciler {
 	return &Reconciler{client: c, now: time.Now}
 }
 
+// RBAC: everything is read through the cache; only the status is written.
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
+
 // Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
 // writes the fields it owns with a merge patch: members, conditions, replicas, readyReplicas,
 // currentReplicas, ready and selector. observedGeneration and lastErrors belong to the Etcd

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -31,8 +33,15 @@ type OperatorConfiguration struct {
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 	// MemberClientTLS is the operator-wide client key pair used for clusters whose Etcd names none.
 	MemberClientTLS *MemberClientTLS `json:"memberClientTLS,omitempty"`
-	// MetricsBindAddress is where Prometheus metrics are served (default :8080, "0" disables).
+	// MetricsBindAddress is where Prometheus metrics are served over HTTPS to authenticated and
+	// authorized clients (default :8443, "0" disables).
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint, re-read when they change.
+	// Empty: a self-signed certificate is generated at start-up.
+	MetricsCertDir string `json:"metricsCertDir,omitempty"`
+	// WatchNamespaces restricts the manager to Etcds (and everything they own) in these
+	// namespaces; its cache then watches only them, so Roles there suffice. Empty: every namespace.
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 	// HealthProbeBindAddress is where /healthz and /readyz are served (default :8081).
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
 }
@@ -101,7 +110,7 @@ func (c *OperatorConfiguration) Default() {
 		c.LeaderElection.ResourceName = "etcd-conductor-leader-election"
 	}
 	if c.MetricsBindAddress == "" {
-		c.MetricsBindAddress = ":8080"
+		c.MetricsBindAddress = ":8443"
 	}
 	if c.HealthProbeBindAddress == "" {
 		c.HealthProbeBindAddress = ":8081"
@@ -124,6 +133,16 @@ func (c *OperatorConfiguration) Validate() error {
 	default:
 		return fmt.Errorf("controllers.ondelete.memberRoleSource must be %q or %q, got %q",
 			MemberRoleSourceAuto, MemberRoleSourceLeaseOnly, c.Controllers.OnDelete.MemberRoleSource)
+	}
+	seen := map[string]bool{}
+	for i, ns := range c.WatchNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("watchNamespaces[%d] %q is not a namespace name: %s", i, ns, strings.Join(errs, "; "))
+		}
+		if seen[ns] {
+			return fmt.Errorf("watchNamespaces[%d] %q is listed twice", i, ns)
+		}
+		seen[ns] = true
 	}
 	return nil
 }

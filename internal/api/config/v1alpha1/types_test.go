@@ -68,6 +68,28 @@ featureGates:
 			wantErr: "Sometimes",
 		},
 		{
+			name: "watch namespaces and metrics certificates",
+			data: "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\nwatchNamespaces: [team-a, team-b]\nmetricsCertDir: /tls\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if strings.Join(c.WatchNamespaces, ",") != "team-a,team-b" || c.MetricsCertDir != "/tls" {
+					t.Errorf("fields not decoded: watchNamespaces %v, metricsCertDir %q", c.WatchNamespaces, c.MetricsCertDir)
+				}
+				if c.MetricsBindAddress != ":8443" {
+					t.Errorf("metricsBindAddress defaults to %q, want :8443", c.MetricsBindAddress)
+				}
+			},
+		},
+		{
+			name:    "watch namespace that is no namespace name",
+			data:    "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\nwatchNamespaces: [Team_A]\n",
+			wantErr: `watchNamespaces[0] "Team_A" is not a namespace name`,
+		},
+		{
+			name:    "watch namespace listed twice",
+			data:    "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\nwatchNamespaces: [a, b, a]\n",
+			wantErr: `watchNamespaces[2] "a" is listed twice`,
+		},
+		{
 			name:    "wrong kind",
 			data:    "apiVersion: v1\nkind: ConfigMap\n",
 			wantErr: "expected apiVersion",
