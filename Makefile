@@ -38,13 +38,25 @@ tools: host-deps ## Build/link every external binary the tests and the demo run.
 	$(BUILD) kubernetes $(KUBERNETES_VERSION)
 	$(BUILD) helm $(HELM_VERSION)
 
-generate: ## Regenerate deepcopy code and the CRD (committed under charts/).
+# The manager's RBAC rules, generated from the +kubebuilder:rbac markers of the code that makes the
+# calls; the chart renders them (files/rbac/*/role.yaml), so the markers are the one source.
+RBAC_DIR := charts/etcd-conductor/files/rbac
+
+generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed under charts/).
 	$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION)
 	$(BIN)/controller-gen object paths=./internal/api/...
 	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/crds
+	@# Controllers: a ClusterRole, or a Role in each watched namespace.
+	$(BIN)/controller-gen rbac:roleName=manager paths=./internal/controller/... output:rbac:artifacts:config=$(RBAC_DIR)/manager
+	@# Leader election: a Role in the release namespace.
+	$(BIN)/controller-gen rbac:roleName=leader-election paths=./internal/operator output:rbac:artifacts:config=$(RBAC_DIR)/leader-election
+	@# Metrics authentication and authorization: cluster-scoped reviews, always a ClusterRole.
+	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
 
 verify-generate: generate ## Fail when the committed generated files are stale.
-	git diff --exit-code -- internal/api charts/etcd-conductor/crds
+	git diff --exit-code -- internal/api charts/etcd-conductor/crds $(RBAC_DIR)
+	@test -z "$$(git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR))" || \
+	  (git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
 
 vet:
 	go vet ./...

@@ -31,6 +31,7 @@ var renderCases = []renderCase{
 	{name: "default"},
 	{name: "ondelete-tls", values: []string{"ondelete-tls.values.yaml"}},
 	{name: "ha-monitoring", values: []string{"ha-monitoring.values.yaml"}},
+	{name: "namespaced", values: []string{"namespaced.values.yaml"}},
 }
 
 func TestGolden(t *testing.T) {

@@ -118,9 +118,10 @@ func render(t *testing.T, valuesFiles []string, extra ...string) string {
 
 // manifest is one rendered object: its kind and name for lookup, and its YAML for typed decoding.
 type manifest struct {
-	Kind string
-	Name string
-	YAML []byte
+	Kind      string
+	Name      string
+	Namespace string
+	YAML      []byte
 }
 
 type manifests []manifest
@@ -140,7 +141,8 @@ func splitManifests(t *testing.T, rendered string) manifests {
 		var head struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
 			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &head); err != nil {
@@ -149,7 +151,7 @@ func splitManifests(t *testing.T, rendered string) manifests {
 		if head.Kind == "" {
 			continue // a document holding only comments
 		}
-		out = append(out, manifest{Kind: head.Kind, Name: head.Metadata.Name, YAML: doc})
+		out = append(out, manifest{Kind: head.Kind, Name: head.Metadata.Name, Namespace: head.Metadata.Namespace, YAML: doc})
 	}
 }
 
@@ -166,6 +168,17 @@ func (ms manifests) ofKind(t *testing.T, kind string) manifest {
 		t.Fatalf("want exactly one %s, rendered %d", kind, len(found))
 	}
 	return found[0]
+}
+
+// named finds a rendered object by kind, namespace (empty for cluster-scoped objects and for
+// objects rendered without one) and name.
+func (ms manifests) named(kind, namespace, name string) (manifest, bool) {
+	for _, m := range ms {
+		if m.Kind == kind && m.Name == name && m.Namespace == namespace {
+			return m, true
+		}
+	}
+	return manifest{}, false
 }
 
 func (ms manifests) count(kind string) int {

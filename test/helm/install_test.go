@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,24 +86,35 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"watch", "druid.gardener.cloud", "etcds", "", true},
 			{"patch", "druid.gardener.cloud", "etcds", "status", true},
 			{"update", "druid.gardener.cloud", "etcds", "finalizers", true},
+			{"update", "druid.gardener.cloud", "etcds", "", false},
+			{"patch", "druid.gardener.cloud", "etcds", "", false},
 			{"delete", "druid.gardener.cloud", "etcds", "", false},
 			{"create", "druid.gardener.cloud", "etcds", "", false},
-			{"patch", "apps", "statefulsets", "", true},
+			{"update", "apps", "statefulsets", "", true},
+			{"patch", "apps", "statefulsets", "", false},
+			{"delete", "apps", "statefulsets", "", false},
 			{"delete", "", "pods", "", true},
+			{"get", "", "pods", "", false},
 			{"create", "", "pods", "", false},
 			{"update", "", "pods", "", false},
 			{"create", "", "pods", "eviction", false},
 			{"get", "", "secrets", "", true},
+			{"list", "", "secrets", "", false},
+			{"watch", "", "secrets", "", false},
 			{"create", "", "secrets", "", false},
 			{"update", "", "secrets", "", false},
 			{"create", "coordination.k8s.io", "leases", "", true},
 			{"create", "rbac.authorization.k8s.io", "roles", "", true},
+			{"delete", "rbac.authorization.k8s.io", "roles", "", false},
 			{"escalate", "rbac.authorization.k8s.io", "roles", "", false},
 			{"bind", "rbac.authorization.k8s.io", "roles", "", false},
 			{"create", "rbac.authorization.k8s.io", "clusterroles", "", false},
 			{"create", "policy", "poddisruptionbudgets", "", true},
+			{"delete", "policy", "poddisruptionbudgets", "", false},
+			{"delete", "", "services", "", false},
 			{"create", "", "events", "", true},
-			{"create", "events.k8s.io", "events", "", true},
+			{"create", "events.k8s.io", "events", "", false},
+			{"list", "", "persistentvolumeclaims", "", false},
 			{"delete", "", "persistentvolumeclaims", "", false},
 			{"get", "", "nodes", "", false},
 			{"impersonate", "", "serviceaccounts", "", false},
@@ -175,6 +187,56 @@ func TestInstallOnAPIServer(t *testing.T) {
 		}
 		if after.checksum == before.checksum {
 			t.Error("pod template checksum unchanged: the manager would keep running with the old configuration")
+		}
+	})
+
+	// watchNamespaces: Roles in the watched namespace and the release namespace, nothing else.
+	t.Run("namespaced release", func(t *testing.T) {
+		const release, ns = "scoped", "scoped-system"
+		// The Roles go into the watched namespace, which must exist.
+		watched := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+		if _, err := adminClient.CoreV1().Namespaces().Create(ctx, watched, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating namespace: %v", err)
+		}
+		install := []string{"install", release, chartDir(t), "--kubeconfig", kubeconfig,
+			"--namespace", ns, "--create-namespace", "--set", "watchNamespaces={team-a}"}
+		if _, err := runHelm(t, install...); err != nil {
+			t.Fatalf("helm install: %v", err)
+		}
+		scoped := asServiceAccount(t, admin, ns, release+"-etcd-conductor")
+		cases := []struct {
+			verb, group, resource, namespace string
+			allowed                          bool
+		}{
+			{"get", "", "secrets", "team-a", true},
+			{"delete", "", "pods", "team-a", true},
+			{"watch", "druid.gardener.cloud", "etcds", "team-a", true},
+			{"get", "", "secrets", "team-b", false},
+			{"watch", "druid.gardener.cloud", "etcds", "team-b", false},
+			{"watch", "druid.gardener.cloud", "etcds", "", false},
+			{"list", "", "pods", "", false},
+			{"update", "coordination.k8s.io", "leases", ns, true}, // leader election
+			{"list", "coordination.k8s.io", "leases", ns, false},
+			{"create", "authentication.k8s.io", "tokenreviews", "", true}, // metrics authentication
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s %s/%s in %q", tc.verb, tc.group, tc.resource, tc.namespace), func(t *testing.T) {
+				review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace: tc.namespace, Verb: tc.verb, Group: tc.group, Resource: tc.resource,
+					},
+				}}
+				got, err := scoped.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatalf("asking the API server: %v", err)
+				}
+				if got.Status.Allowed != tc.allowed {
+					t.Errorf("allowed = %t, want %t (%s)", got.Status.Allowed, tc.allowed, got.Status.Reason)
+				}
+			})
+		}
+		if _, err := adminClient.RbacV1().ClusterRoles().Get(ctx, release+"-etcd-conductor", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("controllers' ClusterRole in a namespaced install: err = %v, want NotFound", err)
 		}
 	})
 

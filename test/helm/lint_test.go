@@ -19,6 +19,7 @@ func TestLint(t *testing.T) {
 		{name: "defaults"},
 		{name: "gate on with member client TLS", values: []string{"ondelete-tls.values.yaml"}},
 		{name: "replicas with monitoring", values: []string{"ha-monitoring.values.yaml"}},
+		{name: "namespaced", values: []string{"namespaced.values.yaml"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,6 +76,21 @@ func TestInvalidValuesAreRejected(t *testing.T) {
 			name:   "replicas without leader election",
 			values: "replicaCount: 2\nleaderElection:\n  enabled: false\n",
 			want:   []string{"replicaCount > 1 requires leaderElection.enabled=true"},
+		},
+		{
+			name:   "service monitor without a verifiable metrics certificate",
+			values: "metrics:\n  serviceMonitor:\n    enabled: true\n",
+			want:   []string{"metrics.serviceMonitor.enabled=true requires metrics.tls.secretName"},
+		},
+		{
+			name:   "watch namespace that is no namespace name",
+			values: "watchNamespaces: [Team_A]\n",
+			want:   []string{"/watchNamespaces/0", "does not match pattern"},
+		},
+		{
+			name:   "watch namespace listed twice",
+			values: "watchNamespaces: [team-a, team-a]\n",
+			want:   []string{"/watchNamespaces", "are equal"},
 		},
 		{
 			name:   "service monitor without metrics service",

@@ -3,6 +3,8 @@ package helm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -17,8 +19,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
 // How long a step may take before the test gives up. Generous: a shared 2-core machine; these
@@ -57,12 +61,15 @@ func TestManagerRunsWithInstalledChart(t *testing.T) {
 		t.Fatalf("helm install: %v", err)
 	}
 	etcd := createEtcd(ctx, t, admin, adminClient)
-	saKubeconfig := serviceAccountKubeconfig(ctx, t, admin, adminClient, releaseNamespace, fullname)
+	saKubeconfig, managerToken := serviceAccountKubeconfig(ctx, t, admin, releaseNamespace, fullname)
+	scraperToken := metricsScraperToken(ctx, t, admin, adminClient, fullname+"-metrics-reader")
 
 	gateOn := t.Run("gate on", func(t *testing.T) {
 		m := startInstalledManager(ctx, t, managerBin, adminClient, fullname, saKubeconfig)
-		m.waitServing(ctx, t)
+		m.waitServing(ctx, t, scraperToken)
 		waitForStrategy(ctx, t, adminClient, etcd, appsv1.OnDeleteStatefulSetStrategyType, m)
+		waitForStatus(ctx, t, admin, etcd, m)
+		m.requireMetricsAuthorization(ctx, t, managerToken)
 		m.stop(t)
 		m.requireNoForbidden(t)
 	})
@@ -126,25 +133,47 @@ func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubern
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a real token of the ServiceAccount, the
-// credential a pod of the Deployment would get: no impersonation, no admin fallback.
-func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset, namespace, name string) string {
+// credential a pod of the Deployment would get: no impersonation, no admin fallback. It returns
+// the file and the token.
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Config, namespace, name string) (string, string) {
 	t.Helper()
-	expiry := int64(3600)
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
-	tok, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	saCfg, err := envtestutil.ServiceAccountConfig(ctx, admin, namespace, name)
 	if err != nil {
-		t.Fatalf("requesting a token for ServiceAccount %s/%s: %v", namespace, name, err)
+		t.Fatal(err)
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
-	cfg.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: saCfg.BearerToken}
 	cfg.Contexts["manager"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "manager", Namespace: namespace}
 	cfg.CurrentContext = "manager"
 	path := filepath.Join(t.TempDir(), "manager.kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatalf("writing ServiceAccount kubeconfig: %v", err)
 	}
-	return path
+	return path, saCfg.BearerToken
+}
+
+// metricsScraperToken is the token of a Prometheus-like ServiceAccount bound to the chart's
+// metrics-reader ClusterRole, and to nothing else.
+func metricsScraperToken(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset, readerRole string) string {
+	t.Helper()
+	const ns, name = "monitoring", "prometheus"
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+	}
+	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding %s: %v", readerRole, err)
+	}
+	cfg, err := envtestutil.ServiceAccountConfig(ctx, admin, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.BearerToken
 }
 
 // runningManager is one manager process and everything it printed.
@@ -155,13 +184,16 @@ type runningManager struct {
 	exitErr     error
 	healthAddr  string
 	metricsAddr string
-	stopOnce    sync.Once
+	// metricsClient trusts the CA of the certificate the test gives the metrics endpoint.
+	metricsClient *http.Client
+	stopOnce      sync.Once
 }
 
 // startInstalledManager runs the binary with the container args and the configuration the
 // cluster holds. Two things differ from a pod, both because the test shares the host with other
-// tests: the config file lives in a temp dir, and the bind addresses are free loopback ports
-// instead of :8080/:8081.
+// tests: the config file lives in a temp dir, the bind addresses are free loopback ports instead
+// of :8443/:8081, and the metrics certificate (metrics.tls.secretName in a cluster) is a file the
+// test writes.
 func startInstalledManager(ctx context.Context, t *testing.T, bin string, c *kubernetes.Clientset, fullname, kubeconfig string) *runningManager {
 	t.Helper()
 	deploy, err := c.AppsV1().Deployments(releaseNamespace).Get(ctx, fullname, metav1.GetOptions{})
@@ -175,8 +207,9 @@ func startInstalledManager(ctx context.Context, t *testing.T, bin string, c *kub
 	m := &runningManager{output: &lockedBuffer{}, exited: make(chan struct{}),
 		healthAddr: freeLoopbackAddr(t), metricsAddr: freeLoopbackAddr(t)}
 	config := cm.Data[configKey]
+	certDir := metricsCertificate(t, m)
 	for from, to := range map[string]string{
-		`metricsBindAddress: ":8080"`:     fmt.Sprintf("metricsBindAddress: %q", m.metricsAddr),
+		`metricsBindAddress: ":8443"`:     fmt.Sprintf("metricsBindAddress: %q\nmetricsCertDir: %q", m.metricsAddr, certDir),
 		`healthProbeBindAddress: ":8081"`: fmt.Sprintf("healthProbeBindAddress: %q", m.healthAddr),
 	} {
 		if strings.Count(config, from) != 1 {
@@ -211,6 +244,72 @@ func startInstalledManager(ctx context.Context, t *testing.T, bin string, c *kub
 	return m
 }
 
+// metricsCertificate writes a serving certificate for the metrics address into a directory and
+// points m.metricsClient at its CA.
+func metricsCertificate(t *testing.T, m *runningManager) string {
+	t.Helper()
+	ca, err := testpki.NewCA("metrics-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := ca.ServerCert("metrics", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := testpki.WriteFiles(dir, ca, serving); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	m.metricsClient = &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}},
+	}
+	return dir
+}
+
+// getMetrics is GET /metrics with token as bearer (none when empty).
+func (m *runningManager) getMetrics(ctx context.Context, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+m.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := m.metricsClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// requireMetricsAuthorization: the metrics are served only to a token the API server accepts and
+// whose holder may GET /metrics. The manager's own ServiceAccount may not (it is not bound to
+// metrics-reader), so it stands for "authenticated but not authorized".
+func (m *runningManager) requireMetricsAuthorization(ctx context.Context, t *testing.T, unauthorizedToken string) {
+	t.Helper()
+	for _, c := range []struct {
+		name, token string
+		want        int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		// The API server reports an error for a malformed token, which controller-runtime's
+		// filter answers with 500: refused all the same (0 = any refusal).
+		{"a token the API server does not know", "not-a-token", 0},
+		{"a ServiceAccount not bound to metrics-reader", unauthorizedToken, http.StatusForbidden},
+	} {
+		code, body, err := m.getMetrics(ctx, c.token)
+		refused := code == c.want || (c.want == 0 && code >= 400)
+		if err != nil || !refused || strings.Contains(body, "controller_runtime_") {
+			t.Errorf("GET /metrics with %s: status %d, err %v, want %d (0: any refusal)\n%.300s", c.name, code, err, c.want, body)
+		}
+	}
+}
+
 // stop ends the manager as the kubelet would: SIGTERM, then SIGKILL if it does not exit.
 func (m *runningManager) stop(t *testing.T) {
 	m.stopOnce.Do(func() {
@@ -225,13 +324,17 @@ func (m *runningManager) stop(t *testing.T) {
 	})
 }
 
-// waitServing waits until the probe and metrics paths the Deployment uses answer.
-func (m *runningManager) waitServing(ctx context.Context, t *testing.T) {
+// waitServing waits until the probe paths the Deployment uses answer, and the metrics path
+// answers a scraper holding metrics-reader, over verified HTTPS.
+func (m *runningManager) waitServing(ctx context.Context, t *testing.T, scraperToken string) {
 	t.Helper()
+	m.poll(ctx, t, "GET /metrics over HTTPS with the scraper's token to answer 200 with metrics", func() bool {
+		code, body, err := m.getMetrics(ctx, scraperToken)
+		return err == nil && code == http.StatusOK && strings.Contains(body, "controller_runtime_")
+	})
 	endpoints := []struct{ addr, path, body string }{
 		{m.healthAddr, "/healthz", "ok"},
 		{m.healthAddr, "/readyz", "ok"},
-		{m.metricsAddr, "/metrics", ""},
 	}
 	for _, e := range endpoints {
 		url := "http://" + e.addr + e.path
@@ -296,6 +399,30 @@ func waitForStrategy(ctx context.Context, t *testing.T, c *kubernetes.Clientset,
 			return false
 		}
 		return sts.Spec.UpdateStrategy.Type == want
+	})
+}
+
+// waitForStatus waits until the Etcd reconciler recorded the generation it converged and the status
+// controller wrote the member counts: both controllers got past their first reads of Secrets,
+// StatefulSets, pods and leases with the chart's rights.
+func waitForStatus(ctx context.Context, t *testing.T, admin *rest.Config, etcd *druidv1alpha1.Etcd, m *runningManager) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatalf("building scheme: %v", err)
+	}
+	c, err := client.New(admin, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("building client: %v", err)
+	}
+	m.poll(ctx, t, fmt.Sprintf("status of Etcd %s/%s", etcd.Namespace, etcd.Name), func() bool {
+		got := &druidv1alpha1.Etcd{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false
+		}
+		s := got.Status
+		return s.ObservedGeneration != nil && *s.ObservedGeneration == got.Generation && len(s.LastErrors) == 0 &&
+			len(s.Conditions) > 0 && s.Selector != nil
 	})
 }
 

@@ -53,6 +53,13 @@ Where the operator-wide member client key pair is mounted; config.yaml points at
 {{- end }}
 
 {{/*
+Where the metrics serving certificate is mounted; config.yaml's metricsCertDir points here.
+*/}}
+{{- define "etcd-conductor.metricsTLSDir" -}}
+/etc/etcd-conductor/metrics-tls
+{{- end }}
+
+{{/*
 The OperatorConfiguration the manager decodes strictly (internal/api/config/v1alpha1): every key
 written here must exist there, or the manager refuses to start.
 */}}
@@ -69,6 +76,10 @@ controllers:
   ondelete:
     concurrentSyncs: {{ .Values.controllers.ondelete.concurrentSyncs }}
     memberRoleSource: {{ .Values.controllers.ondelete.memberRoleSource }}
+{{- with .Values.watchNamespaces }}
+watchNamespaces:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- with .Values.featureGates }}
 featureGates:
   {{- toYaml . | nindent 2 }}
@@ -80,6 +91,9 @@ memberClientTLS:
   certFile: {{ $dir }}/tls.crt
   keyFile: {{ $dir }}/tls.key
 {{- end }}
-metricsBindAddress: ":8080"
+metricsBindAddress: ":8443"
+{{- if .Values.metrics.tls.secretName }}
+metricsCertDir: {{ include "etcd-conductor.metricsTLSDir" . }}
+{{- end }}
 healthProbeBindAddress: ":8081"
 {{- end }}
