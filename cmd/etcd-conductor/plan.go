@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -170,7 +171,17 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Outpu
 	if err != nil {
 		return explain.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return explain.ExplainState(st, members, o.mode, o.now), nil
+	return refuseOutOfBounds(explain.ExplainState(st, members, o.mode, o.now))
+}
+
+// refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
+// 2147483647, a pod named etcd-2147483646) into bad input: exit 2 and one line, like any other
+// state plan cannot work with.
+func refuseOutOfBounds(out explain.Output) (explain.Output, error) {
+	if out.Rule == rollout.RuleOutOfBounds {
+		return explain.Output{}, fmt.Errorf("StatefulSet %s: %s", out.StatefulSet, out.Reason)
+	}
+	return out, nil
 }
 
 // planLive reads the objects from the cluster and, if asked to, the members' own view.
@@ -193,7 +204,10 @@ func planLive(o planOptions, members []roles.MemberReport) (explain.Output, erro
 		// says why.
 		members, queryErr = explain.AskMembers(ctx, pool, creds, st, o.addresses)
 	}
-	out := explain.ExplainState(st, members, o.mode, o.now)
+	out, err := refuseOutOfBounds(explain.ExplainState(st, members, o.mode, o.now))
+	if err != nil {
+		return out, err
+	}
 	if queryErr != nil {
 		out.MemberQueryError = queryErr.Error()
 	}

@@ -73,10 +73,14 @@ func MemberName(e *druidv1alpha1.Etcd, ordinal int) string {
 	return fmt.Sprintf("%s-%d", e.Name, ordinal)
 }
 
-// MemberNames lists the member names for the desired replicas.
+// MemberNames lists the member names for the desired replicas. Callers validate the count first
+// (ValidateReplicas); the clamp to [0, MaxReplicas] only keeps one that did not from allocating by
+// an unchecked number. It never yields an empty list for a huge count, since an empty list would
+// mean "every Lease" in the member-agent Role's resourceNames.
 func MemberNames(e *druidv1alpha1.Etcd) []string {
-	names := make([]string, 0, e.Spec.Replicas)
-	for i := 0; i < int(e.Spec.Replicas); i++ {
+	n := min(max(int(e.Spec.Replicas), 0), druidv1alpha1.MaxReplicas)
+	names := make([]string, 0, n)
+	for i := 0; i < n; i++ {
 		names = append(names, MemberName(e, i))
 	}
 	return names

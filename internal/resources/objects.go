@@ -37,8 +37,9 @@ func ConfigMap(e *druidv1alpha1.Etcd) *corev1.ConfigMap {
 
 // EtcdEnvironment is the configuration shared by all members.
 func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
-	peers := make([]string, 0, e.Spec.Replicas)
-	for _, m := range MemberNames(e) {
+	members := MemberNames(e)
+	peers := make([]string, 0, len(members))
+	for _, m := range members {
 		peers = append(peers, fmt.Sprintf("%s=https://%s:%d", m, MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
 	}
 	return map[string]string{

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -55,6 +56,9 @@ func TestValidateSpec(t *testing.T) {
 		{name: "even replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 4 }, wantCode: ErrInvalidReplicas},
 		{name: "negative replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = -1 }, wantCode: ErrInvalidReplicas},
 		{name: "zero replicas", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 0 }},
+		{name: "the largest cluster", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = druidv1alpha1.MaxReplicas }},
+		{name: "replicas above the bound", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = druidv1alpha1.MaxReplicas + 2 }, wantCode: ErrInvalidReplicas},
+		{name: "replicas 2147483647", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = math.MaxInt32 }, wantCode: ErrInvalidReplicas},
 		{name: "no client TLS", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS = nil }, wantCode: ErrMissingTLS},
 		{name: "no client key pair", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS.ClientTLSSecretRef.Name = "" }, wantCode: ErrMissingTLS},
 		{name: "secret in another namespace", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.PeerUrlTLS.ServerTLSSecretRef.Namespace = "other" }, wantCode: ErrSecretNamespace},
@@ -71,6 +75,36 @@ func TestValidateSpec(t *testing.T) {
 			}
 			if len(problems) == 0 || problems[0].Code != tt.wantCode {
 				t.Fatalf("problems = %v, want first code %s", problems, tt.wantCode)
+			}
+		})
+	}
+}
+
+// TestHugeReplicasAreRefusedNotAllocated: a replica count the CRD should have stopped (or one
+// written before the bound existed) must come back as an error naming the bound, never as an
+// allocation sized by it (2147483647 member names used to kill the manager).
+func TestHugeReplicasAreRefusedNotAllocated(t *testing.T) {
+	for _, replicas := range []int32{druidv1alpha1.MaxReplicas + 2, math.MaxInt32, math.MinInt32} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
+			e := testEtcd(replicas)
+			p := ValidateReplicas(replicas)
+			if p == nil || p.Code != ErrInvalidReplicas || !strings.Contains(p.Message, fmt.Sprintf("up to %d", druidv1alpha1.MaxReplicas)) {
+				t.Fatalf("ValidateReplicas(%d) = %v, want %s naming the bound", replicas, p, ErrInvalidReplicas)
+			}
+			sts, err := StatefulSet(e, Settings{})
+			if err == nil || sts != nil || !strings.Contains(err.Error(), ErrInvalidReplicas) {
+				t.Fatalf("StatefulSet() = %v, %v; want an %s error", sts, err, ErrInvalidReplicas)
+			}
+			// Builders without an error return stay bounded and never fall back to "no names",
+			// which would mean every Lease in the Role.
+			if n := len(MemberNames(e)); n > druidv1alpha1.MaxReplicas {
+				t.Errorf("MemberNames returned %d names", n)
+			}
+			if replicas > 0 && len(MemberAgentRole(e).Rules[0].ResourceNames) == 0 {
+				t.Errorf("the member-agent Role names no Lease, which grants every Lease of the namespace")
+			}
+			if allocs := testing.AllocsPerRun(3, func() { ConfigMap(e) }); allocs > 200 {
+				t.Errorf("ConfigMap allocated %v times", allocs)
 			}
 		})
 	}

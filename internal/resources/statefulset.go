@@ -27,6 +27,9 @@ type Settings struct {
 // and volumeClaimTemplates are immutable after creation; ApplyMutableStatefulSetSpec copies only
 // what may change.
 func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error) {
+	if p := ValidateReplicas(e.Spec.Replicas); p != nil {
+		return nil, *p
+	}
 	capacity := resource.MustParse(DefaultStorageCapacity)
 	if e.Spec.StorageCapacity != nil {
 		capacity = *e.Spec.StorageCapacity

@@ -36,9 +36,8 @@ type SecretKeys struct {
 // replica count written before the validation existed). It does no I/O.
 func ValidateSpec(e *druidv1alpha1.Etcd) []Problem {
 	var problems []Problem
-	if r := e.Spec.Replicas; r < 0 || (r != 0 && r%2 == 0) {
-		problems = append(problems, Problem{ErrInvalidReplicas,
-			fmt.Sprintf("spec.replicas is %d: it must be 0 or an odd number (1, 3, 5, ...)", r)})
+	if p := ValidateReplicas(e.Spec.Replicas); p != nil {
+		problems = append(problems, *p)
 	}
 	client, peer := e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS
 	if client == nil {
@@ -58,6 +57,17 @@ func ValidateSpec(e *druidv1alpha1.Etcd) []Problem {
 		}
 	}
 	return problems
+}
+
+// ValidateReplicas checks a replica count against the API's rules: 0 or odd, at most
+// MaxReplicas. Everything sized by replicas (member names, Leases, the Role, the initial cluster)
+// is built only after it passed, so a count like 2147483647 is an error, not an allocation.
+func ValidateReplicas(r int32) *Problem {
+	if r < 0 || (r != 0 && r%2 == 0) || r > druidv1alpha1.MaxReplicas {
+		return &Problem{ErrInvalidReplicas, fmt.Sprintf(
+			"spec.replicas is %d: it must be 0 or an odd number up to %d (1, 3, 5, 7, 9)", r, druidv1alpha1.MaxReplicas)}
+	}
+	return nil
 }
 
 type secretRef struct {

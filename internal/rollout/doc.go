@@ -9,6 +9,9 @@
 // Plan runs an ordered list of small named rules; the first rule that does not pass decides. In
 // order:
 //
+//   - refuse/out-of-bounds: replicas, the number of pods or a pod's ordinal exceeds MaxMembers
+//     (the Etcd API's bound on spec.replicas). Such input is corrupt or hostile: nothing is
+//     deleted, and nothing is sized by it.
 //   - wait/no-update-revision: the StatefulSet has no status.updateRevision yet, so "outdated"
 //     cannot be judged.
 //   - done: every pod carries the update revision and none is terminating or missing.

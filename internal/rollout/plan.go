@@ -25,6 +25,7 @@ type rule func(v *view) verdict
 // procedure: done check, then non-participating pods, then the wait conditions that protect
 // quorum, then one participating pod.
 var rules = []rule{
+	ruleWithinBounds,
 	ruleUpdateRevisionKnown,
 	ruleAllUpToDate,
 	ruleSingleNode,
@@ -76,9 +77,16 @@ type view struct {
 	// condemned pods lie outside [0, replicas): a scale-down will remove them.
 	condemned     []PodState
 	participating int
+	// outOfBounds says why the observation is too large to plan on; the view is then left empty.
+	outOfBounds string
 }
 
 func newView(o Observed) *view {
+	// Checked before anything is sized by Replicas: the loop over missing ordinals below would
+	// otherwise run (and allocate) as far as a hostile or corrupt count asks.
+	if why := outOfBounds(o); why != "" {
+		return &view{o: o, outOfBounds: why}
+	}
 	v := &view{o: o, pods: append([]PodState(nil), o.Pods...)}
 	sortPods(v.pods)
 	present := make(map[int]bool, len(v.pods))
@@ -109,6 +117,23 @@ func newView(o Observed) *view {
 		}
 	}
 	return v
+}
+
+// outOfBounds describes the first way o exceeds what the planner accepts, or returns "".
+func outOfBounds(o Observed) string {
+	switch {
+	case o.Replicas < 0 || o.Replicas > MaxMembers:
+		return fmt.Sprintf("the StatefulSet asks for %d replicas; at most %d members are supported", o.Replicas, MaxMembers)
+	case len(o.Pods) > MaxMembers:
+		return fmt.Sprintf("%d member pods observed; at most %d members are supported", len(o.Pods), MaxMembers)
+	}
+	for _, p := range o.Pods {
+		if p.Ordinal >= MaxMembers {
+			return fmt.Sprintf("pod %s has ordinal %d; with at most %d members the last ordinal is %d",
+				p.Name, p.Ordinal, MaxMembers, MaxMembers-1)
+		}
+	}
+	return ""
 }
 
 func (v *view) inRange(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < v.o.Replicas }

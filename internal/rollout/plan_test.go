@@ -1,8 +1,11 @@
 package rollout
 
 import (
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +38,51 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			}
 		})
 	}
+}
+
+// TestRuleWithinBounds feeds the planner numbers no cluster has: it must refuse at once, naming
+// the number, without sizing anything by it (before the rule existed, replicas 2147483647 made
+// Plan list two billion missing pods and the manager die of out-of-memory).
+func TestRuleWithinBounds(t *testing.T) {
+	huge := observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1"), pod("etcd-main-2"))
+	huge.Replicas = math.MaxInt32
+	tooMany := observed(MaxMembers)
+	for i := 0; i <= MaxMembers; i++ {
+		tooMany.Pods = append(tooMany.Pods, pod("etcd-main-"+strconv.Itoa(i)).outdated().build())
+	}
+	cases := []struct {
+		name string
+		in   Observed
+		want string
+	}{
+		{"replicas 2147483647", huge, "asks for 2147483647 replicas; at most 9 members"},
+		{"replicas one above the bound", observed(MaxMembers + 2), "asks for 11 replicas"},
+		{"negative replicas", observed(-1), "asks for -1 replicas"},
+		{"more pods than the bound", tooMany, "10 member pods observed; at most 9"},
+		{"huge ordinal parsed from a name", observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-2147483646")),
+			"pod etcd-main-2147483646 has ordinal 2147483646"},
+		{"huge ordinal without a revision", Observed{Replicas: 3, Pods: []PodState{pod("etcd-main-2147483646").build()}},
+			"has ordinal 2147483646"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Plan(tc.in)
+			if got.Action != ActionWait || got.Rule != RuleOutOfBounds || len(got.Pods) != 0 {
+				t.Fatalf("Plan() = %s %v by %s (%q), want a refusal by %s", got.Action, got.Pods, got.Rule, got.Reason, RuleOutOfBounds)
+			}
+			if !strings.Contains(got.Reason, tc.want) {
+				t.Errorf("reason %q does not say %q", got.Reason, tc.want)
+			}
+			if allocs := testing.AllocsPerRun(3, func() { Plan(tc.in) }); allocs > 20 {
+				t.Errorf("Plan allocated %v times on out-of-bounds input; nothing should be sized by it", allocs)
+			}
+		})
+	}
+	runPlanCases(t, []planCase{
+		{name: "the largest cluster is planned as usual", action: ActionDelete, pods: []string{"etcd-main-8"}, rule: RuleParticipatingFollower,
+			in: observed(MaxMembers, pod("etcd-main-0"), pod("etcd-main-1"), pod("etcd-main-2"), pod("etcd-main-3"), pod("etcd-main-4"),
+				pod("etcd-main-5"), pod("etcd-main-6"), pod("etcd-main-7"), pod("etcd-main-8").outdated())},
+	})
 }
 
 func TestRuleUpdateRevisionKnown(t *testing.T) {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,7 +10,8 @@ import (
 
 // observedFromBytes turns arbitrary bytes into a plausible observation, so the fuzzer and the
 // seeded random test explore the same space: up to 8 ordinals (a few beyond replicas), three
-// revisions, every container class, role and terminating state.
+// revisions, every container class, role and terminating state, and now and then a number beyond
+// MaxMembers (replicas, or a pod ordinal as a forged name would carry).
 func observedFromBytes(data []byte) Observed {
 	next := func() byte {
 		if len(data) == 0 {
@@ -49,7 +51,26 @@ func observedFromBytes(data []byte) Observed {
 		o.Pods = append(o.Pods, PodState{Name: "stray-pod", Ordinal: -1, Revision: revisions[int(b>>4)%len(revisions)],
 			Container: classes[int(b>>4)%len(classes)], Role: RoleUnknown, Participating: b&0x40 != 0})
 	}
+	// Now and then a number beyond the bound.
+	huge := []int{MaxMembers, MaxMembers + 2, math.MaxInt32, -1}
+	switch b := next(); b % 32 {
+	case 1:
+		o.Replicas = huge[int(b>>5)%len(huge)]
+	case 2:
+		n := huge[int(b>>5)%(len(huge)-1)]
+		o.Pods = append(o.Pods, PodState{Name: fmt.Sprintf("etcd-main-%d", n), Ordinal: n, Revision: oldRev,
+			Container: ContainerAlive, Role: RoleUnknown, Participating: b&0x10 != 0})
+	}
 	return o
+}
+
+// beyondBounds says whether o holds a number the planner must refuse, computed independently of
+// the planner's own check.
+func beyondBounds(o Observed) bool {
+	if o.Replicas < 0 || o.Replicas > MaxMembers || len(o.Pods) > MaxMembers {
+		return true
+	}
+	return slices.ContainsFunc(o.Pods, func(p PodState) bool { return p.Ordinal >= MaxMembers })
 }
 
 func checkPlanInvariants(t *testing.T, o Observed) {
@@ -74,6 +95,17 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	}
 	if !conditionReasonPattern.MatchString(d.Rule.ConditionReason()) {
 		return fail("invalid condition reason %q", d.Rule.ConditionReason())
+	}
+	// Out of bounds: a refusal, always, and the checks below (which loop over Replicas) would
+	// themselves run away.
+	if beyondBounds(o) {
+		if d.Action != ActionWait || d.Rule != RuleOutOfBounds || len(d.Pods) != 0 {
+			return fail("planned on an observation beyond %d members instead of refusing", MaxMembers)
+		}
+		return nil
+	}
+	if d.Rule == RuleOutOfBounds {
+		return fail("refused an observation within bounds")
 	}
 	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || !slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule {
 		return fail("decision depends on pod order: %+v", again)

@@ -5,6 +5,15 @@ import (
 	"strings"
 )
 
+// ruleWithinBounds refuses to plan on an observation larger than any cluster the operator
+// runs: it deletes nothing and says which number is out of range.
+func ruleWithinBounds(v *view) verdict {
+	if v.outOfBounds == "" {
+		return verdict{}
+	}
+	return wait(RuleOutOfBounds, nil, "refusing to plan: %s", v.outOfBounds)
+}
+
 // ruleUpdateRevisionKnown: without status.updateRevision no pod can be called outdated, and
 // guessing could delete an up-to-date member.
 func ruleUpdateRevisionKnown(v *view) verdict {

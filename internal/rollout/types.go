@@ -1,5 +1,11 @@
 package rollout
 
+import druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+
+// MaxMembers is the largest cluster the planner plans for: the Etcd API's bound on spec.replicas.
+// Plan refuses larger observations before sizing anything by them.
+const MaxMembers = druidv1alpha1.MaxReplicas
+
 // ContainerClass says whether the etcd process of a pod is alive, coming up or gone; it ranks
 // non-participating pods (see the package documentation for the exact mapping).
 type ContainerClass string
@@ -64,6 +70,9 @@ const (
 type RuleID string
 
 const (
+	// RuleOutOfBounds refuses an observation larger than any cluster the operator runs (replicas,
+	// pod count or a pod ordinal beyond MaxMembers): it is bad input, never a reason to act.
+	RuleOutOfBounds               RuleID = "refuse/out-of-bounds"
 	RuleNoUpdateRevision          RuleID = "wait/no-update-revision"
 	RuleDone                      RuleID = "done"
 	RuleSingleNode                RuleID = "single-node"

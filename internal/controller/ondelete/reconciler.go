@@ -352,6 +352,9 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *
 	}
 	if changed || d.Action == rollout.ActionDelete {
 		eventType := corev1.EventTypeNormal
+		if d.Rule == rollout.RuleOutOfBounds {
+			eventType = corev1.EventTypeWarning
+		}
 		r.cfg.Recorder.Event(etcd, eventType, d.Rule.ConditionReason(), description)
 	}
 	patch := client.MergeFrom(etcd.DeepCopy())

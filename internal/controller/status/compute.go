@@ -29,6 +29,7 @@ const (
 	ReasonAllMembersUpdated    = "AllMembersUpdated"
 	ReasonNotAllMembersUpdated = "NotAllMembersUpdated"
 	ReasonStatefulSetMissing   = "StatefulSetNotFound"
+	ReasonInvalidReplicas      = "InvalidReplicas"
 
 	MemberReasonLeaseSucceeded = "LeaseSucceeded"
 	MemberReasonLeaseExpired   = "LeaseExpired"
@@ -85,25 +86,30 @@ func Compute(o Observed) druidv1alpha1.EtcdStatus {
 		}
 	}
 
-	readyMembers := 0
-	for _, name := range resources.MemberNames(o.Etcd) {
-		m := memberStatus(name, podsByName[name], leasesByName[name], o.Now)
-		if old := findMember(prev.Members, name); old != nil && old.Status == m.Status {
-			m.LastTransitionTime = old.LastTransitionTime
-		} else {
-			m.LastTransitionTime = now
+	var conds []druidv1alpha1.Condition
+	if problem := resources.ValidateReplicas(o.Etcd.Spec.Replicas); problem != nil {
+		// Member names come from spec.replicas: a count the operator refuses to act on lists no
+		// members and sizes nothing, it only says why.
+		conds = invalidReplicasConditions(problem.Message)
+	} else {
+		readyMembers := 0
+		for _, name := range resources.MemberNames(o.Etcd) {
+			m := memberStatus(name, podsByName[name], leasesByName[name], o.Now)
+			if old := findMember(prev.Members, name); old != nil && old.Status == m.Status {
+				m.LastTransitionTime = old.LastTransitionTime
+			} else {
+				m.LastTransitionTime = now
+			}
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+				readyMembers++
+			}
+			out.Members = append(out.Members, m)
 		}
-		if m.Status == druidv1alpha1.EtcdMemberStatusReady {
-			readyMembers++
+		conds = []druidv1alpha1.Condition{
+			readyCondition(int(o.Etcd.Spec.Replicas), readyMembers),
+			allMembersReadyCondition(out.Members),
+			allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 		}
-		out.Members = append(out.Members, m)
-	}
-
-	replicas := int(o.Etcd.Spec.Replicas)
-	conds := []druidv1alpha1.Condition{
-		readyCondition(replicas, readyMembers),
-		allMembersReadyCondition(out.Members),
-		allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 	}
 	for i := range conds {
 		conds[i].LastUpdateTime = now
@@ -172,6 +178,16 @@ func readyCondition(replicas, readyMembers int) druidv1alpha1.Condition {
 		c.Message = fmt.Sprintf("%d/%d members ready, quorum needs %d", readyMembers, replicas, quorum)
 	}
 	return c
+}
+
+// invalidReplicasConditions are the conditions of an Etcd whose spec.replicas is out of bounds,
+// in the order Compute expects (Ready first, AllMembersReady second).
+func invalidReplicasConditions(message string) []druidv1alpha1.Condition {
+	return []druidv1alpha1.Condition{
+		{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: ReasonInvalidReplicas, Message: message},
+		{Type: druidv1alpha1.ConditionTypeAllMembersReady, Status: druidv1alpha1.ConditionUnknown, Reason: ReasonInvalidReplicas, Message: message},
+		{Type: druidv1alpha1.ConditionTypeAllMembersUpdated, Status: druidv1alpha1.ConditionUnknown, Reason: ReasonInvalidReplicas, Message: message},
+	}
 }
 
 func allMembersReadyCondition(members []druidv1alpha1.EtcdMemberStatus) druidv1alpha1.Condition {

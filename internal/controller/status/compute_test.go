@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,51 @@ func TestCompute(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestComputeRefusesOutOfBoundsInput: replicas the operator does not accept and pods with
+// ordinals no member has (names a user or a bug can create) must give a clear condition or be
+// ignored, never an allocation sized by them.
+func TestComputeRefusesOutOfBoundsInput(t *testing.T) {
+	healthy := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Member"}
+	withReplicas := func(n int32) Observed {
+		o := observed(appsv1.OnDeleteStatefulSetStrategyType, healthy, healthy, healthy)
+		o.Etcd.Spec.Replicas = n
+		return o
+	}
+	for _, replicas := range []int32{druidv1alpha1.MaxReplicas + 2, math.MaxInt32, -1} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) {
+			o := withReplicas(replicas)
+			got := Compute(o)
+			for _, ct := range []druidv1alpha1.ConditionType{druidv1alpha1.ConditionTypeReady, druidv1alpha1.ConditionTypeAllMembersReady, druidv1alpha1.ConditionTypeAllMembersUpdated} {
+				c := cond(got, ct)
+				if c.Reason != ReasonInvalidReplicas || c.Status == druidv1alpha1.ConditionTrue ||
+					!strings.Contains(c.Message, fmt.Sprintf("spec.replicas is %d", replicas)) || !strings.Contains(c.Message, "up to 9") {
+					t.Errorf("%s = %s/%s (%s), want a refusal naming spec.replicas and the bound", ct, c.Status, c.Reason, c.Message)
+				}
+			}
+			if len(got.Members) != 0 || got.Ready == nil || *got.Ready {
+				t.Errorf("members = %d, ready = %v; want none and false", len(got.Members), got.Ready)
+			}
+			if got.Replicas != 3 {
+				t.Errorf("replicas = %d, want the 3 pods that exist", got.Replicas)
+			}
+			if allocs := testing.AllocsPerRun(3, func() { Compute(o) }); allocs > 500 {
+				t.Errorf("Compute allocated %v times", allocs)
+			}
+		})
+	}
+	t.Run("pod with a huge ordinal", func(t *testing.T) {
+		o := observed(appsv1.OnDeleteStatefulSetStrategyType, healthy, healthy, healthy)
+		stray := o.Pods[0].DeepCopy()
+		stray.Name = "etcd-main-2147483646"
+		stray.Labels[appsv1.PodIndexLabel] = "2147483646"
+		o.Pods = append(o.Pods, *stray)
+		got := Compute(o)
+		if len(got.Members) != 3 || cond(got, druidv1alpha1.ConditionTypeReady).Status != druidv1alpha1.ConditionTrue {
+			t.Fatalf("members %d, Ready %+v: the stray pod must not change the member list", len(got.Members), cond(got, druidv1alpha1.ConditionTypeReady))
+		}
+	})
 }
 
 func TestComputeMembers(t *testing.T) {

@@ -34,12 +34,22 @@ type EtcdList struct {
 	Items           []Etcd `json:"items"`
 }
 
+// MaxReplicas is the largest spec.replicas accepted (the CRD's Maximum marker above must match;
+// a unit test checks the generated CRD). etcd advises at most 7 voting members: every write waits
+// for a majority, so more members mean more replication and slower elections, not more
+// throughput. The bound is 9, not 7, so it stays odd and leaves headroom above the advised size:
+// a 5→7 scale-out, with a member added or replaced while it runs, stays inside it. It also bounds
+// everything the operator sizes by replicas or by a pod's ordinal, so one Etcd cannot make the
+// manager allocate without limit.
+const MaxReplicas = 9
+
 // EtcdSpec is the desired state of an etcd cluster.
 type EtcdSpec struct {
 	// Replicas is the number of members. etcd needs a majority to make progress, so only 0
-	// (stopped) and odd sizes are accepted.
+	// (stopped) and odd sizes up to 9 are accepted.
 	//
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9
 	// +kubebuilder:validation:XValidation:rule="self % 2 == 1 || self == 0",message="replicas must be 0 or an odd number (1, 3, 5, 7, ...): an even-sized etcd cluster tolerates no more failures than the odd size below it"
 	Replicas int32 `json:"replicas"`
 
