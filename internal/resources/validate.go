@@ -23,6 +23,9 @@ const (
 	ErrSecretNamespace = "ERR_SECRET_NAMESPACE"
 	ErrSecretMissing   = "ERR_SECRET_MISSING"
 	ErrSecretData      = "ERR_SECRET_DATA"
+	// ErrForeignObject: an object under one of the Etcd's names exists and is not controlled by
+	// it; the operator never adopts it.
+	ErrForeignObject = "ERR_FOREIGN_OBJECT"
 )
 
 // SecretKeys is a Secret the members mount and the keys it must hold.

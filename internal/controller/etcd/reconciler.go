@@ -5,6 +5,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -95,7 +97,11 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 //  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
 //     and change nothing, so a bad edit never deletes or restarts a member;
 //  2. converge, in order: ServiceAccount, member-agent Role and RoleBinding, ConfigMap, peer and
-//     client Services, member Leases, PodDisruptionBudget, StatefulSet;
+//     client Services, member Leases, PodDisruptionBudget, StatefulSet. An object that exists
+//     under one of these names but is not controlled by this Etcd is never adopted: it is left as
+//     it is and reported (ERR_FOREIGN_OBJECT, a ForeignObject Event), the other objects are still
+//     converged so every such object is reported at once, and the StatefulSet, which needs all
+//     of them, is not synced until they are ours; the reconcile then retries with backoff;
 //  3. record observedGeneration and clear lastErrors.
 //
 // The StatefulSet's spec.updateStrategy.type is written on every pass from the feature gate, so a
@@ -122,26 +128,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
 	}
 
+	var foreign []resources.Problem
 	for _, step := range []struct {
 		name string
 		fn   func(context.Context, *druidv1alpha1.Etcd) error
+		// needsAllBefore: the step relies on every object synced before it, so it waits until
+		// they are ours: the RoleBinding grants the ServiceAccount's holder our Leases, the pods
+		// mount the ConfigMap, run as the ServiceAccount and renew the Leases.
+		needsAllBefore bool
 	}{
-		{"ServiceAccount", r.syncServiceAccount},
-		{"MemberAgentRBAC", r.syncMemberAgentRBAC},
-		{"ConfigMap", r.syncConfigMap},
-		{"Services", r.syncServices},
-		{"MemberLeases", r.syncMemberLeases},
-		{"PodDisruptionBudget", r.syncPodDisruptionBudget},
-		{"StatefulSet", r.syncStatefulSet},
+		{"ServiceAccount", r.syncServiceAccount, false},
+		{"MemberAgentRBAC", r.syncMemberAgentRBAC, true},
+		{"ConfigMap", r.syncConfigMap, false},
+		{"Services", r.syncServices, false},
+		{"MemberLeases", r.syncMemberLeases, false},
+		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
+		{"StatefulSet", r.syncStatefulSet, true},
 	} {
-		if err := step.fn(ctx, etcd); err != nil {
+		if step.needsAllBefore && len(foreign) > 0 {
+			log.Info("Not syncing a step while objects it needs belong to something else", "step", step.name)
+			continue
+		}
+		err := step.fn(ctx, etcd)
+		var foreignErr *foreignObjectError
+		switch {
+		case errors.As(err, &foreignErr):
+			log.Info("Leaving an object this Etcd does not control as it is", "step", step.name, "problem", foreignErr.Error())
+			r.recorder.Event(etcd, corev1.EventTypeWarning, "ForeignObject", foreignErr.Error())
+			foreign = append(foreign, resources.Problem{Code: resources.ErrForeignObject, Message: foreignErr.Error()})
+		case err != nil:
 			err = fmt.Errorf("syncing %s of Etcd %s: %w", step.name, req.NamespacedName, err)
 			problem := resources.Problem{Code: "ERR_SYNC_" + step.name, Message: err.Error()}
-			if recErr := r.recordOutcome(ctx, etcd, []resources.Problem{problem}); recErr != nil {
+			if recErr := r.recordOutcome(ctx, etcd, append(foreign, problem)); recErr != nil {
 				log.Error(recErr, "Recording the sync error on the Etcd status failed")
 			}
 			return ctrl.Result{}, err
 		}
+	}
+	if len(foreign) > 0 {
+		if err := r.recordOutcome(ctx, etcd, foreign); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Deleting the foreign object is no event of ours (it has no owner reference to this
+		// Etcd), so only a retry notices it: the error makes the retries back off.
+		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
+			req.NamespacedName, len(foreign), foreign[0].Message)
 	}
 	return ctrl.Result{}, r.recordOutcome(ctx, etcd, nil)
 }
@@ -185,13 +216,47 @@ func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd
 	return nil
 }
 
-// apply creates obj or updates it with mutate, owned by the Etcd.
+// apply creates obj or updates it with mutate, owned by the Etcd. It never adopts: an object that
+// already exists and is not controlled by this Etcd (by UID; a deleted Etcd of the same name
+// counts as another) is left untouched and a *foreignObjectError returned. Taking it over would
+// overwrite what its owner put there, and garbage collection would delete it with the Etcd.
 func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj client.Object, mutate func()) error {
 	_, err := controllerutil.CreateOrUpdate(ctx, r.client, obj, func() error {
+		// CreateOrUpdate has read obj; a resourceVersion means it exists.
+		if obj.GetResourceVersion() != "" && !metav1.IsControlledBy(obj, etcd) {
+			return r.foreignObject(obj)
+		}
 		mutate()
 		return controllerutil.SetControllerReference(etcd, obj, r.client.Scheme())
 	})
 	return err
+}
+
+// foreignObjectError reports an object that carries one of the Etcd's names but is not its own.
+type foreignObjectError struct {
+	kind, namespace, name string
+	// controller is its controller reference ("Kind name uid …"), or "" when it has none.
+	controller string
+}
+
+func (e *foreignObjectError) Error() string {
+	owner := "it has no controller"
+	if e.controller != "" {
+		owner = "it is controlled by " + e.controller
+	}
+	return fmt.Sprintf("%s %s/%s exists and is not controlled by this Etcd (%s); it is left unchanged: delete or rename it so the Etcd can create its own",
+		e.kind, e.namespace, e.name, owner)
+}
+
+func (r *Reconciler) foreignObject(obj client.Object) *foreignObjectError {
+	e := &foreignObjectError{kind: fmt.Sprintf("%T", obj), namespace: obj.GetNamespace(), name: obj.GetName()}
+	if gvk, err := apiutil.GVKForObject(obj, r.client.Scheme()); err == nil {
+		e.kind = gvk.Kind
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		e.controller = fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	}
+	return e
 }
 
 func (r *Reconciler) syncServiceAccount(ctx context.Context, etcd *druidv1alpha1.Etcd) error {

@@ -1,16 +1,21 @@
 package etcd
 
 import (
+	"time"
+
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
@@ -18,12 +23,24 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "etcd"
 
+// maxRetryDelay caps the backoff of failed reconciles (controller-runtime's default cap is about
+// 16 minutes). A foreign object blocking an Etcd is only noticed gone by a retry, since its
+// deletion is no event of an object the Etcd owns.
+const maxRetryDelay = time.Minute
+
 // RegisterWithManager wires the reconciler: it reacts to spec changes of an Etcd (not to its
 // status, which other controllers write) and to changes of the objects it owns.
 func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentSyncs}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrentSyncs,
+			RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+				// The overall limit of controller-runtime's default: 10 per second, bursts of 100.
+				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+			),
+		}).
 		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Service{}).

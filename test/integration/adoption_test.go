@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+)
+
+// TestForeignObjectsAreNotAdopted: objects that carry an Etcd's names but were not created for it
+// (here a ConfigMap and a member Lease someone else wrote) used to be taken over by
+// CreateOrUpdate + SetControllerReference, overwritten, and later deleted by garbage collection
+// with the Etcd. The operator must leave them as they are, say so, and create no StatefulSet;
+// once they are gone, the Etcd converges.
+func TestForeignObjectsAreNotAdopted(t *testing.T) {
+	const ns, name = "foreign", "etcd-main"
+	env := envtestutil.Start(t, envtestutil.Options{})
+	ctx := setup(t, env, ns, name)
+
+	foreignConfig := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-config"},
+		Data:       map[string]string{"owner": "someone else", "ETCD_INITIAL_CLUSTER": "not-ours=https://example.invalid:2380"},
+	}
+	foreignLease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-controller"), LeaseDurationSeconds: ptr.To(int32(60))},
+	}
+	for _, obj := range []client.Object{foreignConfig, foreignLease} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
+	if err := env.Client.Create(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+
+	wantReported := []string{"ConfigMap foreign/etcd-main-config", "Lease foreign/etcd-main-1"}
+	framework.Eventually(t, timeout, "lastErrors naming both foreign objects", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		for _, want := range wantReported {
+			found := false
+			for _, e := range got.Status.LastErrors {
+				found = found || (e.Code == resources.ErrForeignObject && strings.Contains(e.Description, want) && strings.Contains(e.Description, "no controller"))
+			}
+			if !found {
+				return false, fmt.Sprintf("no %s naming %s in lastErrors %+v", resources.ErrForeignObject, want, got.Status.LastErrors)
+			}
+		}
+		return true, ""
+	})
+	framework.Eventually(t, timeout, "a ForeignObject Warning Event", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == "ForeignObject" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == name &&
+				strings.Contains(e.Message, "etcd-main-config") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none ForeignObject", len(events.Items))
+	})
+
+	// Give later reconciles (retries with backoff) a chance to do what they must not.
+	time.Sleep(2 * time.Second)
+	gotConfig := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreignConfig), gotConfig); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(gotConfig.Data, foreignConfig.Data) || len(gotConfig.OwnerReferences) != 0 {
+		t.Errorf("the foreign ConfigMap was changed: data %v, owners %v", gotConfig.Data, gotConfig.OwnerReferences)
+	}
+	gotLease := &coordinationv1.Lease{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreignLease), gotLease); err != nil {
+		t.Fatal(err)
+	}
+	if len(gotLease.OwnerReferences) != 0 || ptr.Deref(gotLease.Spec.HolderIdentity, "") != "another-controller" ||
+		ptr.Deref(gotLease.Spec.LeaseDurationSeconds, 0) != 60 || len(gotLease.Labels) != 0 {
+		t.Errorf("the foreign Lease was changed: %+v", gotLease)
+	}
+	if _, err := getStatefulSet(ctx, env.Client, ns, name); !apierrors.IsNotFound(err) {
+		t.Fatalf("StatefulSet: err = %v, want NotFound while its ConfigMap belongs to something else", err)
+	}
+	// The objects that are not in conflict are still ours.
+	sa := &corev1.ServiceAccount{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sa); err != nil || !metav1.IsControlledBy(sa, etcd) {
+		t.Errorf("ServiceAccount: err %v, controlled by the Etcd: %v", err, err == nil && metav1.IsControlledBy(sa, etcd))
+	}
+
+	for _, obj := range []client.Object{foreignConfig, foreignLease} {
+		if err := env.Client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "the Etcd converges once the foreign objects are gone", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		if len(got.Status.LastErrors) != 0 || got.Status.ObservedGeneration == nil || *got.Status.ObservedGeneration != got.Generation {
+			return false, fmt.Sprintf("lastErrors %+v, observedGeneration %v", got.Status.LastErrors, got.Status.ObservedGeneration)
+		}
+		for _, obj := range []client.Object{&corev1.ConfigMap{}, &coordinationv1.Lease{}} {
+			key := client.ObjectKeyFromObject(foreignConfig)
+			if _, ok := obj.(*coordinationv1.Lease); ok {
+				key = client.ObjectKeyFromObject(foreignLease)
+			}
+			if err := env.Client.Get(ctx, key, obj); err != nil {
+				return false, err.Error()
+			}
+			if !metav1.IsControlledBy(obj, got) {
+				return false, fmt.Sprintf("%s is not controlled by the Etcd", key)
+			}
+		}
+		if _, err := getStatefulSet(ctx, env.Client, ns, name); err != nil {
+			return false, "StatefulSet: " + err.Error()
+		}
+		return true, ""
+	})
+}
