@@ -43,3 +43,7 @@ func usage() {
 	sort.Strings(names)
 	fmt.Fprintf(os.Stderr, "usage: etcd-conductor {%s} [flags]\n", strings.Join(names, "|"))
 }
+
+// oneLine flattens an error message (YAML parsers report "unmarshal errors:" over several lines)
+// so a failing command prints exactly one line that scripts and kubectl logs show as is.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

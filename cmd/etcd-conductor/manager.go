@@ -45,7 +45,7 @@ func runManager(args []string) int {
 	// Configuration errors are the user's to fix: one line naming the problem, no stack trace.
 	cfg, gates, err := loadConfig(f.configFile)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %s\n", oneLine(err))
 		return 1
 	}
 	log := zap.New(zap.UseDevMode(f.development))

@@ -24,8 +24,13 @@ func TestManagerRejectsBadConfiguration(t *testing.T) {
 		name, config, want string
 	}{
 		{"unknown gate", header + "featureGates:\n  QuorumAwareUpdatesWithOnDlete: true\n", "QuorumAwareUpdatesWithOnDlete"},
-		{"unknown field", header + "controllers:\n  ondelete:\n    memberRoleSorce: Auto\n", `unknown field "memberRoleSorce"`},
+		{"unknown field", header + "controllers:\n  ondelete:\n    memberRoleSorce: Auto\n", `unknown field "controllers.ondelete.memberRoleSorce"`},
 		{"bad role source", header + "controllers:\n  ondelete:\n    memberRoleSource: Maybe\n", "Maybe"},
+		{"wrong-case key", header + "FeatureGates:\n  QuorumAwareUpdatesWithOnDelete: true\n", `unknown field "FeatureGates"`},
+		{"duplicate key", header + "featureGates: {}\nfeatureGates: {}\n", `key "featureGates" already set`},
+		{"trailing document", header + "---\n" + header, "a second YAML document"},
+		{"empty memberClientTLS", header + "memberClientTLS: {}\n", "missing memberClientTLS.caFile"},
+		{"zero concurrentSyncs", header + "controllers:\n  etcd:\n    concurrentSyncs: 0\n", "controllers.etcd.concurrentSyncs must be positive"},
 		{"missing file", "", "no such file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +48,9 @@ func TestManagerRejectsBadConfiguration(t *testing.T) {
 			}
 			if !strings.Contains(string(out), tt.want) {
 				t.Errorf("output does not name %q:\n%s", tt.want, out)
+			}
+			if strings.Count(string(out), "\n") != 1 || !strings.HasSuffix(string(out), "\n") {
+				t.Errorf("output is not exactly one line:\n%s", out)
 			}
 		})
 	}

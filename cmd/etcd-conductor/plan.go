@@ -52,7 +52,7 @@ func planCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, clock
 	}
 	if err != nil {
 		// One line, so scripts can show it as is.
-		fmt.Fprintf(stderr, "etcd-conductor plan: %s\n", strings.Join(strings.Fields(err.Error()), " "))
+		fmt.Fprintf(stderr, "etcd-conductor plan: %s\n", oneLine(err))
 		return 2
 	}
 	enc := json.NewEncoder(stdout)

@@ -140,6 +140,19 @@ func MemberLease(e *druidv1alpha1.Etcd, member string) *coordinationv1.Lease {
 	return lease
 }
 
+// ControlledLeases keeps the Leases e controls. A Lease under a member's name that something
+// else created is never adopted (the Etcd reconciler reports it as foreign), and what it says
+// must not become a member's status or role either.
+func ControlledLeases(e *druidv1alpha1.Etcd, leases []coordinationv1.Lease) []coordinationv1.Lease {
+	var out []coordinationv1.Lease
+	for i := range leases {
+		if metav1.IsControlledBy(&leases[i], e) {
+			out = append(out, leases[i])
+		}
+	}
+	return out
+}
+
 // PodDisruptionBudget keeps external actors (drains, VPA, autoscaler) from evicting below quorum.
 // The OnDelete controller deletes rather than evicts, so it is not bound by it (DEP-07).
 func PodDisruptionBudget(e *druidv1alpha1.Etcd) *policyv1.PodDisruptionBudget {

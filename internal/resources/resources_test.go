@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -194,5 +195,19 @@ func TestConfigChecksumStable(t *testing.T) {
 	other := testEtcd(5)
 	if ConfigChecksum(EtcdEnvironment(e)) == ConfigChecksum(EtcdEnvironment(other)) {
 		t.Fatal("checksum ignores the member list")
+	}
+}
+
+func TestControlledLeases(t *testing.T) {
+	e := testEtcd(3)
+	e.UID = "etcd-uid"
+	owned := MemberLease(e, "etcd-main-0")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: druidv1alpha1.GroupVersion.String(), Kind: "Etcd", Name: e.Name, UID: e.UID, Controller: ptr.To(true)}}
+	previous := MemberLease(e, "etcd-main-1") // left by a deleted Etcd of the same name
+	previous.OwnerReferences = []metav1.OwnerReference{{APIVersion: druidv1alpha1.GroupVersion.String(), Kind: "Etcd", Name: e.Name, UID: "old-uid", Controller: ptr.To(true)}}
+	unowned := MemberLease(e, "etcd-main-2")
+	got := ControlledLeases(e, []coordinationv1.Lease{*owned, *previous, *unowned})
+	if len(got) != 1 || got[0].Name != "etcd-main-0" {
+		t.Fatalf("ControlledLeases kept %v, want only etcd-main-0", got)
 	}
 }

@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
 			return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
 		}
-		resolution = r.resolveRoles(ctx, etcd, pods, leases.Items)
+		resolution = r.resolveRoles(ctx, etcd, pods, resources.ControlledLeases(etcd, leases.Items))
 		decision = rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
 	}
 	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())

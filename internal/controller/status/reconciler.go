@@ -93,6 +93,6 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Obs
 	if err := r.client.List(ctx, leases, client.InNamespace(etcd.Namespace), selector); err != nil {
 		return o, fmt.Errorf("listing member leases: %w", err)
 	}
-	o.Leases = leases.Items
+	o.Leases = resources.ControlledLeases(etcd, leases.Items)
 	return o, nil
 }

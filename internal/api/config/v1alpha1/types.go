@@ -5,12 +5,17 @@ package v1alpha1
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -109,6 +114,17 @@ func (c *OperatorConfiguration) Default() {
 	if c.LeaderElection.ResourceName == "" {
 		c.LeaderElection.ResourceName = "etcd-conductor-leader-election"
 	}
+	// controller-runtime's own defaults, written out so that a 0 in the file is an error rather
+	// than "use the default".
+	if c.LeaderElection.LeaseDuration.Duration == 0 {
+		c.LeaderElection.LeaseDuration.Duration = 15 * time.Second
+	}
+	if c.LeaderElection.RenewDeadline.Duration == 0 {
+		c.LeaderElection.RenewDeadline.Duration = 10 * time.Second
+	}
+	if c.LeaderElection.RetryPeriod.Duration == 0 {
+		c.LeaderElection.RetryPeriod.Duration = 2 * time.Second
+	}
 	if c.MetricsBindAddress == "" {
 		c.MetricsBindAddress = ":8443"
 	}
@@ -117,16 +133,47 @@ func (c *OperatorConfiguration) Default() {
 	}
 }
 
-// Validate reports the first field that holds a value the manager cannot run with.
+// leaderElectionJitter is client-go's leader election JitterFactor: renewDeadline must exceed
+// retryPeriod times it, or the elector refuses to start.
+const leaderElectionJitter = 1.2
+
+// Validate reports the first field that holds a value the manager cannot run with, naming it.
 func (c *OperatorConfiguration) Validate() error {
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		return fmt.Errorf("expected apiVersion %q and kind %q, got %q and %q", APIVersion, Kind, c.APIVersion, c.Kind)
 	}
-	if c.Controllers.Etcd.ConcurrentSyncs < 0 {
-		return fmt.Errorf("controllers.etcd.concurrentSyncs must not be negative, got %d", c.Controllers.Etcd.ConcurrentSyncs)
+	for _, f := range []struct {
+		field string
+		value int
+	}{
+		{"controllers.etcd.concurrentSyncs", c.Controllers.Etcd.ConcurrentSyncs},
+		{"controllers.ondelete.concurrentSyncs", c.Controllers.OnDelete.ConcurrentSyncs},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", f.field, f.value)
+		}
 	}
-	if c.Controllers.OnDelete.ConcurrentSyncs < 0 {
-		return fmt.Errorf("controllers.ondelete.concurrentSyncs must not be negative, got %d", c.Controllers.OnDelete.ConcurrentSyncs)
+	le := c.LeaderElection
+	for _, f := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"leaderElection.leaseDuration", le.LeaseDuration.Duration},
+		{"leaderElection.renewDeadline", le.RenewDeadline.Duration},
+		{"leaderElection.retryPeriod", le.RetryPeriod.Duration},
+		{"controllers.ondelete.requeueInterval", c.Controllers.OnDelete.RequeueInterval.Duration},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("%s must be a positive duration, got %s", f.field, f.value)
+		}
+	}
+	if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+		return fmt.Errorf("leaderElection.leaseDuration (%s) must be longer than leaderElection.renewDeadline (%s)",
+			le.LeaseDuration.Duration, le.RenewDeadline.Duration)
+	}
+	if float64(le.RenewDeadline.Duration) <= leaderElectionJitter*float64(le.RetryPeriod.Duration) {
+		return fmt.Errorf("leaderElection.renewDeadline (%s) must be longer than %.1f × leaderElection.retryPeriod (%s)",
+			le.RenewDeadline.Duration, leaderElectionJitter, le.RetryPeriod.Duration)
 	}
 	switch c.Controllers.OnDelete.MemberRoleSource {
 	case MemberRoleSourceAuto, MemberRoleSourceLeaseOnly:
@@ -144,26 +191,120 @@ func (c *OperatorConfiguration) Validate() error {
 		}
 		seen[ns] = true
 	}
+	if t := c.MemberClientTLS; t != nil {
+		var missing []string
+		for _, f := range []struct{ name, value string }{{"caFile", t.CAFile}, {"certFile", t.CertFile}, {"keyFile", t.KeyFile}} {
+			if f.value == "" {
+				missing = append(missing, "memberClientTLS."+f.name)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("memberClientTLS needs caFile, certFile and keyFile together; missing %s", strings.Join(missing, ", "))
+		}
+	}
 	return nil
 }
 
-// Decode parses an OperatorConfiguration from YAML or JSON. Unknown fields are errors that name
-// the field; defaults are applied and the result validated. Feature gate names are checked by the
-// features package, which owns the list of gates.
+// Decode parses an OperatorConfiguration from YAML or JSON, strictly, so a typo is a start-up
+// error naming the field and never a silent default: exactly one document; keys match the field
+// names exactly (encoding/json would take "FeatureGates" or "leaderelection" for them) and
+// appear once; no unknown field; no key without a value. Fields the file leaves out get their
+// defaults, while a value written in the file (say concurrentSyncs: 0) is validated as written.
+// Feature gate names are checked by the features package, which owns the list of gates.
 func Decode(data []byte) (*OperatorConfiguration, error) {
-	jsonData, err := yaml.YAMLToJSON(data)
+	if err := singleDocument(data); err != nil {
+		return nil, fmt.Errorf("parsing operator configuration: %w", err)
+	}
+	// Strict: a key repeated in a mapping is an error, not "the last one wins".
+	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("parsing operator configuration: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(jsonData))
-	dec.DisallowUnknownFields()
-	cfg := &OperatorConfiguration{}
-	if err := dec.Decode(cfg); err != nil {
+	if err := rejectNulls(jsonData); err != nil {
 		return nil, fmt.Errorf("decoding operator configuration: %w", err)
 	}
+	cfg := &OperatorConfiguration{}
 	cfg.Default()
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, cfg, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fmt.Errorf("decoding operator configuration: %w", err)
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error()
+		}
+		return nil, fmt.Errorf("decoding operator configuration: %s", strings.Join(msgs, "; "))
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid operator configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// singleDocument rejects a stream of more than one YAML document: the manager would read the
+// first and silently ignore the rest.
+func singleDocument(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	documents := 0
+	for {
+		var doc yamlv3.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(doc.Content) == 0 || (doc.Content[0].Kind == yamlv3.ScalarNode && doc.Content[0].Tag == "!!null") {
+			continue // an empty document, e.g. a leading or trailing "---"
+		}
+		documents++
+		if documents > 1 {
+			return fmt.Errorf("a second YAML document starts at line %d; the file must hold exactly one OperatorConfiguration", doc.Line)
+		}
+	}
+	return nil
+}
+
+// rejectNulls names the first key written without a value ("memberClientTLS:" alone), which
+// would otherwise decode as if the key were absent.
+func rejectNulls(jsonData []byte) error {
+	var tree any
+	if err := json.Unmarshal(jsonData, &tree); err != nil {
+		return err
+	}
+	var walk func(path string, v any) error
+	walk = func(path string, v any) error {
+		switch v := v.(type) {
+		case nil:
+			if path == "" {
+				return errors.New("the configuration is empty")
+			}
+			return fmt.Errorf("%s has no value", path)
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				child := k
+				if path != "" {
+					child = path + "." + k
+				}
+				if err := walk(child, v[k]); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, item := range v {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i), item); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", tree)
 }

@@ -60,7 +60,7 @@ featureGates:
 		{
 			name:    "unknown nested field is named",
 			data:    "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\ncontrollers:\n  ondelete:\n    concurentSyncs: 1\n",
-			wantErr: `unknown field "concurentSyncs"`,
+			wantErr: `unknown field "controllers.ondelete.concurentSyncs"`,
 		},
 		{
 			name:    "bad role source",
@@ -100,6 +100,69 @@ featureGates:
 			wantErr: "operator configuration",
 		},
 	}
+	// Each of these used to be accepted: a wrong-case key silently set (or failed to set) the
+	// field, a repeated key or a second document silently won or vanished, and a zero, negative
+	// or empty value started a manager that could not work.
+	const header = "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
+	for _, tc := range []struct{ name, data, wantErr string }{
+		{"wrong-case top-level key", header + "FeatureGates:\n  QuorumAwareUpdatesWithOnDelete: true\n", `unknown field "FeatureGates"`},
+		{"lower-case key", header + "leaderelection:\n  enabled: true\n", `unknown field "leaderelection"`},
+		{"wrong-case nested key", header + "controllers:\n  OnDelete:\n    concurrentSyncs: 2\n", `unknown field "controllers.OnDelete"`},
+		{"wrong-case leaf key", header + "memberClientTLS: {cafile: /a, certFile: /b, keyFile: /c}\n", `unknown field "memberClientTLS.cafile"`},
+		{"duplicate key", header + "featureGates: {}\nfeatureGates:\n  QuorumAwareUpdatesWithOnDelete: true\n", `"featureGates" already set`},
+		{"duplicate nested key", header + "controllers:\n  etcd:\n    concurrentSyncs: 1\n    concurrentSyncs: 5\n", `"concurrentSyncs" already set`},
+		{"duplicate key in JSON", `{"apiVersion":"config.druid.gardener.cloud/v1alpha1","kind":"OperatorConfiguration","featureGates":{},"featureGates":{}}`, `"featureGates" already set`},
+		{"trailing document", header + "---\n" + header + "featureGates:\n  QuorumAwareUpdatesWithOnDelete: true\n", "a second YAML document starts at line 3"},
+		{"trailing document after an end marker", header + "...\n---\n" + header, "a second YAML document"},
+		{"zero concurrentSyncs", header + "controllers:\n  etcd:\n    concurrentSyncs: 0\n", "controllers.etcd.concurrentSyncs must be positive, got 0"},
+		{"negative concurrentSyncs", header + "controllers:\n  ondelete:\n    concurrentSyncs: -1\n", "controllers.ondelete.concurrentSyncs must be positive, got -1"},
+		{"negative requeueInterval", header + "controllers:\n  ondelete:\n    requeueInterval: -5s\n", "controllers.ondelete.requeueInterval must be a positive duration, got -5s"},
+		{"zero requeueInterval", header + "controllers:\n  ondelete:\n    requeueInterval: 0s\n", "controllers.ondelete.requeueInterval must be a positive duration"},
+		{"zero leaseDuration", header + "leaderElection:\n  leaseDuration: 0s\n", "leaderElection.leaseDuration must be a positive duration"},
+		{"negative retryPeriod", header + "leaderElection:\n  retryPeriod: -1s\n", "leaderElection.retryPeriod must be a positive duration"},
+		{"leaseDuration not above renewDeadline", header + "leaderElection:\n  leaseDuration: 5s\n", "leaderElection.leaseDuration (5s) must be longer than leaderElection.renewDeadline (10s)"},
+		{"renewDeadline too close to retryPeriod", header + "leaderElection:\n  retryPeriod: 9s\n", "leaderElection.renewDeadline (10s) must be longer than 1.2"},
+		{"not a duration", header + "leaderElection:\n  retryPeriod: soon\n", "soon"},
+		{"empty memberClientTLS", header + "memberClientTLS: {}\n", "missing memberClientTLS.caFile, memberClientTLS.certFile, memberClientTLS.keyFile"},
+		{"memberClientTLS without value", header + "memberClientTLS:\n", "memberClientTLS has no value"},
+		{"memberClientTLS with only caFile", header + "memberClientTLS: {caFile: /tls/ca.crt}\n", "missing memberClientTLS.certFile, memberClientTLS.keyFile"},
+		{"memberClientTLS with an empty keyFile", header + "memberClientTLS: {caFile: /a, certFile: /b, keyFile: \"\"}\n", "missing memberClientTLS.keyFile"},
+		{"empty memberRoleSource", header + "controllers:\n  ondelete:\n    memberRoleSource: \"\"\n", `memberRoleSource must be "Auto" or "LeaseOnly", got ""`},
+		{"wrong-case memberRoleSource", header + "controllers:\n  ondelete:\n    memberRoleSource: auto\n", `got "auto"`},
+		{"nested key without value", header + "controllers:\n  etcd:\n", "controllers.etcd has no value"},
+		{"empty file", "", "the configuration is empty"},
+	} {
+		tests = append(tests, struct {
+			name    string
+			data    string
+			check   func(t *testing.T, c *OperatorConfiguration)
+			wantErr string
+		}{name: tc.name, data: tc.data, wantErr: tc.wantErr})
+	}
+	accepted := func(t *testing.T, c *OperatorConfiguration) {
+		if c.Controllers.Etcd.ConcurrentSyncs != 3 || c.LeaderElection.LeaseDuration.Duration != 15*time.Second {
+			t.Errorf("defaults not applied: %+v", c)
+		}
+	}
+	tests = append(tests, []struct {
+		name    string
+		data    string
+		check   func(t *testing.T, c *OperatorConfiguration)
+		wantErr string
+	}{
+		{name: "leading document marker", data: "---\n" + header, check: accepted},
+		{name: "trailing empty document", data: header + "---\n", check: accepted},
+		{name: "comments around the document", data: "# operator\n" + header + "# end\n---\n# nothing here\n", check: accepted},
+		{name: "JSON", data: `{"apiVersion":"config.druid.gardener.cloud/v1alpha1","kind":"OperatorConfiguration"}`, check: accepted},
+		{name: "complete client TLS and leader election timings", data: header +
+			"memberClientTLS: {caFile: /tls/ca.crt, certFile: /tls/tls.crt, keyFile: /tls/tls.key}\n" +
+			"leaderElection: {enabled: true, leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 5s}\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if c.MemberClientTLS == nil || c.MemberClientTLS.KeyFile != "/tls/tls.key" || c.LeaderElection.RetryPeriod.Duration != 5*time.Second {
+					t.Errorf("fields not decoded: %+v %+v", c.MemberClientTLS, c.LeaderElection)
+				}
+			}},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
