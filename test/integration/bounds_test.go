@@ -1,16 +1,25 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
@@ -38,5 +47,78 @@ func TestReplicasBeyondTheBoundRejectedByTheAPI(t *testing.T) {
 	err := env.Client.SubResource("scale").Update(ctx, etcd, client.WithSubResourceBody(scale))
 	if err == nil || !strings.Contains(err.Error(), bound) {
 		t.Fatalf("scaling to %d through the scale subresource: err = %v, want a rejection saying %q", druidv1alpha1.MaxReplicas+2, err, bound)
+	}
+}
+
+// TestReplicasWrittenBeforeTheBoundAreRefused: an Etcd stored with replicas 2147483647 while the
+// CRD had no maximum (installed here from the chart's CRD without it) must not take the manager
+// down. The Etcd reconciler reports ERR_INVALID_REPLICAS and creates nothing, the status
+// controller says InvalidReplicas; before the bound, each of them allocated by that count and the
+// process died of out-of-memory.
+func TestReplicasWrittenBeforeTheBoundAreRefused(t *testing.T) {
+	const ns, name = "oldbound", "etcd-main"
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd, err := os.ReadFile(filepath.Join(root, "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maximum := fmt.Sprintf("\n                maximum: %d\n", druidv1alpha1.MaxReplicas)
+	if strings.Count(string(crd), maximum) != 1 {
+		t.Fatalf("the chart's CRD does not hold exactly one %q", strings.TrimSpace(maximum))
+	}
+	oldCRDDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(oldCRDDir, "etcds.yaml"), []byte(strings.Replace(string(crd), maximum, "\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := envtestutil.Start(t, envtestutil.Options{CRDDirs: []string{oldCRDDir}})
+	ctx := setup(t, env, ns, name)
+	etcd := framework.NewEtcd(ns, name, math.MaxInt32, framework.EtcdImage("3.6.8"))
+	if err := env.Client.Create(ctx, etcd); err != nil {
+		t.Fatalf("the CRD without a maximum must store replicas %d: %v", int32(math.MaxInt32), err)
+	}
+	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+
+	framework.Eventually(t, timeout, "ERR_INVALID_REPLICAS in lastErrors and an InvalidReplicas Ready condition", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		reported := false
+		for _, e := range got.Status.LastErrors {
+			reported = reported || (e.Code == resources.ErrInvalidReplicas && strings.Contains(e.Description, "spec.replicas is 2147483647") &&
+				strings.Contains(e.Description, fmt.Sprintf("up to %d", druidv1alpha1.MaxReplicas)))
+		}
+		ready := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeReady)
+		if !reported || ready == nil || ready.Reason != status.ReasonInvalidReplicas {
+			return false, fmt.Sprintf("lastErrors %+v, conditions %+v", got.Status.LastErrors, got.Status.Conditions)
+		}
+		return true, ""
+	})
+	framework.Eventually(t, timeout, "an InvalidSpec Event", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Reason == "InvalidSpec" && e.InvolvedObject.Name == name && strings.Contains(e.Message, "2147483647") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none InvalidSpec naming the count", len(events.Items))
+	})
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if _, ok := obj.(*corev1.ConfigMap); ok {
+			key.Name = name + "-config"
+		}
+		if err := env.Client.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s: err = %v, want NotFound: nothing may be created for an invalid spec", obj, key, err)
+		}
+	}
+	if _, err := getStatefulSet(ctx, env.Client, ns, name); !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet: err = %v, want NotFound", err)
 	}
 }
