@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,36 +50,9 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wantReported := []string{"ConfigMap foreign/etcd-main-config", "Lease foreign/etcd-main-1"}
-	framework.Eventually(t, timeout, "lastErrors naming both foreign objects", func(ctx context.Context) (bool, string) {
-		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			return false, err.Error()
-		}
-		for _, want := range wantReported {
-			found := false
-			for _, e := range got.Status.LastErrors {
-				found = found || (e.Code == resources.ErrForeignObject && strings.Contains(e.Description, want) && strings.Contains(e.Description, "no controller"))
-			}
-			if !found {
-				return false, fmt.Sprintf("no %s naming %s in lastErrors %+v", resources.ErrForeignObject, want, got.Status.LastErrors)
-			}
-		}
-		return true, ""
-	})
-	framework.Eventually(t, timeout, "a ForeignObject Warning Event", func(ctx context.Context) (bool, string) {
-		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range events.Items {
-			if e.Reason == "ForeignObject" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == name &&
-				strings.Contains(e.Message, "etcd-main-config") {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none ForeignObject", len(events.Items))
-	})
+	waitForLastErrors(t, env.Client, etcd, resources.ErrForeignObject,
+		[]string{"ConfigMap foreign/etcd-main-config", "no controller"}, []string{"Lease foreign/etcd-main-1", "no controller"})
+	waitForEvent(t, env.Client, etcd, "ForeignObject", "etcd-main-config")
 
 	// Give later reconciles (retries with backoff) a chance to do what they must not.
 	time.Sleep(2 * time.Second)

@@ -19,8 +19,8 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestReplicasBeyondTheBoundRejectedByTheAPI: replicas 2147483647 used to pass the CRD (odd and
@@ -81,33 +81,18 @@ func TestReplicasWrittenBeforeTheBoundAreRefused(t *testing.T) {
 	}
 	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
 
-	framework.Eventually(t, timeout, "ERR_INVALID_REPLICAS in lastErrors and an InvalidReplicas Ready condition", func(ctx context.Context) (bool, string) {
+	waitForLastErrors(t, env.Client, etcd, resources.ErrInvalidReplicas,
+		[]string{"spec.replicas is 2147483647", fmt.Sprintf("up to %d", druidv1alpha1.MaxReplicas)})
+	waitForEvent(t, env.Client, etcd, "InvalidSpec", "2147483647")
+	framework.Eventually(t, timeout, "an InvalidReplicas Ready condition", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 			return false, err.Error()
 		}
-		reported := false
-		for _, e := range got.Status.LastErrors {
-			reported = reported || (e.Code == resources.ErrInvalidReplicas && strings.Contains(e.Description, "spec.replicas is 2147483647") &&
-				strings.Contains(e.Description, fmt.Sprintf("up to %d", druidv1alpha1.MaxReplicas)))
-		}
-		ready := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeReady)
-		if !reported || ready == nil || ready.Reason != status.ReasonInvalidReplicas {
-			return false, fmt.Sprintf("lastErrors %+v, conditions %+v", got.Status.LastErrors, got.Status.Conditions)
+		if ready := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeReady); ready == nil || ready.Reason != status.ReasonInvalidReplicas {
+			return false, fmt.Sprintf("conditions %+v", got.Status.Conditions)
 		}
 		return true, ""
-	})
-	framework.Eventually(t, timeout, "an InvalidSpec Event", func(ctx context.Context) (bool, string) {
-		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range events.Items {
-			if e.Reason == "InvalidSpec" && e.InvolvedObject.Name == name && strings.Contains(e.Message, "2147483647") {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none InvalidSpec naming the count", len(events.Items))
 	})
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
 		key := types.NamespacedName{Namespace: ns, Name: name}

@@ -149,30 +149,8 @@ func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
 	if err := env.Client.Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, timeout, "lastErrors naming the missing Secret", func(ctx context.Context) (bool, string) {
-		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range got.Status.LastErrors {
-			if e.Code == "ERR_SECRET_MISSING" && strings.Contains(e.Description, "etcd-main-ca") {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("lastErrors = %+v", got.Status.LastErrors)
-	})
-	framework.Eventually(t, timeout, "an InvalidSpec Event", func(ctx context.Context) (bool, string) {
-		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace("nosecret")); err != nil {
-			return false, err.Error()
-		}
-		for _, e := range events.Items {
-			if e.Reason == "InvalidSpec" && e.InvolvedObject.Name == "etcd-main" {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none InvalidSpec", len(events.Items))
-	})
+	waitForLastErrors(t, env.Client, etcd, "ERR_SECRET_MISSING", []string{"etcd-main-ca"})
+	waitForEvent(t, env.Client, etcd, "InvalidSpec")
 	if _, err := getStatefulSet(ctx, env.Client, "nosecret", "etcd-main"); err == nil {
 		t.Fatal("a StatefulSet was created although its Secrets are missing")
 	}

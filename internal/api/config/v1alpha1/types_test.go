@@ -6,13 +6,16 @@ import (
 	"time"
 )
 
+// decodeCase is one Decode input: check runs on success, wantErr is a substring of the error.
+type decodeCase struct {
+	name    string
+	data    string
+	check   func(t *testing.T, c *OperatorConfiguration)
+	wantErr string
+}
+
 func TestDecode(t *testing.T) {
-	tests := []struct {
-		name    string
-		data    string
-		check   func(t *testing.T, c *OperatorConfiguration)
-		wantErr string
-	}{
+	tests := []decodeCase{
 		{
 			name: "full configuration",
 			data: `
@@ -132,24 +135,14 @@ featureGates:
 		{"nested key without value", header + "controllers:\n  etcd:\n", "controllers.etcd has no value"},
 		{"empty file", "", "the configuration is empty"},
 	} {
-		tests = append(tests, struct {
-			name    string
-			data    string
-			check   func(t *testing.T, c *OperatorConfiguration)
-			wantErr string
-		}{name: tc.name, data: tc.data, wantErr: tc.wantErr})
+		tests = append(tests, decodeCase{name: tc.name, data: tc.data, wantErr: tc.wantErr})
 	}
 	accepted := func(t *testing.T, c *OperatorConfiguration) {
 		if c.Controllers.Etcd.ConcurrentSyncs != 3 || c.LeaderElection.LeaseDuration.Duration != 15*time.Second {
 			t.Errorf("defaults not applied: %+v", c)
 		}
 	}
-	tests = append(tests, []struct {
-		name    string
-		data    string
-		check   func(t *testing.T, c *OperatorConfiguration)
-		wantErr string
-	}{
+	tests = append(tests, []decodeCase{
 		{name: "leading document marker", data: "---\n" + header, check: accepted},
 		{name: "trailing empty document", data: header + "---\n", check: accepted},
 		{name: "comments around the document", data: "# operator\n" + header + "# end\n---\n# nothing here\n", check: accepted},
