@@ -35,8 +35,10 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-config"},
 		Data:       map[string]string{"owner": "someone else", "ETCD_INITIAL_CLUSTER": "not-ours=https://example.invalid:2380"},
 	}
+	// The Lease has a controller of its own (a made-up one: no garbage collector runs here).
+	otherOwner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other-owner", UID: "0e0e0e0e-other-owner", Controller: ptr.To(true)}
 	foreignLease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1", OwnerReferences: []metav1.OwnerReference{otherOwner}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-controller"), LeaseDurationSeconds: ptr.To(int32(60))},
 	}
 	for _, obj := range []client.Object{foreignConfig, foreignLease} {
@@ -51,7 +53,7 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 	}
 
 	waitForLastErrors(t, env.Client, etcd, resources.ErrForeignObject,
-		[]string{"ConfigMap foreign/etcd-main-config", "no controller"}, []string{"Lease foreign/etcd-main-1", "no controller"})
+		[]string{"ConfigMap foreign/etcd-main-config", "no controller"}, []string{"Lease foreign/etcd-main-1", "controlled by ConfigMap other-owner (uid 0e0e0e0e-other-owner)"})
 	waitForEvent(t, env.Client, etcd, "ForeignObject", "etcd-main-config")
 
 	// Give later reconciles (retries with backoff) a chance to do what they must not.
@@ -67,7 +69,7 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreignLease), gotLease); err != nil {
 		t.Fatal(err)
 	}
-	if len(gotLease.OwnerReferences) != 0 || ptr.Deref(gotLease.Spec.HolderIdentity, "") != "another-controller" ||
+	if len(gotLease.OwnerReferences) != 1 || gotLease.OwnerReferences[0].UID != otherOwner.UID || ptr.Deref(gotLease.Spec.HolderIdentity, "") != "another-controller" ||
 		ptr.Deref(gotLease.Spec.LeaseDurationSeconds, 0) != 60 || len(gotLease.Labels) != 0 {
 		t.Errorf("the foreign Lease was changed: %+v", gotLease)
 	}
