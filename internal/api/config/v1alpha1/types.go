@@ -181,6 +181,16 @@ func (c *OperatorConfiguration) Validate() error {
 		return fmt.Errorf("controllers.ondelete.memberRoleSource must be %q or %q, got %q",
 			MemberRoleSourceAuto, MemberRoleSourceLeaseOnly, c.Controllers.OnDelete.MemberRoleSource)
 	}
+	// A default is only applied to a field the file leaves out; written as "" it would reach
+	// controller-runtime, whose idea of an empty address is its own.
+	for _, f := range []struct{ field, value string }{
+		{"metricsBindAddress", c.MetricsBindAddress},
+		{"healthProbeBindAddress", c.HealthProbeBindAddress},
+	} {
+		if f.value == "" {
+			return fmt.Errorf(`%s must not be empty ("0" disables it)`, f.field)
+		}
+	}
 	seen := map[string]bool{}
 	for i, ns := range c.WatchNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -134,6 +134,7 @@ featureGates:
 		{"wrong-case memberRoleSource", header + "controllers:\n  ondelete:\n    memberRoleSource: auto\n", `got "auto"`},
 		{"nested key without value", header + "controllers:\n  etcd:\n", "controllers.etcd has no value"},
 		{"empty file", "", "the configuration is empty"},
+		{"empty metricsBindAddress", header + "metricsBindAddress: \"\"\n", `metricsBindAddress must not be empty ("0" disables it)`},
 	} {
 		tests = append(tests, decodeCase{name: tc.name, data: tc.data, wantErr: tc.wantErr})
 	}
