@@ -30,6 +30,7 @@ const (
 	ReasonNotAllMembersUpdated = "NotAllMembersUpdated"
 	ReasonStatefulSetMissing   = "StatefulSetNotFound"
 	ReasonInvalidReplicas      = "InvalidReplicas"
+	ReasonTooManyMemberPods    = "TooManyMemberPods"
 
 	MemberReasonLeaseSucceeded = "LeaseSucceeded"
 	MemberReasonLeaseExpired   = "LeaseExpired"
@@ -90,7 +91,12 @@ func Compute(o Observed) druidv1alpha1.EtcdStatus {
 	if problem := resources.ValidateReplicas(o.Etcd.Spec.Replicas); problem != nil {
 		// Member names come from spec.replicas: a count the operator refuses to act on lists no
 		// members and sizes nothing, it only says why.
-		conds = invalidReplicasConditions(problem.Message)
+		conds = outOfBoundsConditions(ReasonInvalidReplicas, problem.Message)
+	} else if len(o.Pods) > druidv1alpha1.MaxReplicas {
+		// More pods carry the member labels than any cluster has members: something else
+		// selects like us, and no count or role derived from them can be trusted.
+		conds = outOfBoundsConditions(ReasonTooManyMemberPods, fmt.Sprintf(
+			"%d pods carry the member labels; an Etcd has at most %d members", len(o.Pods), druidv1alpha1.MaxReplicas))
 	} else {
 		readyMembers := 0
 		for _, name := range resources.MemberNames(o.Etcd) {
@@ -180,13 +186,13 @@ func readyCondition(replicas, readyMembers int) druidv1alpha1.Condition {
 	return c
 }
 
-// invalidReplicasConditions are the conditions of an Etcd whose spec.replicas is out of bounds,
-// in the order Compute expects (Ready first, AllMembersReady second).
-func invalidReplicasConditions(message string) []druidv1alpha1.Condition {
+// outOfBoundsConditions are the conditions of an Etcd whose spec.replicas or member pods exceed
+// MaxReplicas, in the order Compute expects (Ready first, AllMembersReady second).
+func outOfBoundsConditions(reason, message string) []druidv1alpha1.Condition {
 	return []druidv1alpha1.Condition{
-		{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: ReasonInvalidReplicas, Message: message},
-		{Type: druidv1alpha1.ConditionTypeAllMembersReady, Status: druidv1alpha1.ConditionUnknown, Reason: ReasonInvalidReplicas, Message: message},
-		{Type: druidv1alpha1.ConditionTypeAllMembersUpdated, Status: druidv1alpha1.ConditionUnknown, Reason: ReasonInvalidReplicas, Message: message},
+		{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: reason, Message: message},
+		{Type: druidv1alpha1.ConditionTypeAllMembersReady, Status: druidv1alpha1.ConditionUnknown, Reason: reason, Message: message},
+		{Type: druidv1alpha1.ConditionTypeAllMembersUpdated, Status: druidv1alpha1.ConditionUnknown, Reason: reason, Message: message},
 	}
 }
 

@@ -148,6 +148,22 @@ func TestComputeRefusesOutOfBoundsInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("more member pods than the bound", func(t *testing.T) {
+		o := observed(appsv1.OnDeleteStatefulSetStrategyType, healthy, healthy, healthy)
+		for i := len(o.Pods); i <= druidv1alpha1.MaxReplicas; i++ {
+			extra := o.Pods[0].DeepCopy()
+			extra.Name = fmt.Sprintf("impostor-%d", i)
+			o.Pods = append(o.Pods, *extra)
+		}
+		got := Compute(o)
+		if c := cond(got, druidv1alpha1.ConditionTypeReady); c.Reason != ReasonTooManyMemberPods || c.Status != druidv1alpha1.ConditionFalse ||
+			!strings.Contains(c.Message, "10 pods carry the member labels; an Etcd has at most 9 members") {
+			t.Fatalf("Ready = %+v, want a TooManyMemberPods refusal", c)
+		}
+		if len(got.Members) != 0 {
+			t.Errorf("members = %+v, want none", got.Members)
+		}
+	})
 	t.Run("pod with a huge ordinal", func(t *testing.T) {
 		o := observed(appsv1.OnDeleteStatefulSetStrategyType, healthy, healthy, healthy)
 		stray := o.Pods[0].DeepCopy()
