@@ -8,11 +8,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -80,9 +80,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	}
 	le := cfg.LeaderElection
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		Logger:                  o.Logger,
-		Cache:                   cacheOptions(cfg.WatchNamespaces),
+		Scheme: scheme,
+		Logger: o.Logger,
+		Cache:  cacheOptions(cfg.WatchNamespaces),
 		// Secrets are never cached, even if some code path reads them through the cached client:
 		// an informer would list and watch every Secret in reach and hold them all in memory.
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
