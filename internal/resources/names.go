@@ -22,6 +22,10 @@ const (
 	DefaultStorageCapacity = "16Gi"
 	DefaultCADataKey       = "ca.crt"
 
+	// MemberUID is the user, group and fsGroup member containers run as: distroless's "nonroot",
+	// the etcd-conductor image's own user (the etcd image's binary runs as any user).
+	MemberUID = int64(65532)
+
 	// LeaseDurationSeconds is how long a member Lease stays valid after a renewal.
 	LeaseDurationSeconds = int32(15)
 
@@ -45,6 +49,10 @@ const (
 	peerCAVolume    = "peer-ca"
 	peerTLSVolume   = "peer-tls"
 	tlsMountRoot    = "/var/etcd/ssl"
+
+	memberAgentTokenVolumeName = "member-agent-token"
+	// serviceAccountMountPath is where client-go's in-cluster configuration reads the token.
+	serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
 // StatefulSetName is the name of the Etcd's StatefulSet (and of the PDB and ServiceAccount).

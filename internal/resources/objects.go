@@ -111,14 +111,17 @@ func ServiceAccount(e *druidv1alpha1.Etcd) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: objectMeta(e, ServiceAccountName(e))}
 }
 
-// MemberAgentRole allows reading and renewing exactly this cluster's member Leases.
+// MemberAgentRole allows patching exactly this cluster's member Leases, the one call the agent
+// makes (a merge patch; it never reads, creates or deletes a Lease). RBAC cannot tell one member
+// pod from another, since they share the ServiceAccount: the chart's member Lease
+// ValidatingAdmissionPolicy narrows each pod to the Lease named after it.
 func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 	role := &rbacv1.Role{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
 	role.Rules = []rbacv1.PolicyRule{{
 		APIGroups:     []string{coordinationv1.GroupName},
 		Resources:     []string{"leases"},
 		ResourceNames: MemberNames(e),
-		Verbs:         []string{"get", "update", "patch"},
+		Verbs:         []string{"patch"},
 	}}
 	return role
 }

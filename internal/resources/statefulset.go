@@ -114,10 +114,15 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: Labels(e), Annotations: annotations},
 		Spec: corev1.PodSpec{
-			ServiceAccountName:            ServiceAccountName(e),
+			ServiceAccountName: ServiceAccountName(e),
+			// The token goes only to the member-agent, through memberAgentTokenVolume: the
+			// network-exposed etcd container never holds a Kubernetes credential.
+			AutomountServiceAccountToken:  ptr.To(false),
+			SecurityContext:               podSecurityContext(),
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
 			Containers:                    []corev1.Container{etcdContainer(e), memberAgentContainer(e, s)},
 			Volumes: []corev1.Volume{
+				memberAgentTokenVolume(),
 				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), "ca.crt"),
 				secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
 				secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""),
@@ -130,6 +135,53 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
 	return template, nil
+}
+
+// podSecurityContext makes the members pass the restricted Pod Security Standard: a fixed
+// non-root identity (MemberUID) and fsGroup, so the
+// data volume and the Secret volumes (mode 0640) are readable and writable through the group.
+// OnRootMismatch re-owns a volume only when its root is not already ours: a large data directory
+// is not walked on every start, yet data written by an earlier root-running member is taken over.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To(MemberUID),
+		RunAsGroup:          ptr.To(MemberUID),
+		FSGroup:             ptr.To(MemberUID),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurityContext is the same for both containers: nothing to escalate to, no
+// capabilities, and a read-only root filesystem (etcd writes only to its data volume, the agent
+// nowhere).
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// memberAgentTokenVolume is what the ServiceAccount admission plugin would inject as
+// kube-api-access-*: a pod-bound token (which carries the pod name the member Lease policy checks),
+// the cluster CA and the namespace, mounted where client-go's in-cluster configuration looks.
+func memberAgentTokenVolume() corev1.Volume {
+	return corev1.Volume{Name: memberAgentTokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To(int32(0o440)),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3607))}},
+			{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
+			}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
+				Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
+			}}}},
+		},
+	}}}
 }
 
 // secretVolume mounts a Secret; with key set, only that key, renamed to path.
@@ -179,6 +231,7 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 			}},
 			PeriodSeconds: 2, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 2,
 		},
+		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
 			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
@@ -212,10 +265,12 @@ func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 			"--key-file=" + tlsMountRoot + "/client/tls.key",
 			"--interval=" + interval,
 		},
-		Env: podEnv(),
+		Env:             podEnv(),
+		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
 			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
+			{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true},
 		},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
