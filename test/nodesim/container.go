@@ -2,7 +2,6 @@ package nodesim
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -39,6 +38,7 @@ type container struct {
 	exited       chan struct{} // closed when the current process exits
 	bins         imageBinaries
 	env          []string
+	sec          containerSecurity
 	killing      bool
 	stopping     bool
 	runStarted   bool
@@ -122,6 +122,9 @@ func (c *container) run() {
 			return
 		}
 		bins, err := c.w.s.images.resolve(spec.Image)
+		if err == nil {
+			bins, err = c.w.s.stage.stage(bins)
+		}
 		if err != nil {
 			pullFailures++
 			c.setWaiting("ErrImagePull", err.Error())
@@ -137,7 +140,7 @@ func (c *container) run() {
 			continue
 		}
 		pullFailures = 0
-		cmd, env, err := c.build(spec, bins)
+		cmd, env, sec, err := c.build(spec, bins)
 		if err != nil {
 			c.setWaiting("CreateContainerConfigError", err.Error())
 			c.w.event(corev1.EventTypeWarning, "Failed", "Error: %v", err)
@@ -146,7 +149,7 @@ func (c *container) run() {
 			}
 			continue
 		}
-		term, ok := c.execute(cmd, spec, bins, env)
+		term, ok := c.execute(cmd, spec, bins, env, sec)
 		if !ok {
 			return
 		}
@@ -210,10 +213,22 @@ type mountSpec struct {
 
 // build assembles the command line: nsenter into the pod's network
 // namespace, unshare a private mount and UTS namespace, bind-mount volumes
-// and the hosts file, set the hostname, then exec the mapped binary.
-func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd, []string, error) {
+// and the hosts file, set the hostname, make the root read-only if asked,
+// then exec the mapped binary through setpriv with the securityContext's
+// identity.
+func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd, []string, containerSecurity, error) {
 	w := c.w
 	pod := w.currentPod()
+	sec, err := securityFor(pod, spec)
+	if err != nil {
+		return nil, nil, sec, err
+	}
+	cmd, env, err := c.buildCommand(pod, spec, bins, sec)
+	return cmd, env, sec, err
+}
+
+func (c *container) buildCommand(pod *corev1.Pod, spec *corev1.Container, bins imageBinaries, sec containerSecurity) (*exec.Cmd, []string, error) {
+	w := c.w
 	ec := w.envContext(pod)
 	envVars, err := containerEnv(spec, ec)
 	if err != nil {
@@ -225,10 +240,7 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 	bin, rest := bins.commandBinary(command)
 	argv := append(append([]string{}, rest...), args...)
 	if shells[filepath.Base(bin)] {
-		dir, err := c.toolsDir(bins)
-		if err != nil {
-			return nil, nil, err
-		}
+		dir := filepath.Dir(bins.entrypoint) // the staged image: its tools by name
 		for i := range envVars {
 			if envVars[i].Name == "PATH" {
 				envVars[i].Value = dir + ":" + envVars[i].Value
@@ -286,7 +298,7 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(filepath.Clean(mounts[i].dst), "/") < strings.Count(filepath.Clean(mounts[j].dst), "/")
 	})
-	script, err := c.script(mounts, podHostname(pod), spec.WorkingDir)
+	script, err := c.script(mounts, podHostname(pod), spec.WorkingDir, sec.readOnlyRoot)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,8 +306,8 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 	nsPath := w.net.nsPath()
 	w.mu.Unlock()
 	t := w.s.tools
-	full := []string{"--net=" + nsPath, "--", t.unshare, "--mount", "--uts", "--propagation", "private", "--", "/bin/sh", "-c", script, bin}
-	full = append(full, argv...)
+	full := []string{"--net=" + nsPath, "--", t.unshare, "--mount", "--uts", "--propagation", "private", "--", "/bin/sh", "-c", script}
+	full = append(append(append(full, sec.setprivArgs(t.setpriv)...), bin), argv...)
 	env := make([]string, 0, len(envVars))
 	for _, e := range envVars {
 		env = append(env, e.Name+"="+e.Value)
@@ -309,7 +321,7 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-func (c *container) script(mounts []mountSpec, hostname, workingDir string) (string, error) {
+func (c *container) script(mounts []mountSpec, hostname, workingDir string, readOnlyRoot bool) (string, error) {
 	t := c.w.s.tools
 	var b strings.Builder
 	b.WriteString("set -e\n")
@@ -333,32 +345,17 @@ func (c *container) script(mounts []mountSpec, hostname, workingDir string) (str
 	if workingDir != "" {
 		fmt.Fprintf(&b, "%s -p %s\ncd %s\n", t.mkdir, shellQuote(workingDir), shellQuote(workingDir))
 	}
+	if readOnlyRoot {
+		// Only this namespace's view of /: the volumes are mounts of their own and stay writable.
+		fmt.Fprintf(&b, "%s -o remount,bind,ro /\n", t.mount)
+	}
 	b.WriteString("exec \"$0\" \"$@\"\n")
 	return b.String(), nil
 }
 
-// toolsDir is a directory of symlinks named like the image's executables, put
-// first on PATH for shell commands so `sh -c "etcdctl ..."` finds them.
-func (c *container) toolsDir(bins imageBinaries) (string, error) {
-	dir := filepath.Join(c.w.s.o.WorkDir, "images", fmt.Sprintf("%x", sha256.Sum256([]byte(bins.id)))[:16])
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	for name, target := range bins.tools {
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err == nil {
-			continue
-		}
-		if err := os.Symlink(target, link); err != nil && !os.IsExist(err) {
-			return "", err
-		}
-	}
-	return dir, nil
-}
-
 // execute starts the process and waits for it. ok is false when the
 // container was asked to stop before the process could start.
-func (c *container) execute(cmd *exec.Cmd, spec *corev1.Container, bins imageBinaries, env []string) (term *corev1.ContainerStateTerminated, ok bool) {
+func (c *container) execute(cmd *exec.Cmd, spec *corev1.Container, bins imageBinaries, env []string, sec containerSecurity) (term *corev1.ContainerStateTerminated, ok bool) {
 	w := c.w
 	logf, err := os.OpenFile(c.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -391,6 +388,7 @@ func (c *container) execute(cmd *exec.Cmd, spec *corev1.Container, bins imageBin
 	c.runningImage = spec.Image
 	c.bins = bins
 	c.env = env
+	c.sec = sec
 	c.started = spec.StartupProbe == nil
 	c.ready = spec.ReadinessProbe == nil && c.started && !c.isInit
 	w.mu.Unlock()

@@ -24,9 +24,9 @@
 // the pod's network namespace with its siblings and has private mount and UTS
 // namespaces. The root filesystem is the host's (there are no image layers):
 // volume mount points are created on the host as empty directories, and only
-// volumes and /etc/hosts are private to the pod. Processes run as root in
-// their own process group with Pdeathsig, from one locked OS thread, so they
-// die with the simulator. stdout and stderr are appended to one log file per
+// volumes and /etc/hosts are private to the pod. Processes run in their own
+// process group with Pdeathsig, from one locked OS thread, so they die with
+// the simulator; as root unless the securityContext names a user (below). stdout and stderr are appended to one log file per
 // container (Logs).
 //
 // Images map to host binaries. Built in: a repository whose last path element
@@ -39,7 +39,9 @@
 // else by the entrypoint; an empty command runs the entrypoint with args.
 // sh/bash commands run the host shell with the image's tools first on PATH.
 // An image without mapping is Waiting ErrImagePull, then ImagePullBackOff,
-// retried with back-off.
+// retried with back-off. "Pulling" hard-links (or copies) the image's
+// binaries into a world-readable directory under the system temp dir, so a
+// non-root container can exec them wherever the host keeps them.
 //
 // # Pod-spec features supported
 //
@@ -73,6 +75,22 @@
 //     namespaces with its env); initialDelaySeconds, periodSeconds,
 //     timeoutSeconds, successThreshold, failureThreshold, and
 //     terminationGracePeriodSeconds for liveness/startup kills.
+//   - securityContext (pod and container, container first): runAsUser,
+//     runAsGroup, supplementalGroups and fsGroup become the process's
+//     credentials (setpriv, after the mounts); runAsNonRoot with no non-root
+//     user is Waiting CreateContainerConfigError "container has runAsNonRoot
+//     and image will run as root" (images run as root unless runAsUser says
+//     otherwise); allowPrivilegeEscalation false sets no_new_privs;
+//     capabilities.drop empties the bounding set (ALL) or drops those named;
+//     readOnlyRootFilesystem remounts / read-only in the container's mount
+//     namespace (volumes stay writable). fsGroup applies kubelet's
+//     SetVolumeOwnership: secret, configMap, downwardAPI and projected files
+//     are group fsGroup and group-readable whatever their mode; claims and
+//     emptyDirs are re-owned (group rw, setgid directories) when mounted, with
+//     fsGroupChangePolicy OnRootMismatch skipping a root that already fits.
+//     Exec and exec probes run with the same identity. Not applied: seccomp
+//     and AppArmor profiles, SELinux options, capabilities.add, procMount,
+//     sysctls, runAsUser from the image.
 //   - hostname, subdomain; readinessGates (counted in Ready).
 //   - a changed container image in the pod spec restarts that container.
 //   - deletion: SIGTERM, deletionGracePeriodSeconds (else
@@ -84,7 +102,7 @@
 // Created, Started, Killing, BackOff, Unhealthy, Failed, FailedMount).
 //
 // Not served: the kubelet API (kubectl logs/exec/port-forward through the
-// apiserver fail; use Logs and Exec). Ignored: resources and QoS enforcement, securityContext, hostNetwork
+// apiserver fail; use Logs and Exec). Ignored: resources and QoS enforcement, hostNetwork
 // (pods always get their own network namespace), affinity, nodeSelector,
 // tolerations and taints, ports' hostPort, terminationMessagePath,
 // ephemeral containers, imagePullPolicy (binaries are always "present").

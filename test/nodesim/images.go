@@ -3,11 +3,13 @@ package nodesim
 import (
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // imageBinaries is what "pulling" an image yields: the host binary that stands
@@ -115,4 +117,97 @@ func (b imageBinaries) execBinary(name string) string {
 		return "/bin/" + path.Base(name)
 	}
 	return name
+}
+
+// binaryStage makes an image's host binaries executable by any user, as files in an image are:
+// the binaries the resolver finds may sit behind directories only root can enter (bin/ links
+// into the build cache under /root), and a container running as a non-root user must still
+// exec them. Each image's tools are hard-linked, or copied when a link would not be
+// world-executable or crosses file systems, into one world-readable directory per image, which
+// also serves as the PATH entry for shell commands.
+type binaryStage struct {
+	dir string // created 0755 under the system temp dir, removed by Stop
+
+	mu     sync.Mutex
+	staged map[string]imageBinaries // by image ID
+}
+
+func newBinaryStage() (*binaryStage, error) {
+	dir, err := os.MkdirTemp("", "nodesim-images-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the image binaries dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the image binaries dir: %w", err)
+	}
+	return &binaryStage{dir: dir, staged: map[string]imageBinaries{}}, nil
+}
+
+// stage returns b with every path replaced by its staged copy.
+func (st *binaryStage) stage(b imageBinaries) (imageBinaries, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s, ok := st.staged[b.id]; ok {
+		return s, nil
+	}
+	dir := filepath.Join(st.dir, fmt.Sprintf("%x", sha256.Sum256([]byte(b.id)))[:16])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return imageBinaries{}, err
+	}
+	out := imageBinaries{id: b.id, tools: map[string]string{}}
+	for name, src := range b.tools {
+		dst := filepath.Join(dir, name)
+		if err := stageFile(src, dst); err != nil {
+			return imageBinaries{}, fmt.Errorf("staging %s of the image: %w", name, err)
+		}
+		out.tools[name] = dst
+		if src == b.entrypoint {
+			out.entrypoint = dst
+		}
+	}
+	if out.entrypoint == "" {
+		dst := filepath.Join(dir, filepath.Base(b.entrypoint))
+		if err := stageFile(b.entrypoint, dst); err != nil {
+			return imageBinaries{}, fmt.Errorf("staging the image's entrypoint: %w", err)
+		}
+		out.entrypoint = dst
+	}
+	st.staged[b.id] = out
+	return out, nil
+}
+
+// stageFile links or copies src (symlinks followed) to dst with mode 0755.
+func stageFile(src, dst string) error {
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Link(real, tmp); err == nil {
+		if fi, err := os.Stat(tmp); err == nil && fi.Mode().Perm()&0o005 == 0o005 {
+			return os.Rename(tmp, dst)
+		}
+		_ = os.Remove(tmp)
+	}
+	in, err := os.Open(real)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }

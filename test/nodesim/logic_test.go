@@ -207,7 +207,7 @@ func TestWriteAtomic(t *testing.T) {
 		}
 		return string(b)
 	}
-	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}); err != nil {
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}, -1); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "a"))
@@ -219,13 +219,13 @@ func TestWriteAtomic(t *testing.T) {
 	}
 	dirInfo, _ := os.Stat(dir)
 	before, _ := os.Readlink(filepath.Join(dir, "..data"))
-	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}); err != nil {
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("1"), mode: 0o640}, "sub/b": {data: []byte("2"), mode: 0o644}}, -1); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.Readlink(filepath.Join(dir, "..data")); after != before {
 		t.Errorf("unchanged content was rewritten (%s → %s)", before, after)
 	}
-	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("new"), mode: 0o640}}); err != nil {
+	if err := writeAtomic(dir, map[string]volumeFile{"a": {data: []byte("new"), mode: 0o640}}, -1); err != nil {
 		t.Fatal(err)
 	}
 	if read("a") != "new" {

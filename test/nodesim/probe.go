@@ -269,13 +269,14 @@ func (c *container) exec(ctx context.Context, command []string) ([]byte, error) 
 		return nil, fmt.Errorf("empty command")
 	}
 	c.w.mu.Lock()
-	pid, bins, env := c.pid, c.bins, c.env
+	pid, bins, env, sec := c.pid, c.bins, c.env, c.sec
 	c.w.mu.Unlock()
 	if pid == 0 {
 		return nil, fmt.Errorf("container %s is not running", c.name)
 	}
-	args := []string{"--target", strconv.Itoa(pid), "--mount", "--net", "--uts", "--", bins.execBinary(command[0])}
-	args = append(args, command[1:]...)
+	// As kubectl exec does, the command runs as the container's user.
+	args := append([]string{"--target", strconv.Itoa(pid), "--mount", "--net", "--uts", "--"}, sec.setprivArgs(c.w.s.tools.setpriv)...)
+	args = append(append(args, bins.execBinary(command[0])), command[1:]...)
 	cmd := exec.CommandContext(ctx, c.w.s.tools.nsenter, args...)
 	cmd.Env = env
 	cmd.Dir = "/"

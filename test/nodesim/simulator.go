@@ -81,6 +81,7 @@ type Simulator struct {
 	client  kubernetes.Interface
 	network *Network
 	images  imageResolver
+	stage   *binaryStage
 	dns     *dns
 
 	ctx    context.Context
@@ -113,12 +114,12 @@ type Simulator struct {
 
 // hostTools are the absolute paths of host programs used to build containers.
 type hostTools struct {
-	nsenter, unshare, mount, mkdir, touch, hostname string
+	nsenter, unshare, mount, mkdir, touch, hostname, setpriv string
 }
 
 func lookTools() (hostTools, error) {
 	var t hostTools
-	for name, dst := range map[string]*string{"nsenter": &t.nsenter, "unshare": &t.unshare, "mount": &t.mount, "mkdir": &t.mkdir, "touch": &t.touch, "hostname": &t.hostname} {
+	for name, dst := range map[string]*string{"nsenter": &t.nsenter, "unshare": &t.unshare, "mount": &t.mount, "mkdir": &t.mkdir, "touch": &t.touch, "hostname": &t.hostname, "setpriv": &t.setpriv} {
 		p, err := exec.LookPath(name)
 		if err != nil {
 			return t, fmt.Errorf("nodesim needs %s on the host: %w", name, err)
@@ -213,6 +214,10 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 	if err := s.registerNode(ctx); err != nil {
 		s.cancel()
 		close(s.spawnCh)
+		return nil, err
+	}
+	if s.stage, err = newBinaryStage(); err != nil {
+		_ = s.Stop()
 		return nil, err
 	}
 	if err := s.serveDNS(); err != nil {
@@ -328,6 +333,9 @@ func (s *Simulator) Stop() error {
 	}
 	close(s.spawnCh)
 	var errs []error
+	if s.stage != nil {
+		errs = append(errs, removeAllRetry(s.stage.dir))
+	}
 	if s.ownsDir {
 		errs = append(errs, removeAllRetry(s.o.WorkDir))
 	} else if !s.o.KeepData {

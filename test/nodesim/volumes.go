@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -37,6 +38,9 @@ type volumeBuilder struct {
 	claimDirs   map[string]string // claim name → data directory, once checked
 	// cached tokens by volume/path, renewed at 80% of their lifetime as kubelet does
 	tokenCache map[string]cachedToken
+	// owned lists the writable volumes fsGroup ownership was applied to: kubelet does it once,
+	// when it mounts the volume for the pod.
+	owned map[string]bool
 }
 
 type cachedToken struct {
@@ -67,6 +71,12 @@ func (b *volumeBuilder) sync(ctx context.Context) error {
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
+			if err := os.Chmod(dir, 0o777); err != nil { // not narrowed by the umask
+				return fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if err := b.own(v.Name, dir); err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
+			}
 		case v.PersistentVolumeClaim != nil:
 			if claim := v.PersistentVolumeClaim.ClaimName; b.claimDirs[claim] == "" {
 				claimDir, err := b.claimVolume(b.namespace, claim)
@@ -77,6 +87,9 @@ func (b *volumeBuilder) sync(ctx context.Context) error {
 					b.claimDirs = map[string]string{}
 				}
 				b.claimDirs[claim] = claimDir
+			}
+			if err := b.own(v.Name, b.claimDirs[v.PersistentVolumeClaim.ClaimName]); err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		case v.HostPath != nil:
 			if v.HostPath.Type != nil && *v.HostPath.Type == corev1.HostPathDirectoryOrCreate {
@@ -89,13 +102,37 @@ func (b *volumeBuilder) sync(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
-			if err := writeAtomic(dir, files); err != nil {
+			gid := -1
+			if fsGroup := podFSGroup(b.pod); fsGroup != nil {
+				// kubelet's SetVolumeOwnership for these read-only volumes: group fsGroup,
+				// group-readable whatever defaultMode says.
+				gid = int(*fsGroup)
+				for p, f := range files {
+					files[p] = volumeFile{data: f.data, mode: fsGroupMode(f.mode, false, true)}
+				}
+			}
+			if err := writeAtomic(dir, files, gid); err != nil {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		default:
 			return fmt.Errorf("volume %s: volume type not supported by nodesim", v.Name)
 		}
 	}
+	return nil
+}
+
+// own applies the pod's fsGroup to a writable volume, once per pod.
+func (b *volumeBuilder) own(name, dir string) error {
+	if b.owned[name] {
+		return nil
+	}
+	if err := applyFSGroup(dir, b.pod); err != nil {
+		return err
+	}
+	if b.owned == nil {
+		b.owned = map[string]bool{}
+	}
+	b.owned[name] = true
 	return nil
 }
 
@@ -262,14 +299,35 @@ func (a apiTokenSource) token(ctx context.Context, pod *corev1.Pod, audience str
 // name is a symlink through "..data". An update builds a new directory and
 // swaps "..data" with a rename, so readers never see a half-written set and
 // the bind-mounted volume directory itself never changes inode. Nothing is
-// written when the content is unchanged.
-func writeAtomic(dir string, files map[string]volumeFile) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// written when the content is unchanged. A gid >= 0 is the pod's fsGroup:
+// everything is group-owned by it and directories get setgid, as kubelet's
+// SetVolumeOwnership leaves them (file modes already carry the group bits).
+func writeAtomic(dir string, files map[string]volumeFile, gid int) error {
+	dirMode := os.FileMode(0o755)
+	if gid >= 0 {
+		dirMode = fsGroupMode(dirMode, true, true)
+	}
+	chown := func(p string) error {
+		if gid < 0 {
+			return nil
+		}
+		return os.Lchown(p, -1, gid)
+	}
+	mkdir := func(p string) error {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		if err := chown(p); err != nil {
+			return err
+		}
+		return os.Chmod(p, dirMode)
+	}
+	if err := mkdir(dir); err != nil {
 		return err
 	}
 	dataLink := filepath.Join(dir, "..data")
 	if current, err := os.Readlink(dataLink); err == nil {
-		if sameContent(filepath.Join(dir, current), files) {
+		if sameContent(filepath.Join(dir, current), files, gid) {
 			return nil
 		}
 	}
@@ -277,15 +335,20 @@ func writeAtomic(dir string, files map[string]volumeFile) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tsDir, 0o755); err != nil {
+	if err := mkdir(tsDir); err != nil {
 		return err
 	}
 	for p, f := range files {
 		full := filepath.Join(tsDir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
+		for d := filepath.Dir(full); d != tsDir; d = filepath.Dir(d) {
+			if err := mkdir(d); err != nil {
+				return err
+			}
 		}
 		if err := os.WriteFile(full, f.data, f.mode); err != nil {
+			return err
+		}
+		if err := chown(full); err != nil {
 			return err
 		}
 		if err := os.Chmod(full, f.mode); err != nil {
@@ -295,6 +358,9 @@ func writeAtomic(dir string, files map[string]volumeFile) error {
 	tmpLink := filepath.Join(dir, "..data_tmp")
 	_ = os.Remove(tmpLink)
 	if err := os.Symlink(filepath.Base(tsDir), tmpLink); err != nil {
+		return err
+	}
+	if err := chown(tmpLink); err != nil {
 		return err
 	}
 	old, _ := os.Readlink(dataLink)
@@ -313,6 +379,9 @@ func writeAtomic(dir string, files map[string]volumeFile) error {
 		if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
 			return err
 		}
+		if err := chown(link); err != nil {
+			return err
+		}
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -326,7 +395,7 @@ func writeAtomic(dir string, files map[string]volumeFile) error {
 	return nil
 }
 
-func sameContent(dir string, files map[string]volumeFile) bool {
+func sameContent(dir string, files map[string]volumeFile, gid int) bool {
 	var existing []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -346,6 +415,9 @@ func sameContent(dir string, files map[string]volumeFile) bool {
 		}
 		fi, err := os.Stat(filepath.Join(dir, rel))
 		if err != nil || fi.Mode().Perm() != f.mode.Perm() {
+			return false
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); gid >= 0 && (!ok || int(st.Gid) != gid) {
 			return false
 		}
 		got, err := os.ReadFile(filepath.Join(dir, rel))
