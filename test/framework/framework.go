@@ -66,6 +66,22 @@ func CreateNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
+// CreateRestrictedNamespace creates a namespace (idempotent) whose pods the apiserver's own
+// PodSecurity admission holds to the restricted Pod Security Standard: a member pod template that
+// loosens its security context is rejected there, and the StatefulSet never gets its pods.
+func CreateRestrictedNamespace(ctx context.Context, c client.Client, name string) error {
+	labels := map[string]string{}
+	for _, mode := range []string{"enforce", "warn", "audit"} {
+		labels["pod-security.kubernetes.io/"+mode] = "restricted"
+		labels["pod-security.kubernetes.io/"+mode+"-version"] = "latest"
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
 // CreateTLSSecrets generates a PKI for the Etcd and stores it as cert-manager-layout Secrets.
 func CreateTLSSecrets(ctx context.Context, c client.Client, namespace, etcdName string) (*testpki.EtcdPKI, error) {
 	pki, err := testpki.NewEtcdPKI(etcdName, namespace)

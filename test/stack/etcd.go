@@ -34,9 +34,10 @@ type EtcdCluster struct {
 	listedAt  time.Time
 }
 
-// CreateEtcd creates a namespace, TLS Secrets and the Etcd.
+// CreateEtcd creates a namespace enforcing the restricted Pod Security Standard, TLS Secrets and
+// the Etcd.
 func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas int32, image string) (*EtcdCluster, error) {
-	if err := framework.CreateNamespace(ctx, s.Client, namespace); err != nil {
+	if err := framework.CreateRestrictedNamespace(ctx, s.Client, namespace); err != nil {
 		return nil, err
 	}
 	pki, err := framework.CreateTLSSecrets(ctx, s.Client, namespace, name)

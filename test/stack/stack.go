@@ -1,6 +1,8 @@
 // Package stack brings up the whole proving ground in one call: a bridge network for pods, a real
 // control plane (etcd, kube-apiserver, kube-controller-manager) bound to the bridge gateway, and
-// the node simulator playing kubelet, with this project's binary built fresh for the sidecars.
+// the node simulator playing kubelet, with this project's binary built fresh for the sidecars, and
+// the chart's member Lease admission policy. Etcd namespaces enforce the restricted Pod Security
+// Standard.
 // The e2e scenarios, the benchmark and the demo all stand on it; the operator is started
 // separately (framework.RunOperator) because scenarios stop and restart it.
 package stack
@@ -95,6 +97,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	if s.Kube, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return nil, err
+	}
+	if err := InstallMemberLeasePolicy(ctx, s.Kube, filepath.Join(s.workDir, "helm")); err != nil {
 		return nil, err
 	}
 	scheme, err := envtestutil.NewScheme()

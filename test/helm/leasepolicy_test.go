@@ -1,0 +1,203 @@
+package helm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+func TestMemberLeasePolicyRendering(t *testing.T) {
+	ms := splitManifests(t, render(t, nil))
+	if ms.count("ValidatingAdmissionPolicy") != 1 || ms.count("ValidatingAdmissionPolicyBinding") != 1 {
+		t.Errorf("default render: %d policies, %d bindings; want the member Lease policy on by default",
+			ms.count("ValidatingAdmissionPolicy"), ms.count("ValidatingAdmissionPolicyBinding"))
+	}
+	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false"))
+	if n := off.count("ValidatingAdmissionPolicy") + off.count("ValidatingAdmissionPolicyBinding"); n != 0 {
+		t.Errorf("memberLeasePolicy.enabled=false still renders %d policy objects", n)
+	}
+	_, err := runHelm(t, templateArgs(t, nil, "--kube-version", "1.31.0")...)
+	if err == nil || !strings.Contains(err.Error(), "memberLeasePolicy needs Kubernetes >= 1.32") {
+		t.Errorf("rendering for Kubernetes 1.31: err = %v, want the version requirement", err)
+	}
+}
+
+// The member Lease policy on a real kube-apiserver: member pods share one ServiceAccount whose Role
+// may patch every member Lease of the Etcd, so only the policy stops etcd-0 from writing etcd-1's.
+// Tokens come from the TokenRequest API bound to each pod, as kubelet gets them.
+func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
+	helmBinary(t)
+	admin, _ := apiServer(t)
+	ctx := t.Context()
+	adminClient := kubernetes.NewForConfigOrDie(admin)
+
+	const ns = "team-a"
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: ns}}
+	etcd.Spec.Replicas = 3
+	if _, err := adminClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the Etcd reconciler creates: the member ServiceAccount, Role, RoleBinding and Leases.
+	if _, err := adminClient.CoreV1().ServiceAccounts(ns).Create(ctx, resources.ServiceAccount(etcd), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminClient.RbacV1().Roles(ns).Create(ctx, resources.MemberAgentRole(etcd), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminClient.RbacV1().RoleBindings(ns).Create(ctx, resources.MemberAgentRoleBinding(etcd), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	members := map[string]kubernetes.Interface{}
+	for i := range 2 {
+		name := resources.MemberName(etcd, i)
+		if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(etcd, name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		members[name] = memberClient(ctx, t, admin, adminClient, etcd, name)
+	}
+	if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(etcd, "etcd-2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the policy RBAC alone decides, and it cannot tell the pods apart: the hole.
+	if err := renew(ctx, members["etcd-0"], ns, "etcd-1", true); err != nil {
+		t.Fatalf("before the policy, etcd-0 renewing etcd-1's Lease: %v (the test assumes RBAC allows it)", err)
+	}
+
+	policyName := installLeasePolicy(ctx, t, adminClient)
+
+	// The policy takes effect once the apiserver has loaded it; the wait only bounds a broken run.
+	var forged error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		forged = renew(ctx, members["etcd-0"], ns, "etcd-1", false)
+		if forged != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !apierrors.IsForbidden(forged) {
+		t.Fatalf("etcd-0 claiming Leader on etcd-1's Lease: err = %v, want Forbidden", forged)
+	}
+	for _, want := range []string{policyName, "may not write Lease etcd-1", "etcd-0"} {
+		if !strings.Contains(forged.Error(), want) {
+			t.Errorf("denial %q does not name %q", forged, want)
+		}
+	}
+
+	t.Run("each pod renews its own Lease", func(t *testing.T) {
+		for name, c := range members {
+			if err := renew(ctx, c, ns, name, true); err != nil {
+				t.Errorf("%s renewing its own Lease: %v", name, err)
+			}
+		}
+	})
+	t.Run("no pod writes a sibling's Lease", func(t *testing.T) {
+		for _, tc := range []struct{ pod, lease string }{{"etcd-1", "etcd-0"}, {"etcd-0", "etcd-2"}} {
+			if err := renew(ctx, members[tc.pod], ns, tc.lease, false); !apierrors.IsForbidden(err) {
+				t.Errorf("%s renewing %s: err = %v, want Forbidden", tc.pod, tc.lease, err)
+			}
+		}
+	})
+	t.Run("a pod cannot relabel its Lease out of the policy", func(t *testing.T) {
+		patch := []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"someone-else"}}}`)
+		_, err := members["etcd-0"].CoordinationV1().Leases(ns).Patch(ctx, "etcd-0", types.MergePatchType, patch, metav1.PatchOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "labels") {
+			t.Errorf("relabelling: err = %v, want Forbidden naming the labels", err)
+		}
+	})
+	t.Run("the member Role grants only patch", func(t *testing.T) {
+		_, err := members["etcd-0"].CoordinationV1().Leases(ns).Get(ctx, "etcd-0", metav1.GetOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("get: err = %v, want Forbidden", err)
+		}
+		err = members["etcd-0"].CoordinationV1().Leases(ns).Delete(ctx, "etcd-0", metav1.DeleteOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("delete: err = %v, want Forbidden", err)
+		}
+	})
+	t.Run("other writers are left to RBAC", func(t *testing.T) {
+		if err := renew(ctx, adminClient, ns, "etcd-1", true); err != nil {
+			t.Errorf("admin renewing etcd-1: %v", err)
+		}
+	})
+}
+
+// memberClient creates the member pod and returns a client holding a token bound to it, as the
+// member-agent's in-cluster configuration does.
+func memberClient(ctx context.Context, t *testing.T, admin *rest.Config, adminClient kubernetes.Interface, etcd *druidv1alpha1.Etcd, pod string) kubernetes.Interface {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: etcd.Namespace},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: resources.ServiceAccountName(etcd),
+			Containers:         []corev1.Container{{Name: resources.MemberAgentContainerName, Image: "conductor:test"}},
+		},
+	}
+	created, err := adminClient.CoreV1().Pods(etcd.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", pod, err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod, UID: created.UID},
+	}}
+	tr, err = adminClient.CoreV1().ServiceAccounts(etcd.Namespace).CreateToken(ctx, resources.ServiceAccountName(etcd), tr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token bound to %s: %v", pod, err)
+	}
+	cfg := rest.AnonymousClientConfig(admin)
+	cfg.BearerToken = tr.Status.Token
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// renew sends the member-agent's Lease renewal: a merge patch of holderIdentity and renewTime.
+// A leader claim is what a forging pod would write.
+func renew(ctx context.Context, c kubernetes.Interface, namespace, lease string, leader bool) error {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"holderIdentity": memberagent.HolderIdentity(0xabc, 0xdef, leader),
+		"renewTime":      metav1.NewMicroTime(time.Now()),
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.CoordinationV1().Leases(namespace).Patch(ctx, lease, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("patching Lease %s: %w", lease, err)
+	}
+	return nil
+}
+
+// installLeasePolicy creates the chart's rendered policy and binding and returns the policy name.
+func installLeasePolicy(ctx context.Context, t *testing.T, adminClient kubernetes.Interface) string {
+	t.Helper()
+	ms := splitManifests(t, render(t, nil, "--show-only", "templates/member-lease-policy.yaml"))
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicy"), policy)
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicyBinding"), binding)
+	if _, err := adminClient.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the policy: %v", err)
+	}
+	if _, err := adminClient.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the binding: %v", err)
+	}
+	return policy.Name
+}

@@ -1,0 +1,108 @@
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+)
+
+// memberLeasePolicyTemplate is the chart template holding the member Lease
+// ValidatingAdmissionPolicy and its binding.
+const memberLeasePolicyTemplate = "templates/member-lease-policy.yaml"
+
+// policyRelease names the rendered objects; a chart installed on the stack under another release
+// name (helme2e) brings its own copy, which enforces the same rule.
+const policyRelease = "stack"
+
+// InstallMemberLeasePolicy renders the chart's member Lease policy with helm and creates it, so the
+// member-agents of an operator running in-process are held to exactly what an installed chart
+// enforces: each pod writes only its own Lease.
+func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, helmHome string) error {
+	rendered, err := renderChartTemplate(ctx, helmHome, memberLeasePolicyTemplate)
+	if err != nil {
+		return err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
+	var policies, bindings int
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the rendered %s: %w", memberLeasePolicyTemplate, err)
+		}
+		var head metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			return fmt.Errorf("reading the rendered %s: %w", memberLeasePolicyTemplate, err)
+		}
+		switch head.Kind {
+		case "":
+			continue
+		case "ValidatingAdmissionPolicy":
+			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict(doc, policy); err != nil {
+				return fmt.Errorf("decoding the member Lease policy: %w", err)
+			}
+			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+			policies++
+		case "ValidatingAdmissionPolicyBinding":
+			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict(doc, binding); err != nil {
+				return fmt.Errorf("decoding the member Lease policy binding: %w", err)
+			}
+			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
+			bindings++
+		default:
+			return fmt.Errorf("unexpected %s in %s", head.Kind, memberLeasePolicyTemplate)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the member Lease policy: %w", err)
+		}
+	}
+	if policies != 1 || bindings != 1 {
+		return fmt.Errorf("%s rendered %d policies and %d bindings, want one each", memberLeasePolicyTemplate, policies, bindings)
+	}
+	return nil
+}
+
+// renderChartTemplate runs `helm template --show-only` on the chart of this checkout, with helm's
+// homes under helmHome so the user's helm state is neither read nor written.
+func renderChartTemplate(ctx context.Context, helmHome, template string) ([]byte, error) {
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		return nil, err
+	}
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	helm := filepath.Join(binDir, "helm")
+	cmd := exec.CommandContext(ctx, helm, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"), "--show-only", template)
+	cmd.Env = append(os.Environ(),
+		"HELM_CONFIG_HOME="+filepath.Join(helmHome, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(helmHome, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(helmHome, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("rendering %s with %s (run `make tools`): %w\n%s", template, helm, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
