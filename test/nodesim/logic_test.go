@@ -385,3 +385,49 @@ func TestSetupFreeNetworkReclaimsNetworkOfDeadProcess(t *testing.T) {
 		t.Errorf("a live network was reclaimed")
 	}
 }
+
+func TestSecurityFor(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	yes, no := true, false
+	pod := func(sc *corev1.PodSecurityContext) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}, Spec: corev1.PodSpec{SecurityContext: sc}}
+	}
+	tests := []struct {
+		name        string
+		pod         *corev1.Pod
+		container   *corev1.SecurityContext
+		wantErr     string
+		wantSetpriv string
+	}{
+		{name: "no security context keeps root as it is", pod: pod(nil)},
+		{name: "runAsNonRoot without a user", pod: pod(&corev1.PodSecurityContext{RunAsNonRoot: &yes}),
+			wantErr: `container has runAsNonRoot and image will run as root (pod: "p_ns(u)", container: c)`},
+		{name: "runAsNonRoot with user 0", pod: pod(&corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(0)}),
+			wantErr: "container's runAsUser breaks non-root policy"},
+		{name: "container overrides the pod", pod: pod(&corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(0), RunAsGroup: i64(5), FSGroup: i64(7), SupplementalGroups: []int64{9, 7}}),
+			container:   &corev1.SecurityContext{RunAsUser: i64(1000), AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW", "CAP_SYS_ADMIN"}}},
+			wantSetpriv: "setpriv --pdeathsig keep --reuid=1000 --regid=5 --groups=7,9 --no-new-privs --inh-caps=-net_raw,-sys_admin --bounding-set=-net_raw,-sys_admin --"},
+		{name: "container runAsNonRoot false lifts the pod's", pod: pod(&corev1.PodSecurityContext{RunAsNonRoot: &yes}),
+			container: &corev1.SecurityContext{RunAsNonRoot: &no}},
+		{name: "drop ALL", pod: pod(&corev1.PodSecurityContext{RunAsUser: i64(65532)}),
+			container:   &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			wantSetpriv: "setpriv --pdeathsig keep --reuid=65532 --regid=0 --clear-groups --inh-caps=-all --bounding-set=-all --"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sec, err := securityFor(tc.pod, &corev1.Container{Name: "c", SecurityContext: tc.container})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sec.setprivArgs("setpriv"), " "); got != tc.wantSetpriv {
+				t.Errorf("setpriv = %q, want %q", got, tc.wantSetpriv)
+			}
+		})
+	}
+}
