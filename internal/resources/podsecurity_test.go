@@ -5,24 +5,17 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
+
+	"github.com/etcd-conductor/etcd-conductor/test/podsecurity"
 )
 
 // restrictedViolations runs the PodSecurity admission plugin's own evaluator (the checks the
 // apiserver applies to a namespace labelled enforce: restricted) on a pod template.
 func restrictedViolations(t *testing.T, template corev1.PodTemplateSpec) []string {
 	t.Helper()
-	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	violations, err := podsecurity.RestrictedViolations(&template.ObjectMeta, &template.Spec)
 	if err != nil {
-		t.Fatalf("building the Pod Security evaluator: %v", err)
-	}
-	level := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
-	var violations []string
-	for _, r := range evaluator.EvaluatePod(level, &template.ObjectMeta, &template.Spec) {
-		if !r.Allowed {
-			violations = append(violations, r.ForbiddenReason+": "+r.ForbiddenDetail)
-		}
+		t.Fatal(err)
 	}
 	return violations
 }

@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/test/podsecurity"
 )
 
 const configKey = "config.yaml"
@@ -439,6 +440,17 @@ func TestManagerDeployment(t *testing.T) {
 		t.Error("privilege escalation is allowed")
 	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}):
 		t.Errorf("capabilities %+v, want all dropped", sc.Capabilities)
+	}
+	// The manager may run in a namespace enforcing the restricted Pod Security Standard.
+	for _, values := range renderCases {
+		rc := renderDecoded(t, values.valuesPaths(t))
+		violations, err := podsecurity.RestrictedViolations(&rc.deployment.Spec.Template.ObjectMeta, &rc.deployment.Spec.Template.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(violations) != 0 {
+			t.Errorf("%s: manager pod violates the restricted Pod Security Standard: %v", values.name, violations)
+		}
 	}
 
 	probes := []struct {
