@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
@@ -114,6 +115,7 @@ func run(t *testing.T, sc scenario) {
 	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
 		t.Fatalf("initial cluster: %v", err)
 	}
+	checkMembersNonRoot(ctx, t, cluster)
 
 	// The fault comes first and the instruments start after it: the figures measure the
 	// rollout under the fault, not the fault itself.
@@ -261,5 +263,20 @@ func checkRolesFromMembers(ctx context.Context, t *testing.T, e *env) {
 	}
 	if direct == 0 {
 		t.Errorf("no participating deletion used roles from the members (%d used leases)", viaLease)
+	}
+}
+
+// checkMembersNonRoot checks on the node that every etcd ran as the pod template's non-root user
+// (the namespace's restricted Pod Security admitted the template; this shows it took effect).
+func checkMembersNonRoot(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster) {
+	t.Helper()
+	owners, err := cluster.DataDirOwners(ctx)
+	if err != nil {
+		t.Fatalf("reading the members' data directories: %v", err)
+	}
+	for pod, uid := range owners {
+		if int64(uid) != resources.MemberUID {
+			t.Errorf("%s: etcd created its data directory as uid %d, want %d", pod, uid, resources.MemberUID)
+		}
 	}
 }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -192,4 +196,51 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// DataDirOwners reports, per member pod, the user owning its etcd data directory on the node: the
+// user the etcd process ran as when it created the directory, seen from the host rather than
+// through anything the process could say about itself.
+func (c *EtcdCluster) DataDirOwners(ctx context.Context) (map[string]uint32, error) {
+	e, err := c.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := c.StatefulSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(sts.Spec.VolumeClaimTemplates) != 1 {
+		return nil, fmt.Errorf("StatefulSet %s/%s has %d claim templates, want the data volume only", c.Namespace, c.Name, len(sts.Spec.VolumeClaimTemplates))
+	}
+	claim := sts.Spec.VolumeClaimTemplates[0].Name
+	mountPath := ""
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		for _, m := range ctr.VolumeMounts {
+			if ctr.Name == resources.EtcdContainerName && m.Name == claim {
+				mountPath = m.MountPath
+			}
+		}
+	}
+	rel, err := filepath.Rel(mountPath, resources.EtcdEnvironment(e)["ETCD_DATA_DIR"])
+	if mountPath == "" || err != nil || strings.HasPrefix(rel, "..") {
+		return nil, fmt.Errorf("the etcd data dir is not on the %q volume (mounted at %q): %v", claim, mountPath, err)
+	}
+	owners := map[string]uint32{}
+	for i := range c.Replicas {
+		dir, err := c.stack.Sim.ClaimDir(ctx, c.Namespace+"/"+claim+"-"+c.PodName(i))
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(filepath.Join(dir, rel))
+		if err != nil {
+			return nil, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil, fmt.Errorf("no owner for %s", filepath.Join(dir, rel))
+		}
+		owners[c.PodName(i)] = st.Uid
+	}
+	return owners, nil
 }
