@@ -21,6 +21,7 @@ import (
 const (
 	releaseName      = "conductor"
 	releaseNamespace = "etcd-system"
+	kubeVersion      = "1.36.4"
 )
 
 var repoRoot = sync.OnceValues(func() (string, error) {
@@ -99,7 +100,9 @@ func runHelm(t *testing.T, args ...string) (string, error) {
 
 // templateArgs builds `helm template` for the chart with the given values files and extra flags.
 func templateArgs(t *testing.T, valuesFiles []string, extra ...string) []string {
-	args := []string{"template", releaseName, chartDir(t), "--namespace", releaseNamespace}
+	// A helm built from source (make tools) assumes Kubernetes 1.20 offline; render for the version
+	// the project tests against (Makefile KUBERNETES_VERSION), as `helm install` would see it.
+	args := []string{"template", releaseName, chartDir(t), "--namespace", releaseNamespace, "--kube-version", kubeVersion}
 	for _, f := range valuesFiles {
 		args = append(args, "--values", f)
 	}

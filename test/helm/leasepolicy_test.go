@@ -26,14 +26,32 @@ import (
 func TestMemberLeasePolicyRendering(t *testing.T) {
 	ms := splitManifests(t, render(t, nil))
 	if ms.count("ValidatingAdmissionPolicy") != 1 || ms.count("ValidatingAdmissionPolicyBinding") != 1 {
-		t.Errorf("default render: %d policies, %d bindings; want the member Lease policy on by default",
+		t.Fatalf("default render: %d policies, %d bindings; want the member Lease policy on by default",
 			ms.count("ValidatingAdmissionPolicy"), ms.count("ValidatingAdmissionPolicyBinding"))
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicy"), policy)
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicyBinding"), binding)
+	if binding.Spec.PolicyName != policy.Name || len(binding.Spec.ValidationActions) != 1 || binding.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
+		t.Errorf("binding %+v does not deny by policy %s", binding.Spec, policy.Name)
+	}
+	// The policy recognises member Leases by the labels the operator puts on them.
+	lease := resources.MemberLease(&druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ns"}}, "etcd-0")
+	for _, key := range []string{resources.LabelManagedBy, resources.LabelName, resources.LabelInstance} {
+		found := false
+		for _, c := range policy.Spec.MatchConditions {
+			found = found || strings.Contains(c.Expression, "'"+key+"'")
+		}
+		if !found || lease.Labels[key] == "" {
+			t.Errorf("label %s: in the policy's match conditions %t, on a member Lease %q", key, found, lease.Labels[key])
+		}
 	}
 	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false"))
 	if n := off.count("ValidatingAdmissionPolicy") + off.count("ValidatingAdmissionPolicyBinding"); n != 0 {
 		t.Errorf("memberLeasePolicy.enabled=false still renders %d policy objects", n)
 	}
-	_, err := runHelm(t, templateArgs(t, nil, "--kube-version", "1.31.0")...)
+	_, err := runHelm(t, append(templateArgs(t, nil), "--kube-version", "1.31.0")...)
 	if err == nil || !strings.Contains(err.Error(), "memberLeasePolicy needs Kubernetes >= 1.32") {
 		t.Errorf("rendering for Kubernetes 1.31: err = %v, want the version requirement", err)
 	}
@@ -96,6 +114,7 @@ func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 	if !apierrors.IsForbidden(forged) {
 		t.Fatalf("etcd-0 claiming Leader on etcd-1's Lease: err = %v, want Forbidden", forged)
 	}
+	t.Logf("etcd-0 writing etcd-1's Lease: %v", forged)
 	for _, want := range []string{policyName, "may not write Lease etcd-1", "etcd-0"} {
 		if !strings.Contains(forged.Error(), want) {
 			t.Errorf("denial %q does not name %q", forged, want)

@@ -228,7 +228,8 @@ func TestRenderedObjectsAreConsistent(t *testing.T) {
 			decodeStrict(t, r.all.ofKind(t, "ServiceAccount"), &sa)
 			for _, m := range r.all {
 				switch m.Kind {
-				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor":
+				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor",
+					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 				default:
 					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)
 				}

@@ -33,7 +33,12 @@ const policyRelease = "stack"
 // member-agents of an operator running in-process are held to exactly what an installed chart
 // enforces: each pod writes only its own Lease.
 func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, helmHome string) error {
-	rendered, err := renderChartTemplate(ctx, helmHome, memberLeasePolicyTemplate)
+	// Rendered for the cluster's version, as `helm install` against it would.
+	version, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the apiserver's version: %w", err)
+	}
+	rendered, err := renderChartTemplate(ctx, helmHome, memberLeasePolicyTemplate, version.GitVersion)
 	if err != nil {
 		return err
 	}
@@ -83,7 +88,7 @@ func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, he
 
 // renderChartTemplate runs `helm template --show-only` on the chart of this checkout, with helm's
 // homes under helmHome so the user's helm state is neither read nor written.
-func renderChartTemplate(ctx context.Context, helmHome, template string) ([]byte, error) {
+func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion string) ([]byte, error) {
 	binDir, err := localcluster.DefaultBinDir()
 	if err != nil {
 		return nil, err
@@ -93,7 +98,7 @@ func renderChartTemplate(ctx context.Context, helmHome, template string) ([]byte
 		return nil, err
 	}
 	helm := filepath.Join(binDir, "helm")
-	cmd := exec.CommandContext(ctx, helm, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"), "--show-only", template)
+	cmd := exec.CommandContext(ctx, helm, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"), "--show-only", template, "--kube-version", kubeVersion)
 	cmd.Env = append(os.Environ(),
 		"HELM_CONFIG_HOME="+filepath.Join(helmHome, "config"),
 		"HELM_CACHE_HOME="+filepath.Join(helmHome, "cache"),
