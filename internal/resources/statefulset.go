@@ -138,9 +138,8 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 }
 
 // podSecurityContext makes the members pass the restricted Pod Security Standard: a fixed
-// non-root identity (MemberUID) and fsGroup, so the
-// data volume and the Secret volumes (mode 0640) are readable and writable through the group.
-// OnRootMismatch re-owns a volume only when its root is not already ours: a large data directory
+// non-root identity (MemberUID) and fsGroup, so the data volume and the Secret volumes (mode 0640)
+// are readable and writable through the group. OnRootMismatch re-owns a volume only when its root is not already ours: a large data directory
 // is not walked on every start, yet data written by an earlier root-running member is taken over.
 func podSecurityContext() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
