@@ -230,6 +230,9 @@ func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd
 func (c *container) buildCommand(pod *corev1.Pod, spec *corev1.Container, bins imageBinaries, sec containerSecurity) (*exec.Cmd, []string, error) {
 	w := c.w
 	ec := w.envContext(pod)
+	if sec.uid != 0 {
+		ec.home = "/"
+	}
 	envVars, err := containerEnv(spec, ec)
 	if err != nil {
 		return nil, nil, err

@@ -55,8 +55,9 @@
 //     spec.serviceAccountName, status.podIP(s), status.hostIP(s)),
 //     secretKeyRef, configMapKeyRef (optional honoured); envFrom configMapRef
 //     and secretRef with prefix. Not resourceFieldRef. Plus PATH, HOSTNAME,
-//     HOME and KUBERNETES_SERVICE_HOST/PORT (and KUBERNETES_PORT_*) when
-//     Options.APIServerHost is set; no other service link variables.
+//     HOME (/root, or / for a non-root user) and KUBERNETES_SERVICE_HOST/PORT
+//     (and KUBERNETES_PORT_*) when Options.APIServerHost is set; no other
+//     service link variables.
 //   - volumes: emptyDir, secret and configMap (all keys or items, defaultMode,
 //     item mode, optional), downwardAPI (fieldRef items), projected (secret,
 //     configMap, downwardAPI, serviceAccountToken via the TokenRequest API

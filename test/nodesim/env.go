@@ -25,6 +25,8 @@ type envContext struct {
 	apiServerHost string
 	apiServerPort int
 	objects       objectSource
+	// home is $HOME: root's for root, "/" for a user no image /etc/passwd names (as runc does).
+	home string
 }
 
 // containerEnv builds the container's environment as kubelet does: image-ish
@@ -48,7 +50,11 @@ func containerEnv(c *corev1.Container, ec envContext) ([]corev1.EnvVar, error) {
 	}
 	set("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	set("HOSTNAME", ec.hostname)
-	set("HOME", "/root")
+	home := ec.home
+	if home == "" {
+		home = "/root"
+	}
+	set("HOME", home)
 	if ec.apiServerHost != "" {
 		port := strconv.Itoa(ec.apiServerPort)
 		set("KUBERNETES_SERVICE_HOST", ec.apiServerHost)

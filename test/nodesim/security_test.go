@@ -100,6 +100,9 @@ func TestSecurityContext(t *testing.T) {
 				t.Errorf("/proc/self/status %s = %q, want %q", field, status[field], want)
 			}
 		}
+		if _, env := get(t, ip, "/env", nil); !strings.Contains(env, `"HOME=/"`) {
+			t.Errorf("HOME of a user without a passwd entry is not /: %s", env)
+		}
 		// Readable only through fsGroup: the Secret's mode is 0600 and the file belongs to root.
 		if got := readFile(t, ip, "/etc/nodesim-test/key/tls.key"); got != "private" {
 			t.Errorf("secret through fsGroup = %q", got)
