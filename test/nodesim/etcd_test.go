@@ -6,7 +6,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,4 +203,67 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 	if ips := e.sim.Resolve("etcd-2.etcd-peer." + ns + ".svc"); len(ips) != 1 {
 		t.Errorf("host-side resolution of etcd-2: %v", ips)
 	}
+
+	// What an operator upgrade to restricted pods does to a cluster that ran as root: each member
+	// restarts as a non-root user on its root-owned data, which fsGroup must hand over to it.
+	t.Run("members restarted as non-root keep their root-written data", func(t *testing.T) {
+		current, err := e.client.AppsV1().StatefulSets(ns).Get(ctx, "etcd", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const uid = int64(65532)
+		current.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr(true), RunAsUser: ptr(uid), RunAsGroup: ptr(uid), FSGroup: ptr(uid),
+			FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
+		}
+		current.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+		if _, err := e.client.AppsV1().StatefulSets(ns).Update(ctx, current, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			old := e.getPod(t, ns, m)
+			if err := e.client.CoreV1().Pods(ns).Delete(ctx, m, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPod(t, ns, m, "recreated as non-root and ready", func(p *corev1.Pod) bool {
+				return p.UID != old.UID && podReady(p) && p.Spec.SecurityContext != nil
+			})
+		}
+		c3 := newClient(t)
+		opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		got, err := c3.Get(opCtx, "nodesim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "before" {
+			t.Errorf("value after the switch to non-root: %v", got.Kvs)
+		}
+		if _, err := c3.Put(opCtx, "nodesim", "after"); err != nil {
+			t.Errorf("writing after the switch to non-root: %v", err)
+		}
+		for _, m := range members {
+			st, err := c3.Status(opCtx, "https://"+testpki.MemberServerName(m, "etcd", ns)+":2379")
+			if err != nil {
+				t.Fatalf("status of %s: %v", m, err)
+			}
+			if st.Header.ClusterId != list.Header.ClusterId {
+				t.Errorf("%s is in cluster %x, want %x", m, st.Header.ClusterId, list.Header.ClusterId)
+			}
+			dir, err := e.sim.ClaimDir(ctx, ns+"/data-"+m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(filepath.Join(dir, "new.etcd", "member", "wal"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gid := fi.Sys().(*syscall.Stat_t).Gid; int64(gid) != uid {
+				t.Errorf("%s: the root-written WAL directory has group %d, want fsGroup %d", m, gid, uid)
+			}
+		}
+	})
 }
