@@ -2,12 +2,11 @@ package helm
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
 )
 
 // Every render uses the same release name and namespace so golden files are stable.
@@ -81,21 +82,7 @@ func helmBinary(t *testing.T) string {
 // nor write the user's helm state. It returns stdout and, on failure, an error holding stderr.
 func runHelm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	helm := helmBinary(t)
-	home := t.TempDir()
-	cmd := exec.Command(helm, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\nstdout:\n%s\nstderr:\n%s",
-			strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String(), nil
+	return helmcli.Run(context.Background(), helmBinary(t), t.TempDir(), args...)
 }
 
 // templateArgs builds `helm template` for the chart with the given values files and extra flags.

@@ -6,12 +6,10 @@
 package helme2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
@@ -56,17 +55,7 @@ type InstallOptions struct {
 }
 
 // HelmBinary is bin/helm (built by `make tools`) in the stack's binary directory.
-func HelmBinary() (string, error) {
-	dir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "helm")
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("helm not found at %s (run `make tools`): %w", path, err)
-	}
-	return path, nil
-}
+func HelmBinary() (string, error) { return helmcli.Binary() }
 
 // Install runs `helm install` (the stack has installed the CRDs already, so helm skips them) and
 // waits until the manager's pod is Ready on the node simulator.
@@ -232,22 +221,9 @@ func (op *Operator) Stop() error {
 	return errors.Join(errs...)
 }
 
-// run runs helm against the stack's admin kubeconfig, with helm's homes in the work dir so the
-// user's helm state is neither read nor written.
+// run runs helm against the stack's admin kubeconfig, with helm's homes in the work dir.
 func (op *Operator) run(ctx context.Context, args ...string) (string, error) {
-	args = append(args, "--kubeconfig", op.stack.Cluster.KubeconfigPath())
-	cmd := exec.CommandContext(ctx, op.helm, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(op.helmHome, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(op.helmHome, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(op.helmHome, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", args[0], err, stderr.String())
-	}
-	return stdout.String(), nil
+	return helmcli.Run(ctx, op.helm, op.helmHome, append(args, "--kubeconfig", op.stack.Cluster.KubeconfigPath())...)
 }
 
 func podReady(p *corev1.Pod) bool {

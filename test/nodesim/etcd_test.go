@@ -181,18 +181,23 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 	e.waitPod(t, ns, "etcd-1", "recreated and ready", func(p *corev1.Pod) bool {
 		return p.UID != old.UID && podReady(p)
 	})
+	// sameCluster checks that every member rejoined from its volume rather than starting a new cluster.
+	sameCluster := func(ctx context.Context, t *testing.T, c *clientv3.Client) {
+		t.Helper()
+		for _, m := range members {
+			st, err := c.Status(ctx, "https://"+testpki.MemberServerName(m, "etcd", ns)+":2379")
+			if err != nil {
+				t.Fatalf("status of %s: %v", m, err)
+			}
+			if st.Header.ClusterId != list.Header.ClusterId {
+				t.Errorf("%s is in cluster %x, want %x (it must rejoin from its volume, not start a new cluster)", m, st.Header.ClusterId, list.Header.ClusterId)
+			}
+		}
+	}
 	c2 := newClient(t)
 	opCtx, cancel = context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	for _, m := range members {
-		st, err := c2.Status(opCtx, "https://"+testpki.MemberServerName(m, "etcd", ns)+":2379")
-		if err != nil {
-			t.Fatalf("status of %s: %v", m, err)
-		}
-		if st.Header.ClusterId != list.Header.ClusterId {
-			t.Errorf("%s is in cluster %x, want %x (it must rejoin from its volume, not start a new cluster)", m, st.Header.ClusterId, list.Header.ClusterId)
-		}
-	}
+	sameCluster(opCtx, t, c2)
 	got, err := c2.Get(opCtx, "nodesim")
 	if err != nil {
 		t.Fatal(err)
@@ -245,14 +250,8 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 		if _, err := c3.Put(opCtx, "nodesim", "after"); err != nil {
 			t.Errorf("writing after the switch to non-root: %v", err)
 		}
+		sameCluster(opCtx, t, c3)
 		for _, m := range members {
-			st, err := c3.Status(opCtx, "https://"+testpki.MemberServerName(m, "etcd", ns)+":2379")
-			if err != nil {
-				t.Fatalf("status of %s: %v", m, err)
-			}
-			if st.Header.ClusterId != list.Header.ClusterId {
-				t.Errorf("%s is in cluster %x, want %x", m, st.Header.ClusterId, list.Header.ClusterId)
-			}
 			dir, err := e.sim.ClaimDir(ctx, ns+"/data-"+m)
 			if err != nil {
 				t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
@@ -86,10 +85,9 @@ func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, he
 	return nil
 }
 
-// renderChartTemplate runs `helm template --show-only` on the chart of this checkout, with helm's
-// homes under helmHome so the user's helm state is neither read nor written.
+// renderChartTemplate runs `helm template --show-only` on the chart of this checkout.
 func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion string) ([]byte, error) {
-	binDir, err := localcluster.DefaultBinDir()
+	helm, err := helmcli.Binary()
 	if err != nil {
 		return nil, err
 	}
@@ -97,17 +95,10 @@ func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion st
 	if err != nil {
 		return nil, err
 	}
-	helm := filepath.Join(binDir, "helm")
-	cmd := exec.CommandContext(ctx, helm, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"), "--show-only", template, "--kube-version", kubeVersion)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(helmHome, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(helmHome, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(helmHome, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("rendering %s with %s (run `make tools`): %w\n%s", template, helm, err, stderr.String())
+	out, err := helmcli.Run(ctx, helm, helmHome, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"),
+		"--show-only", template, "--kube-version", kubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", template, err)
 	}
-	return stdout.Bytes(), nil
+	return []byte(out), nil
 }
