@@ -36,7 +36,7 @@ func gate(on bool) map[string]bool { return map[string]bool{gateName: on} }
 func setup(t *testing.T, env *envtestutil.Env, ns, etcdName string) context.Context {
 	t.Helper()
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client, ns, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := framework.CreateTLSSecrets(ctx, env.Client, ns, etcdName); err != nil {
@@ -141,7 +141,7 @@ func TestEvenReplicasRejectedByTheAPI(t *testing.T) {
 func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
 	env := envtestutil.Start(t, envtestutil.Options{})
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, "nosecret"); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client, "nosecret", nil); err != nil {
 		t.Fatal(err)
 	}
 	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})

@@ -3,6 +3,8 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -87,6 +89,27 @@ func (s *Simulator) CrashOnStart(pod, container string, on bool) {
 	} else {
 		delete(s.crashOnStart, key)
 	}
+}
+
+// ForgetNamespace is the simulator's part of deleting a test namespace: it lifts the faults set
+// for pods in it (a later namespace may reuse a pod name) and returns the pods of the namespace it
+// still runs, which must be none once the namespace is gone.
+func (s *Simulator) ForgetNamespace(namespace string) (stillRunning []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prefix := namespace + "/"
+	for key := range s.crashOnStart {
+		if strings.HasPrefix(key, prefix) {
+			delete(s.crashOnStart, key)
+		}
+	}
+	for key := range s.byName {
+		if strings.HasPrefix(key, prefix) {
+			stillRunning = append(stillRunning, key)
+		}
+	}
+	sort.Strings(stillRunning)
+	return stillRunning
 }
 
 // PodIP returns the IP of the pod's current sandbox.

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -34,9 +35,12 @@ type EtcdCluster struct {
 	listedAt  time.Time
 }
 
-// CreateEtcd creates a namespace, TLS Secrets and the Etcd.
+// CreateEtcd creates a namespace, TLS Secrets and the Etcd. A namespace ending in "-" is a
+// prefix of a generated name, so that a scenario can run many times in one stack; the cluster's
+// Namespace is the name it got. DeleteNamespace removes it again.
 func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas int32, image string) (*EtcdCluster, error) {
-	if err := framework.CreateNamespace(ctx, s.Client, namespace); err != nil {
+	namespace, err := framework.CreateNamespace(ctx, s.Client, namespace, nil)
+	if err != nil {
 		return nil, err
 	}
 	pki, err := framework.CreateTLSSecrets(ctx, s.Client, namespace, name)
@@ -47,6 +51,25 @@ func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas
 		return nil, fmt.Errorf("creating Etcd %s/%s: %w", namespace, name, err)
 	}
 	return &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}, nil
+}
+
+// DeleteNamespace removes a test namespace the way a user would: the namespace controller
+// deletes what is in it, the node simulator finishes the pods and reclaims their volumes. It then
+// lifts the simulator's faults for the namespace and checks no pod of it is left running.
+func (s *Stack) DeleteNamespace(ctx context.Context, namespace string) error {
+	if err := framework.DeleteNamespace(ctx, s.Client, namespace, 3*time.Minute); err != nil {
+		return err
+	}
+	// A pod worker lets go of its pod just after it has finished it in the API.
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		left = s.Sim.ForgetNamespace(namespace)
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s is gone but the node simulator still runs %v: %w", namespace, left, err)
+	}
+	return nil
 }
 
 // PodName is the name of ordinal i; PodKey is "namespace/name", as the simulator's faults take it.
