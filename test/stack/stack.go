@@ -1,6 +1,6 @@
 // Package stack brings up the whole proving ground in one call: a bridge network for pods, a real
 // control plane (etcd, kube-apiserver, kube-controller-manager) bound to the bridge gateway, and
-// the node simulator playing kubelet, with this project's binary built fresh for the sidecars.
+// the node simulator playing kubelet, with the project binary `make build` wrote running the sidecars.
 // The e2e scenarios, the benchmark and the demo all stand on it; the operator is started
 // separately (framework.RunOperator) because scenarios stop and restart it.
 package stack
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -42,12 +41,13 @@ type Options struct {
 
 // Stack is a running proving ground.
 type Stack struct {
-	Network   *nodesim.Network
-	Cluster   *localcluster.Cluster
-	Sim       *nodesim.Simulator
-	Client    client.Client
-	Kube      kubernetes.Interface
-	BinaryDir string
+	Network *nodesim.Network
+	Cluster *localcluster.Cluster
+	Sim     *nodesim.Simulator
+	Client  client.Client
+	Kube    kubernetes.Interface
+	// Binary is the etcd-conductor the member-agent sidecars run (localcluster.ProjectBinary).
+	Binary string
 
 	workDir    string
 	ownWorkDir bool
@@ -74,8 +74,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		o.BackoffBase = time.Second
 	}
 
-	s.BinaryDir = filepath.Join(s.workDir, "bin")
-	if err := buildProjectBinary(ctx, s.BinaryDir); err != nil {
+	if s.Binary, err = localcluster.ProjectBinary(); err != nil {
 		return nil, err
 	}
 	if s.Network, err = nodesim.SetupFreeNetwork("ecst"); err != nil {
@@ -108,7 +107,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.Sim, err = nodesim.Start(ctx, nodesim.Options{
 		Client:        s.Kube,
 		Network:       s.Network,
-		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: filepath.Join(s.BinaryDir, "etcd-conductor")},
+		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: s.Binary},
 		APIServerHost: host,
 		APIServerPort: port,
 		BackoffBase:   o.BackoffBase,
@@ -142,23 +141,4 @@ func (s *Stack) Stop() error {
 		s.ownWorkDir = false
 	}
 	return errors.Join(errs...)
-}
-
-// buildProjectBinary builds cmd/etcd-conductor from this checkout, so the sidecars run exactly
-// the code under test.
-func buildProjectBinary(ctx context.Context, dir string) error {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "etcd-conductor"), "./cmd/etcd-conductor")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building etcd-conductor: %w\n%s", err, out)
-	}
-	return nil
 }
