@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -137,7 +137,7 @@ func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubern
 // the file and the token.
 func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Config, namespace, name string) (string, string) {
 	t.Helper()
-	saCfg, err := envtestutil.ServiceAccountConfig(ctx, admin, namespace, name)
+	saCfg, err := localcluster.ServiceAccountConfig(ctx, admin, namespace, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func metricsScraperToken(ctx context.Context, t *testing.T, admin *rest.Config, 
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding %s: %v", readerRole, err)
 	}
-	cfg, err := envtestutil.ServiceAccountConfig(ctx, admin, ns, name)
+	cfg, err := localcluster.ServiceAccountConfig(ctx, admin, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,17 @@ type Options struct {
 	// Controllers for kube-controller-manager; names with or without the
 	// "-controller" suffix. Default DefaultControllers.
 	Controllers []string
+	// NoControllerManager runs etcd and kube-apiserver only, for tests that
+	// play the controllers themselves (objects stay as the test wrote them).
+	// Nothing then creates the default ServiceAccounts, so the ServiceAccount
+	// admission plugin is off, as in controller-runtime's envtest.
+	NoControllerManager bool
+	// CRDs installs the chart's CustomResourceDefinitions before Start
+	// returns, as `helm install` does first.
+	CRDs bool
+	// CRDDir installs the CRDs of this directory instead (e.g. an older
+	// version of the chart's).
+	CRDDir string
 	// Log receives one line per process start and stop; process output goes
 	// to files under WorkDir/logs. Default: discarded.
 	Log io.Writer

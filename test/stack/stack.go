@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/nodesim"
@@ -84,25 +83,13 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		WorkDir:      filepath.Join(s.workDir, "cluster"),
 		BindAddress:  s.Network.GatewayIP(),
 		FeatureGates: o.FeatureGates,
+		CRDs:         true,
 		Log:          o.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	restCfg := s.Cluster.RESTConfig()
-	if err := InstallCRDs(ctx, restCfg); err != nil {
-		return nil, err
-	}
-	if s.Kube, err = kubernetes.NewForConfig(restCfg); err != nil {
-		return nil, err
-	}
-	scheme, err := envtestutil.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	if s.Client, err = client.New(restCfg, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
+	s.Kube, s.Client = s.Cluster.Clientset(), s.Cluster.Client()
 	host, port := s.Cluster.APIServerHost()
 	s.Sim, err = nodesim.Start(ctx, nodesim.Options{
 		Client:        s.Kube,
