@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
@@ -45,6 +46,8 @@ type Operator struct {
 	deployment string
 	installed  bool
 	ownHome    bool
+	// namespaceCreated: Uninstall deletes the namespace too, so Install can run again.
+	namespaceCreated bool
 }
 
 // InstallOptions configure Install.
@@ -98,7 +101,11 @@ func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator
 			_ = op.Uninstall(context.Background())
 		}
 	}()
-	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace, "--create-namespace",
+	if _, err := framework.CreateNamespace(ctx, s.Client, Namespace, nil); err != nil {
+		return nil, err
+	}
+	op.namespaceCreated = true
+	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace,
 		"--skip-crds",
 		"--set", "image.tag="+imageTag,
 		"--set", "leaderElection.enabled=true",
@@ -217,6 +224,10 @@ func (op *Operator) Uninstall(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		op.installed = false
+	}
+	if op.namespaceCreated {
+		errs = append(errs, op.stack.DeleteNamespace(ctx, Namespace))
+		op.namespaceCreated = false
 	}
 	return errors.Join(append(errs, op.Stop())...)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/nodesim"
 )
@@ -87,8 +88,7 @@ func (e *env) namespace(t *testing.T) string {
 	}
 	name = strings.Trim(name, "-")
 	ctx := context.Background()
-	_, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := framework.CreateNamespace(ctx, e.cluster.Client(), name, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Pods are admitted only once the namespace's default ServiceAccount exists.
