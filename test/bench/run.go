@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -238,7 +239,9 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		}
 	}
 	if sc.id == report.ScenarioStaleRole {
-		outdated := func(i int) bool { return deletions[i].Revision != state.UpdateRevision }
+		outdated := func(i int) bool {
+			return rollout.IsOutdated(rollout.PodState{Revision: deletions[i].Revision}, state.UpdateRevision)
+		}
 		n := leaderDeletedWhileFollowersRemained(run.DeletionLog, at, members, outdated, rep0.Participation)
 		run.LeaderDeletedWhileFollowersRemained = &n
 	}

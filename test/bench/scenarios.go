@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
 // scenario is the state a rollout starts in.
@@ -120,7 +121,7 @@ func (e *runEnv) waitNotReady(ctx context.Context, i int) error {
 			ready := false
 			for _, p := range pods {
 				if p.Name == name {
-					ready = podReady(&p)
+					ready = framework.PodReady(&p)
 				}
 			}
 			if !ready {
@@ -133,13 +134,4 @@ func (e *runEnv) waitNotReady(ctx context.Context, i int) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -168,7 +168,7 @@ func (op *Operator) managerState(ctx context.Context) (*corev1.Pod, string, erro
 		return nil, "", err
 	}
 	// The Deployment counts a terminating pod as gone; the old manager may still hold the lease.
-	if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !podReady(&pods[0]) {
+	if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !framework.PodReady(&pods[0]) {
 		return nil, fmt.Sprintf("%d manager pods, waiting for exactly one ready", len(pods)), nil
 	}
 	return &pods[0], "", nil
@@ -259,15 +259,6 @@ func (op *Operator) run(ctx context.Context, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", args[0], err, stderr.String())
 	}
 	return stdout.String(), nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func tail(s string, n int) string {

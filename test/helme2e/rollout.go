@@ -18,6 +18,8 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -262,7 +264,7 @@ func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error 
 			ready := false
 			for i := range pods {
 				if pods[i].Name == c.PodName(ordinal) {
-					ready = podReady(&pods[i])
+					ready = framework.PodReady(&pods[i])
 				}
 			}
 			if !ready {
@@ -383,12 +385,12 @@ func (v *viewer) frame(ctx context.Context) (Frame, error) {
 	prefix := sts.Name + "-"
 	for i := range pods {
 		p := &pods[i]
-		rev := p.Labels[appsv1.StatefulSetRevisionLabel]
+		observed := framework.ObservePod(p)
 		pv := PodView{
 			Name:          p.Name,
-			Revision:      trimPrefix(rev, prefix),
-			Updated:       rev != "" && rev == updateRevision,
-			Participating: etcdReady(p),
+			Revision:      trimPrefix(observed.Revision, prefix),
+			Updated:       updateRevision != "" && !rollout.IsOutdated(observed, updateRevision),
+			Participating: observed.Participating && !observed.Terminating,
 			Role:          memberRoles[p.Name],
 			State:         containerState(p),
 		}
@@ -468,18 +470,6 @@ func containerState(p *corev1.Pod) string {
 		}
 	}
 	return string(p.Status.Phase)
-}
-
-func etcdReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == etcdContainer {
-			return cs.Ready
-		}
-	}
-	return false
 }
 
 func trimPrefix(s, prefix string) string {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -176,7 +177,7 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPod(t, ns, "etcd-1", "recreated and ready", func(p *corev1.Pod) bool {
-		return p.UID != old.UID && podReady(p)
+		return p.UID != old.UID && framework.PodReady(p)
 	})
 	c2 := newClient(t)
 	opCtx, cancel = context.WithTimeout(ctx, 20*time.Second)

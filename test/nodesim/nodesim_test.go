@@ -170,18 +170,9 @@ func (e *env) getPod(t *testing.T, ns, name string) *corev1.Pod {
 	return p
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func describe(p *corev1.Pod) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s ready=%v ip=%s", p.Status.Phase, podReady(p), p.Status.PodIP)
+	fmt.Fprintf(&b, "phase=%s ready=%v ip=%s", p.Status.Phase, framework.PodReady(p), p.Status.PodIP)
 	for _, cs := range p.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:
@@ -212,7 +203,7 @@ func (e *env) waitPod(t *testing.T, ns, name, what string, cond func(*corev1.Pod
 
 func (e *env) waitReady(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	return e.waitPod(t, ns, name, "ready", podReady)
+	return e.waitPod(t, ns, name, "ready", framework.PodReady)
 }
 
 // get fetches a helper endpoint of a pod from the host, over the bridge.
@@ -443,7 +434,7 @@ func TestSimulator(t *testing.T) {
 		}
 		e.waitPod(t, ns, "upgraded", "running v2", func(p *corev1.Pod) bool {
 			cs := p.Status.ContainerStatuses[0]
-			return podReady(p) && cs.Image == "nodesim.test/helper:v2" && cs.RestartCount == 1
+			return framework.PodReady(p) && cs.Image == "nodesim.test/helper:v2" && cs.RestartCount == 1
 		})
 	})
 
@@ -455,7 +446,7 @@ func TestSimulator(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := e.waitPod(t, ns, "victim", "restarted once and ready", func(p *corev1.Pod) bool {
-			return podReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+			return framework.PodReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1
 		})
 		last := got.Status.ContainerStatuses[0].LastTerminationState.Terminated
 		if last == nil || last.ExitCode != 137 || last.Reason != "Error" {
@@ -493,7 +484,7 @@ func TestSimulator(t *testing.T) {
 			}
 			return seen["ErrImagePull"] && seen["ImagePullBackOff"]
 		})
-		if p := e.getPod(t, ns, "badimage"); p.Status.Phase != corev1.PodPending || podReady(p) {
+		if p := e.getPod(t, ns, "badimage"); p.Status.Phase != corev1.PodPending || framework.PodReady(p) {
 			t.Errorf("pod with a missing image: %s", describe(p))
 		}
 	})
@@ -654,7 +645,7 @@ func TestSimulator(t *testing.T) {
 		if err := e.sim.Partition(ns + "/island"); err != nil {
 			t.Fatal(err)
 		}
-		e.waitPod(t, ns, "island", "not ready while partitioned", func(p *corev1.Pod) bool { return !podReady(p) })
+		e.waitPod(t, ns, "island", "not ready while partitioned", func(p *corev1.Pod) bool { return !framework.PodReady(p) })
 		if err := e.sim.Heal(ns + "/island"); err != nil {
 			t.Fatal(err)
 		}
@@ -687,7 +678,7 @@ func TestSimulator(t *testing.T) {
 		if err := e.sim.Hang(ns+"/sleepy", "main"); err != nil {
 			t.Fatal(err)
 		}
-		e.waitPod(t, ns, "sleepy", "not ready while hung", func(p *corev1.Pod) bool { return !podReady(p) })
+		e.waitPod(t, ns, "sleepy", "not ready while hung", func(p *corev1.Pod) bool { return !framework.PodReady(p) })
 		if err := e.sim.Resume(ns+"/sleepy", "main"); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
@@ -172,15 +173,21 @@ func (c *EtcdCluster) State(ctx context.Context) (RolloutState, error) {
 	if sts.Status.ObservedGeneration < sts.Generation {
 		st.UpdateRevision = "" // the StatefulSet controller has not computed it yet
 	}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
+	// Outdated by the planner's own rule, not one of the test's.
+	observed := map[string]rollout.PodState{}
+	for _, p := range framework.Observe(sts, pods).Pods {
+		observed[p.Name] = p
+	}
+	for i := range pods {
+		p := observed[pods[i].Name]
+		if p.Terminating {
 			st.Terminating++
 			continue
 		}
-		if st.UpdateRevision != "" && p.Labels[appsv1.StatefulSetRevisionLabel] == st.UpdateRevision {
+		if st.UpdateRevision != "" && !rollout.IsOutdated(p, st.UpdateRevision) {
 			st.Updated++
 		}
-		if podReady(&p) {
+		if framework.PodReady(&pods[i]) {
 			st.Ready++
 		}
 	}
@@ -191,27 +198,16 @@ func (c *EtcdCluster) State(ctx context.Context) (RolloutState, error) {
 // update revision and is ready.
 func (c *EtcdCluster) WaitConverged(ctx context.Context, image string) error {
 	var last RolloutState
-	for {
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		st, err := c.State(ctx)
-		if err == nil {
-			last = st
-			if st.Image == image && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0 {
-				return nil
-			}
+		if err != nil {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("members of %s/%s did not converge (%s): %w", c.Namespace, c.Name, last, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		last = st
+		return st.Image == image && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("members of %s/%s did not converge (%s): %w", c.Namespace, c.Name, last, err)
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return nil
 }
