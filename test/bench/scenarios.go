@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
-	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
 // scenario is the state a rollout starts in.
@@ -65,7 +63,7 @@ func dead(i int) func(ctx context.Context, e *runEnv) error {
 		if err := e.stack.Sim.Kill(key, resources.EtcdContainerName); err != nil {
 			return fmt.Errorf("killing %s: %w", key, err)
 		}
-		return e.waitNotReady(ctx, i)
+		return e.cluster.WaitNotReady(ctx, i)
 	}
 }
 
@@ -75,7 +73,7 @@ func hung(i int) func(ctx context.Context, e *runEnv) error {
 		if err := e.stack.Sim.Hang(e.cluster.PodKey(i), resources.EtcdContainerName); err != nil {
 			return fmt.Errorf("hanging %s: %w", e.cluster.PodKey(i), err)
 		}
-		return e.waitNotReady(ctx, i)
+		return e.cluster.WaitNotReady(ctx, i)
 	}
 }
 
@@ -85,7 +83,7 @@ func partitioned(i int) func(ctx context.Context, e *runEnv) error {
 		if err := e.stack.Sim.Partition(e.cluster.PodKey(i)); err != nil {
 			return fmt.Errorf("partitioning %s: %w", e.cluster.PodKey(i), err)
 		}
-		return e.waitNotReady(ctx, i)
+		return e.cluster.WaitNotReady(ctx, i)
 	}
 }
 
@@ -108,30 +106,4 @@ func (e *runEnv) liftCrashWhenDeleted(ctx context.Context, i int) error {
 		}
 	}()
 	return nil
-}
-
-// waitNotReady waits until pod i is not ready: the fault took effect.
-func (e *runEnv) waitNotReady(ctx context.Context, i int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	name := e.cluster.PodName(i)
-	for {
-		pods, err := e.cluster.Pods(ctx)
-		if err == nil {
-			ready := false
-			for _, p := range pods {
-				if p.Name == name {
-					ready = framework.PodReady(&p)
-				}
-			}
-			if !ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s still ready a minute after the fault", name)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -60,23 +60,9 @@ func (e *env) waitFor(ctx context.Context, what string, cond func(ctx context.Co
 // waitNotReady waits until pod i of the cluster is not ready (a fault took effect).
 func (e *env) waitNotReady(ctx context.Context, i int) {
 	e.t.Helper()
-	e.waitFor(ctx, e.cluster.PodName(i)+" not ready", func(ctx context.Context) (bool, error) {
-		pods, err := e.cluster.Pods(ctx)
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods {
-			if p.Name == e.cluster.PodName(i) {
-				for _, c := range p.Status.Conditions {
-					if c.Type == "Ready" {
-						return c.Status != "True", nil
-					}
-				}
-				return true, nil
-			}
-		}
-		return true, nil
-	})
+	if err := e.cluster.WaitNotReady(ctx, i); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 type scenario struct {

@@ -142,7 +142,7 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 		if err := s.Sim.Kill(pod, etcdContainer); err != nil {
 			return nil, fmt.Errorf("killing %s: %w", pod, err)
 		}
-		if err := waitNotReady(ctx, cluster, o.Dead); err != nil {
+		if err := cluster.WaitNotReady(ctx, o.Dead); err != nil {
 			return nil, err
 		}
 		if err := waitQuorate(ctx, cluster, cluster.PodName(o.Dead)); err != nil {
@@ -251,30 +251,6 @@ func liftWhenReplaced(ctx context.Context, s *stack.Stack, c *stack.EtcdCluster,
 		case <-ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		pods, err := c.Pods(ctx)
-		if err == nil {
-			ready := false
-			for i := range pods {
-				if pods[i].Name == c.PodName(ordinal) {
-					ready = framework.PodReady(&pods[i])
-				}
-			}
-			if !ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s still ready after the kill: %w", c.PodName(ordinal), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

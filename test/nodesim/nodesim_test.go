@@ -103,22 +103,7 @@ func (e *env) namespace(t *testing.T) string {
 // it is not what the test asserts.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if state != last {
-			t.Logf("waiting for %s: %s", what, state)
-			last = state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s; last state: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	framework.Eventually(t, timeout, what, func(context.Context) (bool, string) { return cond() })
 }
 
 func helperPod(ns, name string) *corev1.Pod {

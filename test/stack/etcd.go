@@ -211,3 +211,25 @@ func (c *EtcdCluster) WaitConverged(ctx context.Context, image string) error {
 	}
 	return nil
 }
+
+// WaitNotReady waits, up to a minute, until member i's pod is not Ready (or gone): the fault
+// injected into it took effect.
+func (c *EtcdCluster) WaitNotReady(ctx context.Context, i int) error {
+	name := c.PodName(i)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Pods(ctx)
+		if err != nil {
+			return false, nil
+		}
+		for j := range pods {
+			if pods[j].Name == name {
+				return !framework.PodReady(&pods[j]), nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s still ready a minute after the fault: %w", name, err)
+	}
+	return nil
+}
