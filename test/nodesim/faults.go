@@ -3,6 +3,8 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -92,11 +94,11 @@ func (s *Simulator) CrashOnStart(pod, container string, on bool) {
 }
 
 // ForgetNamespace is the simulator's part of deleting a test namespace: it lifts the faults set
-// for pods in it (a later namespace may reuse a pod name) and returns the pods of the namespace it
-// still runs, which must be none once the namespace is gone.
-func (s *Simulator) ForgetNamespace(namespace string) (stillRunning []string) {
+// for pods in it (a later namespace may reuse a pod name) and returns what it still holds of the
+// namespace: pods it runs and claim volumes it has not reclaimed. Once the namespace is gone and
+// its events are handled, that is nothing, and its data directory is removed.
+func (s *Simulator) ForgetNamespace(namespace string) (stillHeld []string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	prefix := namespace + "/"
 	for key := range s.crashOnStart {
 		if strings.HasPrefix(key, prefix) {
@@ -105,11 +107,22 @@ func (s *Simulator) ForgetNamespace(namespace string) (stillRunning []string) {
 	}
 	for key := range s.byName {
 		if strings.HasPrefix(key, prefix) {
-			stillRunning = append(stillRunning, key)
+			stillHeld = append(stillHeld, "pod "+key)
 		}
 	}
-	sort.Strings(stillRunning)
-	return stillRunning
+	s.mu.Unlock()
+	dataDir := filepath.Join(s.o.DataDir, namespace)
+	volumes, err := os.ReadDir(dataDir)
+	for _, v := range volumes {
+		stillHeld = append(stillHeld, "volume "+filepath.Join(dataDir, v.Name()))
+	}
+	if err == nil && len(stillHeld) == 0 {
+		if err := os.Remove(dataDir); err != nil {
+			stillHeld = append(stillHeld, fmt.Sprintf("data directory %s: %v", dataDir, err))
+		}
+	}
+	sort.Strings(stillHeld)
+	return stillHeld
 }
 
 // PodIP returns the IP of the pod's current sandbox.

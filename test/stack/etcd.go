@@ -68,7 +68,7 @@ func (s *Stack) DeleteNamespace(ctx context.Context, namespace string) error {
 		return len(left) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("namespace %s is gone but the node simulator still runs %v: %w", namespace, left, err)
+		return fmt.Errorf("namespace %s is gone but the node simulator still holds %v: %w", namespace, left, err)
 	}
 	return nil
 }
