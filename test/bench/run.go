@@ -113,40 +113,13 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		phases.mark("fault")
 	}
 
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(sc.replicas),
-		Writer:   workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
+	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout})
 	if err != nil {
-		return fail("preparing the recorder: %v", err)
+		return fail("%v", err)
 	}
-	if err := rec.Start(ctx); err != nil {
-		return fail("starting the recorder: %v", err)
-	}
+	defer instruments.Stop(90 * time.Second) // a run that fails on the way; only the first Stop measures
+	rec := instruments.Recorder
 	e.recorder = rec
-	recording := true
-	stopRecorder := func() (workload.Report, error) {
-		recording = false
-		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		return rec.Stop(sctx)
-	}
-	defer func() {
-		if recording {
-			_, _ = stopRecorder()
-		}
-	}()
-	auditor, err := cluster.AuditDeletions(ctx)
-	if err != nil {
-		return fail("watching deletions: %v", err)
-	}
-	auditing := true
-	defer func() {
-		if auditing {
-			_, _ = auditor.Stop()
-		}
-	}()
 
 	// Figures count from the moment the instruments work (a quorum seen, a write acknowledged):
 	// their first connections on a busy machine are not the rollout's doing.
@@ -172,9 +145,8 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		time.Sleep(time.Second) // let the writer show the cluster serving again
 	}
 
-	rep0, recErr := stopRecorder()
-	deletions, auditErr := auditor.Stop()
-	auditing = false
+	measured := instruments.Stop(90 * time.Second)
+	rep0, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	phases.mark("audit")
 	rep0 = sinceWarm(rep0, warm)
 	if cfg.rawDir != "" {

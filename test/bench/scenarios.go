@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 )
@@ -49,21 +45,15 @@ func (s scenario) strategyIDs() []string {
 	return report.Strategies
 }
 
-// dead makes member i crash on every start until its pod is replaced: the flag is lifted the
-// moment the pod is deleted, so the replacement (at the new revision) starts normally while the
-// old pod can never recover on its own, whatever the strategy waits for.
+// dead makes member i dead until its pod is replaced (stack.EtcdCluster.KillUntilReplaced).
 func dead(i int) func(ctx context.Context, e *runEnv) error {
 	return func(ctx context.Context, e *runEnv) error {
-		key := e.cluster.PodKey(i)
-		e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, true)
-		e.cleanups = append(e.cleanups, func() { e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false) })
-		if err := e.liftCrashWhenDeleted(ctx, i); err != nil {
+		lift, err := e.cluster.KillUntilReplaced(ctx, i)
+		if err != nil {
 			return err
 		}
-		if err := e.stack.Sim.Kill(key, resources.EtcdContainerName); err != nil {
-			return fmt.Errorf("killing %s: %w", key, err)
-		}
-		return e.cluster.WaitNotReady(ctx, i)
+		e.cleanups = append(e.cleanups, lift)
+		return nil
 	}
 }
 
@@ -85,25 +75,4 @@ func partitioned(i int) func(ctx context.Context, e *runEnv) error {
 		}
 		return e.cluster.WaitNotReady(ctx, i)
 	}
-}
-
-// liftCrashWhenDeleted watches pod i and lifts its crash flag when it gets a deletion timestamp.
-func (e *runEnv) liftCrashWhenDeleted(ctx context.Context, i int) error {
-	name, key := e.cluster.PodName(i), e.cluster.PodKey(i)
-	w, err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", key, err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.DeletionTimestamp != nil {
-				e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false)
-				return
-			}
-		}
-	}()
-	return nil
 }

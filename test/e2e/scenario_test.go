@@ -113,21 +113,11 @@ func run(t *testing.T, sc scenario) {
 	if sc.beforeBump != nil {
 		sc.beforeBump(ctx, e)
 	}
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(replicas),
-		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
+	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	auditor, err := cluster.AuditDeletions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { instruments.Stop(10 * time.Second) }) // a failed scenario leaves nothing running
 	time.Sleep(time.Second) // a baseline before anything happens
 	image := sc.bumpImage
 	if image == "" {
@@ -154,8 +144,8 @@ func run(t *testing.T, sc scenario) {
 		checkRolesFromMembers(ctx, t, e)
 	}
 
-	report, recErr := rec.Stop(ctx)
-	deletions, auditErr := auditor.Stop()
+	measured := instruments.Stop(90 * time.Second)
+	report, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
 	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
 		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
