@@ -117,7 +117,8 @@ func run(t *testing.T, sc scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { instruments.Stop(10 * time.Second) }) // a failed scenario leaves nothing running
+	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
+	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
 	time.Sleep(time.Second) // a baseline before anything happens
 	image := sc.bumpImage
 	if image == "" {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -132,22 +133,20 @@ func (op *Operator) SetQuorumAware(ctx context.Context, on bool) (*corev1.Pod, e
 // WaitManagerReady waits until the Deployment's latest generation is rolled out: exactly one
 // manager pod, of the current template, Ready, and no old one left. It returns that pod.
 func (op *Operator) WaitManagerReady(ctx context.Context) (*corev1.Pod, error) {
+	var pod *corev1.Pod
 	var last string
-	for {
-		pod, state, err := op.managerState(ctx)
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p, state, err := op.managerState(ctx)
 		if err != nil {
 			state = err.Error()
 		}
-		if pod != nil {
-			return pod, nil
-		}
-		last = state
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("manager Deployment not rolled out (%s): %w%s", last, ctx.Err(), op.managerLogHint())
-		case <-time.After(250 * time.Millisecond):
-		}
+		pod, last = p, state
+		return p != nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager Deployment not rolled out (%s): %w%s", last, err, op.managerLogHint())
 	}
+	return pod, nil
 }
 
 // managerState returns the ready manager pod once the rollout is complete, else why not.

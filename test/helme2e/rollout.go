@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -202,19 +203,15 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 // have elected a leader: killing the leader costs an election, and that is the fault's cost, not
 // the rollout's.
 func waitQuorate(ctx context.Context, c *stack.EtcdCluster, dead string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	var lastErr error
-	for {
-		if lastErr = readyzEach(ctx, c, dead); lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("members other than %s never became ready (leader and linearizable read): %w (last: %v)", dead, ctx.Err(), lastErr)
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = readyzEach(ctx, c, dead)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("members other than %s never became ready (leader and linearizable read): %w (last: %v)", dead, err, lastErr)
 	}
+	return nil
 }
 
 // readyzEach asks every member but dead for its /readyz, which needs a leader and a linearizable
