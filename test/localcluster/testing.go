@@ -69,6 +69,7 @@ func requireBinaries(t testing.TB, binDir string, names ...string) string {
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("binaries %v missing in %s: run `make tools`", missing, binDir)
+		return binDir
 	}
 	t.Skipf("binaries %v missing in %s (run `make tools`)", missing, binDir)
 	return binDir
