@@ -14,6 +14,12 @@ REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BIN  := $(REPO)/bin
 export ETCD_CONDUCTOR_BIN_DIR := $(BIN)
 BUILD := $(REPO)/test/tools/build-binaries.sh
+# The binary `make build` writes is the one the tests, the demo and the benchmark run (member-agent
+# sidecars, the Helm-installed manager): nothing compiles it a second time with other flags.
+export ETCD_CONDUCTOR_BINARY := $(BIN)/etcd-conductor
+# Every stage prints one line with its time and the total since make started (test/tools/stage.sh).
+export ETCD_CONDUCTOR_MAKE_START ?= $(shell date +%s)
+STAGE := $(REPO)/test/tools/stage.sh
 
 # make test must stay well under CI's 90 minutes.
 TEST_TIMEOUT ?= 35m
@@ -21,22 +27,21 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit cluster-up cluster-down demo bench bench-go clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-go clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
+	@$(STAGE) build env CGO_ENABLED=0 go build -trimpath -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
 
 host-deps: ## The node simulator needs iproute2 and iptables (network namespaces, partitions).
 	@command -v ip >/dev/null && command -v iptables >/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null)
 
 tools: host-deps ## Build/link every external binary the tests and the demo run.
-	$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION)
-	$(foreach v,$(ETCD_VERSIONS),$(BUILD) etcd $(v) &&) true
-	$(BUILD) kubernetes $(KUBERNETES_VERSION)
-	$(BUILD) helm $(HELM_VERSION)
+	@$(STAGE) "tools (first run ~6m)" bash -ec '$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION); \
+	  $(foreach v,$(ETCD_VERSIONS),$(BUILD) etcd $(v);) \
+	  $(BUILD) kubernetes $(KUBERNETES_VERSION); $(BUILD) helm $(HELM_VERSION)'
 
 # The manager's RBAC rules, generated from the +kubebuilder:rbac markers of the code that makes the
 # calls; the chart renders them (files/rbac/*/role.yaml), so the markers are the one source.
@@ -59,7 +64,7 @@ verify-generate: generate ## Fail when the committed generated files are stale.
 	  (git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
 
 vet:
-	go vet ./...
+	@$(STAGE) vet go vet ./...
 
 test-unit: ## Pure-logic tests only (no binaries needed).
 	go test ./internal/rollout/... ./internal/roles/... ./internal/features/... ./internal/api/...
@@ -67,9 +72,17 @@ test-unit: ## Pure-logic tests only (no binaries needed).
 E2E_PACKAGES := ./test/e2e/...
 
 test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
-	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/e2e')
+	@$(STAGE) "unit+integration" go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/e2e')
 	@# -v so that every scenario's figures (quorum loss, write gap, leader changes, duration) show.
-	go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -v $(E2E_PACKAGES)
+	@$(STAGE) e2e go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -v $(E2E_PACKAGES)
+
+# make soak COUNT=10: the e2e fault scenarios COUNT times each in one stack (every run in a fresh
+# namespace), then min/median/max of each figure per scenario. Not part of make test: ~15 min a
+# round. SOAK_RUN narrows it, e.g. SOAK_RUN='TestRolloutOneMemberDead|TestRolloutOneMemberHung'.
+COUNT    ?= 10
+SOAK_RUN ?= TestRollout
+soak: tools build
+	@$(STAGE) "soak x$(COUNT)" go test -timeout $$(( $(COUNT) * 25 ))m -p 1 -count $(COUNT) -v -run '$(SOAK_RUN)' $(E2E_PACKAGES)
 
 CLUSTER_DIR ?= $(REPO)/.cluster
 
@@ -80,10 +93,10 @@ cluster-down: ## Stop the processes recorded in the dir and remove it.
 	go run ./test/localcluster/cmd/localcluster down --dir $(CLUSTER_DIR)
 
 demo: tools build
-	go run ./test/demo
+	@$(STAGE) demo go run ./test/demo
 
 bench: tools build ## Rollout benchmark: every strategy side by side (REPS=3; ~40 min, REPS=1 ~15 min).
-	go run ./test/bench -reps $(or $(REPS),3)
+	@$(STAGE) bench go run ./test/bench -reps $(or $(REPS),3)
 
 bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes).
 	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/

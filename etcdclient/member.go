@@ -17,7 +17,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -145,15 +144,7 @@ func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshak
 			// The user-set authority is the only one gRPC puts above the resolver's per-address
 			// server name (the IP), so this is what makes the handshake verify the DNS name.
 			grpc.WithAuthority(t.ServerName),
-			grpc.WithConnectParams(grpc.ConnectParams{
-				Backoff: backoff.Config{
-					BaseDelay:  100 * time.Millisecond,
-					Multiplier: 1.6,
-					Jitter:     0.2,
-					MaxDelay:   maxReconnectDelay,
-				},
-				MinConnectTimeout: o.DialTimeout,
-			}),
+			grpc.WithConnectParams(ReconnectParams(maxReconnectDelay, o.DialTimeout)),
 		},
 	})
 	if err != nil {

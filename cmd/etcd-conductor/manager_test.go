@@ -6,18 +6,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestManagerRejectsBadConfiguration runs the real binary: a bad configuration must stop the
 // manager before it connects anywhere, with a non-zero exit and a message naming the problem.
 func TestManagerRejectsBadConfiguration(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("needs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "etcd-conductor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
+	// The binary `make build` wrote (built then, by `go test` outside make): never a second compile.
+	bin, err := localcluster.ProjectBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	const header = "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
 	for _, tt := range []struct {

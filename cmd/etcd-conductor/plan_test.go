@@ -20,12 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
@@ -218,19 +217,8 @@ func TestPlanHelp(t *testing.T) {
 // TestPlanLive loads fixtures into a real kube-apiserver and checks that live mode reads them
 // back into exactly the decision the file mode prints for the same objects.
 func TestPlanLive(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
-	user, err := env.Environment.AddUser(envtest.User{Name: "plan-tester", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatalf("add user: %v", err)
-	}
-	kubeconfigData, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("kubeconfig: %v", err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kubeconfigData, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	kubeconfig := env.KubeconfigPath()
 	binDir, err := localcluster.DefaultBinDir()
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +226,8 @@ func TestPlanLive(t *testing.T) {
 	kubectl := filepath.Join(binDir, "kubectl")
 	ctx := context.Background()
 	const namespace = "shoot--dev--alpha" // the fixtures' namespace, which the output names
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		t.Fatalf("create namespace: %v", err)
+	if _, err := framework.CreateNamespace(ctx, env.Client(), namespace, nil); err != nil {
+		t.Fatal(err)
 	}
 
 	// Pod deletion timestamps cannot be created, so pod-terminating stays a file-only fixture.
@@ -254,7 +242,7 @@ func TestPlanLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			load(ctx, t, env.Client, st)
+			load(ctx, t, env.Client(), st)
 
 			var common []string
 			if _, err := os.Stat(base + ".members.json"); err == nil {
@@ -305,7 +293,7 @@ func TestPlanLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		load(ctx, t, env.Client, st)
+		load(ctx, t, env.Client(), st)
 		cluster := etcdtest.Start(t, etcdtest.Config{Members: 3, EtcdName: "etcd-main", Namespace: namespace})
 		dir := t.TempDir()
 		tlsArgs := []string{}

@@ -399,23 +399,32 @@ func freePort(ip net.IP) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// BinDir is ETCD_CONDUCTOR_BIN_DIR, or bin/ at the repository root (found by walking up from
-// the working directory to go.mod).
+// BinDir is ETCD_CONDUCTOR_BIN_DIR (made absolute), or bin/ at the repository root.
 func BinDir() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
-		return dir, nil
+		return filepath.Abs(dir)
 	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w; set %s", err, BinDirEnv)
+	}
+	return filepath.Join(root, "bin"), nil
+}
+
+// RepoRoot walks up from the working directory to the directory holding go.mod. Every test
+// helper that needs the checkout (binaries, charts) finds it here.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("find repo root: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "bin"), nil
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; set " + BinDirEnv)
+			return "", errors.New("find repo root: no go.mod above the working directory")
 		}
 		dir = parent
 	}

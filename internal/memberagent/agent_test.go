@@ -3,87 +3,35 @@ package memberagent_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
 const namespace = "agents"
 
-// requireBinaries skips when a binary is missing, unless CI=true, where that is a failure.
-func requireBinaries(t *testing.T, names ...string) string {
+// startAPIServer runs a real etcd and kube-apiserver (no controllers) and returns a Lease client.
+func startAPIServer(t *testing.T) coordinationv1client.CoordinationV1Interface {
 	t.Helper()
-	dir, err := etcdtest.BinDir()
-	if err == nil {
-		for _, n := range names {
-			if _, statErr := os.Stat(filepath.Join(dir, n)); statErr != nil {
-				err = statErr
-				break
-			}
-		}
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("binaries required under CI=true: %v", err)
-		}
-		t.Skipf("binaries not built: %v", err)
-	}
-	return dir
-}
-
-// startAPIServer runs envtest's etcd and kube-apiserver from bin/ and returns a Lease client.
-func startAPIServer(t *testing.T, binDir string) coordinationv1client.CoordinationV1Interface {
-	t.Helper()
-	assets := t.TempDir()
-	for link, target := range map[string]string{"etcd": "etcd-" + etcdtest.DefaultVersion, "kube-apiserver": "kube-apiserver"} {
-		if err := os.Symlink(filepath.Join(binDir, target), filepath.Join(assets, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// envtest would otherwise write under $HOME; an inherited KUBEBUILDER_ASSETS would win over
-	// BinaryAssetsDirectory, so point it at the same place.
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	t.Setenv("KUBEBUILDER_ASSETS", assets)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start kube-apiserver: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Logf("stop kube-apiserver: %v", err)
-		}
-	})
-	core, err := corev1client.NewForConfig(cfg)
-	if err != nil {
+	cluster := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true})
+	if _, err := framework.CreateNamespace(context.Background(), cluster.Client(), namespace, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = core.Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases, err := coordinationv1client.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leases
+	return cluster.Clientset().CoordinationV1()
 }
 
 // createLease does what the Etcd reconciler does: an empty Lease per member.
@@ -116,8 +64,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	binDir := requireBinaries(t, "etcd-"+etcdtest.DefaultVersion, "kube-apiserver")
-	w := &world{leases: startAPIServer(t, binDir)}
+	w := &world{leases: startAPIServer(t)}
 	w.etcd = etcdtest.Start(t, etcdtest.Config{EtcdName: "main", Namespace: namespace})
 	w.certDir = t.TempDir()
 	var err error

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +13,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -112,40 +113,13 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		phases.mark("fault")
 	}
 
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(sc.replicas),
-		Writer:   workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
+	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout})
 	if err != nil {
-		return fail("preparing the recorder: %v", err)
+		return fail("%v", err)
 	}
-	if err := rec.Start(ctx); err != nil {
-		return fail("starting the recorder: %v", err)
-	}
+	defer instruments.Stop(90 * time.Second) // a run that fails on the way; only the first Stop measures
+	rec := instruments.Recorder
 	e.recorder = rec
-	recording := true
-	stopRecorder := func() (workload.Report, error) {
-		recording = false
-		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		return rec.Stop(sctx)
-	}
-	defer func() {
-		if recording {
-			_, _ = stopRecorder()
-		}
-	}()
-	auditor, err := cluster.AuditDeletions(ctx)
-	if err != nil {
-		return fail("watching deletions: %v", err)
-	}
-	auditing := true
-	defer func() {
-		if auditing {
-			_, _ = auditor.Stop()
-		}
-	}()
 
 	// Figures count from the moment the instruments work (a quorum seen, a write acknowledged):
 	// their first connections on a busy machine are not the rollout's doing.
@@ -171,9 +145,8 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		time.Sleep(time.Second) // let the writer show the cluster serving again
 	}
 
-	rep0, recErr := stopRecorder()
-	deletions, auditErr := auditor.Stop()
-	auditing = false
+	measured := instruments.Stop(90 * time.Second)
+	rep0, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	phases.mark("audit")
 	rep0 = sinceWarm(rep0, warm)
 	if cfg.rawDir != "" {
@@ -238,7 +211,9 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		}
 	}
 	if sc.id == report.ScenarioStaleRole {
-		outdated := func(i int) bool { return deletions[i].Revision != state.UpdateRevision }
+		outdated := func(i int) bool {
+			return rollout.IsOutdated(rollout.PodState{Revision: deletions[i].Revision}, state.UpdateRevision)
+		}
 		n := leaderDeletedWhileFollowersRemained(run.DeletionLog, at, members, outdated, rep0.Participation)
 		run.LeaderDeletedWhileFollowersRemained = &n
 	}
@@ -446,48 +421,31 @@ func timeline(strategy string, run *report.Run, members []string, bumped time.Ti
 	return t
 }
 
-// cleanUp deletes the Etcd and its pods (at once: a hung member would otherwise sit out its
-// grace period), their claims and the simulator's data directories for them, and the namespace,
-// so a long benchmark does not fill the disk.
+// cleanUp deletes the run's namespace (stack.DeleteNamespace: through the namespace controller,
+// claims and the simulator's volumes with it), so a long benchmark does not fill the disk. The
+// pods go first at once: a hung member would otherwise sit out its grace period.
 func cleanUp(s *stack.Stack, c *stack.EtcdCluster) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var errs []error
+	// The Etcd first, or the StatefulSet would recreate the pods deleted below.
 	if etcd, err := c.Get(ctx); err == nil {
 		if err := s.Client.Delete(ctx, etcd); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting the Etcd: %w", err))
+			return fmt.Errorf("deleting the Etcd: %w", err)
 		}
 	}
 	pods := s.Kube.CoreV1().Pods(c.Namespace)
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := pods.List(ctx, metav1.ListOptions{})
-		if err == nil && len(list.Items) == 0 {
-			break
+		if err != nil {
+			return false, nil
 		}
-		if err == nil {
-			for _, p := range list.Items {
-				_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-			}
+		for _, p := range list.Items {
+			_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(append(errs, fmt.Errorf("pods of %s still there: %w", c.Namespace, ctx.Err()))...)
-		case <-time.After(300 * time.Millisecond):
-		}
+		return len(list.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods of %s still there: %w", c.Namespace, err)
 	}
-	claims := s.Kube.CoreV1().PersistentVolumeClaims(c.Namespace)
-	if err := claims.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		errs = append(errs, fmt.Errorf("deleting claims: %w", err))
-	}
-	// The simulator keeps claims under <work dir>/pvc/<namespace>/<claim> and never removes them
-	// while it runs: etcd preallocates 64 MB WAL files, so this is most of a run's disk.
-	if dir := filepath.Join(s.Sim.WorkDir(), "pvc", c.Namespace); s.Sim.WorkDir() != "" {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := s.Kube.CoreV1().Namespaces().Delete(ctx, c.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("deleting namespace: %w", err))
-	}
-	return errors.Join(errs...)
+	return s.DeleteNamespace(ctx, c.Namespace)
 }

@@ -3,11 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
@@ -50,21 +45,15 @@ func (s scenario) strategyIDs() []string {
 	return report.Strategies
 }
 
-// dead makes member i crash on every start until its pod is replaced: the flag is lifted the
-// moment the pod is deleted, so the replacement (at the new revision) starts normally while the
-// old pod can never recover on its own, whatever the strategy waits for.
+// dead makes member i dead until its pod is replaced (stack.EtcdCluster.KillUntilReplaced).
 func dead(i int) func(ctx context.Context, e *runEnv) error {
 	return func(ctx context.Context, e *runEnv) error {
-		key := e.cluster.PodKey(i)
-		e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, true)
-		e.cleanups = append(e.cleanups, func() { e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false) })
-		if err := e.liftCrashWhenDeleted(ctx, i); err != nil {
+		lift, err := e.cluster.KillUntilReplaced(ctx, i)
+		if err != nil {
 			return err
 		}
-		if err := e.stack.Sim.Kill(key, resources.EtcdContainerName); err != nil {
-			return fmt.Errorf("killing %s: %w", key, err)
-		}
-		return e.waitNotReady(ctx, i)
+		e.cleanups = append(e.cleanups, lift)
+		return nil
 	}
 }
 
@@ -74,7 +63,7 @@ func hung(i int) func(ctx context.Context, e *runEnv) error {
 		if err := e.stack.Sim.Hang(e.cluster.PodKey(i), resources.EtcdContainerName); err != nil {
 			return fmt.Errorf("hanging %s: %w", e.cluster.PodKey(i), err)
 		}
-		return e.waitNotReady(ctx, i)
+		return e.cluster.WaitNotReady(ctx, i)
 	}
 }
 
@@ -84,62 +73,6 @@ func partitioned(i int) func(ctx context.Context, e *runEnv) error {
 		if err := e.stack.Sim.Partition(e.cluster.PodKey(i)); err != nil {
 			return fmt.Errorf("partitioning %s: %w", e.cluster.PodKey(i), err)
 		}
-		return e.waitNotReady(ctx, i)
+		return e.cluster.WaitNotReady(ctx, i)
 	}
-}
-
-// liftCrashWhenDeleted watches pod i and lifts its crash flag when it gets a deletion timestamp.
-func (e *runEnv) liftCrashWhenDeleted(ctx context.Context, i int) error {
-	name, key := e.cluster.PodName(i), e.cluster.PodKey(i)
-	w, err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", key, err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && pod.DeletionTimestamp != nil {
-				e.stack.Sim.CrashOnStart(key, resources.EtcdContainerName, false)
-				return
-			}
-		}
-	}()
-	return nil
-}
-
-// waitNotReady waits until pod i is not ready: the fault took effect.
-func (e *runEnv) waitNotReady(ctx context.Context, i int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	name := e.cluster.PodName(i)
-	for {
-		pods, err := e.cluster.Pods(ctx)
-		if err == nil {
-			ready := false
-			for _, p := range pods {
-				if p.Name == name {
-					ready = podReady(&p)
-				}
-			}
-			if !ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s still ready a minute after the fault", name)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

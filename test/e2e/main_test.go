@@ -40,6 +40,7 @@ func sharedStack(t *testing.T) *stack.Stack {
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
+	printSpread(os.Stdout)
 	if shared.s != nil {
 		if err := shared.s.Stop(); err != nil {
 			os.Stderr.WriteString("stopping the stack: " + err.Error() + "\n")

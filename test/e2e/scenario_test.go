@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -43,42 +44,26 @@ func (e *env) restartOperator(opts framework.OperatorOptions) {
 	e.operator = framework.StartOperator(e.t, e.stack.Cluster.RESTConfig(), opts)
 }
 
-// waitFor polls cond with the scenario's context.
+// waitFor polls cond until it holds or the scenario's context ends.
 func (e *env) waitFor(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) {
 	e.t.Helper()
-	for {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			e.t.Fatalf("timed out waiting for %s (last error: %v)", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
 	}
 }
 
 // waitNotReady waits until pod i of the cluster is not ready (a fault took effect).
 func (e *env) waitNotReady(ctx context.Context, i int) {
 	e.t.Helper()
-	e.waitFor(ctx, e.cluster.PodName(i)+" not ready", func(ctx context.Context) (bool, error) {
-		pods, err := e.cluster.Pods(ctx)
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods {
-			if p.Name == e.cluster.PodName(i) {
-				for _, c := range p.Status.Conditions {
-					if c.Type == "Ready" {
-						return c.Status != "True", nil
-					}
-				}
-				return true, nil
-			}
-		}
-		return true, nil
-	})
+	if err := e.cluster.WaitNotReady(ctx, i); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 type scenario struct {
@@ -99,19 +84,27 @@ func run(t *testing.T, sc scenario) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ns := "e2e-" + sc.name
 	replicas := sc.replicas
 	if replicas == 0 {
 		replicas = 3
 	}
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	cluster, err := s.CreateEtcd(ctx, ns, etcdName, replicas, framework.EtcdImage(fromVersion))
+	// A namespace of its own per run, deleted at the end, so the scenario can run again and
+	// again in the same stack (go test -count, make soak).
+	cluster, err := s.CreateEtcd(ctx, "e2e-"+sc.name+"-", etcdName, replicas, framework.EtcdImage(fromVersion))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cluster = cluster
-	t.Cleanup(func() { dumpOnFailure(t, e) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
 	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
 		t.Fatalf("initial cluster: %v", err)
 	}
@@ -122,21 +115,12 @@ func run(t *testing.T, sc scenario) {
 	if sc.beforeBump != nil {
 		sc.beforeBump(ctx, e)
 	}
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(replicas),
-		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
+	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	auditor, err := cluster.AuditDeletions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
+	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
 	time.Sleep(time.Second) // a baseline before anything happens
 	image := sc.bumpImage
 	if image == "" {
@@ -163,12 +147,17 @@ func run(t *testing.T, sc scenario) {
 		checkRolesFromMembers(ctx, t, e)
 	}
 
-	report, recErr := rec.Stop(ctx)
-	deletions, auditErr := auditor.Stop()
+	measured := instruments.Stop(90 * time.Second)
+	report, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
 	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
 		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+
+	recordFigures(sc.name, figures{
+		rollout: rollout, quorumLossMs: report.QuorumLossMs, longestWriteGapMs: report.LongestWriteGapMs,
+		failedWrites: report.FailedWrites, leaderChanges: report.LeaderChanges,
+	})
 
 	if recErr != nil {
 		t.Errorf("recorder: %v", recErr)

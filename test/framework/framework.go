@@ -13,8 +13,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,31 +55,6 @@ func NewEtcd(namespace, name string, replicas int32, image string) *druidv1alpha
 			},
 		},
 	}
-}
-
-// CreateNamespace creates a namespace (idempotent).
-func CreateNamespace(ctx context.Context, c client.Client, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-// CreateRestrictedNamespace creates a namespace (idempotent) whose pods the apiserver's own
-// PodSecurity admission holds to the restricted Pod Security Standard: a member pod template that
-// loosens its security context is rejected there, and the StatefulSet never gets its pods.
-func CreateRestrictedNamespace(ctx context.Context, c client.Client, name string) error {
-	labels := map[string]string{}
-	for _, mode := range []string{"enforce", "warn", "audit"} {
-		labels["pod-security.kubernetes.io/"+mode] = "restricted"
-		labels["pod-security.kubernetes.io/"+mode+"-version"] = "latest"
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // CreateTLSSecrets generates a PKI for the Etcd and stores it as cert-manager-layout Secrets.
@@ -204,20 +179,14 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 // the last message cond gave.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	last := ""
-	for {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, msg := cond(ctx)
-		if ok {
-			return
-		}
 		last = msg
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
 	}
 }
 

@@ -4,18 +4,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // Every render uses the same release name and namespace so golden files are stable.
@@ -25,28 +24,11 @@ const (
 	kubeVersion      = "1.36.4"
 )
 
-var repoRoot = sync.OnceValues(func() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("getting working directory: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-})
-
 func mustRepoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
-		t.Fatalf("finding repo root: %v", err)
+		t.Fatal(err)
 	}
 	return root
 }
@@ -55,28 +37,13 @@ func chartDir(t *testing.T) string {
 	return filepath.Join(mustRepoRoot(t), "charts", "etcd-conductor")
 }
 
-// requireBinary finds a tool in ETCD_CONDUCTOR_BIN_DIR (default <repo>/bin). A developer without
-// it gets a skip; CI must not silently skip, so there a missing binary is a failure.
-func requireBinary(t *testing.T, name string) string {
-	t.Helper()
-	binDir := os.Getenv("ETCD_CONDUCTOR_BIN_DIR")
-	if binDir == "" {
-		binDir = filepath.Join(mustRepoRoot(t), "bin")
-	}
-	path := filepath.Join(binDir, name)
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found at %s (%v); run `make tools`", name, path, err)
-		}
-		t.Skipf("%s not found at %s; run `make tools` to build it", name, path)
-	}
-	return path
-}
-
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	return requireBinary(t, "helm")
 }
+
+// requireBinary is a tool from bin/ (`make tools`): a skip without it, a failure under CI.
+var requireBinary = localcluster.RequireBinary
 
 // runHelm runs helm with its config, cache and data homes in a temp dir, so tests neither read
 // nor write the user's helm state. It returns stdout and, on failure, an error holding stderr.

@@ -3,50 +3,36 @@ package helm
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
-// apiServer starts a real kube-apiserver (RBAC authorizer) on loopback and returns an admin
-// config and a kubeconfig file for helm.
-func apiServer(t *testing.T) (*rest.Config, string) {
+// apiServer starts a real kube-apiserver (RBAC authorizer) on loopback, without controllers: the
+// tests judge what the chart and the manager write, not what controllers make of it.
+func apiServer(t *testing.T) *localcluster.Cluster {
 	t.Helper()
-	env := &envtest.Environment{
-		ControlPlaneStartTimeout: 90 * time.Second, // a shared 2-core machine can be slow to start it
-		ControlPlaneStopTimeout:  60 * time.Second,
+	return localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true})
+}
+
+// createNamespace creates a namespace the test works in.
+func createNamespace(ctx context.Context, t *testing.T, cluster *localcluster.Cluster, name string) {
+	t.Helper()
+	if _, err := framework.CreateNamespace(ctx, cluster.Client(), name, nil); err != nil {
+		t.Fatal(err)
 	}
-	env.ControlPlane.GetAPIServer().Path = requireBinary(t, "kube-apiserver")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: requireBinary(t, "etcd-3.6.8")}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping kube-apiserver: %v", err)
-		}
-	})
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
-		t.Fatalf("writing kubeconfig: %v", err)
-	}
-	return cfg, kubeconfig
 }
 
 // asServiceAccount impersonates a ServiceAccount the way the API server authenticates its token,
@@ -66,12 +52,13 @@ func asServiceAccount(t *testing.T, admin *rest.Config, namespace, name string) 
 // escalate verb, and a gate flip by helm upgrade changes the configuration and the pod template.
 func TestInstallOnAPIServer(t *testing.T) {
 	helmBinary(t) // skip before paying for an API server when helm is missing
-	admin, kubeconfig := apiServer(t)
+	cluster := apiServer(t)
+	admin, kubeconfig := cluster.RESTConfig(), cluster.KubeconfigPath()
 	ctx := t.Context()
 	adminClient := kubernetes.NewForConfigOrDie(admin)
 
-	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
-		"--namespace", releaseNamespace, "--create-namespace"}
+	createNamespace(ctx, t, cluster, releaseNamespace)
+	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig, "--namespace", releaseNamespace}
 	if _, err := runHelm(t, install...); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
@@ -145,10 +132,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("member-agent role without escalate", func(t *testing.T) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
-		if _, err := adminClient.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating namespace: %v", err)
-		}
+		createNamespace(ctx, t, cluster, "team-a")
 		// The Role and RoleBinding the Etcd reconciler creates for every cluster.
 		etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: "team-a"}}
 		etcd.Spec.Replicas = 3
@@ -194,12 +178,12 @@ func TestInstallOnAPIServer(t *testing.T) {
 	t.Run("namespaced release", func(t *testing.T) {
 		const release, ns = "scoped", "scoped-system"
 		// The Roles go into the watched namespace, which must exist.
-		watched := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
-		if _, err := adminClient.CoreV1().Namespaces().Create(ctx, watched, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating namespace: %v", err)
+		if _, err := adminClient.CoreV1().Namespaces().Get(ctx, "team-a", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			createNamespace(ctx, t, cluster, "team-a")
 		}
+		createNamespace(ctx, t, cluster, ns)
 		install := []string{"install", release, chartDir(t), "--kubeconfig", kubeconfig,
-			"--namespace", ns, "--create-namespace", "--set", "watchNamespaces={team-a}"}
+			"--namespace", ns, "--set", "watchNamespaces={team-a}"}
 		if _, err := runHelm(t, install...); err != nil {
 			t.Fatalf("helm install: %v", err)
 		}

@@ -62,16 +62,15 @@ func TestMemberLeasePolicyRendering(t *testing.T) {
 // Tokens come from the TokenRequest API bound to each pod, as kubelet gets them.
 func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 	helmBinary(t)
-	admin, _ := apiServer(t)
+	cluster := apiServer(t)
+	admin := cluster.RESTConfig()
 	ctx := t.Context()
 	adminClient := kubernetes.NewForConfigOrDie(admin)
 
 	const ns = "team-a"
 	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: ns}}
 	etcd.Spec.Replicas = 3
-	if _, err := adminClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(ctx, t, cluster, ns)
 	// What the Etcd reconciler creates: the member ServiceAccount, Role, RoleBinding and Leases.
 	if _, err := adminClient.CoreV1().ServiceAccounts(ns).Create(ctx, resources.ServiceAccount(etcd), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

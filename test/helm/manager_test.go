@@ -23,7 +23,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -32,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -47,28 +46,32 @@ const progressDeadline = 2 * time.Minute
 // request, and after a `helm upgrade` that flips the gate plus a restart (what the checksum
 // annotation makes the Deployment do), flip the StatefulSet's update strategy.
 func TestManagerRunsWithInstalledChart(t *testing.T) {
-	managerBin := requireBinary(t, "etcd-conductor")
 	helmBinary(t)
-	admin, kubeconfig := apiServer(t)
+	cluster := apiServer(t)
+	managerBin, err := localcluster.ProjectBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, kubeconfig := cluster.RESTConfig(), cluster.KubeconfigPath()
 	ctx := t.Context()
 	adminClient := kubernetes.NewForConfigOrDie(admin)
 	fullname := releaseName + "-etcd-conductor"
 
-	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig,
-		"--namespace", releaseNamespace, "--create-namespace",
+	createNamespace(ctx, t, cluster, releaseNamespace)
+	install := []string{"install", releaseName, chartDir(t), "--kubeconfig", kubeconfig, "--namespace", releaseNamespace,
 		"--set", "featureGates.QuorumAwareUpdatesWithOnDelete=true"}
 	if _, err := runHelm(t, install...); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
-	etcd := createEtcd(ctx, t, admin, adminClient)
+	etcd := createEtcd(ctx, t, cluster, adminClient)
 	saKubeconfig, managerToken := serviceAccountKubeconfig(ctx, t, admin, releaseNamespace, fullname)
-	scraperToken := metricsScraperToken(ctx, t, admin, adminClient, fullname+"-metrics-reader")
+	scraperToken := metricsScraperToken(ctx, t, cluster, adminClient, fullname+"-metrics-reader")
 
 	gateOn := t.Run("gate on", func(t *testing.T) {
 		m := startInstalledManager(ctx, t, managerBin, adminClient, fullname, saKubeconfig)
 		m.waitServing(ctx, t, scraperToken)
 		waitForStrategy(ctx, t, adminClient, etcd, appsv1.OnDeleteStatefulSetStrategyType, m)
-		waitForStatus(ctx, t, admin, etcd, m)
+		waitForStatus(ctx, t, cluster, etcd, m)
 		m.requireMetricsAuthorization(ctx, t, managerToken)
 		m.stop(t)
 		m.requireNoForbidden(t)
@@ -92,12 +95,10 @@ func TestManagerRunsWithInstalledChart(t *testing.T) {
 }
 
 // createEtcd creates a three-member Etcd whose TLS Secret holds the keys the reconciler checks for.
-func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset) *druidv1alpha1.Etcd {
+func createEtcd(ctx context.Context, t *testing.T, cluster *localcluster.Cluster, c *kubernetes.Clientset) *druidv1alpha1.Etcd {
 	t.Helper()
 	const ns = "team-a"
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
+	createNamespace(ctx, t, cluster, ns)
 	// Only the keys matter here: no member runs, so nothing reads the certificates.
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-tls", Namespace: ns},
@@ -118,15 +119,7 @@ func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubern
 	etcd.Spec.Etcd.ClientUrlTLS = tlsConfig()
 	etcd.Spec.Etcd.PeerUrlTLS = tlsConfig()
 
-	scheme := runtime.NewScheme()
-	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("building scheme: %v", err)
-	}
-	crClient, err := client.New(admin, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatalf("building client: %v", err)
-	}
-	if err := crClient.Create(ctx, etcd); err != nil {
+	if err := cluster.Client().Create(ctx, etcd); err != nil {
 		t.Fatalf("creating Etcd: %v", err)
 	}
 	return etcd
@@ -137,7 +130,7 @@ func createEtcd(ctx context.Context, t *testing.T, admin *rest.Config, c *kubern
 // the file and the token.
 func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Config, namespace, name string) (string, string) {
 	t.Helper()
-	saCfg, err := envtestutil.ServiceAccountConfig(ctx, admin, namespace, name)
+	saCfg, err := localcluster.ServiceAccountConfig(ctx, admin, namespace, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,12 +148,11 @@ func serviceAccountKubeconfig(ctx context.Context, t *testing.T, admin *rest.Con
 
 // metricsScraperToken is the token of a Prometheus-like ServiceAccount bound to the chart's
 // metrics-reader ClusterRole, and to nothing else.
-func metricsScraperToken(ctx context.Context, t *testing.T, admin *rest.Config, c *kubernetes.Clientset, readerRole string) string {
+func metricsScraperToken(ctx context.Context, t *testing.T, cluster *localcluster.Cluster, c *kubernetes.Clientset, readerRole string) string {
 	t.Helper()
 	const ns, name = "monitoring", "prometheus"
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
+	admin := cluster.RESTConfig()
+	createNamespace(ctx, t, cluster, ns)
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-metrics-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: readerRole},
@@ -169,7 +161,7 @@ func metricsScraperToken(ctx context.Context, t *testing.T, admin *rest.Config, 
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding %s: %v", readerRole, err)
 	}
-	cfg, err := envtestutil.ServiceAccountConfig(ctx, admin, ns, name)
+	cfg, err := localcluster.ServiceAccountConfig(ctx, admin, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,16 +397,9 @@ func waitForStrategy(ctx context.Context, t *testing.T, c *kubernetes.Clientset,
 // waitForStatus waits until the Etcd reconciler recorded the generation it converged and the status
 // controller wrote the member counts: both controllers got past their first reads of Secrets,
 // StatefulSets, pods and leases with the chart's rights.
-func waitForStatus(ctx context.Context, t *testing.T, admin *rest.Config, etcd *druidv1alpha1.Etcd, m *runningManager) {
+func waitForStatus(ctx context.Context, t *testing.T, cluster *localcluster.Cluster, etcd *druidv1alpha1.Etcd, m *runningManager) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := druidv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("building scheme: %v", err)
-	}
-	c, err := client.New(admin, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatalf("building client: %v", err)
-	}
+	c := cluster.Client()
 	m.poll(ctx, t, fmt.Sprintf("status of Etcd %s/%s", etcd.Namespace, etcd.Name), func() bool {
 		got := &druidv1alpha1.Etcd{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {

@@ -2,6 +2,7 @@ package helme2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -159,27 +160,17 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 
 func waitStatefulSet(ctx context.Context, t *testing.T, c *stack.EtcdCluster, cond func(*appsv1.StatefulSet) bool) *appsv1.StatefulSet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	var last *appsv1.StatefulSet
-	for {
+	framework.Eventually(t, 2*time.Minute, "the StatefulSet", func(context.Context) (bool, string) {
 		sts, err := c.StatefulSet(ctx)
-		if err == nil {
-			last = sts
-			if cond(sts) {
-				return sts
-			}
+		if err != nil {
+			return false, "reading the StatefulSet: " + err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				t.Fatalf("StatefulSet never got there: strategy %s, generation %d observed %d, revisions current %s update %s",
-					last.Spec.UpdateStrategy.Type, last.Generation, last.Status.ObservedGeneration, last.Status.CurrentRevision, last.Status.UpdateRevision)
-			}
-			t.Fatalf("reading the StatefulSet: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		last = sts
+		return cond(sts), fmt.Sprintf("strategy %s, generation %d observed %d, revisions current %s update %s",
+			sts.Spec.UpdateStrategy.Type, sts.Generation, sts.Status.ObservedGeneration, sts.Status.CurrentRevision, sts.Status.UpdateRevision)
+	})
+	return last
 }
 
 func forbiddenLines(log string) string {

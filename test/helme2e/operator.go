@@ -19,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -44,6 +46,8 @@ type Operator struct {
 	deployment string
 	installed  bool
 	ownHome    bool
+	// namespaceCreated: Uninstall deletes the namespace too, so Install can run again.
+	namespaceCreated bool
 }
 
 // InstallOptions configure Install.
@@ -87,7 +91,11 @@ func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator
 			_ = op.Uninstall(context.Background())
 		}
 	}()
-	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace, "--create-namespace",
+	if _, err := framework.CreateNamespace(ctx, s.Client, Namespace, nil); err != nil {
+		return nil, err
+	}
+	op.namespaceCreated = true
+	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace,
 		"--skip-crds",
 		"--set", "image.tag="+imageTag,
 		"--set", "leaderElection.enabled=true",
@@ -114,22 +122,20 @@ func (op *Operator) SetQuorumAware(ctx context.Context, on bool) (*corev1.Pod, e
 // WaitManagerReady waits until the Deployment's latest generation is rolled out: exactly one
 // manager pod, of the current template, Ready, and no old one left. It returns that pod.
 func (op *Operator) WaitManagerReady(ctx context.Context) (*corev1.Pod, error) {
+	var pod *corev1.Pod
 	var last string
-	for {
-		pod, state, err := op.managerState(ctx)
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p, state, err := op.managerState(ctx)
 		if err != nil {
 			state = err.Error()
 		}
-		if pod != nil {
-			return pod, nil
-		}
-		last = state
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("manager Deployment not rolled out (%s): %w%s", last, ctx.Err(), op.managerLogHint())
-		case <-time.After(250 * time.Millisecond):
-		}
+		pod, last = p, state
+		return p != nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager Deployment not rolled out (%s): %w%s", last, err, op.managerLogHint())
 	}
+	return pod, nil
 }
 
 // managerState returns the ready manager pod once the rollout is complete, else why not.
@@ -150,7 +156,7 @@ func (op *Operator) managerState(ctx context.Context) (*corev1.Pod, string, erro
 		return nil, "", err
 	}
 	// The Deployment counts a terminating pod as gone; the old manager may still hold the lease.
-	if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !podReady(&pods[0]) {
+	if len(pods) != 1 || pods[0].DeletionTimestamp != nil || !framework.PodReady(&pods[0]) {
 		return nil, fmt.Sprintf("%d manager pods, waiting for exactly one ready", len(pods)), nil
 	}
 	return &pods[0], "", nil
@@ -207,6 +213,10 @@ func (op *Operator) Uninstall(ctx context.Context) error {
 		}
 		op.installed = false
 	}
+	if op.namespaceCreated {
+		errs = append(errs, op.stack.DeleteNamespace(ctx, Namespace))
+		op.namespaceCreated = false
+	}
 	return errors.Join(append(errs, op.Stop())...)
 }
 
@@ -224,15 +234,6 @@ func (op *Operator) Stop() error {
 // run runs helm against the stack's admin kubeconfig, with helm's homes in the work dir.
 func (op *Operator) run(ctx context.Context, args ...string) (string, error) {
 	return helmcli.Run(ctx, op.helm, op.helmHome, append(args, "--kubeconfig", op.stack.Cluster.KubeconfigPath())...)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func tail(s string, n int) string {

@@ -11,13 +11,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -78,13 +79,9 @@ type RolloutResult struct {
 	Completed bool
 	Duration  time.Duration
 	Bumped    time.Time
-	Report    workload.Report
-	// RecorderErr is the writer audit's failure, if any.
-	RecorderErr error
-	Deletions   []stack.Deletion
-	// AuditErr says the deletion audit is incomplete (its watch broke).
-	AuditErr error
-	Last     Frame
+	// Measured holds the workload report and the deletions seen, with their errors.
+	stack.Measured
+	Last Frame
 }
 
 // RunRollout creates the Etcd, waits for it, kills member Dead, starts the workload recorder
@@ -122,27 +119,13 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 	progress(fmt.Sprintf("all %d members ready (StatefulSet updateStrategy %s)", o.Replicas, sts.Spec.UpdateStrategy.Type))
 
-	var deadUID types.UID
 	if o.Dead >= 0 {
-		pods, err := cluster.Pods(ctx)
+		// The fault is the simulator's, keyed by pod name: it must not outlive this rollout.
+		lift, err := cluster.KillUntilReplaced(ctx, o.Dead)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range pods {
-			if p.Name == cluster.PodName(o.Dead) {
-				deadUID = p.UID
-			}
-		}
-		pod := cluster.PodKey(o.Dead)
-		s.Sim.CrashOnStart(pod, etcdContainer, true)
-		// The fault is the simulator's, keyed by pod name: it must not outlive this rollout.
-		defer s.Sim.CrashOnStart(pod, etcdContainer, false)
-		if err := s.Sim.Kill(pod, etcdContainer); err != nil {
-			return nil, fmt.Errorf("killing %s: %w", pod, err)
-		}
-		if err := waitNotReady(ctx, cluster, o.Dead); err != nil {
-			return nil, err
-		}
+		defer lift()
 		if err := waitQuorate(ctx, cluster, cluster.PodName(o.Dead)); err != nil {
 			return nil, err
 		}
@@ -150,22 +133,11 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 
 	// The instruments start after the fault: the figures measure the rollout under it.
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(o.Replicas),
-		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
+	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
-	if err := rec.Start(ctx); err != nil {
-		return nil, err
-	}
-	auditor, err := cluster.AuditDeletions(ctx)
-	if err != nil {
-		_, _ = rec.Stop(ctx)
-		return nil, err
-	}
+	rec := instruments.Recorder
 	res := &RolloutResult{Cluster: cluster}
 	// Stopping audits the acknowledged writes, which waits for the cluster to serve a
 	// linearizable read; when the caller gave up, it gets a few seconds only.
@@ -174,10 +146,7 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 		if ctx.Err() != nil {
 			budget = 5 * time.Second
 		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
-		defer cancel()
-		res.Report, res.RecorderErr = rec.Stop(stopCtx)
-		res.Deletions, res.AuditErr = auditor.Stop()
+		res.Measured = instruments.Stop(budget)
 	}
 	select { // a baseline before anything happens
 	case <-ctx.Done():
@@ -198,11 +167,6 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	defer deadline.Stop()
 	tick := time.NewTicker(o.Tick)
 	defer tick.Stop()
-	if o.Dead >= 0 {
-		liftCtx, cancelLift := context.WithCancel(ctx)
-		defer cancelLift()
-		go liftWhenReplaced(liftCtx, s, cluster, o.Dead, deadUID)
-	}
 	for !res.Completed {
 		frame, err := v.frame(ctx)
 		if err == nil {
@@ -235,65 +199,19 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	return res, nil
 }
 
-// liftWhenReplaced lifts the crash fault as soon as the dead member's pod is terminating or gone,
-// so its replacement starts cleanly: the update is what repairs it. It polls fast because the
-// replacement can be created within a second of the deletion.
-func liftWhenReplaced(ctx context.Context, s *stack.Stack, c *stack.EtcdCluster, ordinal int, uid types.UID) {
-	for {
-		pod, err := s.Kube.CoreV1().Pods(c.Namespace).Get(ctx, c.PodName(ordinal), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || pod.DeletionTimestamp != nil)) {
-			s.Sim.CrashOnStart(c.PodKey(ordinal), etcdContainer, false)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func waitNotReady(ctx context.Context, c *stack.EtcdCluster, ordinal int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		pods, err := c.Pods(ctx)
-		if err == nil {
-			ready := false
-			for i := range pods {
-				if pods[i].Name == c.PodName(ordinal) {
-					ready = podReady(&pods[i])
-				}
-			}
-			if !ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s still ready after the kill: %w", c.PodName(ordinal), ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // waitQuorate waits until every member but dead is ready by /readyz, i.e. the survivors
 // have elected a leader: killing the leader costs an election, and that is the fault's cost, not
 // the rollout's.
 func waitQuorate(ctx context.Context, c *stack.EtcdCluster, dead string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	var lastErr error
-	for {
-		if lastErr = readyzEach(ctx, c, dead); lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("members other than %s never became ready (leader and linearizable read): %w (last: %v)", dead, ctx.Err(), lastErr)
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = readyzEach(ctx, c, dead)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("members other than %s never became ready (leader and linearizable read): %w (last: %v)", dead, err, lastErr)
 	}
+	return nil
 }
 
 // readyzEach asks every member but dead for its /readyz, which needs a leader and a linearizable
@@ -383,12 +301,12 @@ func (v *viewer) frame(ctx context.Context) (Frame, error) {
 	prefix := sts.Name + "-"
 	for i := range pods {
 		p := &pods[i]
-		rev := p.Labels[appsv1.StatefulSetRevisionLabel]
+		observed := framework.ObservePod(p)
 		pv := PodView{
 			Name:          p.Name,
-			Revision:      trimPrefix(rev, prefix),
-			Updated:       rev != "" && rev == updateRevision,
-			Participating: etcdReady(p),
+			Revision:      trimPrefix(observed.Revision, prefix),
+			Updated:       updateRevision != "" && !rollout.IsOutdated(observed, updateRevision),
+			Participating: observed.Participating && !observed.Terminating,
 			Role:          memberRoles[p.Name],
 			State:         containerState(p),
 		}
@@ -468,18 +386,6 @@ func containerState(p *corev1.Pod) string {
 		}
 	}
 	return string(p.Status.Phase)
-}
-
-func etcdReady(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == etcdContainer {
-			return cs.Ready
-		}
-	}
-	return false
 }
 
 func trimPrefix(s, prefix string) string {

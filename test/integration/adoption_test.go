@@ -17,8 +17,8 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestForeignObjectsAreNotAdopted: objects that carry an Etcd's names but were not created for it
@@ -28,7 +28,7 @@ import (
 // once they are gone, the Etcd converges.
 func TestForeignObjectsAreNotAdopted(t *testing.T) {
 	const ns, name = "foreign", "etcd-main"
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := setup(t, env, ns, name)
 
 	foreignConfig := &corev1.ConfigMap{
@@ -42,54 +42,54 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-controller"), LeaseDurationSeconds: ptr.To(int32(60))},
 	}
 	for _, obj := range []client.Object{foreignConfig, foreignLease} {
-		if err := env.Client.Create(ctx, obj); err != nil {
+		if err := env.Client().Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 
-	waitForLastErrors(t, env.Client, etcd, resources.ErrForeignObject,
+	waitForLastErrors(t, env.Client(), etcd, resources.ErrForeignObject,
 		[]string{"ConfigMap foreign/etcd-main-config", "no controller"}, []string{"Lease foreign/etcd-main-1", "controlled by ConfigMap other-owner (uid 0e0e0e0e-other-owner)"})
-	waitForEvent(t, env.Client, etcd, "ForeignObject", "etcd-main-config")
+	waitForEvent(t, env.Client(), etcd, "ForeignObject", "etcd-main-config")
 
 	// Give later reconciles (retries with backoff) a chance to do what they must not.
 	time.Sleep(2 * time.Second)
 	gotConfig := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreignConfig), gotConfig); err != nil {
+	if err := env.Client().Get(ctx, client.ObjectKeyFromObject(foreignConfig), gotConfig); err != nil {
 		t.Fatal(err)
 	}
 	if !maps.Equal(gotConfig.Data, foreignConfig.Data) || len(gotConfig.OwnerReferences) != 0 {
 		t.Errorf("the foreign ConfigMap was changed: data %v, owners %v", gotConfig.Data, gotConfig.OwnerReferences)
 	}
 	gotLease := &coordinationv1.Lease{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreignLease), gotLease); err != nil {
+	if err := env.Client().Get(ctx, client.ObjectKeyFromObject(foreignLease), gotLease); err != nil {
 		t.Fatal(err)
 	}
 	if len(gotLease.OwnerReferences) != 1 || gotLease.OwnerReferences[0].UID != otherOwner.UID || ptr.Deref(gotLease.Spec.HolderIdentity, "") != "another-controller" ||
 		ptr.Deref(gotLease.Spec.LeaseDurationSeconds, 0) != 60 || len(gotLease.Labels) != 0 {
 		t.Errorf("the foreign Lease was changed: %+v", gotLease)
 	}
-	if _, err := getStatefulSet(ctx, env.Client, ns, name); !apierrors.IsNotFound(err) {
+	if _, err := getStatefulSet(ctx, env.Client(), ns, name); !apierrors.IsNotFound(err) {
 		t.Fatalf("StatefulSet: err = %v, want NotFound while its ConfigMap belongs to something else", err)
 	}
 	// The objects that are not in conflict are still ours.
 	sa := &corev1.ServiceAccount{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sa); err != nil || !metav1.IsControlledBy(sa, etcd) {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sa); err != nil || !metav1.IsControlledBy(sa, etcd) {
 		t.Errorf("ServiceAccount: err %v, controlled by the Etcd: %v", err, err == nil && metav1.IsControlledBy(sa, etcd))
 	}
 
 	for _, obj := range []client.Object{foreignConfig, foreignLease} {
-		if err := env.Client.Delete(ctx, obj); err != nil {
+		if err := env.Client().Delete(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 	framework.Eventually(t, timeout, "the Etcd converges once the foreign objects are gone", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+		if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 			return false, err.Error()
 		}
 		if len(got.Status.LastErrors) != 0 || got.Status.ObservedGeneration == nil || *got.Status.ObservedGeneration != got.Generation {
@@ -100,14 +100,14 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 			if _, ok := obj.(*coordinationv1.Lease); ok {
 				key = client.ObjectKeyFromObject(foreignLease)
 			}
-			if err := env.Client.Get(ctx, key, obj); err != nil {
+			if err := env.Client().Get(ctx, key, obj); err != nil {
 				return false, err.Error()
 			}
 			if !metav1.IsControlledBy(obj, got) {
 				return false, fmt.Sprintf("%s is not controlled by the Etcd", key)
 			}
 		}
-		if _, err := getStatefulSet(ctx, env.Client, ns, name); err != nil {
+		if _, err := getStatefulSet(ctx, env.Client(), ns, name); err != nil {
 			return false, "StatefulSet: " + err.Error()
 		}
 		return true, ""

@@ -18,7 +18,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -27,12 +26,12 @@ import (
 // not negative) and then kill the manager with out-of-memory. The apiserver must refuse any count
 // above MaxReplicas, through the object and through the scale subresource, naming the bound.
 func TestReplicasBeyondTheBoundRejectedByTheAPI(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := setup(t, env, "bounds", "etcd-main")
 	bound := fmt.Sprintf("less than or equal to %d", druidv1alpha1.MaxReplicas)
 	for _, replicas := range []int32{druidv1alpha1.MaxReplicas + 2, math.MaxInt32} {
 		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
-			err := env.Client.Create(ctx, framework.NewEtcd("bounds", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
+			err := env.Client().Create(ctx, framework.NewEtcd("bounds", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
 			if err == nil || !strings.Contains(err.Error(), "spec.replicas") || !strings.Contains(err.Error(), bound) {
 				t.Fatalf("creating an Etcd with %d replicas: err = %v, want a rejection of spec.replicas saying %q", replicas, err, bound)
 			}
@@ -40,11 +39,11 @@ func TestReplicasBeyondTheBoundRejectedByTheAPI(t *testing.T) {
 	}
 
 	etcd := framework.NewEtcd("bounds", "etcd-main", druidv1alpha1.MaxReplicas, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatalf("%d replicas must be accepted: %v", druidv1alpha1.MaxReplicas, err)
 	}
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: druidv1alpha1.MaxReplicas + 2}}
-	err := env.Client.SubResource("scale").Update(ctx, etcd, client.WithSubResourceBody(scale))
+	err := env.Client().SubResource("scale").Update(ctx, etcd, client.WithSubResourceBody(scale))
 	if err == nil || !strings.Contains(err.Error(), bound) {
 		t.Fatalf("scaling to %d through the scale subresource: err = %v, want a rejection saying %q", druidv1alpha1.MaxReplicas+2, err, bound)
 	}
@@ -73,20 +72,20 @@ func TestReplicasWrittenBeforeTheBoundAreRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(oldCRDDir, "etcds.yaml"), []byte(strings.Replace(string(crd), maximum, "\n", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := envtestutil.Start(t, envtestutil.Options{CRDDirs: []string{oldCRDDir}})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDDir: oldCRDDir})
 	ctx := setup(t, env, ns, name)
 	etcd := framework.NewEtcd(ns, name, math.MaxInt32, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatalf("the CRD without a maximum must store replicas %d: %v", int32(math.MaxInt32), err)
 	}
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 
-	waitForLastErrors(t, env.Client, etcd, resources.ErrInvalidReplicas,
+	waitForLastErrors(t, env.Client(), etcd, resources.ErrInvalidReplicas,
 		[]string{"spec.replicas is 2147483647", fmt.Sprintf("up to %d", druidv1alpha1.MaxReplicas)})
-	waitForEvent(t, env.Client, etcd, "InvalidSpec", "2147483647")
+	waitForEvent(t, env.Client(), etcd, "InvalidSpec", "2147483647")
 	framework.Eventually(t, timeout, "an InvalidReplicas Ready condition", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+		if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 			return false, err.Error()
 		}
 		if ready := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeReady); ready == nil || ready.Reason != status.ReasonInvalidReplicas {
@@ -99,11 +98,11 @@ func TestReplicasWrittenBeforeTheBoundAreRefused(t *testing.T) {
 		if _, ok := obj.(*corev1.ConfigMap); ok {
 			key.Name = name + "-config"
 		}
-		if err := env.Client.Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+		if err := env.Client().Get(ctx, key, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s: err = %v, want NotFound: nothing may be created for an invalid spec", obj, key, err)
 		}
 	}
-	if _, err := getStatefulSet(ctx, env.Client, ns, name); !apierrors.IsNotFound(err) {
+	if _, err := getStatefulSet(ctx, env.Client(), ns, name); !apierrors.IsNotFound(err) {
 		t.Errorf("StatefulSet: err = %v, want NotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package integration runs the operator in-process against a real kube-apiserver (envtest with the
+// Package integration runs the operator in-process against a real kube-apiserver (localcluster, the
 // binaries the Makefile builds) and, where pods are needed, a real kube-controller-manager. No
 // kubelet runs here: where a test needs a pod to be ready, it writes the pod status as a kubelet
 // would.
@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 const (
@@ -33,13 +33,13 @@ const (
 func gate(on bool) map[string]bool { return map[string]bool{gateName: on} }
 
 // setup creates a namespace with TLS Secrets and returns a context.
-func setup(t *testing.T, env *envtestutil.Env, ns, etcdName string) context.Context {
+func setup(t *testing.T, env *localcluster.Cluster, ns, etcdName string) context.Context {
 	t.Helper()
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := framework.CreateTLSSecrets(ctx, env.Client, ns, etcdName); err != nil {
+	if _, err := framework.CreateTLSSecrets(ctx, env.Client(), ns, etcdName); err != nil {
 		t.Fatal(err)
 	}
 	return ctx
@@ -51,12 +51,12 @@ func getStatefulSet(ctx context.Context, c client.Client, ns, name string) (*app
 }
 
 func TestEtcdCreatesOwnedObjects(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := setup(t, env, "objects", "etcd-main")
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 
 	etcd := framework.NewEtcd("objects", "etcd-main", 3, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 	owned := []client.Object{
@@ -75,7 +75,7 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 	for _, obj := range owned {
 		key := types.NamespacedName{Namespace: "objects", Name: obj.GetName()}
 		framework.Eventually(t, timeout, fmt.Sprintf("%T %s", obj, key), func(ctx context.Context) (bool, string) {
-			if err := env.Client.Get(ctx, key, obj); err != nil {
+			if err := env.Client().Get(ctx, key, obj); err != nil {
 				return false, err.Error()
 			}
 			if !metav1.IsControlledBy(obj, etcd) {
@@ -85,7 +85,7 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 		})
 	}
 
-	sts, err := getStatefulSet(ctx, env.Client, "objects", "etcd-main")
+	sts, err := getStatefulSet(ctx, env.Client(), "objects", "etcd-main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +96,14 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 		t.Errorf("podManagementPolicy = %s", sts.Spec.PodManagementPolicy)
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main"}, pdb); err != nil {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main"}, pdb); err != nil {
 		t.Fatal(err)
 	}
 	if pdb.Spec.MinAvailable.IntValue() != 2 {
 		t.Errorf("PDB minAvailable = %s, want 2", pdb.Spec.MinAvailable.String())
 	}
 	peer := &corev1.Service{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main-peer"}, peer); err != nil {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main-peer"}, peer); err != nil {
 		t.Fatal(err)
 	}
 	if !peer.Spec.PublishNotReadyAddresses || peer.Spec.ClusterIP != corev1.ClusterIPNone {
@@ -112,7 +112,7 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 
 	framework.Eventually(t, timeout, "observedGeneration and selector", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+		if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 			return false, err.Error()
 		}
 		if got.Status.ObservedGeneration == nil || *got.Status.ObservedGeneration != got.Generation || got.Status.Selector == nil {
@@ -123,35 +123,35 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 }
 
 func TestEvenReplicasRejectedByTheAPI(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := setup(t, env, "even", "etcd-even")
 	for _, replicas := range []int32{2, 4} {
 		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
-			err := env.Client.Create(ctx, framework.NewEtcd("even", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
+			err := env.Client().Create(ctx, framework.NewEtcd("even", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
 			if err == nil || !strings.Contains(err.Error(), "odd number") {
 				t.Fatalf("creating an Etcd with %d replicas: err = %v, want a rejection mentioning an odd number", replicas, err)
 			}
 		})
 	}
-	if err := env.Client.Create(ctx, framework.NewEtcd("even", "etcd-three", 3, framework.EtcdImage("3.6.8"))); err != nil {
+	if err := env.Client().Create(ctx, framework.NewEtcd("even", "etcd-three", 3, framework.EtcdImage("3.6.8"))); err != nil {
 		t.Fatalf("3 replicas must be accepted: %v", err)
 	}
 }
 
 func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, "nosecret"); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client(), "nosecret", nil); err != nil {
 		t.Fatal(err)
 	}
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 	etcd := framework.NewEtcd("nosecret", "etcd-main", 3, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
-	waitForLastErrors(t, env.Client, etcd, "ERR_SECRET_MISSING", []string{"etcd-main-ca"})
-	waitForEvent(t, env.Client, etcd, "InvalidSpec")
-	if _, err := getStatefulSet(ctx, env.Client, "nosecret", "etcd-main"); err == nil {
+	waitForLastErrors(t, env.Client(), etcd, "ERR_SECRET_MISSING", []string{"etcd-main-ca"})
+	waitForEvent(t, env.Client(), etcd, "InvalidSpec")
+	if _, err := getStatefulSet(ctx, env.Client(), "nosecret", "etcd-main"); err == nil {
 		t.Fatal("a StatefulSet was created although its Secrets are missing")
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 func memberPods(ctx context.Context, c client.Client, ns string) (map[string]corev1.Pod, error) {
@@ -67,16 +67,16 @@ func uids(pods map[string]corev1.Pod) map[string]types.UID {
 // TestGateFlipSwitchesStrategyWithoutDeletingPods restarts the operator with the gate flipped, as
 // a config change does, and checks the StatefulSet strategy follows while every pod stays.
 func TestGateFlipSwitchesStrategyWithoutDeletingPods(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{WithControllerManager: true})
+	env := localcluster.StartForTest(t, localcluster.Options{CRDs: true})
 	const ns = "gateflip"
 	ctx := setup(t, env, ns, "etcd-main")
 
-	op := framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(false)})
-	if err := env.Client.Create(ctx, framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))); err != nil {
+	op := framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(false)})
+	if err := env.Client().Create(ctx, framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))); err != nil {
 		t.Fatal(err)
 	}
-	waitForStrategy(t, env.Client, ns, "etcd-main", appsv1.RollingUpdateStatefulSetStrategyType)
-	before := uids(waitForPods(t, env.Client, ns, 3))
+	waitForStrategy(t, env.Client(), ns, "etcd-main", appsv1.RollingUpdateStatefulSetStrategyType)
+	before := uids(waitForPods(t, env.Client(), ns, 3))
 
 	for _, step := range []struct {
 		on   bool
@@ -85,9 +85,9 @@ func TestGateFlipSwitchesStrategyWithoutDeletingPods(t *testing.T) {
 		if err := op.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		op = framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(step.on)})
-		waitForStrategy(t, env.Client, ns, "etcd-main", step.want)
-		pods, err := memberPods(ctx, env.Client, ns)
+		op = framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(step.on)})
+		waitForStrategy(t, env.Client(), ns, "etcd-main", step.want)
+		pods, err := memberPods(ctx, env.Client(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestGateFlipSwitchesStrategyWithoutDeletingPods(t *testing.T) {
 	}
 	framework.Eventually(t, timeout, "an UpdateStrategyChanged Event", func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+		if err := env.Client().List(ctx, events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		for _, e := range events.Items {
@@ -147,28 +147,28 @@ func renewLease(ctx context.Context, c client.Client, ns, name, role string, id 
 // (followers, then the leader), that nothing more is deleted while a recreated pod is not ready,
 // and the status the user sees meanwhile.
 func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{WithControllerManager: true})
+	env := localcluster.StartForTest(t, localcluster.Options{CRDs: true})
 	const ns = "rollout"
 	ctx := setup(t, env, ns, "etcd-main")
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 
 	etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
-	waitForStrategy(t, env.Client, ns, "etcd-main", appsv1.OnDeleteStatefulSetStrategyType)
-	pods := waitForPods(t, env.Client, ns, 3)
+	waitForStrategy(t, env.Client(), ns, "etcd-main", appsv1.OnDeleteStatefulSetStrategyType)
+	pods := waitForPods(t, env.Client(), ns, 3)
 	roleOf := map[string]string{"etcd-main-0": "Member", "etcd-main-1": "Leader", "etcd-main-2": "Member"}
 	for name := range pods {
 		p := pods[name]
-		if err := kubeletMarkReady(ctx, env.Client, &p); err != nil {
+		if err := kubeletMarkReady(ctx, env.Client(), &p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	renewAll := func(ctx context.Context) error {
 		for i := 0; i < 3; i++ {
 			name := fmt.Sprintf("etcd-main-%d", i)
-			if err := renewLease(ctx, env.Client, ns, name, roleOf[name], i); err != nil {
+			if err := renewLease(ctx, env.Client(), ns, name, roleOf[name], i); err != nil {
 				return err
 			}
 		}
@@ -179,7 +179,7 @@ func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
 	}
 
 	// The image bump.
-	if err := framework.SetEtcdImage(ctx, env.Client, etcd, framework.EtcdImage("3.7.3")); err != nil {
+	if err := framework.SetEtcdImage(ctx, env.Client(), etcd, framework.EtcdImage("3.7.3")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -190,7 +190,7 @@ func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
 		// StatefulSet controller recreates at the new revision.
 		var replaced string
 		framework.Eventually(t, timeout, fmt.Sprintf("deletion #%d", len(order)+1), func(ctx context.Context) (bool, string) {
-			now, err := memberPods(ctx, env.Client, ns)
+			now, err := memberPods(ctx, env.Client(), ns)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -213,11 +213,11 @@ func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
 		order = append(order, replaced)
 
 		// While the recreated pod is not ready, nothing else may go, and the status says why.
-		newPod := waitForRecreated(t, env.Client, ns, replaced, original[replaced])
+		newPod := waitForRecreated(t, env.Client(), ns, replaced, original[replaced])
 		if len(order) < 3 {
 			framework.Eventually(t, timeout, "status showing the wait", func(ctx context.Context) (bool, string) {
 				got := &druidv1alpha1.Etcd{}
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+				if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 					return false, err.Error()
 				}
 				c := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
@@ -229,14 +229,14 @@ func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
 				}
 				return true, ""
 			})
-			now, _ := memberPods(ctx, env.Client, ns)
+			now, _ := memberPods(ctx, env.Client(), ns)
 			for name, uid := range original {
 				if !contains(order, name) && now[name].UID != uid {
 					t.Fatalf("pod %s was deleted while the updated %s was not ready", name, replaced)
 				}
 			}
 		}
-		if err := kubeletMarkReady(ctx, env.Client, newPod); err != nil {
+		if err := kubeletMarkReady(ctx, env.Client(), newPod); err != nil {
 			t.Fatal(err)
 		}
 		if err := renewAll(ctx); err != nil {
@@ -248,14 +248,14 @@ func TestOnDeleteRollsFollowersFirstAndWaitsForRejoin(t *testing.T) {
 	}
 	framework.Eventually(t, timeout, "AllMembersUpdated", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+		if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 			return false, err.Error()
 		}
 		c := findCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
 		return c != nil && c.Status == druidv1alpha1.ConditionTrue && got.Status.CurrentReplicas == 3,
 			fmt.Sprintf("condition %+v, currentReplicas %d", c, got.Status.CurrentReplicas)
 	})
-	sts, err := getStatefulSet(ctx, env.Client, ns, "etcd-main")
+	sts, err := getStatefulSet(ctx, env.Client(), ns, "etcd-main")
 	if err != nil {
 		t.Fatal(err)
 	}

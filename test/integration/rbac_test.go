@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -53,33 +52,33 @@ func chartManagerRules(t *testing.T) []rbacv1.PolicyRule {
 // Namespaced, the rules are a Role in the one watched namespace: the operator converges the Etcd
 // there and leaves one in another namespace alone.
 func TestOperatorRunsWithOnlyTheChartsRBAC(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
 	rules := chartManagerRules(t)
 	const operatorNS = "etcd-conductor"
-	if err := framework.CreateNamespace(ctx, env.Client, operatorNS); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client(), operatorNS, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("cluster-wide", func(t *testing.T) {
 		const sa, ns = "cluster-wide", "rbac-cluster"
 		setup(t, env, ns, "etcd-main")
-		grant(ctx, t, env.Client, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rules},
+		grant(ctx, t, env.Client(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rules},
 			&rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: sa},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: sa},
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: operatorNS}},
 			})
-		cfg, err := envtestutil.ServiceAccountConfig(ctx, env.Config, operatorNS, sa)
+		cfg, err := localcluster.ServiceAccountConfig(ctx, env.RESTConfig(), operatorNS, sa)
 		if err != nil {
 			t.Fatal(err)
 		}
 		op := framework.StartOperator(t, cfg, framework.OperatorOptions{FeatureGates: gate(true)})
 		etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
-		if err := env.Client.Create(ctx, etcd); err != nil {
+		if err := env.Client().Create(ctx, etcd); err != nil {
 			t.Fatal(err)
 		}
-		waitConverged(t, env.Client, etcd)
+		waitConverged(t, env.Client(), etcd)
 		if err := op.Stop(); err != nil {
 			t.Errorf("operator stopped with an error: %v", err)
 		}
@@ -89,28 +88,28 @@ func TestOperatorRunsWithOnlyTheChartsRBAC(t *testing.T) {
 		const sa, ns, other = "namespaced", "rbac-watched", "rbac-unwatched"
 		setup(t, env, ns, "etcd-main")
 		setup(t, env, other, "etcd-main")
-		grant(ctx, t, env.Client, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, Rules: rules},
+		grant(ctx, t, env.Client(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}, Rules: rules},
 			&rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: operatorNS}},
 			})
-		cfg, err := envtestutil.ServiceAccountConfig(ctx, env.Config, operatorNS, sa)
+		cfg, err := localcluster.ServiceAccountConfig(ctx, env.RESTConfig(), operatorNS, sa)
 		if err != nil {
 			t.Fatal(err)
 		}
 		framework.StartOperator(t, cfg, framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 		unwatched := framework.NewEtcd(other, "etcd-main", 3, framework.EtcdImage("3.6.8"))
-		if err := env.Client.Create(ctx, unwatched); err != nil {
+		if err := env.Client().Create(ctx, unwatched); err != nil {
 			t.Fatal(err)
 		}
 		etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
-		if err := env.Client.Create(ctx, etcd); err != nil {
+		if err := env.Client().Create(ctx, etcd); err != nil {
 			t.Fatal(err)
 		}
-		waitConverged(t, env.Client, etcd)
+		waitConverged(t, env.Client(), etcd)
 		// The watched Etcd converged, so the operator was running while this one existed.
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: other, Name: "etcd-main"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: other, Name: "etcd-main"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
 			t.Errorf("StatefulSet in the unwatched namespace: err = %v, want NotFound", err)
 		}
 	})

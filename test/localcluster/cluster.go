@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
@@ -60,6 +61,7 @@ type Cluster struct {
 	apiPort   int
 	restCfg   *rest.Config
 	clientset kubernetes.Interface
+	client    client.Client
 
 	mu       sync.Mutex
 	etcd     *proc.Process
@@ -96,9 +98,10 @@ func newPaths(workDir string) paths {
 	}
 }
 
-// Start brings up etcd, kube-apiserver and kube-controller-manager and
-// returns once /readyz answers exactly "ok" and the `default` ServiceAccount
-// exists (pods are admitted only then). ctx bounds the startup only; the
+// Start brings up etcd, kube-apiserver and (unless NoControllerManager)
+// kube-controller-manager and returns once /readyz answers exactly "ok", the
+// CRDs asked for are served, and the `default` ServiceAccount exists (pods
+// are admitted only then). ctx bounds the startup only; the
 // processes run until Stop. On error everything started is stopped again.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	o, err := o.withDefaults()
@@ -209,6 +212,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if err := c.startAPIServer(ctx, clients.admin); err != nil {
 		return err
+	}
+	if c.opts.CRDs || c.opts.CRDDir != "" {
+		if err := InstallCRDs(ctx, c.restCfg, c.opts.CRDDir); err != nil {
+			return err
+		}
+	}
+	if c.opts.NoControllerManager {
+		return nil
 	}
 	if err := writeKubeconfig(p.kcmKubeconfig, c.ServerURL(), clients.caPEM, clients.kcm); err != nil {
 		return err
@@ -375,6 +386,9 @@ func (c *Cluster) startAPIServer(ctx context.Context, admin testpki.KeyPair) err
 	if c.opts.FeatureGates != "" {
 		args = append(args, "--feature-gates="+c.opts.FeatureGates)
 	}
+	if c.opts.NoControllerManager {
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
 	apiProc, err := c.launch("kube-apiserver", APIServerBinary, args)
 	if err != nil {
 		return err
@@ -398,7 +412,17 @@ func (c *Cluster) startAPIServer(ctx context.Context, admin testpki.KeyPair) err
 	if err := writeKubeconfig(p.adminKubeconfig, c.ServerURL(), c.caPEM(), admin); err != nil {
 		return err
 	}
-	return c.waitFor(ctx, "kube-apiserver /readyz", c.apiServerReady)
+	if err := c.waitFor(ctx, "kube-apiserver /readyz", c.apiServerReady); err != nil {
+		return err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	if c.client, err = client.New(c.restCfg, client.Options{Scheme: scheme}); err != nil {
+		return fmt.Errorf("client for kube-apiserver: %w", err)
+	}
+	return nil
 }
 
 func (c *Cluster) caPEM() []byte {
@@ -524,6 +548,9 @@ func (c *Cluster) processes() []*proc.Process {
 // with featureGates (replacing Options.FeatureGates for it; the apiserver
 // keeps its gates). It returns once the new process answers /healthz.
 func (c *Cluster) RestartControllerManager(ctx context.Context, featureGates string) error {
+	if c.opts.NoControllerManager {
+		return errors.New("restart kube-controller-manager: the cluster was started without one")
+	}
 	c.mu.Lock()
 	old := c.kcm
 	c.kcm = nil
@@ -592,6 +619,12 @@ func (c *Cluster) KubeconfigPath() string { return c.paths.adminKubeconfig }
 
 // RESTConfig returns a copy of the admin client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restCfg) }
+
+// Clientset is an admin client-go clientset.
+func (c *Cluster) Clientset() kubernetes.Interface { return c.clientset }
+
+// Client is an admin controller-runtime client that knows client-go's types and the druid API.
+func (c *Cluster) Client() client.Client { return c.client }
 
 // CAFile is the CA of the apiserver's serving certificate: the ca.crt that
 // simulated pods mount.

@@ -1,17 +1,18 @@
 package localcluster
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 )
 
 // BinDirEnv overrides where the control-plane binaries are looked up.
-const BinDirEnv = "ETCD_CONDUCTOR_BIN_DIR"
+const BinDirEnv = etcdtest.BinDirEnv
 
 // Binary names inside the bin dir, as test/tools/build-binaries.sh links them.
 const (
@@ -61,6 +62,17 @@ type Options struct {
 	// Controllers for kube-controller-manager; names with or without the
 	// "-controller" suffix. Default DefaultControllers.
 	Controllers []string
+	// NoControllerManager runs etcd and kube-apiserver only, for tests that
+	// play the controllers themselves (objects stay as the test wrote them).
+	// Nothing then creates the default ServiceAccounts, so the ServiceAccount
+	// admission plugin is off, as in controller-runtime's envtest.
+	NoControllerManager bool
+	// CRDs installs the chart's CustomResourceDefinitions before Start
+	// returns, as `helm install` does first.
+	CRDs bool
+	// CRDDir installs the CRDs of this directory instead (e.g. an older
+	// version of the chart's).
+	CRDDir string
 	// Log receives one line per process start and stop; process output goes
 	// to files under WorkDir/logs. Default: discarded.
 	Log io.Writer
@@ -69,37 +81,13 @@ type Options struct {
 	Detach bool
 }
 
-// DefaultBinDir returns $ETCD_CONDUCTOR_BIN_DIR, or <repo root>/bin where
-// the repo root is the nearest directory above the working directory that
-// holds go.mod.
-func DefaultBinDir() (string, error) {
-	if dir := os.Getenv(BinDirEnv); dir != "" {
-		return filepath.Abs(dir)
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "bin"), nil
-}
+// DefaultBinDir is $ETCD_CONDUCTOR_BIN_DIR, or <repo root>/bin, as an
+// absolute path.
+var DefaultBinDir = etcdtest.BinDir
 
-// RepoRoot walks up from the working directory to the directory with go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repo root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repo root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the checkout: the nearest directory above the working
+// directory that holds go.mod.
+var RepoRoot = etcdtest.RepoRoot
 
 // MissingBinaries lists the binaries Start needs that binDir lacks.
 func MissingBinaries(binDir string) []string {

@@ -32,7 +32,7 @@ func TestPodSecurityAdmissionEnforcesRestricted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), eventually)
 	defer cancel()
 	const ns = "restricted"
-	if err := framework.CreateRestrictedNamespace(ctx, cl, ns); err != nil {
+	if _, err := framework.CreateNamespace(ctx, cl, ns, framework.RestrictedPodSecurity()); err != nil {
 		t.Fatal(err)
 	}
 	etcd := framework.NewEtcd(ns, "etcd", 3, framework.EtcdImage("3.6.8"))

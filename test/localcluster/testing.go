@@ -35,8 +35,21 @@ func StartForTest(t testing.TB, o Options) *Cluster {
 }
 
 // SkipWithoutBinaries skips t when the control-plane binaries are missing
-// from binDir (default DefaultBinDir), or fails it when CI=true.
+// from binDir (default DefaultBinDir), or fails it when CI=true: CI must have
+// run `make tools`.
 func SkipWithoutBinaries(t testing.TB, binDir string) {
+	t.Helper()
+	requireBinaries(t, binDir, EtcdBinary, APIServerBinary, ControllerManagerBinary)
+}
+
+// RequireBinary returns the path of a tool `make tools` links into the bin
+// dir (helm, kubectl, controller-gen); without it t skips, or fails under CI=true.
+func RequireBinary(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(requireBinaries(t, "", name), name)
+}
+
+func requireBinaries(t testing.TB, binDir string, names ...string) string {
 	t.Helper()
 	if binDir == "" {
 		dir, err := DefaultBinDir()
@@ -45,13 +58,19 @@ func SkipWithoutBinaries(t testing.TB, binDir string) {
 		}
 		binDir = dir
 	}
-	missing := MissingBinaries(binDir)
+	var missing []string
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			missing = append(missing, name)
+		}
+	}
 	if len(missing) == 0 {
-		return
+		return binDir
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("binaries %v missing in %s: run `make tools`", missing, binDir)
-		return
+		return binDir
 	}
 	t.Skipf("binaries %v missing in %s (run `make tools`)", missing, binDir)
+	return binDir
 }

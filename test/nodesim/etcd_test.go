@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -179,7 +180,7 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPod(t, ns, "etcd-1", "recreated and ready", func(p *corev1.Pod) bool {
-		return p.UID != old.UID && podReady(p)
+		return p.UID != old.UID && framework.PodReady(p)
 	})
 	// sameCluster checks that every member rejoined from its volume rather than starting a new cluster.
 	sameCluster := func(ctx context.Context, t *testing.T, c *clientv3.Client) {
@@ -234,7 +235,7 @@ func TestEtcdStatefulSetFormsClusterAndSurvivesPodRecreation(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.waitPod(t, ns, m, "recreated as non-root and ready", func(p *corev1.Pod) bool {
-				return p.UID != old.UID && podReady(p) && p.Spec.SecurityContext != nil
+				return p.UID != old.UID && framework.PodReady(p) && p.Spec.SecurityContext != nil
 			})
 		}
 		c3 := newClient(t)

@@ -3,6 +3,10 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -87,6 +91,38 @@ func (s *Simulator) CrashOnStart(pod, container string, on bool) {
 	} else {
 		delete(s.crashOnStart, key)
 	}
+}
+
+// ForgetNamespace is the simulator's part of deleting a test namespace: it lifts the faults set
+// for pods in it (a later namespace may reuse a pod name) and returns what it still holds of the
+// namespace: pods it runs and claim volumes it has not reclaimed. Once the namespace is gone and
+// its events are handled, that is nothing, and its data directory is removed.
+func (s *Simulator) ForgetNamespace(namespace string) (stillHeld []string) {
+	s.mu.Lock()
+	prefix := namespace + "/"
+	for key := range s.crashOnStart {
+		if strings.HasPrefix(key, prefix) {
+			delete(s.crashOnStart, key)
+		}
+	}
+	for key := range s.byName {
+		if strings.HasPrefix(key, prefix) {
+			stillHeld = append(stillHeld, "pod "+key)
+		}
+	}
+	s.mu.Unlock()
+	dataDir := filepath.Join(s.o.DataDir, namespace)
+	volumes, err := os.ReadDir(dataDir)
+	for _, v := range volumes {
+		stillHeld = append(stillHeld, "volume "+filepath.Join(dataDir, v.Name()))
+	}
+	if err == nil && len(stillHeld) == 0 {
+		if err := os.Remove(dataDir); err != nil {
+			stillHeld = append(stillHeld, fmt.Sprintf("data directory %s: %v", dataDir, err))
+		}
+	}
+	sort.Strings(stillHeld)
+	return stillHeld
 }
 
 // PodIP returns the IP of the pod's current sandbox.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/nodesim"
 )
@@ -87,8 +88,7 @@ func (e *env) namespace(t *testing.T) string {
 	}
 	name = strings.Trim(name, "-")
 	ctx := context.Background()
-	_, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := framework.CreateNamespace(ctx, e.cluster.Client(), name, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Pods are admitted only once the namespace's default ServiceAccount exists.
@@ -103,22 +103,7 @@ func (e *env) namespace(t *testing.T) string {
 // it is not what the test asserts.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if state != last {
-			t.Logf("waiting for %s: %s", what, state)
-			last = state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s; last state: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	framework.Eventually(t, timeout, what, func(context.Context) (bool, string) { return cond() })
 }
 
 func helperPod(ns, name string) *corev1.Pod {
@@ -170,18 +155,9 @@ func (e *env) getPod(t *testing.T, ns, name string) *corev1.Pod {
 	return p
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func describe(p *corev1.Pod) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s ready=%v ip=%s", p.Status.Phase, podReady(p), p.Status.PodIP)
+	fmt.Fprintf(&b, "phase=%s ready=%v ip=%s", p.Status.Phase, framework.PodReady(p), p.Status.PodIP)
 	for _, cs := range p.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:
@@ -212,7 +188,7 @@ func (e *env) waitPod(t *testing.T, ns, name, what string, cond func(*corev1.Pod
 
 func (e *env) waitReady(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	return e.waitPod(t, ns, name, "ready", podReady)
+	return e.waitPod(t, ns, name, "ready", framework.PodReady)
 }
 
 // get fetches a helper endpoint of a pod from the host, over the bridge.
@@ -443,7 +419,7 @@ func TestSimulator(t *testing.T) {
 		}
 		e.waitPod(t, ns, "upgraded", "running v2", func(p *corev1.Pod) bool {
 			cs := p.Status.ContainerStatuses[0]
-			return podReady(p) && cs.Image == "nodesim.test/helper:v2" && cs.RestartCount == 1
+			return framework.PodReady(p) && cs.Image == "nodesim.test/helper:v2" && cs.RestartCount == 1
 		})
 	})
 
@@ -455,7 +431,7 @@ func TestSimulator(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := e.waitPod(t, ns, "victim", "restarted once and ready", func(p *corev1.Pod) bool {
-			return podReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+			return framework.PodReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1
 		})
 		last := got.Status.ContainerStatuses[0].LastTerminationState.Terminated
 		if last == nil || last.ExitCode != 137 || last.Reason != "Error" {
@@ -493,7 +469,7 @@ func TestSimulator(t *testing.T) {
 			}
 			return seen["ErrImagePull"] && seen["ImagePullBackOff"]
 		})
-		if p := e.getPod(t, ns, "badimage"); p.Status.Phase != corev1.PodPending || podReady(p) {
+		if p := e.getPod(t, ns, "badimage"); p.Status.Phase != corev1.PodPending || framework.PodReady(p) {
 			t.Errorf("pod with a missing image: %s", describe(p))
 		}
 	})
@@ -654,7 +630,7 @@ func TestSimulator(t *testing.T) {
 		if err := e.sim.Partition(ns + "/island"); err != nil {
 			t.Fatal(err)
 		}
-		e.waitPod(t, ns, "island", "not ready while partitioned", func(p *corev1.Pod) bool { return !podReady(p) })
+		e.waitPod(t, ns, "island", "not ready while partitioned", func(p *corev1.Pod) bool { return !framework.PodReady(p) })
 		if err := e.sim.Heal(ns + "/island"); err != nil {
 			t.Fatal(err)
 		}
@@ -687,7 +663,7 @@ func TestSimulator(t *testing.T) {
 		if err := e.sim.Hang(ns+"/sleepy", "main"); err != nil {
 			t.Fatal(err)
 		}
-		e.waitPod(t, ns, "sleepy", "not ready while hung", func(p *corev1.Pod) bool { return !podReady(p) })
+		e.waitPod(t, ns, "sleepy", "not ready while hung", func(p *corev1.Pod) bool { return !framework.PodReady(p) })
 		if err := e.sim.Resume(ns+"/sleepy", "main"); err != nil {
 			t.Fatal(err)
 		}

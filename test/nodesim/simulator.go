@@ -27,6 +27,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 )
 
 // Options configure a Simulator.
@@ -152,7 +154,7 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		o.VolumeSyncPeriod = 5 * time.Second
 	}
 	if o.BinDir == "" {
-		dir, err := DefaultBinDir()
+		dir, err := etcdtest.BinDir()
 		if err != nil {
 			return nil, err
 		}
@@ -271,28 +273,6 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 	}
 	s.log.Info("node simulator started", "network", s.network.Name(), "workDir", s.o.WorkDir)
 	return s, nil
-}
-
-// DefaultBinDir is $ETCD_CONDUCTOR_BIN_DIR, else bin/ under the directory
-// holding go.mod above the working directory.
-func DefaultBinDir() (string, error) {
-	if d := os.Getenv("ETCD_CONDUCTOR_BIN_DIR"); d != "" {
-		return d, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "bin"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory; set ETCD_CONDUCTOR_BIN_DIR")
-		}
-		dir = parent
-	}
 }
 
 // NodeName is the name of the simulated Node.

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
 // Deletion is one pod deletion as the auditor saw it: the moment the pod got its
@@ -131,8 +133,9 @@ func (a *DeletionAuditor) observe(t watch.EventType, pod *corev1.Pod) {
 
 // judge evaluates a deletion against the state just before it.
 func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
-	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: etcdReady(pod),
-		Revision: pod.Labels[appsv1.StatefulSetRevisionLabel], Strategy: a.strategy}
+	observed := framework.ObservePod(pod)
+	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: observed.Participating,
+		Revision: observed.Revision, Strategy: a.strategy}
 	if !d.Participating {
 		return d
 	}
@@ -148,22 +151,13 @@ func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 			problems = append(problems, name+" missing")
 		case other.DeletionTimestamp != nil:
 			problems = append(problems, name+" terminating")
-		case a.updateRevision != "" && other.Labels[appsv1.StatefulSetRevisionLabel] == a.updateRevision && !etcdReady(other):
+		case a.updateRevision != "" && !rollout.IsOutdated(framework.ObservePod(other), a.updateRevision) && !framework.ObservePod(other).Participating:
 			problems = append(problems, name+" updated but not participating")
 		}
 	}
 	sort.Strings(problems)
 	d.Violation = strings.Join(problems, ", ")
 	return d
-}
-
-func etcdReady(p *corev1.Pod) bool {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == resources.EtcdContainerName {
-			return cs.Ready
-		}
-	}
-	return false
 }
 
 // Stop ends the watch and returns every deletion seen, and an error if the watch broke (then the

@@ -16,10 +16,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
@@ -39,9 +41,12 @@ type EtcdCluster struct {
 }
 
 // CreateEtcd creates a namespace enforcing the restricted Pod Security Standard, TLS Secrets and
-// the Etcd.
+// the Etcd. A namespace ending in "-" is a
+// prefix of a generated name, so that a scenario can run many times in one stack; the cluster's
+// Namespace is the name it got. DeleteNamespace removes it again.
 func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas int32, image string) (*EtcdCluster, error) {
-	if err := framework.CreateRestrictedNamespace(ctx, s.Client, namespace); err != nil {
+	namespace, err := framework.CreateNamespace(ctx, s.Client, namespace, framework.RestrictedPodSecurity())
+	if err != nil {
 		return nil, err
 	}
 	pki, err := framework.CreateTLSSecrets(ctx, s.Client, namespace, name)
@@ -52,6 +57,25 @@ func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas
 		return nil, fmt.Errorf("creating Etcd %s/%s: %w", namespace, name, err)
 	}
 	return &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}, nil
+}
+
+// DeleteNamespace removes a test namespace the way a user would: the namespace controller
+// deletes what is in it, the node simulator finishes the pods and reclaims their volumes. It then
+// lifts the simulator's faults for the namespace and checks no pod of it is left running.
+func (s *Stack) DeleteNamespace(ctx context.Context, namespace string) error {
+	if err := framework.DeleteNamespace(ctx, s.Client, namespace, 3*time.Minute); err != nil {
+		return err
+	}
+	// A pod worker lets go of its pod just after it has finished it in the API.
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		left = s.Sim.ForgetNamespace(namespace)
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s is gone but the node simulator still holds %v: %w", namespace, left, err)
+	}
+	return nil
 }
 
 // PodName is the name of ordinal i; PodKey is "namespace/name", as the simulator's faults take it.
@@ -154,15 +178,21 @@ func (c *EtcdCluster) State(ctx context.Context) (RolloutState, error) {
 	if sts.Status.ObservedGeneration < sts.Generation {
 		st.UpdateRevision = "" // the StatefulSet controller has not computed it yet
 	}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
+	// Outdated by the planner's own rule, not one of the test's.
+	observed := map[string]rollout.PodState{}
+	for _, p := range framework.Observe(sts, pods).Pods {
+		observed[p.Name] = p
+	}
+	for i := range pods {
+		p := observed[pods[i].Name]
+		if p.Terminating {
 			st.Terminating++
 			continue
 		}
-		if st.UpdateRevision != "" && p.Labels[appsv1.StatefulSetRevisionLabel] == st.UpdateRevision {
+		if st.UpdateRevision != "" && !rollout.IsOutdated(p, st.UpdateRevision) {
 			st.Updated++
 		}
-		if podReady(&p) {
+		if framework.PodReady(&pods[i]) {
 			st.Ready++
 		}
 	}
@@ -173,29 +203,40 @@ func (c *EtcdCluster) State(ctx context.Context) (RolloutState, error) {
 // update revision and is ready.
 func (c *EtcdCluster) WaitConverged(ctx context.Context, image string) error {
 	var last RolloutState
-	for {
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		st, err := c.State(ctx)
-		if err == nil {
-			last = st
-			if st.Image == image && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0 {
-				return nil
-			}
+		if err != nil {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("members of %s/%s did not converge (%s): %w", c.Namespace, c.Name, last, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		last = st
+		return st.Image == image && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("members of %s/%s did not converge (%s): %w", c.Namespace, c.Name, last, err)
 	}
+	return nil
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+// WaitNotReady waits, up to a minute, until member i's pod is not Ready (or gone): the fault
+// injected into it took effect.
+func (c *EtcdCluster) WaitNotReady(ctx context.Context, i int) error {
+	name := c.PodName(i)
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Pods(ctx)
+		if err != nil {
+			return false, nil
 		}
+		for j := range pods {
+			if pods[j].Name == name {
+				return !framework.PodReady(&pods[j]), nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s still ready a minute after the fault: %w", name, err)
 	}
-	return false
+	return nil
 }
 
 // DataDirOwners reports, per member pod, the user owning its etcd data directory on the node: the

@@ -1,7 +1,7 @@
 // Package stack brings up the whole proving ground in one call: a bridge network for pods, a real
 // control plane (etcd, kube-apiserver, kube-controller-manager) bound to the bridge gateway, and
-// the node simulator playing kubelet, with this project's binary built fresh for the sidecars, and
-// the chart's member Lease admission policy. Etcd namespaces enforce the restricted Pod Security
+// the node simulator playing kubelet, with the project binary `make build` wrote running the sidecars,
+// and the chart's member Lease admission policy. Etcd namespaces enforce the restricted Pod Security
 // Standard.
 // The e2e scenarios, the benchmark and the demo all stand on it; the operator is started
 // separately (framework.RunOperator) because scenarios stop and restart it.
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/nodesim"
@@ -44,12 +42,13 @@ type Options struct {
 
 // Stack is a running proving ground.
 type Stack struct {
-	Network   *nodesim.Network
-	Cluster   *localcluster.Cluster
-	Sim       *nodesim.Simulator
-	Client    client.Client
-	Kube      kubernetes.Interface
-	BinaryDir string
+	Network *nodesim.Network
+	Cluster *localcluster.Cluster
+	Sim     *nodesim.Simulator
+	Client  client.Client
+	Kube    kubernetes.Interface
+	// Binary is the etcd-conductor the member-agent sidecars run (localcluster.ProjectBinary).
+	Binary string
 
 	workDir    string
 	ownWorkDir bool
@@ -76,8 +75,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		o.BackoffBase = time.Second
 	}
 
-	s.BinaryDir = filepath.Join(s.workDir, "bin")
-	if err := buildProjectBinary(ctx, s.BinaryDir); err != nil {
+	if s.Binary, err = localcluster.ProjectBinary(); err != nil {
 		return nil, err
 	}
 	if s.Network, err = nodesim.SetupFreeNetwork("ecst"); err != nil {
@@ -87,33 +85,21 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		WorkDir:      filepath.Join(s.workDir, "cluster"),
 		BindAddress:  s.Network.GatewayIP(),
 		FeatureGates: o.FeatureGates,
+		CRDs:         true,
 		Log:          o.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	restCfg := s.Cluster.RESTConfig()
-	if err := InstallCRDs(ctx, restCfg); err != nil {
-		return nil, err
-	}
-	if s.Kube, err = kubernetes.NewForConfig(restCfg); err != nil {
-		return nil, err
-	}
+	s.Kube, s.Client = s.Cluster.Clientset(), s.Cluster.Client()
 	if err := InstallMemberLeasePolicy(ctx, s.Kube, filepath.Join(s.workDir, "helm")); err != nil {
-		return nil, err
-	}
-	scheme, err := envtestutil.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	if s.Client, err = client.New(restCfg, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
 	host, port := s.Cluster.APIServerHost()
 	s.Sim, err = nodesim.Start(ctx, nodesim.Options{
 		Client:        s.Kube,
 		Network:       s.Network,
-		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: filepath.Join(s.BinaryDir, "etcd-conductor")},
+		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: s.Binary},
 		APIServerHost: host,
 		APIServerPort: port,
 		BackoffBase:   o.BackoffBase,
@@ -147,23 +133,4 @@ func (s *Stack) Stop() error {
 		s.ownWorkDir = false
 	}
 	return errors.Join(errs...)
-}
-
-// buildProjectBinary builds cmd/etcd-conductor from this checkout, so the sidecars run exactly
-// the code under test.
-func buildProjectBinary(ctx context.Context, dir string) error {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "etcd-conductor"), "./cmd/etcd-conductor")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building etcd-conductor: %w\n%s", err, out)
-	}
-	return nil
 }

@@ -17,10 +17,10 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -154,15 +154,7 @@ func dial(creds conductortls.ClientMaterial, ep Endpoint) (*memberConn, error) {
 	// hide exactly the failures the instruments are there to count.
 	cc, err := grpc.NewClient("passthrough:///"+ep.Address,
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)),
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff: backoff.Config{
-				BaseDelay:  50 * time.Millisecond,
-				Multiplier: 1.6,
-				Jitter:     0.2,
-				MaxDelay:   maxReconnectDelay,
-			},
-			MinConnectTimeout: connectTimeout,
-		}),
+		grpc.WithConnectParams(etcdclient.ReconnectParams(maxReconnectDelay, connectTimeout)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)
 	if err != nil {

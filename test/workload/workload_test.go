@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
@@ -82,17 +83,7 @@ func stopRecorder(t *testing.T, r *workload.Recorder) workload.Report {
 // eventually polls cond until it holds; clusters take a moment to fail over and recover.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened; last state: %s", what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	framework.Eventually(t, 60*time.Second, what, func(context.Context) (bool, string) { return cond() })
 }
 
 func ackedAtLeast(r *workload.Recorder, n int) func() (bool, string) {

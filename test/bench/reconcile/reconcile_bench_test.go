@@ -25,7 +25,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -68,9 +68,9 @@ func BenchmarkReconcileSteadyState(b *testing.B) {
 		b.Skipf("etcd binary not built: %v", err)
 	}
 	members := etcdtest.Start(b, etcdtest.Config{EtcdName: etcdName, Namespace: namespace})
-	env := envtestutil.Start(b, envtestutil.Options{})
+	env := localcluster.StartForTest(b, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
-	sts := createMembers(ctx, b, env.Client, members)
+	sts := createMembers(ctx, b, env.Client(), members)
 
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	b.Cleanup(pool.Close)
@@ -83,8 +83,8 @@ func BenchmarkReconcileSteadyState(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := ondelete.NewReconciler(ondelete.Config{
-		Client:           client.NewDryRunClient(env.Client),
-		Reader:           env.Client,
+		Client:           client.NewDryRunClient(env.Client()),
+		Reader:           env.Client(),
 		Recorder:         &record.FakeRecorder{}, // no channel: events are dropped
 		Members:          mapper,
 		Metrics:          metrics,
