@@ -18,6 +18,7 @@ type rule func(v *view) *Decision
 // (one at a time: nothing is added while one exists), lost members are replaced before resizing,
 // resizing waits for a rollout, scale-in comes before scale-out.
 var rules = []rule{
+	ruleHibernate,
 	ruleMembersKnown,
 	ruleLearnerUnwanted,
 	ruleLearner,
@@ -115,11 +116,29 @@ func decide(a Action, r RuleID, format string, args ...any) *Decision {
 	return &Decision{Action: a, Rule: r, Reason: fmt.Sprintf(format, args...)}
 }
 
+// ruleHibernate: replicas 0 stops every pod and keeps the membership and the volumes as they
+// are, so the members come back with their data.
+func ruleHibernate(v *view) *Decision {
+	if v.o.Desired != 0 {
+		return nil
+	}
+	if v.o.StatefulSetReplicas == 0 {
+		return decide(ActionDone, RuleDone, "hibernated: desired 0, StatefulSet replicas 0")
+	}
+	d := decide(ActionSetReplicas, RuleHibernate, "hibernating: StatefulSet replicas %d → 0, membership and volumes kept", v.o.StatefulSetReplicas)
+	return d
+}
+
 // ruleMembersKnown: without the member list nothing can be decided, except the size of a cluster
 // that has never formed (the members all start "new" from the StatefulSet's pods).
 func ruleMembersKnown(v *view) *Decision {
 	if v.o.MembersKnown {
 		return nil
+	}
+	if v.o.Bootstrapped && v.o.StatefulSetReplicas == 0 {
+		d := decide(ActionSetReplicas, RuleWake, "waking from hibernation: StatefulSet replicas 0 → %d; the members restart from their data", v.o.Desired)
+		d.Replicas = v.o.Desired
+		return d
 	}
 	if !v.o.Bootstrapped && v.o.StatefulSetReplicas != v.o.Desired {
 		d := decide(ActionSetReplicas, RuleBootstrapReplicas, "cluster not bootstrapped yet: StatefulSet replicas %d → %d",

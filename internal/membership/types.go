@@ -53,6 +53,8 @@ const (
 type RuleID string
 
 const (
+	RuleHibernate         RuleID = "hibernate/set-replicas"
+	RuleWake              RuleID = "wake/set-replicas"
 	RuleMembersUnknown    RuleID = "wait/members-unknown"
 	RuleBootstrapReplicas RuleID = "bootstrap/set-replicas"
 	RuleLearnerUnwanted   RuleID = "learner/remove-unwanted"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
@@ -107,6 +108,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	etcd, err := r.owningEtcd(ctx, sts)
 	if err != nil || etcd == nil {
 		return ctrl.Result{}, err
+	}
+	if membership.ScaleInProgress(etcd) {
+		// One change at a time: the membership controller yields to a rollout between its steps.
+		log.V(1).Info("Membership change in progress; not replacing pods now")
+		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
 	}
 	pods, err := r.memberPods(ctx, sts)
 	if err != nil {
