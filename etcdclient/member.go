@@ -273,6 +273,12 @@ func IsMemberNotFound(err error) bool {
 	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotFound))
 }
 
+// IsUnhealthyCluster reports etcd's refusal of a membership change while some voter has not been
+// connected long enough (strict reconfiguration check), e.g. just after a promotion.
+func IsUnhealthyCluster(err error) bool {
+	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy))
+}
+
 // IsPeerURLExist reports that a member with that peer URL is already in the cluster.
 func IsPeerURLExist(err error) bool {
 	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCPeerURLExist))

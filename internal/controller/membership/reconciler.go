@@ -141,13 +141,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	actErr := r.act(ctx, etcd, sts, tgts, creds, decision)
 	if actErr != nil {
-		if etcdclient.IsLearnerNotReady(actErr) {
+		switch {
+		case etcdclient.IsLearnerNotReady(actErr):
 			// etcd refuses until the learner has ~90 % of the leader's log: ask again shortly,
 			// not in a tight loop.
 			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleLearnerNotReady,
 				Reason: fmt.Sprintf("learner %s has not caught up with the leader yet (etcd: %v); retrying", describe(decision.Member), actErr)}
 			actErr = nil
-		} else {
+		case etcdclient.IsUnhealthyCluster(actErr):
+			// etcd's strict reconfiguration check: a voter (say, one just promoted) has not been
+			// connected long enough. It passes within seconds.
+			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleClusterSettling,
+				Reason: fmt.Sprintf("%s: etcd refused for now (%v); retrying", decision.Reason, actErr)}
+			actErr = nil
+		default:
 			decision.Reason = fmt.Sprintf("%s: failed: %v", decision.Reason, actErr)
 		}
 	}
@@ -160,8 +167,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, nil
 }
 
-// RuleLearnerNotReady is the controller's own wait: etcd refused a promotion.
-const RuleLearnerNotReady membership.RuleID = "wait/learner-catching-up"
+// The controller's own waits, when etcd refuses a step the planner chose.
+const (
+	// RuleLearnerNotReady: etcd refused a promotion, the learner has not caught up.
+	RuleLearnerNotReady membership.RuleID = "wait/learner-catching-up"
+	// RuleClusterSettling: etcd refused a membership change while a voter is freshly connected.
+	RuleClusterSettling membership.RuleID = "wait/cluster-settling"
+)
 
 func describe(m *membership.Member) string {
 	if m == nil {
@@ -268,7 +280,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Et
 // for every change of what the controller waits on.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
 	status := druidv1alpha1.ConditionFalse
-	if d.InProgress() || d.Rule == RuleLearnerNotReady {
+	if d.InProgress() || d.Rule == RuleLearnerNotReady || d.Rule == RuleClusterSettling {
 		status = druidv1alpha1.ConditionTrue
 	}
 	reason := d.Rule.ConditionReason()

@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+// scaleScenario changes spec.replicas from → to under a writer and monitors, optionally after a
+// fault, and checks that the members end up exactly the pods, with no learner and no write lost.
+type scaleScenario struct {
+	name     string
+	from, to int32
+	// beforeScale injects a fault or a disturbance; during acts while the change runs.
+	beforeScale func(ctx context.Context, e *env)
+	during      func(ctx context.Context, e *env)
+	// skipScale: the scenario changes no replicas (e.g. a member's volume is lost) and only
+	// waits for the membership to heal.
+	skipScale bool
+}
+
+// memberList asks the members for the member list over mTLS, as a client would.
+func memberList(ctx context.Context, e *env) ([]etcdclient.Member, error) {
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
+	var targets []etcdclient.Target
+	for _, ep := range e.cluster.Endpoints()() {
+		targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
+	}
+	cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cs.Leader(); !ok {
+		return nil, fmt.Errorf("no leader answered")
+	}
+	return cs.MemberList, nil
+}
+
+// membershipSettled: the member list is exactly etcd-0..n-1, all voters and started, every pod
+// ready, the StatefulSet at n, and the Etcd's ScaleOperationInProgress False.
+func membershipSettled(ctx context.Context, e *env, n int) (bool, string) {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return false, err.Error()
+	}
+	var names []string
+	for _, m := range members {
+		if m.IsLearner || len(m.ClientURLs) == 0 {
+			return false, fmt.Sprintf("member %q (%x) learner=%v started=%v", m.Name, m.ID, m.IsLearner, len(m.ClientURLs) > 0)
+		}
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	var want []string
+	for i := 0; i < n; i++ {
+		want = append(want, e.cluster.PodName(i))
+	}
+	sort.Strings(want)
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		return false, fmt.Sprintf("members %v, want %v", names, want)
+	}
+	e.cluster.Replicas = n
+	st, err := e.cluster.State(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	sts, err := e.cluster.StatefulSet(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	if st.Ready != n || st.Terminating != 0 || sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != n {
+		return false, fmt.Sprintf("pods: %s, StatefulSet replicas %v", st, *sts.Spec.Replicas)
+	}
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range etcd.Status.Conditions {
+		if c.Type == druidv1alpha1.ConditionTypeScaleOperationInProgress && c.Status != druidv1alpha1.ConditionFalse {
+			return false, "ScaleOperationInProgress: " + c.Message
+		}
+	}
+	return true, ""
+}
+
+// voterWatch records when each member first shows up as a started voter.
+type voterWatch struct {
+	start  time.Time
+	voters map[string]time.Duration
+}
+
+func (w *voterWatch) poll(ctx context.Context, e *env) {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return
+	}
+	for _, m := range members {
+		if !m.IsLearner && m.Name != "" {
+			if _, seen := w.voters[m.Name]; !seen {
+				w.voters[m.Name] = time.Since(w.start)
+			}
+		}
+	}
+}
+
+func runScale(t *testing.T, sc scaleScenario) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	ns := "e2e-scale-" + sc.name
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	cluster, err := s.CreateEtcd(ctx, ns, etcdName, sc.from, framework.EtcdImage(fromVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() { dumpOnFailure(t, e) })
+	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+	framework.Eventually(t, time.Minute, "initial membership", func(ctx context.Context) (bool, string) {
+		return membershipSettled(ctx, e, int(sc.from))
+	})
+	if sc.beforeScale != nil {
+		sc.beforeScale(ctx, e)
+	}
+	expected := sc.from
+	if sc.to < expected {
+		expected = sc.to
+	}
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: int(expected),
+		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a baseline before anything happens
+
+	started := time.Now()
+	if !sc.skipScale {
+		etcd, err := cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = sc.to
+		if err := s.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatalf("scaling to %d: %v", sc.to, err)
+		}
+	}
+	if sc.during != nil {
+		sc.during(ctx, e)
+	}
+	watch := &voterWatch{start: started, voters: map[string]time.Duration{}}
+	watch.poll(ctx, e)
+	initialVoters := map[string]bool{}
+	for name := range watch.voters {
+		initialVoters[name] = true
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	last := ""
+	for {
+		watch.poll(ctx, e)
+		ok, msg := membershipSettled(ctx, e, int(sc.to))
+		if ok {
+			break
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("membership did not settle at %d: %s", sc.to, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(started)
+	time.Sleep(time.Second) // the writer shows the cluster serving at the new size
+
+	report, recErr := rec.Stop(ctx)
+	var promoted []string
+	for name, d := range watch.voters {
+		if !initialVoters[name] {
+			promoted = append(promoted, fmt.Sprintf("%s@%s", name, d.Round(100*time.Millisecond)))
+		}
+	}
+	sort.Strings(promoted)
+	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		sc.name, sc.from, sc.to, took.Round(100*time.Millisecond), strings.Join(promoted, " "), report.QuorumLossMs, report.LongestWriteGapMs,
+		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+	if recErr != nil {
+		t.Errorf("recorder: %v", recErr)
+	}
+	if report.AuditError != "" {
+		t.Errorf("acknowledged-write audit could not run: %s", report.AuditError)
+	}
+	if report.LostAckedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
+	}
+	if report.AckedWrites == 0 {
+		t.Errorf("the writer got no write acknowledged: the measurement saw nothing")
+	}
+	for _, q := range report.QuorumLosses {
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(started).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+	}
+	checkLeases(ctx, t, e, int(sc.to))
+	logEvents(ctx, t, e)
+}
+
+// checkLeases: one Lease per member, none for pods that are gone.
+func checkLeases(ctx context.Context, t *testing.T, e *env, n int) {
+	t.Helper()
+	leases := &coordinationv1.LeaseList{}
+	sel := resources.SelectorLabels(&druidv1alpha1.Etcd{})
+	sel[resources.LabelInstance] = e.cluster.Name
+	if err := e.stack.Client.List(ctx, leases, client.InNamespace(e.cluster.Namespace), client.MatchingLabels(sel)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range leases.Items {
+		got = append(got, l.Name)
+	}
+	sort.Strings(got)
+	var want []string
+	for i := 0; i < n; i++ {
+		want = append(want, e.cluster.PodName(i))
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("member leases %v, want %v", got, want)
+	}
+}
+
+// logEvents shows the membership controller's Events: each step and refusal.
+func logEvents(ctx context.Context, t *testing.T, e *env) {
+	events, err := e.stack.Kube.CoreV1().Events(e.cluster.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].FirstTimestamp.Before(&events.Items[j].FirstTimestamp) })
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "Etcd" && ev.Source.Component == "etcd-conductor" {
+			t.Logf("event %s %s: %s", ev.Type, ev.Reason, ev.Message)
+		}
+	}
+}
+
+func TestScaleOut1To3(t *testing.T) { runScale(t, scaleScenario{name: "1-to-3", from: 1, to: 3}) }
+func TestScaleOut3To5(t *testing.T) { runScale(t, scaleScenario{name: "3-to-5", from: 3, to: 5}) }
+func TestScaleIn5To3(t *testing.T)  { runScale(t, scaleScenario{name: "5-to-3", from: 5, to: 3}) }
+func TestScaleIn3To1(t *testing.T)  { runScale(t, scaleScenario{name: "3-to-1", from: 3, to: 1}) }
