@@ -74,7 +74,9 @@ func NewReconciler(cfg Config) *Reconciler {
 
 // clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
 // whose target set differs while pods come and go.
-func clusterKey(etcd *druidv1alpha1.Etcd) string { return etcd.Namespace + "/" + etcd.Name + "/membership" }
+func clusterKey(etcd *druidv1alpha1.Etcd) string {
+	return etcd.Namespace + "/" + etcd.Name + "/membership"
+}
 
 // Reconcile runs one membership step:
 //  1. read the Etcd, its StatefulSet, pods and member Leases (fresh, uncached);
