@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -265,3 +267,127 @@ func TestScaleOut1To3(t *testing.T) { runScale(t, scaleScenario{name: "1-to-3", 
 func TestScaleOut3To5(t *testing.T) { runScale(t, scaleScenario{name: "3-to-5", from: 3, to: 5}) }
 func TestScaleIn5To3(t *testing.T)  { runScale(t, scaleScenario{name: "5-to-3", from: 5, to: 3}) }
 func TestScaleIn3To1(t *testing.T)  { runScale(t, scaleScenario{name: "3-to-1", from: 3, to: 1}) }
+
+// memberID is the ID of member name in the member list, 0 when absent.
+func memberID(ctx context.Context, e *env, name string) uint64 {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return 0
+	}
+	for _, m := range members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	return 0
+}
+
+// waitReplaced waits until member i is in the member list under an ID other than old: it was
+// removed and added again.
+func (e *env) waitReplaced(ctx context.Context, i int, old uint64) {
+	e.t.Helper()
+	e.waitFor(ctx, e.cluster.PodName(i)+" replaced", func(ctx context.Context) (bool, error) {
+		id := memberID(ctx, e, e.cluster.PodName(i))
+		return id != 0 && id != old, nil
+	})
+}
+
+// loseVolume deletes member i's claim and pod, as after a disk failure: the StatefulSet
+// controller recreates both, the new volume empty.
+func loseVolume(i int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		old := memberID(ctx, e, e.cluster.PodName(i))
+		if old == 0 {
+			e.t.Fatalf("%s is no member before its volume is lost", e.cluster.PodName(i))
+		}
+		claim := "data-" + e.cluster.PodName(i)
+		if err := e.stack.Kube.CoreV1().PersistentVolumeClaims(e.cluster.Namespace).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting claim %s: %v", claim, err)
+		}
+		if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting pod: %v", err)
+		}
+		e.waitReplaced(ctx, i, old)
+	}
+}
+
+// corruptData stops member i's etcd for good, overwrites the magic of both bbolt meta pages
+// of its database, lifts the fault and deletes the pod: the recreated pod finds an unreadable
+// data dir on its old volume.
+func corruptData(i int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		old := memberID(ctx, e, e.cluster.PodName(i))
+		kill(i)(ctx, e)
+		dir, err := e.stack.Sim.ClaimDir(ctx, e.cluster.Namespace+"/data-"+e.cluster.PodName(i))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		db := dir + "/new.etcd/member/snap/db"
+		f, err := os.OpenFile(db, os.O_WRONLY, 0)
+		if err != nil {
+			e.t.Fatalf("opening %s: %v", db, err)
+		}
+		for _, off := range []int64{16, 4096 + 16} {
+			if _, err := f.WriteAt([]byte("XXXX"), off); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			e.t.Fatal(err)
+		}
+		fixed(i)(ctx, e)
+		if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting pod: %v", err)
+		}
+		e.waitReplaced(ctx, i, old)
+		aside, _ := filepath.Glob(dir + "/new.etcd.aside-*")
+		if len(aside) == 0 {
+			e.t.Errorf("the corrupt data dir was not kept aside in %s", dir)
+		}
+	}
+}
+
+// waitLearner waits until the member list holds a learner (a scale-out step is under way).
+func (e *env) waitLearner(ctx context.Context) {
+	e.t.Helper()
+	e.waitFor(ctx, "a learner", func(ctx context.Context) (bool, error) {
+		members, err := memberList(ctx, e)
+		for _, m := range members {
+			if m.IsLearner {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+func TestMemberVolumeLost(t *testing.T) {
+	runScale(t, scaleScenario{name: "volume-lost", from: 3, to: 3, skipScale: true, during: loseVolume(2)})
+}
+
+func TestMemberDataCorrupt(t *testing.T) {
+	runScale(t, scaleScenario{name: "data-corrupt", from: 3, to: 3, skipScale: true, during: corruptData(1)})
+}
+
+func TestScaleOutOperatorRestarted(t *testing.T) {
+	runScale(t, scaleScenario{name: "operator-restart", from: 3, to: 5, during: func(ctx context.Context, e *env) {
+		e.waitLearner(ctx)
+		e.restartOperator(e.opts)
+	}})
+}
+
+func TestScaleOutOneMemberDead(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-one-dead", from: 3, to: 5, beforeScale: kill(0), during: func(ctx context.Context, e *env) {
+		e.waitFor(ctx, "5 voters", func(ctx context.Context) (bool, error) {
+			members, err := memberList(ctx, e)
+			voters := 0
+			for _, m := range members {
+				if !m.IsLearner {
+					voters++
+				}
+			}
+			return voters == 5, err
+		})
+		fixed(0)(ctx, e)
+	}})
+}
