@@ -83,8 +83,13 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		// Peer certificates carry wildcard DNS names, which etcd's client-SAN check would try to
 		// resolve against the peer's address and fail; the CA check still applies.
 		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true",
-		"ETCD_SNAPSHOT_COUNT":                    "75000",
-		"ETCD_QUOTA_BACKEND_BYTES":               "8589934592",
+		// etcd's own check refuses every membership change, even adding a learner, while any
+		// voter is down. The membership planner checks quorum itself for each step (a learner
+		// never counts, promotion and removal only with a healthy quorum after them), so the
+		// cluster can grow or replace a lost member while one member is dead.
+		"ETCD_STRICT_RECONFIG_CHECK": "false",
+		"ETCD_SNAPSHOT_COUNT":        "75000",
+		"ETCD_QUOTA_BACKEND_BYTES":   "8589934592",
 	}
 }
 

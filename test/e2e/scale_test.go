@@ -14,6 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -29,6 +33,10 @@ type scaleScenario struct {
 	// beforeScale injects a fault or a disturbance; during acts while the change runs.
 	beforeScale func(ctx context.Context, e *env)
 	during      func(ctx context.Context, e *env)
+	// after checks more once the membership settled.
+	after func(ctx context.Context, e *env)
+	// preloadMB is written into the keyspace before the scale (the learner has to catch up with it).
+	preloadMB int
 	// skipScale: the scenario changes no replicas (e.g. a member's volume is lost) and only
 	// waits for the membership to heal.
 	skipScale bool
@@ -138,6 +146,9 @@ func runScale(t *testing.T, sc scaleScenario) {
 	framework.Eventually(t, time.Minute, "initial membership", func(ctx context.Context) (bool, string) {
 		return membershipSettled(ctx, e, int(sc.from))
 	})
+	if sc.preloadMB > 0 {
+		preload(ctx, e, sc.preloadMB)
+	}
 	if sc.beforeScale != nil {
 		sc.beforeScale(ctx, e)
 	}
@@ -194,6 +205,9 @@ func runScale(t *testing.T, sc scaleScenario) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(started)
+	if sc.after != nil {
+		sc.after(ctx, e)
+	}
 	time.Sleep(time.Second) // the writer shows the cluster serving at the new size
 
 	report, recErr := rec.Stop(ctx)
@@ -389,5 +403,118 @@ func TestScaleOutOneMemberDead(t *testing.T) {
 			return voters == 5, err
 		})
 		fixed(0)(ctx, e)
+	}})
+}
+
+// preload writes mb MiB of 64 KiB values through the first member.
+func preload(ctx context.Context, e *env, mb int) {
+	e.t.Helper()
+	eps := e.cluster.Endpoints()()
+	if len(eps) == 0 {
+		e.t.Fatal("no endpoint to preload through")
+	}
+	tlsConfig, err := e.cluster.PKI.ClientMaterial().Config(eps[0].ServerName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{"https://" + eps[0].Address}, TLS: tlsConfig, DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithAuthority(eps[0].ServerName)},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cli.Close()
+	value := strings.Repeat("x", 64<<10)
+	start := time.Now()
+	for i := 0; i < mb*16; i++ {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := cli.Put(pctx, fmt.Sprintf("/preload/%06d", i), value)
+		cancel()
+		if err != nil {
+			e.t.Fatalf("preloading key %d: %v", i, err)
+		}
+	}
+	e.t.Logf("preloaded %d MiB in %s", mb, time.Since(start).Round(100*time.Millisecond))
+}
+
+func TestScaleOut3To5With10MB(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-10mb", from: 3, to: 5, preloadMB: 10})
+}
+
+func TestScaleOut3To5With200MB(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-200mb", from: 3, to: 5, preloadMB: 200})
+}
+
+// TestLearnerNeverCatchesUp: the new member's pod is cut off the network as soon as it exists, so
+// the learner never starts. It stays a learner, the condition says why, the cluster keeps
+// serving; scaling back to 3 removes the learner left behind.
+func TestLearnerNeverCatchesUp(t *testing.T) {
+	runScale(t, scaleScenario{name: "learner-stuck", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = 5
+		if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(ctx, "pod etcd-3 with an address", func(ctx context.Context) (bool, error) {
+			_, err := e.stack.Sim.PodIP(e.cluster.PodKey(3))
+			return err == nil, nil
+		})
+		if err := e.stack.Sim.Partition(e.cluster.PodKey(3)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitLearner(ctx)
+		time.Sleep(15 * time.Second) // long enough for a healthy learner to have been promoted
+		members, err := memberList(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		learners, voters := 0, 0
+		for _, m := range members {
+			if m.IsLearner {
+				learners++
+			} else {
+				voters++
+			}
+		}
+		if learners != 1 || voters != 3 {
+			t.Errorf("with the learner cut off: %d voters, %d learners; want 3 and 1 (not promoted, nothing more added)", voters, learners)
+		}
+		etcd, err = e.cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range etcd.Status.Conditions {
+			if c.Type == druidv1alpha1.ConditionTypeScaleOperationInProgress {
+				t.Logf("condition while stuck: %s %s: %s", c.Status, c.Reason, c.Message)
+				if c.Status != druidv1alpha1.ConditionTrue || !strings.Contains(c.Message, "learner") {
+					t.Errorf("the condition does not say the scale waits on the learner: %s: %s", c.Reason, c.Message)
+				}
+			}
+		}
+		patch = client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = 3
+		if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatal(err)
+		}
+	}})
+}
+
+// TestScaleOutDuringRollout: the image is bumped and the cluster scaled 3→5 at once. Resizing
+// waits for the rollout, the rollout does not start while a member is being added.
+func TestScaleOutDuringRollout(t *testing.T) {
+	runScale(t, scaleScenario{name: "during-rollout", from: 3, to: 5, beforeScale: func(ctx context.Context, e *env) {
+		if err := e.cluster.SetImage(ctx, framework.EtcdImage(toVersion)); err != nil {
+			t.Fatal(err)
+		}
+	}, after: func(ctx context.Context, e *env) {
+		if err := e.cluster.WaitConverged(ctx, framework.EtcdImage(toVersion)); err != nil {
+			t.Errorf("rollout did not complete: %v", err)
+		}
 	}})
 }
