@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
@@ -27,6 +28,7 @@ var rules = []rule{
 	ruleScaleIn,
 	ruleShrink,
 	ruleScaleOut,
+	ruleSuperfluousGrace,
 	ruleSettle,
 }
 
@@ -55,6 +57,8 @@ type view struct {
 	beyond []*Member
 	// highest is the highest ordinal of any member (-1 if none).
 	highest int
+	// inGrace are voters no pod stands for, not yet seen for SuperfluousGrace.
+	inGrace []*Member
 }
 
 func newView(o Observed) *view {
@@ -80,7 +84,10 @@ func newView(o Observed) *view {
 		if m.Healthy {
 			v.healthy++
 		}
-		if m.Ordinal < 0 || m.Ordinal >= o.Desired {
+		switch {
+		case m.Ordinal < 0 && m.SeenFor < o.SuperfluousGrace:
+			v.inGrace = append(v.inGrace, m)
+		case m.Ordinal < 0 || m.Ordinal >= o.Desired:
 			v.beyond = append(v.beyond, m)
 		}
 	}
@@ -320,6 +327,16 @@ func ruleScaleOut(v *view) *Decision {
 		missing, v.healthy, v.voters, Quorum(v.voters), v.summary())
 	d.Ordinal = missing
 	return d
+}
+
+// ruleSuperfluousGrace reports a member no pod stands for that is still within its grace period.
+func ruleSuperfluousGrace(v *view) *Decision {
+	if len(v.inGrace) == 0 {
+		return nil
+	}
+	m := v.inGrace[0]
+	return decide(ActionWait, RuleSuperfluousGrace, "member %s stands for no pod of this Etcd: removing it once it has been seen for %s (seen for %s); %s",
+		describe(m), v.o.SuperfluousGrace, m.SeenFor.Round(time.Second), v.summary())
 }
 
 // ruleSettle brings the StatefulSet to the desired size once the members are what is desired.

@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // voter builds a healthy started voting member of ordinal i.
@@ -96,9 +97,12 @@ func TestPlan(t *testing.T) {
 		{name: "learner left behind by a reverted scale-out is removed",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 4, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), unstarted(learner(voter(3)))}},
 			action: ActionRemove, rule: RuleLearnerUnwanted, member: "etcd-3"},
-		{name: "foreign member is removed when safe",
-			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), {ID: 9, Name: "", Ordinal: -1, Started: true}}},
+		{name: "foreign member is removed when safe, after its grace period",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, SuperfluousGrace: time.Minute, Members: []Member{leader(voter(0)), voter(1), voter(2), {ID: 9, Name: "", Ordinal: -1, Started: true, SeenFor: 2 * time.Minute}}},
 			action: ActionRemove, rule: RuleRemove},
+		{name: "foreign member within its grace period is left alone",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, SuperfluousGrace: time.Minute, Members: []Member{leader(voter(0)), voter(1), voter(2), {ID: 9, Name: "", Ordinal: -1, Started: true, SeenFor: 10 * time.Second}}},
+			action: ActionWait, rule: RuleSuperfluousGrace},
 		{name: "resize waits for a rollout",
 			o:      Observed{Desired: 5, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, RolloutInFlight: true, Members: []Member{leader(voter(0)), voter(1), voter(2)}},
 			action: ActionWait, rule: RuleRolloutInFlight},
@@ -149,6 +153,9 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("adds without a healthy quorum: %+v → %+v", o, d)
 			}
 		case ActionRemove:
+			if d.Member.Ordinal < 0 && !d.Member.Learner && d.Member.SeenFor < o.SuperfluousGrace {
+				t.Fatalf("removes a member no pod stands for within its grace period: %+v → %+v", o, d)
+			}
 			if !d.Member.Learner {
 				healthyAfter := v.healthy
 				if d.Member.Healthy {
@@ -204,7 +211,8 @@ func randomObserved(rng *rand.Rand) Observed {
 		o.Members = append(o.Members, m)
 	}
 	if rng.Intn(10) == 0 {
-		o.Members = append(o.Members, Member{ID: 999, Ordinal: -1, Started: true, Healthy: rng.Intn(2) == 0})
+		o.Members = append(o.Members, Member{ID: 999, Ordinal: -1, Started: true, Healthy: rng.Intn(2) == 0, SeenFor: time.Duration(rng.Intn(120)) * time.Second})
+		o.SuperfluousGrace = time.Minute
 	}
 	var leaders []int
 	for i, m := range o.Members {

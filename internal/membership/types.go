@@ -1,5 +1,7 @@
 package membership
 
+import "time"
+
 // Member is one entry of etcd's member list, with what the controller learnt about it.
 type Member struct {
 	ID uint64
@@ -15,6 +17,9 @@ type Member struct {
 	// Healthy: the member answered a status request just now.
 	Healthy bool
 	Leader  bool
+	// SeenFor is how long the controller has seen this member as no pod of this Etcd (Ordinal
+	// -1); such a member is removed only after Observed.SuperfluousGrace.
+	SeenFor time.Duration
 	// DataLost: its pod reports an empty or unusable data dir for this very member ID, so the
 	// member can only come back removed and added again.
 	DataLost bool
@@ -31,6 +36,9 @@ type Observed struct {
 	// MembersKnown: a member answered with the member list; Members is meaningless otherwise.
 	MembersKnown bool
 	Members      []Member
+	// SuperfluousGrace is how long a member no pod of this Etcd stands for is left alone (it may
+	// be an administrator's doing, or a pod being renamed) before it is removed.
+	SuperfluousGrace time.Duration
 	// RolloutInFlight: some pod is not at the StatefulSet's update revision, or terminating.
 	// Resizing waits for it; replacing lost members and finishing a learner do not.
 	RolloutInFlight bool
@@ -72,6 +80,7 @@ const (
 	RuleShrink            RuleID = "scale-in/shrink-statefulset"
 	RuleAddLearner        RuleID = "scale-out/add-learner"
 	RuleAddUnsafe         RuleID = "wait/add-quorum"
+	RuleSuperfluousGrace  RuleID = "wait/superfluous-grace"
 	RuleSettleReplicas    RuleID = "settle/set-replicas"
 	RuleDone              RuleID = "done"
 )

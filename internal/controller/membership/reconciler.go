@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -51,12 +53,19 @@ type Config struct {
 	// SettledInterval how often a settled cluster is checked (superfluous members, lost data).
 	StepInterval    time.Duration
 	SettledInterval time.Duration
+	// SuperfluousGrace is how long a member no pod of the Etcd stands for is left alone.
+	SuperfluousGrace time.Duration
 }
 
 // Reconciler is the membership controller.
 type Reconciler struct {
 	cfg Config
 	now func() time.Time
+
+	// foreignSince remembers when a member that stands for no pod was first seen (by cluster key
+	// and member ID). Losing it on a restart only restarts the grace period.
+	mu           sync.Mutex
+	foreignSince map[string]time.Time
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -69,7 +78,10 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.SettledInterval == 0 {
 		cfg.SettledInterval = 15 * time.Second
 	}
-	return &Reconciler{cfg: cfg, now: time.Now}
+	if cfg.SuperfluousGrace == 0 {
+		cfg.SuperfluousGrace = time.Minute
+	}
+	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
 }
 
 // clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
@@ -131,6 +143,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	observed := observe(etcd, sts, pods, leases.Items, cs)
+	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
+	r.ageForeign(clusterKey(etcd), observed.Members)
 	decision := membership.Plan(observed)
 	if credsErr != nil && !observed.MembersKnown {
 		decision.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
@@ -167,6 +181,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, actErr
 	}
 	return result, nil
+}
+
+// ageForeign sets SeenFor of members that stand for no pod and forgets those gone.
+func (r *Reconciler) ageForeign(key string, members []membership.Member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	seen := map[string]bool{}
+	for i := range members {
+		if members[i].Ordinal >= 0 {
+			continue
+		}
+		k := key + "/" + strconv.FormatUint(members[i].ID, 16)
+		seen[k] = true
+		first, ok := r.foreignSince[k]
+		if !ok {
+			first = now
+			r.foreignSince[k] = now
+		}
+		members[i].SeenFor = now.Sub(first)
+	}
+	for k := range r.foreignSince {
+		if strings.HasPrefix(k, key+"/") && !seen[k] {
+			delete(r.foreignSince, k)
+		}
+	}
 }
 
 // The controller's own waits, when etcd refuses a step the planner chose.
