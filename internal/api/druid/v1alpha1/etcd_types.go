@@ -218,6 +218,8 @@ type EtcdRole string
 const (
 	EtcdRoleLeader EtcdRole = "Leader"
 	EtcdRoleMember EtcdRole = "Member"
+	// EtcdRoleLearner is a member that does not vote yet (scale-out or replacement in progress).
+	EtcdRoleLearner EtcdRole = "Learner"
 )
 
 // EtcdMemberConditionStatus is a member's health.
