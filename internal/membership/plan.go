@@ -186,6 +186,12 @@ func ruleLearner(v *view) *Decision {
 			d.Replicas = m.Ordinal + 1
 			return d
 		}
+		if v.o.RolloutInFlight {
+			// Its pod may be what the rollout has to replace (say, a broken image): let it.
+			// A learner that has not started costs no quorum.
+			return decide(ActionWait, RuleRolloutInFlight, "learner %s has not started and a rollout is in flight: letting the rollout go first; %s",
+				describe(m), v.summary())
+		}
 		return decide(ActionWait, RuleLearnerStarting, "waiting for learner %s to start; %s", describe(m), v.summary())
 	}
 	after := v.voters + 1
