@@ -90,6 +90,14 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 	return etcd.Namespace + "/" + etcd.Name + "/membership"
 }
 
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // Reconcile runs one membership step:
 //  1. read the Etcd, its StatefulSet, pods and member Leases (fresh, uncached);
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
