@@ -518,3 +518,78 @@ func TestScaleOutDuringRollout(t *testing.T) {
 		}
 	}})
 }
+
+// TestScaleInLeaderRemoved: leadership is on the highest ordinal when 5→3 starts, so it has to be
+// moved off before that member is removed.
+func TestScaleInLeaderRemoved(t *testing.T) {
+	runScale(t, scaleScenario{name: "5-to-3-leader-last", from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
+		target := memberID(ctx, e, e.cluster.PodName(4))
+		pool := etcdclient.NewPool(etcdclient.Options{})
+		defer pool.Close()
+		var targets []etcdclient.Target
+		for _, ep := range e.cluster.Endpoints()() {
+			targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
+		}
+		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader, ok := cs.Leader()
+		if !ok {
+			t.Fatal("no leader")
+		}
+		if leader.ID != target {
+			if err := pool.MoveLeader(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets, leader.Name, target); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, after: func(ctx context.Context, e *env) {
+		events, err := e.stack.Kube.CoreV1().Events(e.cluster.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "ScaleInMoveLeader" {
+				return
+			}
+		}
+		t.Errorf("no ScaleInMoveLeader event: leadership was not moved off the member removed first")
+	}})
+}
+
+// TestHibernateAndWake: replicas 0 stops every pod and keeps the membership and the volumes;
+// back to 3, the same members restart from their data (the writer's acknowledged writes from
+// before are audited at the end).
+func TestHibernateAndWake(t *testing.T) {
+	runScale(t, scaleScenario{name: "hibernate", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+		before := map[string]uint64{}
+		for i := 0; i < 3; i++ {
+			before[e.cluster.PodName(i)] = memberID(ctx, e, e.cluster.PodName(i))
+		}
+		setReplicas := func(n int32) {
+			etcd, err := e.cluster.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(etcd.DeepCopy())
+			etcd.Spec.Replicas = n
+			if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setReplicas(0)
+		e.waitFor(ctx, "no pods", func(ctx context.Context) (bool, error) {
+			pods, err := e.cluster.Pods(ctx)
+			return err == nil && len(pods) == 0, err
+		})
+		setReplicas(3)
+		e.waitFor(ctx, "the same members back", func(ctx context.Context) (bool, error) {
+			for name, id := range before {
+				if got := memberID(ctx, e, name); got != id {
+					return false, fmt.Errorf("%s is %x, was %x", name, got, id)
+				}
+			}
+			return true, nil
+		})
+	}})
+}
