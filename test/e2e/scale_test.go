@@ -22,7 +22,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
 // scaleScenario changes spec.replicas from → to under a writer and monitors, optionally after a
@@ -46,11 +45,7 @@ type scaleScenario struct {
 func memberList(ctx context.Context, e *env) ([]etcdclient.Member, error) {
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	defer pool.Close()
-	var targets []etcdclient.Target
-	for _, ep := range e.cluster.Endpoints()() {
-		targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
-	}
-	cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets)
+	cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), endpointTargets(e))
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +53,15 @@ func memberList(ctx context.Context, e *env) ([]etcdclient.Member, error) {
 		return nil, fmt.Errorf("no leader answered")
 	}
 	return cs.MemberList, nil
+}
+
+// endpointTargets are the cluster's current member endpoints as etcdclient targets.
+func endpointTargets(e *env) []etcdclient.Target {
+	var targets []etcdclient.Target
+	for _, ep := range e.cluster.Endpoints()() {
+		targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
+	}
+	return targets
 }
 
 // membershipSettled: the member list is exactly etcd-0..n-1, all voters and started, every pod
@@ -156,17 +160,7 @@ func runScale(t *testing.T, sc scaleScenario) {
 	if sc.to < expected {
 		expected = sc.to
 	}
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: int(expected),
-		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rec := startRecorder(ctx, t, cluster, int(expected))
 	time.Sleep(time.Second) // a baseline before anything happens
 
 	started := time.Now()
@@ -221,18 +215,7 @@ func runScale(t *testing.T, sc scaleScenario) {
 	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
 		sc.name, sc.from, sc.to, took.Round(100*time.Millisecond), strings.Join(promoted, " "), report.QuorumLossMs, report.LongestWriteGapMs,
 		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
-	if recErr != nil {
-		t.Errorf("recorder: %v", recErr)
-	}
-	if report.AuditError != "" {
-		t.Errorf("acknowledged-write audit could not run: %s", report.AuditError)
-	}
-	if report.LostAckedWrites != 0 {
-		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
-	}
-	if report.AckedWrites == 0 {
-		t.Errorf("the writer got no write acknowledged: the measurement saw nothing")
-	}
+	checkWrites(t, report, recErr)
 	for _, q := range report.QuorumLosses {
 		t.Logf("quorum loss from %s for %dms", q.Start.Sub(started).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
 	}
@@ -526,10 +509,7 @@ func TestScaleInLeaderRemoved(t *testing.T) {
 		target := memberID(ctx, e, e.cluster.PodName(4))
 		pool := etcdclient.NewPool(etcdclient.Options{})
 		defer pool.Close()
-		var targets []etcdclient.Target
-		for _, ep := range e.cluster.Endpoints()() {
-			targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
-		}
+		targets := endpointTargets(e)
 		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets)
 		if err != nil {
 			t.Fatal(err)

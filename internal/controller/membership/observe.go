@@ -2,7 +2,6 @@ package membership
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,22 +16,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
-
-// targets are the member pods that have an address and are not going away.
-func targets(etcd *druidv1alpha1.Etcd, pods []corev1.Pod) []etcdclient.Target {
-	var out []etcdclient.Target
-	for _, pod := range pods {
-		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			continue
-		}
-		out = append(out, etcdclient.Target{
-			Name:       pod.Name,
-			Address:    net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(resources.ClientPort(etcd)))),
-			ServerName: resources.MemberDNSName(etcd.Name, etcd.Namespace, pod.Name),
-		})
-	}
-	return out
-}
 
 // PeerURL is the peer URL of the member of ordinal i, as its pod advertises it.
 func PeerURL(etcd *druidv1alpha1.Etcd, ordinal int) string {

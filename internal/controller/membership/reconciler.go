@@ -28,6 +28,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -133,9 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
 	}
 
-	creds, credsErr := r.clientTLS(ctx, etcd)
+	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
 	var cs *etcdclient.ClusterStatus
-	tgts := targets(etcd, pods)
+	tgts := memberaccess.Targets(etcd, pods)
 	if credsErr == nil && len(tgts) > 0 {
 		got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
 		if err == nil {
@@ -394,33 +395,4 @@ func findCondition(conds []druidv1alpha1.Condition, t druidv1alpha1.ConditionTyp
 func ScaleInProgress(etcd *druidv1alpha1.Etcd) bool {
 	c := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
 	return c != nil && c.Status == druidv1alpha1.ConditionTrue
-}
-
-// clientTLS returns the Etcd's own client key pair (clientUrlTls.clientTLSSecretRef with its CA),
-// else the operator-wide one.
-func (r *Reconciler) clientTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
-	t := etcd.Spec.Etcd.ClientUrlTLS
-	if t == nil || t.ClientTLSSecretRef.Name == "" {
-		if r.cfg.DefaultClientTLS == nil {
-			return conductortls.ClientMaterial{}, errors.New("Etcd names no clientUrlTls.clientTLSSecretRef and the operator has no memberClientTLS configured")
-		}
-		return r.cfg.DefaultClientTLS()
-	}
-	ca, err := r.secret(ctx, etcd.Namespace, t.TLSCASecretRef.Name)
-	if err != nil {
-		return conductortls.ClientMaterial{}, err
-	}
-	pair, err := r.secret(ctx, etcd.Namespace, t.ClientTLSSecretRef.Name)
-	if err != nil {
-		return conductortls.ClientMaterial{}, err
-	}
-	return conductortls.FromSecrets(ca, resources.CADataKey(t.TLSCASecretRef), pair)
-}
-
-func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
-	}
-	return s, nil
 }
