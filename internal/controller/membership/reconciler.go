@@ -164,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if decision.Action == membership.ActionDone {
 		result.RequeueAfter = r.cfg.SettledInterval
 	}
-	actErr := r.act(ctx, etcd, sts, tgts, creds, decision)
+	actErr := r.act(ctx, etcd, sts, tgts, creds, cs, decision)
 	if actErr != nil {
 		switch {
 		case etcdclient.IsLearnerNotReady(actErr):
@@ -235,7 +235,7 @@ func describe(m *membership.Member) string {
 
 // act carries out one decision. Each action is safe to repeat: a member already added, promoted
 // or removed makes etcd refuse the repetition, which is treated as done.
-func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, tgts []etcdclient.Target, creds conductortls.ClientMaterial, d membership.Decision) error {
+func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus, d membership.Decision) error {
 	log := logr.FromContextOrDiscard(ctx)
 	switch d.Action {
 	case membership.ActionSetReplicas:
@@ -246,7 +246,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 			return fmt.Errorf("setting StatefulSet %s/%s replicas to %d: %w", sts.Namespace, sts.Name, n, err)
 		}
 	case membership.ActionAddLearner:
-		via, err := r.leaderClient(etcd, tgts, creds)
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
 		if err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 		}
 		log.Info("Added learner", "peerURL", peer, "id", strconv.FormatUint(m.ID, 16))
 	case membership.ActionPromote:
-		via, err := r.leaderClient(etcd, tgts, creds)
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
 		if err != nil {
 			return err
 		}
@@ -266,7 +266,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 		}
 		log.Info("Promoted learner", "member", d.Member.Name)
 	case membership.ActionRemove:
-		via, err := r.leaderClient(etcd, tgts, creds)
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
 		if err != nil {
 			return err
 		}
@@ -283,12 +283,11 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 	return nil
 }
 
-// leaderClient returns the client of the member that answered as leader: membership changes go
-// to it directly instead of being forwarded.
-func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial) (*etcdclient.MemberClient, error) {
-	cs, err := r.cfg.Members.Query(context.Background(), clusterKey(etcd), creds, tgts)
-	if err != nil {
-		return nil, err
+// leaderClient returns the client of the member that answered as leader in this reconcile's
+// query: membership changes go to it directly instead of being forwarded.
+func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) (*etcdclient.MemberClient, error) {
+	if cs == nil {
+		return nil, errors.New("no member answered")
 	}
 	leader, ok := cs.Leader()
 	if !ok {
