@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -80,7 +81,10 @@ type MemberStatus struct {
 	RaftTerm  uint64
 	IsLearner bool
 	Version   string
-	Err       error
+	// RaftIndex and RaftAppliedIndex tell how far a learner has caught up.
+	RaftIndex        uint64
+	RaftAppliedIndex uint64
+	Err              error
 }
 
 // IsLeader reports whether the member answered and considers itself the leader.
@@ -183,6 +187,9 @@ func (m *MemberClient) Status(ctx context.Context) (MemberStatus, error) {
 		RaftTerm:  resp.GetRaftTerm(),
 		IsLearner: resp.GetIsLearner(),
 		Version:   resp.GetVersion(),
+
+		RaftIndex:        resp.GetRaftIndex(),
+		RaftAppliedIndex: resp.GetRaftAppliedIndex(),
 	}
 	if h := resp.GetHeader(); h != nil {
 		s.ID = h.GetMemberId()
@@ -199,17 +206,7 @@ func (m *MemberClient) MemberList(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("member list from %s at %s: %w", m.target.Name, m.target.Address, err)
 	}
-	members := make([]Member, 0, len(resp.GetMembers()))
-	for _, pm := range resp.GetMembers() {
-		members = append(members, Member{
-			ID:         pm.GetID(),
-			Name:       pm.GetName(),
-			PeerURLs:   pm.GetPeerURLs(),
-			ClientURLs: pm.GetClientURLs(),
-			IsLearner:  pm.GetIsLearner(),
-		})
-	}
-	return members, nil
+	return membersFromPB(resp.GetMembers()), nil
 }
 
 // MoveLeader asks this member, which must be the leader, to hand leadership to member toID.
@@ -221,6 +218,79 @@ func (m *MemberClient) MoveLeader(ctx context.Context, toID uint64) error {
 		return fmt.Errorf("move leader from %s to %x: %w", m.target.Name, toID, err)
 	}
 	return nil
+}
+
+// AddLearner adds a non-voting member with peerURL and returns it with the membership that
+// results. The caller must make sure the peer URL is not a member yet: etcd refuses a duplicate
+// (ErrGRPCPeerURLExist), which is how a repeated call stays harmless.
+func (m *MemberClient) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	resp, err := m.cluster.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{peerURL}, IsLearner: true})
+	if err != nil {
+		return Member{}, nil, fmt.Errorf("add learner %s through %s: %w", peerURL, m.target.Name, err)
+	}
+	return fromPB(resp.GetMember()), membersFromPB(resp.GetMembers()), nil
+}
+
+// Promote makes learner id a voter. etcd refuses (ErrLearnerNotReady, see IsLearnerNotReady)
+// until the learner holds ~90 % of the leader's log.
+func (m *MemberClient) Promote(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	if _, err := m.cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id}); err != nil {
+		return fmt.Errorf("promote member %x through %s: %w", id, m.target.Name, err)
+	}
+	return nil
+}
+
+// Remove removes member id from the cluster.
+func (m *MemberClient) Remove(ctx context.Context, id uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	if _, err := m.cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id}); err != nil {
+		return fmt.Errorf("remove member %x through %s: %w", id, m.target.Name, err)
+	}
+	return nil
+}
+
+// IsLearnerNotReady reports etcd's refusal to promote a learner that has not caught up.
+func IsLearnerNotReady(err error) bool {
+	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady))
+}
+
+// IsMemberNotFound reports that the member named in a request is not (any more) in the cluster.
+func IsMemberNotFound(err error) bool {
+	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotFound))
+}
+
+// IsUnhealthyCluster reports etcd's refusal of a membership change while some voter has not been
+// connected long enough (strict reconfiguration check), e.g. just after a promotion.
+func IsUnhealthyCluster(err error) bool {
+	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy))
+}
+
+// IsPeerURLExist reports that a member with that peer URL is already in the cluster.
+func IsPeerURLExist(err error) bool {
+	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCPeerURLExist))
+}
+
+func fromPB(pm *pb.Member) Member {
+	return Member{
+		ID:         pm.GetID(),
+		Name:       pm.GetName(),
+		PeerURLs:   pm.GetPeerURLs(),
+		ClientURLs: pm.GetClientURLs(),
+		IsLearner:  pm.GetIsLearner(),
+	}
+}
+
+func membersFromPB(pms []*pb.Member) []Member {
+	members := make([]Member, 0, len(pms))
+	for _, pm := range pms {
+		members = append(members, fromPB(pm))
+	}
+	return members
 }
 
 // Close drops the connection.

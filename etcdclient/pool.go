@@ -124,6 +124,21 @@ func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortl
 	return fmt.Errorf("cluster %s: member %s is not among the targets", cluster, fromName)
 }
 
+// Member returns the pooled client of member name among targets, for membership changes
+// (AddLearner, Promote, Remove) the caller sends through one member, usually the leader.
+func (p *Pool) Member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberClient, error) {
+	clients, err := p.clients(cluster, creds, targets)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range clients {
+		if c.Target().Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, name)
+}
+
 // Forget closes and drops the clients of one cluster, e.g. after its Etcd was deleted.
 func (p *Pool) Forget(cluster string) {
 	p.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -17,7 +18,11 @@ import (
 )
 
 // runMemberAgent is the sidecar: it renews its pod's member Lease while the local etcd answers.
+// `member-agent init` is the member pod's init step instead (runMemberInit).
 func runMemberAgent(args []string) int {
+	if len(args) > 0 && args[0] == "init" {
+		return runMemberInit(args[1:])
+	}
 	fs := flag.NewFlagSet("member-agent", flag.ContinueOnError)
 	var cfg memberagent.Config
 	var kubeconfig string
@@ -81,4 +86,63 @@ func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// runMemberInit decides how the member starts (restart, bootstrap, join, wait for the operator)
+// and writes the etcd configuration file the etcd container starts with. Flags after "--" are
+// the member's etcd flags; shared settings come from the ETCD_* environment.
+func runMemberInit(args []string) int {
+	fs := flag.NewFlagSet("member-agent init", flag.ContinueOnError)
+	var cfg memberagent.InitConfig
+	var kubeconfig string
+	var development bool
+	fs.StringVar(&cfg.ConfigFile, "config-file", "", "where to write the etcd configuration")
+	fs.IntVar(&cfg.ClientPort, "client-port", 2379, "the members' client port")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle that signed the members' serving certificates")
+	fs.StringVar(&cfg.CertFile, "cert-file", "", "client certificate")
+	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
+	fs.StringVar(&cfg.Lease, "lease", "", "this member's Lease, where the decision is reported (optional)")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", memberagent.DefaultInitPollInterval, "how often a waiting init step asks again")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
+	fs.BoolVar(&development, "development", false, "human-readable logs")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg.EtcdFlags = fs.Args()
+	cfg.Environment = map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "ETCD_") {
+			cfg.Environment[k] = v
+		}
+	}
+	log := zap.New(zap.UseDevMode(development)).WithName("member-init")
+
+	var leases coordinationv1client.LeasesGetter
+	if cfg.Lease != "" {
+		restConfig, err := kubeRESTConfig(kubeconfig)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: %v\n", err)
+			return 1
+		}
+		restConfig.UserAgent = "etcd-conductor-member-init"
+		client, err := coordinationv1client.NewForConfig(restConfig)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: kubernetes client: %v\n", err)
+			return 1
+		}
+		leases = client
+	}
+	init, err := memberagent.NewInitializer(cfg, leases, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := init.Run(ctx); err != nil {
+		log.Error(err, "Member init failed")
+		return 1
+	}
+	return 0
 }

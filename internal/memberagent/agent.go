@@ -120,6 +120,9 @@ func (a *Agent) Renew(ctx context.Context) error {
 		return fmt.Errorf("member did not answer, leaving the lease to expire: %w", err)
 	}
 	holder := HolderIdentity(status.ID, status.ClusterID, status.IsLeader())
+	if status.IsLearner {
+		holder = LearnerHolderIdentity(status.ID, status.ClusterID)
+	}
 	if err := a.patchLease(ctx, holder); err != nil {
 		return err
 	}

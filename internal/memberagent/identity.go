@@ -5,10 +5,12 @@ import (
 	"strings"
 )
 
-// Roles written into holderIdentity. "Member" covers followers and learners.
+// Roles written into holderIdentity: "Member" is a voting follower, "Learner" a member that
+// does not vote yet (being added by a scale-out or a replacement).
 const (
-	RoleLeader = "Leader"
-	RoleMember = "Member"
+	RoleLeader  = "Leader"
+	RoleMember  = "Member"
+	RoleLearner = "Learner"
 )
 
 // HolderIdentity is the Lease holderIdentity for a member: "<memberID>:<clusterID>:<role>", IDs
@@ -20,3 +22,11 @@ func HolderIdentity(memberID, clusterID uint64, leader bool) string {
 	}
 	return strings.Join([]string{strconv.FormatUint(memberID, 16), strconv.FormatUint(clusterID, 16), role}, ":")
 }
+
+// LearnerHolderIdentity is the holderIdentity of a learner: "<memberID>:<clusterID>:Learner".
+func LearnerHolderIdentity(memberID, clusterID uint64) string {
+	return strings.Join([]string{strconv.FormatUint(memberID, 16), strconv.FormatUint(clusterID, 16), RoleLearner}, ":")
+}
+
+// IsLearnerIdentity reports whether a holderIdentity names a learner.
+func IsLearnerIdentity(holder string) bool { return strings.HasSuffix(holder, ":"+RoleLearner) }

@@ -40,3 +40,13 @@ func TestHolderIdentity(t *testing.T) {
 		})
 	}
 }
+
+func TestLearnerHolderIdentity(t *testing.T) {
+	got := memberagent.LearnerHolderIdentity(0x8e9e05c52164694d, 0xcdf9b6c1a3e4b0f2)
+	if got != "8e9e05c52164694d:cdf9b6c1a3e4b0f2:Learner" || !memberagent.IsLearnerIdentity(got) {
+		t.Errorf("learner identity %q", got)
+	}
+	if memberagent.IsLearnerIdentity(memberagent.HolderIdentity(1, 2, false)) {
+		t.Error("a voter's identity read as a learner's")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
+	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
@@ -67,7 +68,7 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// New creates the manager and registers the etcd, status and ondelete controllers.
+// New creates the manager and registers the etcd, status, ondelete and membership controllers.
 func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	cfg := o.Config
 	scheme, err := NewScheme()
@@ -132,6 +133,17 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering ondelete controller: %w", err)
+	}
+	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
+		Client:           mgr.GetClient(),
+		Reader:           mgr.GetAPIReader(),
+		Recorder:         recorder,
+		Members:          pool,
+		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
+	})
+	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("registering membership controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()

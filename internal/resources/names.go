@@ -14,6 +14,10 @@ const (
 	EtcdContainerName = "etcd"
 	// MemberAgentContainerName is the sidecar that renews the member Lease.
 	MemberAgentContainerName = "member-agent"
+	// MemberInitContainerName decides how the member starts and writes its etcd configuration.
+	MemberInitContainerName = "member-init"
+	// EtcdConfigFile is the configuration member-init writes and etcd starts with.
+	EtcdConfigFile = configMountPath + "/etcd.conf.yaml"
 
 	DefaultEtcdImage       = "quay.io/coreos/etcd:v3.6.8"
 	DefaultClientPort      = int32(2379)
@@ -43,6 +47,8 @@ const (
 
 	dataVolume      = "data"
 	dataMountPath   = "/var/etcd/data"
+	configVolume    = "etcd-config"
+	configMountPath = "/var/etcd/config"
 	clientCAVolume  = "client-ca"
 	serverTLSVolume = "server-tls"
 	clientTLSVolume = "client-tls"

@@ -27,12 +27,37 @@ func objectMeta(e *druidv1alpha1.Etcd, name string) metav1.ObjectMeta {
 }
 
 // ConfigMap holds the cluster-wide etcd configuration as ETCD_* environment variables, read by
-// the etcd container through envFrom. Per-member values (name, addresses) are flags on the
-// container, because etcd ignores every flag and variable once --config-file is given.
+// the member-init container through envFrom. It merges them with the member's own flags and the
+// start decision into the configuration file etcd starts with (etcd ignores every flag and
+// variable once --config-file is given).
 func ConfigMap(e *druidv1alpha1.Etcd) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: objectMeta(e, ConfigMapName(e))}
 	cm.Data = EtcdEnvironment(e)
 	return cm
+}
+
+// Bootstrap settings: the initial cluster follows spec.replicas and the state turns "existing"
+// once the cluster has formed (status.clusterID). Members read them only when they start without
+// data, so they are kept out of the pod template's checksum: scaling rolls no pod.
+const (
+	EnvInitialCluster      = "ETCD_INITIAL_CLUSTER"
+	EnvInitialClusterState = "ETCD_INITIAL_CLUSTER_STATE"
+)
+
+// InitialClusterState is "new" until the operator has seen the cluster formed, then "existing".
+func InitialClusterState(e *druidv1alpha1.Etcd) string {
+	if e.Status.ClusterID != "" {
+		return "existing"
+	}
+	return "new"
+}
+
+// templateEnvironment is the part of the configuration whose change must replace the members.
+func templateEnvironment(e *druidv1alpha1.Etcd) map[string]string {
+	env := EtcdEnvironment(e)
+	delete(env, EnvInitialCluster)
+	delete(env, EnvInitialClusterState)
+	return env
 }
 
 // EtcdEnvironment is the configuration shared by all members.
@@ -44,8 +69,8 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	}
 	return map[string]string{
 		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
-		"ETCD_INITIAL_CLUSTER":       strings.Join(peers, ","),
-		"ETCD_INITIAL_CLUSTER_STATE": "new",
+		EnvInitialCluster:            strings.Join(peers, ","),
+		EnvInitialClusterState:       InitialClusterState(e),
 		"ETCD_INITIAL_CLUSTER_TOKEN": fmt.Sprintf("%s-%s", e.Namespace, e.Name),
 		"ETCD_CLIENT_CERT_AUTH":      "true",
 		"ETCD_TRUSTED_CA_FILE":       tlsMountRoot + "/client-ca/ca.crt",
@@ -58,8 +83,13 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		// Peer certificates carry wildcard DNS names, which etcd's client-SAN check would try to
 		// resolve against the peer's address and fail; the CA check still applies.
 		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true",
-		"ETCD_SNAPSHOT_COUNT":                    "75000",
-		"ETCD_QUOTA_BACKEND_BYTES":               "8589934592",
+		// etcd's own check refuses every membership change, even adding a learner, while any
+		// voter is down. The membership planner checks quorum itself for each step (a learner
+		// never counts, promotion and removal only with a healthy quorum after them), so the
+		// cluster can grow or replace a lost member while one member is dead.
+		"ETCD_STRICT_RECONFIG_CHECK": "false",
+		"ETCD_SNAPSHOT_COUNT":        "75000",
+		"ETCD_QUOTA_BACKEND_BYTES":   "8589934592",
 	}
 }
 

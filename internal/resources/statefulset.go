@@ -67,20 +67,21 @@ func updateStrategy(t appsv1.StatefulSetUpdateStrategyType) appsv1.StatefulSetUp
 	return appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
 }
 
-// ApplyMutableStatefulSetSpec writes desired's mutable fields onto existing: replicas, labels,
-// template and the update strategy type. An existing rollingUpdate configuration (partition,
+// ApplyMutableStatefulSetSpec writes desired's mutable fields onto existing: labels, template and
+// the update strategy type; replicas only at creation, since after that the membership controller
+// moves them one member at a time (internal/membership). An existing rollingUpdate configuration (partition,
 // maxUnavailable) is kept while the type stays RollingUpdate, and dropped for OnDelete, where the
 // API forbids it.
 func ApplyMutableStatefulSetSpec(existing, desired *appsv1.StatefulSet) {
 	existing.Labels = desired.Labels
 	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
-	existing.Spec.Replicas = desired.Spec.Replicas
 	existing.Spec.Template = desired.Spec.Template
 	if existing.Spec.UpdateStrategy.Type != desired.Spec.UpdateStrategy.Type ||
 		desired.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		existing.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
 	}
 	if existing.CreationTimestamp.IsZero() {
+		existing.Spec.Replicas = desired.Spec.Replicas
 		existing.Spec.Selector = desired.Spec.Selector
 		existing.Spec.ServiceName = desired.Spec.ServiceName
 		existing.Spec.PodManagementPolicy = desired.Spec.PodManagementPolicy
@@ -109,7 +110,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 	}
 	annotations := Annotations(e)
 	annotations[AnnotationSafeToEvict] = "false"
-	annotations[AnnotationConfigChecksum] = ConfigChecksum(EtcdEnvironment(e))
+	annotations[AnnotationConfigChecksum] = ConfigChecksum(templateEnvironment(e))
 
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: Labels(e), Annotations: annotations},
@@ -120,9 +121,11 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			AutomountServiceAccountToken:  ptr.To(false),
 			SecurityContext:               podSecurityContext(),
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
+			InitContainers:                []corev1.Container{memberInitContainer(e, s)},
 			Containers:                    []corev1.Container{etcdContainer(e), memberAgentContainer(e, s)},
 			Volumes: []corev1.Volume{
 				memberAgentTokenVolume(),
+				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), "ca.crt"),
 				secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
 				secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""),
@@ -199,26 +202,69 @@ func podEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{field("POD_NAME", "metadata.name"), field("POD_NAMESPACE", "metadata.namespace"), field("POD_IP", "status.podIP")}
 }
 
-// etcdContainer listens on the pod IP only (never 0.0.0.0 or localhost), so it behaves the same
-// in a real pod and in the node simulator's per-pod network namespaces. Its readiness is etcd's own
-// /readyz, which passes only when the member can serve a linearizable read: readiness is quorum
-// participation, which is what the OnDelete controller relies on.
-func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
+// etcdFlags are the member's own settings. They listen on the pod IP only (never 0.0.0.0 or
+// localhost), so members behave the same in a real pod and in the node simulator's per-pod
+// network namespaces. The member-init container turns them, the ConfigMap's settings and its
+// start decision into etcd's configuration file.
+func etcdFlags(e *druidv1alpha1.Etcd) []string {
 	dns := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e))
+	return []string{
+		"--name=$(POD_NAME)",
+		fmt.Sprintf("--listen-client-urls=https://$(POD_IP):%d", ClientPort(e)),
+		fmt.Sprintf("--advertise-client-urls=https://%s:%d", dns, ClientPort(e)),
+		fmt.Sprintf("--listen-peer-urls=https://$(POD_IP):%d", ServerPort(e)),
+		fmt.Sprintf("--initial-advertise-peer-urls=https://%s:%d", dns, ServerPort(e)),
+		fmt.Sprintf("--listen-metrics-urls=http://$(POD_IP):%d", MetricsPort),
+	}
+}
+
+// memberInitContainer decides how the member starts (DEP-01's member scenarios: restart with its
+// data, bootstrap, join as the learner the operator added, or wait for the operator) and writes
+// the configuration file. It asks the other members over mTLS with the client certificate and
+// reports its decision on the member Lease.
+func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
+	args := []string{
+		"init",
+		"--config-file=" + EtcdConfigFile,
+		fmt.Sprintf("--client-port=%d", ClientPort(e)),
+		"--ca-file=" + tlsMountRoot + "/client-ca/ca.crt",
+		"--cert-file=" + tlsMountRoot + "/client/tls.crt",
+		"--key-file=" + tlsMountRoot + "/client/tls.key",
+		"--lease=$(POD_NAME)",
+		"--namespace=$(POD_NAMESPACE)",
+		"--",
+	}
+	return corev1.Container{
+		Name:    MemberInitContainerName,
+		Image:   s.MemberAgentImage,
+		Command: []string{"/etcd-conductor", "member-agent"},
+		Args:    append(args, etcdFlags(e)...),
+		Env:     podEnv(),
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
+		// It writes the etcd config and may set a corrupt data dir aside: both volumes writable,
+		// the root filesystem not. The token is for its own member Lease (the old member ID of a
+		// member that lost its data), as for the member-agent.
+		SecurityContext: containerSecurityContext(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: dataVolume, MountPath: dataMountPath},
+			{Name: configVolume, MountPath: configMountPath},
+			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
+			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
+			{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true},
+		},
+	}
+}
+
+// etcdContainer runs etcd from the configuration file member-init wrote. Its readiness is etcd's
+// own /readyz, which passes only when the member can serve a linearizable read (and is no
+// learner): readiness is quorum participation, which the OnDelete controller relies on.
+func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 	c := corev1.Container{
 		Name:    EtcdContainerName,
 		Image:   EtcdImage(e),
 		Command: []string{"/usr/local/bin/etcd"},
-		Args: []string{
-			"--name=$(POD_NAME)",
-			fmt.Sprintf("--listen-client-urls=https://$(POD_IP):%d", ClientPort(e)),
-			fmt.Sprintf("--advertise-client-urls=https://%s:%d", dns, ClientPort(e)),
-			fmt.Sprintf("--listen-peer-urls=https://$(POD_IP):%d", ServerPort(e)),
-			fmt.Sprintf("--initial-advertise-peer-urls=https://%s:%d", dns, ServerPort(e)),
-			fmt.Sprintf("--listen-metrics-urls=http://$(POD_IP):%d", MetricsPort),
-		},
+		Args:    []string{"--config-file=" + EtcdConfigFile},
 		Env:     podEnv(),
-		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
 		Ports: []corev1.ContainerPort{
 			{Name: "client", ContainerPort: ClientPort(e), Protocol: corev1.ProtocolTCP},
 			{Name: "peer", ContainerPort: ServerPort(e), Protocol: corev1.ProtocolTCP},
@@ -233,6 +279,7 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
+			{Name: configVolume, MountPath: configMountPath, ReadOnly: true},
 			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
 			{Name: serverTLSVolume, MountPath: tlsMountRoot + "/server", ReadOnly: true},
 			{Name: peerCAVolume, MountPath: tlsMountRoot + "/peer-ca", ReadOnly: true},

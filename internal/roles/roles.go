@@ -63,7 +63,7 @@ type Resolution struct {
 }
 
 // ParseHolderIdentity reads a member Lease's holderIdentity: "<memberID>:<role>" or
-// "<memberID>:<clusterID>:<role>", where role is Leader or Member (a follower). The member ID
+// "<memberID>:<clusterID>:<role>", where role is Leader, Member (a follower) or Learner (read as a follower). The member ID
 // comes back in canonical lower-case hex.
 func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Role, ok bool) {
 	parts := strings.Split(s, ":")
@@ -86,7 +86,8 @@ func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Rol
 	switch roleName {
 	case "Leader":
 		role = rollout.RoleLeader
-	case "Member":
+	case "Member", "Learner":
+		// A learner never leads and, not ready, never participates: the rollout never ranks it.
 		role = rollout.RoleFollower
 	default:
 		return "", "", "", false

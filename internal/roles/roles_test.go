@@ -175,7 +175,8 @@ func TestParseHolderIdentity(t *testing.T) {
 		{in: id0 + ":Member", id: id0, role: rollout.RoleFollower, ok: true},
 		{in: id0 + ":cdf9b6c1a3e4b0f2:Leader", id: id0, cluster: "cdf9b6c1a3e4b0f2", role: rollout.RoleLeader, ok: true},
 		{in: "8E9E05C52164694D:Member", id: id0, role: rollout.RoleFollower, ok: true},
-		{in: id0 + ":Learner"},
+		{in: id0 + ":Learner", id: id0, role: rollout.RoleFollower, ok: true}, // the member-agent writes it for learners
+		{in: id0 + ":learner"},
 		{in: id0 + ":leader"},
 		{in: id0},
 		{in: ""},

@@ -159,18 +159,7 @@ func run(t *testing.T, sc scenario) {
 		failedWrites: report.FailedWrites, leaderChanges: report.LeaderChanges,
 	})
 
-	if recErr != nil {
-		t.Errorf("recorder: %v", recErr)
-	}
-	if report.AuditError != "" {
-		t.Errorf("acknowledged-write audit could not run: %s", report.AuditError)
-	}
-	if report.LostAckedWrites != 0 {
-		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
-	}
-	if report.AckedWrites == 0 {
-		t.Errorf("the writer got no write acknowledged: the measurement saw nothing")
-	}
+	checkWrites(t, report, recErr)
 	if auditErr != nil {
 		t.Errorf("deletion audit incomplete: %v", auditErr)
 	}
@@ -191,6 +180,42 @@ func run(t *testing.T, sc scenario) {
 			// behaviour this operator replaces, reported but not ours to fail on.
 			t.Logf("under %s the StatefulSet controller deleted participating %s while: %s", d.Strategy, d.Pod, d.Violation)
 		}
+	}
+}
+
+// startRecorder starts the writer (40/s, short per-request deadlines) and the readyz monitors,
+// with a quorum of expected/2+1.
+func startRecorder(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster, expected int) *workload.Recorder {
+	t.Helper()
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: expected,
+		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// checkWrites fails the test when the writer's audit did not run, lost an acknowledged write or
+// saw nothing at all.
+func checkWrites(t *testing.T, report workload.Report, recErr error) {
+	t.Helper()
+	if recErr != nil {
+		t.Errorf("recorder: %v", recErr)
+	}
+	if report.AuditError != "" {
+		t.Errorf("acknowledged-write audit could not run: %s", report.AuditError)
+	}
+	if report.LostAckedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
+	}
+	if report.AckedWrites == 0 {
+		t.Errorf("the writer got no write acknowledged: the measurement saw nothing")
 	}
 }
 

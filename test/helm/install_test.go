@@ -78,7 +78,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"delete", "druid.gardener.cloud", "etcds", "", false},
 			{"create", "druid.gardener.cloud", "etcds", "", false},
 			{"update", "apps", "statefulsets", "", true},
-			{"patch", "apps", "statefulsets", "", false},
+			{"patch", "apps", "statefulsets", "", true}, // the membership controller sets replicas
 			{"delete", "apps", "statefulsets", "", false},
 			{"delete", "", "pods", "", true},
 			{"get", "", "pods", "", false},

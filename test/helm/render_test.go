@@ -543,7 +543,7 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"druid.gardener.cloud/etcds":             "get,list,watch",
 		"druid.gardener.cloud/etcds/status":      "patch",
 		"druid.gardener.cloud/etcds/finalizers":  "update",
-		"apps/statefulsets":                      owned,
+		"apps/statefulsets":                      owned + ",patch", // the membership controller sets replicas
 		"core/pods":                              "list,watch,delete",
 		"core/services":                          owned,
 		"core/configmaps":                        owned,

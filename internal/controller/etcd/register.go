@@ -28,6 +28,14 @@ const ControllerName = "etcd"
 // deletion is no event of an object the Etcd owns.
 const maxRetryDelay = time.Minute
 
+// clusterIDRecorded lets through the status change that records the cluster as bootstrapped:
+// the ConfigMap's ETCD_INITIAL_CLUSTER_STATE follows it.
+var clusterIDRecorded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	oldEtcd, okOld := e.ObjectOld.(*druidv1alpha1.Etcd)
+	newEtcd, okNew := e.ObjectNew.(*druidv1alpha1.Etcd)
+	return okOld && okNew && oldEtcd.Status.ClusterID != newEtcd.Status.ClusterID
+}}
+
 // RegisterWithManager wires the reconciler: it reacts to spec changes of an Etcd (not to its
 // status, which other controllers write) and to changes of the objects it owns.
 func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) error {
@@ -41,7 +49,7 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 			),
 		}).
-		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, clusterIDRecorded))).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

@@ -6,8 +6,6 @@ package ondelete
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,7 +22,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -107,6 +107,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	etcd, err := r.owningEtcd(ctx, sts)
 	if err != nil || etcd == nil {
 		return ctrl.Result{}, err
+	}
+	if membership.ScaleInProgress(etcd) {
+		// One change at a time: the membership controller yields to a rollout between its steps.
+		log.V(1).Info("Membership change in progress; not replacing pods now")
+		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
 	}
 	pods, err := r.memberPods(ctx, sts)
 	if err != nil {
@@ -272,24 +277,14 @@ func (r *Reconciler) resolveRoles(ctx context.Context, etcd *druidv1alpha1.Etcd,
 }
 
 func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod) ([]roles.MemberReport, error) {
-	creds, err := r.clientTLS(ctx, etcd)
+	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
 			fmt.Sprintf("cannot build the member client TLS configuration, falling back to member leases: %v", err))
 		return nil, err
 	}
-	var targets []etcdclient.Target
-	for _, pod := range pods {
-		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
-			continue
-		}
-		targets = append(targets, etcdclient.Target{
-			Name:       pod.Name,
-			Address:    net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(resources.ClientPort(etcd)))),
-			ServerName: resources.MemberDNSName(etcd.Name, etcd.Namespace, pod.Name),
-		})
-	}
+	targets := memberaccess.Targets(etcd, pods)
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("no member pod has an address")
 	}
@@ -299,35 +294,6 @@ func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		return nil, err
 	}
 	return roles.ReportsFromClusterStatus(cs), nil
-}
-
-// clientTLS returns the Etcd's own client key pair (clientUrlTls.clientTLSSecretRef with its CA),
-// else the operator-wide one.
-func (r *Reconciler) clientTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
-	t := etcd.Spec.Etcd.ClientUrlTLS
-	if t == nil || t.ClientTLSSecretRef.Name == "" {
-		if r.cfg.DefaultClientTLS == nil {
-			return conductortls.ClientMaterial{}, fmt.Errorf("Etcd names no clientUrlTls.clientTLSSecretRef and the operator has no memberClientTLS configured")
-		}
-		return r.cfg.DefaultClientTLS()
-	}
-	caSecret, err := r.secret(ctx, etcd.Namespace, t.TLSCASecretRef.Name)
-	if err != nil {
-		return conductortls.ClientMaterial{}, err
-	}
-	clientSecret, err := r.secret(ctx, etcd.Namespace, t.ClientTLSSecretRef.Name)
-	if err != nil {
-		return conductortls.ClientMaterial{}, err
-	}
-	return conductortls.FromSecrets(caSecret, resources.CADataKey(t.TLSCASecretRef), clientSecret)
-}
-
-func (r *Reconciler) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
-	}
-	return s, nil
 }
 
 // report records the decision: status.lastOperation (which the status controller shows in the

@@ -60,7 +60,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	patch := client.MergeFrom(etcd.DeepCopy())
 	etcd.Status.Members = computed.Members
-	etcd.Status.Conditions = computed.Conditions
+	etcd.Status.Conditions = append(computed.Conditions, conditionsOwnedElsewhere(etcd.Status.Conditions, computed.Conditions)...)
 	etcd.Status.Replicas = computed.Replicas
 	etcd.Status.ReadyReplicas = computed.ReadyReplicas
 	etcd.Status.CurrentReplicas = computed.CurrentReplicas
@@ -95,4 +95,20 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Obs
 	}
 	o.Leases = resources.ControlledLeases(etcd, leases.Items)
 	return o, nil
+}
+
+// conditionsOwnedElsewhere keeps the conditions other controllers write (ScaleOperationInProgress
+// belongs to the membership controller), which a merge patch of the list would otherwise drop.
+func conditionsOwnedElsewhere(current, computed []druidv1alpha1.Condition) []druidv1alpha1.Condition {
+	mine := map[druidv1alpha1.ConditionType]bool{}
+	for _, c := range computed {
+		mine[c.Type] = true
+	}
+	var out []druidv1alpha1.Condition
+	for _, c := range current {
+		if !mine[c.Type] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

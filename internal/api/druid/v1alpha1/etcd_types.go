@@ -168,6 +168,12 @@ type EtcdStatus struct {
 	// LastOperation is the last operation on the cluster.
 	// +optional
 	LastOperation *LastOperation `json:"lastOperation,omitempty"`
+
+	// ClusterID is the etcd cluster ID (hex) the operator saw once the members formed the
+	// cluster. It records that the cluster was bootstrapped: from then on a member without data
+	// joins the existing cluster and never starts a new one. Not part of etcd-druid's API.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
 }
 
 // ConditionType names a condition.
@@ -183,6 +189,9 @@ const (
 	ConditionTypeAllMembersReady ConditionType = "AllMembersReady"
 	// ConditionTypeAllMembersUpdated is True while every member pod is at the update revision.
 	ConditionTypeAllMembersUpdated ConditionType = "AllMembersUpdated"
+	// ConditionTypeScaleOperationInProgress is True while the membership controller moves the
+	// members towards spec.replicas (etcd-druid's name); its reason is the step it is on.
+	ConditionTypeScaleOperationInProgress ConditionType = "ScaleOperationInProgress"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
@@ -209,6 +218,8 @@ type EtcdRole string
 const (
 	EtcdRoleLeader EtcdRole = "Leader"
 	EtcdRoleMember EtcdRole = "Member"
+	// EtcdRoleLearner is a member that does not vote yet (scale-out or replacement in progress).
+	EtcdRoleLearner EtcdRole = "Learner"
 )
 
 // EtcdMemberConditionStatus is a member's health.

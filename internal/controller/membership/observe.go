@@ -1,0 +1,120 @@
+package membership
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// PeerURL is the peer URL of the member of ordinal i, as its pod advertises it.
+func PeerURL(etcd *druidv1alpha1.Etcd, ordinal int) string {
+	return fmt.Sprintf("https://%s:%d", resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
+}
+
+// memberPod names the pod a member stands for: its etcd name, or for a learner that has not
+// started, the pod its peer URL names. It returns "" and -1 for a member of no pod of this Etcd.
+func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
+	name := m.Name
+	if name == "" {
+		suffix := "." + resources.PeerServiceName(etcd) + "." + etcd.Namespace + ".svc"
+		for _, raw := range m.PeerURLs {
+			if u, err := url.Parse(raw); err == nil && strings.HasSuffix(u.Hostname(), suffix) {
+				name = strings.TrimSuffix(u.Hostname(), suffix)
+			}
+		}
+	}
+	ordinal, ok := ordinalOf(etcd, name)
+	if !ok {
+		return name, -1
+	}
+	return name, ordinal
+}
+
+func ordinalOf(etcd *druidv1alpha1.Etcd, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, etcd.Name+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// observe builds the planner's input from the Etcd, the StatefulSet, pods, leases and what the
+// members said (cs is nil when no member answered).
+func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) membership.Observed {
+	o := membership.Observed{
+		Desired:      int(etcd.Spec.Replicas),
+		Bootstrapped: etcd.Status.ClusterID != "",
+	}
+	if sts.Spec.Replicas != nil {
+		o.StatefulSetReplicas = int(*sts.Spec.Replicas)
+	}
+	podsByName := map[string]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		podsByName[p.Name] = p
+		if !p.DeletionTimestamp.IsZero() ||
+			(sts.Status.UpdateRevision != "" && p.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision) {
+			o.RolloutInFlight = true
+		}
+	}
+	lostID := map[string]string{}
+	for _, l := range leases {
+		if id := l.Annotations[memberagent.AnnotationDataLostMemberID]; id != "" {
+			lostID[l.Name] = id
+		}
+	}
+	if cs == nil || cs.MemberList == nil {
+		return o
+	}
+	o.MembersKnown = true
+	healthy := map[uint64]bool{}
+	var leaderID uint64
+	for _, s := range cs.Members {
+		if s.Reachable {
+			healthy[s.ID] = true
+			if s.IsLeader() {
+				leaderID = s.ID
+			}
+		}
+	}
+	for _, m := range cs.MemberList {
+		name, ordinal := memberPod(etcd, m)
+		member := membership.Member{
+			ID: m.ID, Name: name, Ordinal: ordinal, Learner: m.IsLearner,
+			Started: len(m.ClientURLs) > 0, Healthy: healthy[m.ID], Leader: m.ID != 0 && m.ID == leaderID,
+		}
+		if pod := podsByName[name]; pod != nil && pod.DeletionTimestamp.IsZero() && lostID[name] == strconv.FormatUint(m.ID, 16) {
+			member.DataLost = true
+		}
+		o.Members = append(o.Members, member)
+	}
+	return o
+}
+
+// clusterID is the cluster ID a reachable member reports, "" if none.
+func clusterID(cs *etcdclient.ClusterStatus) string {
+	if cs == nil {
+		return ""
+	}
+	for _, s := range cs.Members {
+		if s.Reachable && s.ClusterID != 0 {
+			return strconv.FormatUint(s.ClusterID, 16)
+		}
+	}
+	return ""
+}

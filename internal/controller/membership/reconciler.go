@@ -1,0 +1,397 @@
+// Package membership holds the membership controller (DEP-01): it moves an etcd cluster's
+// members towards the Etcd's spec.replicas through learners, replaces members whose data is gone
+// and removes members no pod stands for, one step per reconcile, as internal/membership decides.
+// It keeps no state of its own: every reconcile starts from what the members and the pods say,
+// so an operator restart mid-operation resumes where the cluster is.
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// Members is the part of the member client pool the controller uses.
+type Members interface {
+	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberClient, error)
+	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
+	Forget(cluster string)
+}
+
+// Config holds the controller's dependencies.
+type Config struct {
+	Client   client.Client
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Members  Members
+	// DefaultClientTLS loads the operator-wide client key pair, for Etcds that name none.
+	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// StepInterval is how soon a membership change in progress is looked at again;
+	// SettledInterval how often a settled cluster is checked (superfluous members, lost data).
+	StepInterval    time.Duration
+	SettledInterval time.Duration
+	// SuperfluousGrace is how long a member no pod of the Etcd stands for is left alone.
+	SuperfluousGrace time.Duration
+}
+
+// Reconciler is the membership controller.
+type Reconciler struct {
+	cfg Config
+	now func() time.Time
+
+	// foreignSince remembers when a member that stands for no pod was first seen (by cluster key
+	// and member ID). Losing it on a restart only restarts the grace period.
+	mu           sync.Mutex
+	foreignSince map[string]time.Time
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// NewReconciler builds the controller.
+func NewReconciler(cfg Config) *Reconciler {
+	if cfg.StepInterval == 0 {
+		cfg.StepInterval = 2 * time.Second
+	}
+	if cfg.SettledInterval == 0 {
+		cfg.SettledInterval = 15 * time.Second
+	}
+	if cfg.SuperfluousGrace == 0 {
+		cfg.SuperfluousGrace = time.Minute
+	}
+	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
+}
+
+// clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
+// whose target set differs while pods come and go.
+func clusterKey(etcd *druidv1alpha1.Etcd) string {
+	return etcd.Namespace + "/" + etcd.Name + "/membership"
+}
+
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile runs one membership step:
+//  1. read the Etcd, its StatefulSet, pods and member Leases (fresh, uncached);
+//  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
+//     ID once the cluster has formed;
+//  3. plan (internal/membership) and carry out at most one action;
+//  4. report: the ScaleOperationInProgress condition and an Event per action or refusal.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/membership")
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !etcd.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
+		// The Etcd reconciler creates it; its creation wakes us.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(sts, etcd) {
+		return ctrl.Result{}, nil
+	}
+	pods, err := r.pods(ctx, sts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
+	}
+
+	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	var cs *etcdclient.ClusterStatus
+	tgts := memberaccess.Targets(etcd, pods)
+	if credsErr == nil && len(tgts) > 0 {
+		got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
+		if err == nil {
+			cs = &got
+		} else {
+			log.V(1).Info("No member answered", "error", err.Error())
+		}
+	}
+	if id := clusterID(cs); id != "" && etcd.Status.ClusterID == "" {
+		if err := r.recordClusterID(ctx, etcd, id); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	observed := observe(etcd, sts, pods, leases.Items, cs)
+	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
+	r.ageForeign(clusterKey(etcd), observed.Members)
+	decision := membership.Plan(observed)
+	if credsErr != nil && !observed.MembersKnown {
+		decision.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
+	}
+	log.V(1).Info("Membership decision", "action", decision.Action, "rule", decision.Rule, "reason", decision.Reason)
+
+	result := ctrl.Result{RequeueAfter: r.cfg.StepInterval}
+	if decision.Action == membership.ActionDone {
+		result.RequeueAfter = r.cfg.SettledInterval
+	}
+	actErr := r.act(ctx, etcd, sts, tgts, creds, cs, decision)
+	if actErr != nil {
+		switch {
+		case etcdclient.IsLearnerNotReady(actErr):
+			// etcd refuses until the learner has ~90 % of the leader's log: ask again shortly,
+			// not in a tight loop.
+			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleLearnerNotReady,
+				Reason: fmt.Sprintf("learner %s has not caught up with the leader yet (etcd: %v); retrying", describe(decision.Member), actErr)}
+			actErr = nil
+		case etcdclient.IsUnhealthyCluster(actErr):
+			// etcd's strict reconfiguration check: a voter (say, one just promoted) has not been
+			// connected long enough. It passes within seconds.
+			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleClusterSettling,
+				Reason: fmt.Sprintf("%s: etcd refused for now (%v); retrying", decision.Reason, actErr)}
+			actErr = nil
+		default:
+			decision.Reason = fmt.Sprintf("%s: failed: %v", decision.Reason, actErr)
+		}
+	}
+	if err := r.report(ctx, etcd, decision, actErr); err != nil {
+		return result, err
+	}
+	if actErr != nil {
+		return ctrl.Result{}, actErr
+	}
+	return result, nil
+}
+
+// ageForeign sets SeenFor of members that stand for no pod and forgets those gone.
+func (r *Reconciler) ageForeign(key string, members []membership.Member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	seen := map[string]bool{}
+	for i := range members {
+		if members[i].Ordinal >= 0 {
+			continue
+		}
+		k := key + "/" + strconv.FormatUint(members[i].ID, 16)
+		seen[k] = true
+		first, ok := r.foreignSince[k]
+		if !ok {
+			first = now
+			r.foreignSince[k] = now
+		}
+		members[i].SeenFor = now.Sub(first)
+	}
+	for k := range r.foreignSince {
+		if strings.HasPrefix(k, key+"/") && !seen[k] {
+			delete(r.foreignSince, k)
+		}
+	}
+}
+
+// The controller's own waits, when etcd refuses a step the planner chose.
+const (
+	// RuleLearnerNotReady: etcd refused a promotion, the learner has not caught up.
+	RuleLearnerNotReady membership.RuleID = "wait/learner-catching-up"
+	// RuleClusterSettling: etcd refused a membership change while a voter is freshly connected.
+	RuleClusterSettling membership.RuleID = "wait/cluster-settling"
+)
+
+func describe(m *membership.Member) string {
+	if m == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%s (%x)", m.Name, m.ID)
+}
+
+// act carries out one decision. Each action is safe to repeat: a member already added, promoted
+// or removed makes etcd refuse the repetition, which is treated as done.
+func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus, d membership.Decision) error {
+	log := logr.FromContextOrDiscard(ctx)
+	switch d.Action {
+	case membership.ActionSetReplicas:
+		patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		n := int32(d.Replicas)
+		sts.Spec.Replicas = &n
+		if err := r.cfg.Client.Patch(ctx, sts, patch); err != nil {
+			return fmt.Errorf("setting StatefulSet %s/%s replicas to %d: %w", sts.Namespace, sts.Name, n, err)
+		}
+	case membership.ActionAddLearner:
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
+		if err != nil {
+			return err
+		}
+		peer := PeerURL(etcd, d.Ordinal)
+		m, _, err := via.AddLearner(ctx, peer)
+		if err != nil && !etcdclient.IsPeerURLExist(err) {
+			return err
+		}
+		log.Info("Added learner", "peerURL", peer, "id", strconv.FormatUint(m.ID, 16))
+	case membership.ActionPromote:
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
+		if err != nil {
+			return err
+		}
+		if err := via.Promote(ctx, d.Member.ID); err != nil {
+			return err
+		}
+		log.Info("Promoted learner", "member", d.Member.Name)
+	case membership.ActionRemove:
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
+		if err != nil {
+			return err
+		}
+		if err := via.Remove(ctx, d.Member.ID); err != nil && !etcdclient.IsMemberNotFound(err) {
+			return err
+		}
+		log.Info("Removed member", "member", d.Member.Name, "id", strconv.FormatUint(d.Member.ID, 16))
+	case membership.ActionMoveLeader:
+		if err := r.cfg.Members.MoveLeader(ctx, clusterKey(etcd), creds, tgts, d.Member.Name, d.Target.ID); err != nil {
+			return err
+		}
+		log.Info("Moved leadership", "from", d.Member.Name, "to", d.Target.Name)
+	}
+	return nil
+}
+
+// leaderClient returns the client of the member that answered as leader in this reconcile's
+// query: membership changes go to it directly instead of being forwarded.
+func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) (*etcdclient.MemberClient, error) {
+	if cs == nil {
+		return nil, errors.New("no member answered")
+	}
+	leader, ok := cs.Leader()
+	if !ok {
+		return nil, errors.New("no member answers as leader")
+	}
+	return r.cfg.Members.Member(clusterKey(etcd), creds, tgts, leader.Name)
+}
+
+func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	list := &corev1.PodList{}
+	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	var owned []corev1.Pod
+	for _, pod := range list.Items {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
+			owned = append(owned, pod)
+		}
+	}
+	return owned, nil
+}
+
+// recordClusterID writes status.clusterID: from now on members without data join, never
+// bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to "existing").
+func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, id string) error {
+	patch := client.MergeFrom(etcd.DeepCopy())
+	etcd.Status.ClusterID = id
+	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
+		return fmt.Errorf("recording cluster ID of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	}
+	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed; members without data now join it", id)
+	return nil
+}
+
+// report sets the ScaleOperationInProgress condition and emits an Event for every action and
+// for every change of what the controller waits on.
+func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
+	status := druidv1alpha1.ConditionFalse
+	if d.InProgress() || d.Rule == RuleLearnerNotReady || d.Rule == RuleClusterSettling {
+		status = druidv1alpha1.ConditionTrue
+	}
+	reason := d.Rule.ConditionReason()
+	prev := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
+	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != d.Reason
+	acted := d.Action != membership.ActionWait && d.Action != membership.ActionDone
+	if acted || (changed && (prev == nil || prev.Reason != reason)) {
+		eventType := corev1.EventTypeNormal
+		if actErr != nil || isRefusal(d.Rule) {
+			eventType = corev1.EventTypeWarning
+		}
+		r.cfg.Recorder.Event(etcd, eventType, reason, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
+	}
+	if !changed {
+		return nil
+	}
+	now := metav1.NewTime(r.now())
+	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: status,
+		Reason: reason, Message: fmt.Sprintf("%s [%s]", d.Reason, d.Rule), LastUpdateTime: now, LastTransitionTime: now}
+	if prev != nil && prev.Status == status {
+		cond.LastTransitionTime = prev.LastTransitionTime
+	}
+	patch := client.MergeFromWithOptions(etcd.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	var conds []druidv1alpha1.Condition
+	for _, c := range etcd.Status.Conditions {
+		if c.Type != cond.Type {
+			conds = append(conds, c)
+		}
+	}
+	etcd.Status.Conditions = append(conds, cond)
+	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the next reconcile writes it on fresh state
+		}
+		return fmt.Errorf("recording membership decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	}
+	return nil
+}
+
+func isRefusal(r membership.RuleID) bool {
+	switch r {
+	case membership.RulePromoteUnsafe, membership.RuleReplaceUnsafe, membership.RuleRemoveUnsafe,
+		membership.RuleAddUnsafe, membership.RuleNoLeaderTarget:
+		return true
+	}
+	return false
+}
+
+func findCondition(conds []druidv1alpha1.Condition, t druidv1alpha1.ConditionType) *druidv1alpha1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// ScaleInProgress is the predicate the OnDelete controller waits on: a membership change is
+// under way, so no pod may be replaced now (a replaced pod and a resize together could cost
+// quorum twice).
+func ScaleInProgress(etcd *druidv1alpha1.Etcd) bool {
+	c := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
+	return c != nil && c.Status == druidv1alpha1.ConditionTrue
+}

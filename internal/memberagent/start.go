@@ -1,0 +1,154 @@
+package memberagent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+)
+
+// DataState is what the init step found in the member's data dir.
+type DataState string
+
+const (
+	// DataEmpty: no data dir, or one without a member directory.
+	DataEmpty DataState = "Empty"
+	// DataValid: a WAL and a backend database that opens as one.
+	DataValid DataState = "Valid"
+	// DataCorrupt: a member directory whose WAL or database is missing or unreadable.
+	DataCorrupt DataState = "Corrupt"
+)
+
+// StartObservation is everything the start decision (DEP-01's member scenarios) looks at.
+type StartObservation struct {
+	// Name is this member's name (its pod name); PeerURL its advertised peer URL.
+	Name    string
+	PeerURL string
+	Data    DataState
+	// LeaderAnswered: a member that leads the cluster answered, and Members is its member list.
+	// Only a leader's list is trusted: a partitioned follower's may be stale.
+	LeaderAnswered bool
+	Members        []etcdclient.Member
+	// BootstrapState is the operator's record in the ConfigMap: "new" until the cluster has
+	// formed once, "existing" after. BootstrapCluster is the initial cluster for "new".
+	BootstrapState   string
+	BootstrapCluster string
+}
+
+// StartAction is what the init step does.
+type StartAction string
+
+const (
+	// StartAsIs: the data dir is the member's; etcd restarts from it.
+	StartAsIs StartAction = "start-as-is"
+	// StartNew: bootstrap a new cluster with the other initial members.
+	StartNew StartAction = "start-new"
+	// StartJoin: join the running cluster, which already lists this member.
+	StartJoin StartAction = "join-existing"
+	// StartMoveAside: rename the data dir aside (never delete it), then decide again.
+	StartMoveAside StartAction = "move-data-aside"
+	// StartWait: nothing safe to do yet; ask again later.
+	StartWait StartAction = "wait"
+)
+
+// StartRule ids are stable: they are logged and written to the member's Lease, where the
+// operator reads them.
+const (
+	StartRuleRestart        = "restart/valid-data"
+	StartRuleStaleData      = "stale-data/earlier-incarnation"
+	StartRuleRemovedMember  = "stale-data/removed-member"
+	StartRuleCorrupt        = "corrupt-data"
+	StartRuleJoin           = "join/listed"
+	StartRuleDataLost       = "wait/data-lost"
+	StartRuleNotAdded       = "wait/not-added"
+	StartRuleBootstrap      = "bootstrap/new"
+	StartRuleClusterUnknown = "wait/cluster-unreachable"
+)
+
+// StartDecision is the init step's answer.
+type StartDecision struct {
+	Action StartAction
+	Rule   string
+	Reason string
+	// InitialCluster and ClusterState go into the etcd configuration for StartNew and StartJoin
+	// (and are ignored by etcd on a restart with valid data).
+	InitialCluster string
+	ClusterState   string
+	// LostMemberID is the member ID whose data is gone, for StartRuleDataLost: the operator
+	// removes exactly this member and adds the pod again.
+	LostMemberID uint64
+}
+
+// DecideStart is the per-member start decision. It never starts "new" next to a cluster that
+// answers or once the operator recorded the cluster as formed, and it never deletes data.
+func DecideStart(o StartObservation) StartDecision {
+	self := o.self()
+	switch o.Data {
+	case DataCorrupt:
+		return StartDecision{Action: StartMoveAside, Rule: StartRuleCorrupt,
+			Reason: "the data dir has a member directory but no readable WAL and database; keeping it aside and starting without data"}
+	case DataValid:
+		switch {
+		case o.LeaderAnswered && self != nil && len(self.ClientURLs) == 0:
+			return StartDecision{Action: StartMoveAside, Rule: StartRuleStaleData,
+				Reason: fmt.Sprintf("the cluster lists this member as %x, never started, so the data dir is from an earlier member of this name; keeping it aside", self.ID)}
+		case o.LeaderAnswered && self == nil:
+			return StartDecision{Action: StartMoveAside, Rule: StartRuleRemovedMember,
+				Reason: fmt.Sprintf("the leader's member list (%d members) does not hold %s: this member was removed; keeping its data aside", len(o.Members), o.PeerURL)}
+		}
+		return StartDecision{Action: StartAsIs, Rule: StartRuleRestart, Reason: "valid data dir: restarting the member from it",
+			InitialCluster: o.BootstrapCluster, ClusterState: "existing"}
+	}
+	// No data.
+	if o.LeaderAnswered {
+		switch {
+		case self == nil:
+			return StartDecision{Action: StartWait, Rule: StartRuleNotAdded,
+				Reason: fmt.Sprintf("the cluster (%d members) does not list %s yet: waiting for the operator to add it as a learner", len(o.Members), o.PeerURL)}
+		case len(self.ClientURLs) > 0:
+			return StartDecision{Action: StartWait, Rule: StartRuleDataLost, LostMemberID: self.ID,
+				Reason: fmt.Sprintf("the cluster lists this member as %x, which has run before, but the data dir is empty: waiting for the operator to remove and add it again", self.ID)}
+		}
+		return StartDecision{Action: StartJoin, Rule: StartRuleJoin, ClusterState: "existing", InitialCluster: o.initialCluster(),
+			Reason: fmt.Sprintf("the cluster lists this member as %x, not started yet: joining the %d members", self.ID, len(o.Members))}
+	}
+	if o.BootstrapState == "new" {
+		return StartDecision{Action: StartNew, Rule: StartRuleBootstrap, ClusterState: "new", InitialCluster: o.BootstrapCluster,
+			Reason: "no leader answers and the cluster has not formed yet: bootstrapping it"}
+	}
+	return StartDecision{Action: StartWait, Rule: StartRuleClusterUnknown,
+		Reason: "no data, no leader answers and the cluster has formed before: never starting a second cluster, waiting for the members"}
+}
+
+func (o StartObservation) self() *etcdclient.Member {
+	for i := range o.Members {
+		m := &o.Members[i]
+		if m.Name == o.Name {
+			return m
+		}
+		for _, u := range m.PeerURLs {
+			if u == o.PeerURL {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// initialCluster lists the current members as etcd's --initial-cluster; the member that has not
+// started yet (this one) has no name in the list and gets its own.
+func (o StartObservation) initialCluster() string {
+	var parts []string
+	for _, m := range o.Members {
+		name := m.Name
+		if name == "" {
+			name = o.Name
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, name+"="+u)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,155 @@
+package memberagent
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+)
+
+const selfPeer = "https://etcd-2.etcd-peer.ns.svc:2380"
+
+func started(name string, id uint64) etcdclient.Member {
+	return etcdclient.Member{ID: id, Name: name, PeerURLs: []string{"https://" + name + ".etcd-peer.ns.svc:2380"},
+		ClientURLs: []string{"https://" + name + ".etcd-peer.ns.svc:2379"}}
+}
+
+func TestDecideStart(t *testing.T) {
+	two := []etcdclient.Member{started("etcd-0", 1), started("etcd-1", 2)}
+	addedLearner := append(append([]etcdclient.Member{}, two...), etcdclient.Member{ID: 3, PeerURLs: []string{selfPeer}, IsLearner: true})
+	lostSelf := append(append([]etcdclient.Member{}, two...), started("etcd-2", 3))
+	for _, tc := range []struct {
+		name    string
+		o       StartObservation
+		action  StartAction
+		rule    string
+		state   string
+		cluster string
+	}{
+		{name: "first bootstrap: no leader, recorded new",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
+			action: StartNew, rule: StartRuleBootstrap, state: "new", cluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
+		{name: "no data, no leader, cluster formed before: never new",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing"},
+			action: StartWait, rule: StartRuleClusterUnknown},
+		{name: "valid data restarts as is, whatever the cluster says",
+			o:      StartObservation{Data: DataValid, BootstrapState: "existing"},
+			action: StartAsIs, rule: StartRuleRestart, state: "existing"},
+		{name: "valid data, listed and started: restart",
+			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: lostSelf},
+			action: StartAsIs, rule: StartRuleRestart, state: "existing"},
+		{name: "added as learner: join with the current members",
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BootstrapState: "existing"},
+			action: StartJoin, rule: StartRuleJoin, state: "existing",
+			cluster: "etcd-0=https://etcd-0.etcd-peer.ns.svc:2380,etcd-1=https://etcd-1.etcd-peer.ns.svc:2380,etcd-2=" + selfPeer},
+		{name: "bootstrap member that never started joins even if the state says new",
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, BootstrapState: "new", Members: append(append([]etcdclient.Member{}, two...), etcdclient.Member{ID: 3, Name: "etcd-2", PeerURLs: []string{selfPeer}})},
+			action: StartJoin, rule: StartRuleJoin, state: "existing"},
+		{name: "not in the member list: wait to be added, never new next to a live cluster",
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: two, BootstrapState: "new"},
+			action: StartWait, rule: StartRuleNotAdded},
+		{name: "listed, has run, data gone: wait for replacement, naming the ID",
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: lostSelf},
+			action: StartWait, rule: StartRuleDataLost},
+		{name: "corrupt data is kept aside",
+			o:      StartObservation{Data: DataCorrupt, LeaderAnswered: true, Members: lostSelf},
+			action: StartMoveAside, rule: StartRuleCorrupt},
+		{name: "data of a removed member is kept aside",
+			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: two},
+			action: StartMoveAside, rule: StartRuleRemovedMember},
+		{name: "data from an earlier member of the same name is kept aside",
+			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: addedLearner},
+			action: StartMoveAside, rule: StartRuleStaleData},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Name, tc.o.PeerURL = "etcd-2", selfPeer
+			d := DecideStart(tc.o)
+			if d.Action != tc.action || d.Rule != tc.rule {
+				t.Fatalf("got %s [%s] %q, want %s [%s]", d.Action, d.Rule, d.Reason, tc.action, tc.rule)
+			}
+			if tc.state != "" && d.ClusterState != tc.state {
+				t.Errorf("state %q, want %q", d.ClusterState, tc.state)
+			}
+			if tc.cluster != "" && d.InitialCluster != tc.cluster {
+				t.Errorf("initial cluster %q, want %q", d.InitialCluster, tc.cluster)
+			}
+			if d.Rule == StartRuleDataLost && d.LostMemberID != 3 {
+				t.Errorf("lost member ID %x, want 3", d.LostMemberID)
+			}
+		})
+	}
+}
+
+func TestInspectDataDir(t *testing.T) {
+	dir := t.TempDir()
+	if got := InspectDataDir(filepath.Join(dir, "missing")); got != DataEmpty {
+		t.Errorf("missing dir: %s", got)
+	}
+	data := filepath.Join(dir, "new.etcd")
+	mustMkdir(t, filepath.Join(data, "member", "wal"))
+	mustMkdir(t, filepath.Join(data, "member", "snap"))
+	if got := InspectDataDir(data); got != DataCorrupt {
+		t.Errorf("member dir without WAL: %s", got)
+	}
+	mustWrite(t, filepath.Join(data, "member", "wal", "0000000000000000-0000000000000000.wal"), []byte("x"))
+	db := make([]byte, 8192)
+	mustWrite(t, filepath.Join(data, "member", "snap", "db"), db)
+	if got := InspectDataDir(data); got != DataCorrupt {
+		t.Errorf("database without bbolt magic: %s", got)
+	}
+	binary.LittleEndian.PutUint32(db[16:], bboltMagic)
+	mustWrite(t, filepath.Join(data, "member", "snap", "db"), db)
+	if got := InspectDataDir(data); got != DataValid {
+		t.Errorf("WAL and database: %s", got)
+	}
+}
+
+func TestWriteEtcdConfig(t *testing.T) {
+	cfg := InitConfig{
+		Environment: map[string]string{"ETCD_DATA_DIR": "/d", "ETCD_CERT_FILE": "/s.crt", "ETCD_PEER_CLIENT_CERT_AUTH": "true",
+			"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true", "ETCD_SNAPSHOT_COUNT": "75000", "ETCD_NAME": "ignored"},
+		EtcdFlags: []string{"--name=etcd-0", "--listen-client-urls=https://10.0.0.1:2379"},
+	}
+	path := filepath.Join(t.TempDir(), "etcd.conf.yaml")
+	if err := writeEtcdConfig(path, cfg.settings()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["name"] != "etcd-0" || doc["data-dir"] != "/d" || doc["snapshot-count"] != float64(75000) {
+		t.Errorf("flags must win over the environment and numbers stay numbers: %s", raw)
+	}
+	peer, _ := doc["peer-transport-security"].(map[string]any)
+	client, _ := doc["client-transport-security"].(map[string]any)
+	if peer["client-cert-auth"] != true || peer["skip-client-san-verification"] != true || client["cert-file"] != "/s.crt" {
+		t.Errorf("TLS settings not nested: %s", raw)
+	}
+	if strings.Contains(string(raw), "peer-client-cert-auth") {
+		t.Errorf("peer TLS key left at the top level: %s", raw)
+	}
+}
+
+func mustMkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

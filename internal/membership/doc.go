@@ -1,0 +1,11 @@
+// Package membership decides how an etcd cluster's membership moves towards the Etcd's
+// spec.replicas (DEP-01): scale out through learners, one at a time; scale in by removing the
+// highest ordinals first, leadership moved off first; replace a member whose data is gone; clean
+// up learners left behind and members no pod stands for. Plan is pure: the controller
+// (internal/controller/membership) observes pods and members, asks Plan, and carries out at most
+// one action.
+//
+// Every rule has a stable id, and every decision's reason carries the numbers it was made on.
+// No rule removes a voter unless the healthy voters that remain are a quorum of the voters that
+// remain; no rule adds a learner while one exists; a learner is never a leadership target.
+package membership

@@ -1,0 +1,357 @@
+package membership
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+)
+
+// ConditionReason is the rule id as a condition or event reason ("scale-out/add-learner" →
+// "ScaleOutAddLearner"), converted by the same function the rollout rules use.
+func (r RuleID) ConditionReason() string { return rollout.RuleID(r).ConditionReason() }
+
+// rule either passes (nil) or decides.
+type rule func(v *view) *Decision
+
+// rules run in this order; the first decision wins. Learners are settled before anything else
+// (one at a time: nothing is added while one exists), lost members are replaced before resizing,
+// resizing waits for a rollout, scale-in comes before scale-out.
+var rules = []rule{
+	ruleHibernate,
+	ruleMembersKnown,
+	ruleLearnerUnwanted,
+	ruleLearner,
+	ruleReplaceDataLost,
+	ruleRolloutInFlight,
+	ruleScaleIn,
+	ruleShrink,
+	ruleScaleOut,
+	ruleSuperfluousGrace,
+	ruleSettle,
+}
+
+// Plan decides the next membership step for one observation.
+func Plan(o Observed) Decision {
+	v := newView(o)
+	for _, r := range rules {
+		if d := r(v); d != nil {
+			return *d
+		}
+	}
+	return Decision{Action: ActionDone, Rule: RuleDone, Reason: fmt.Sprintf("%d voters, no learner, StatefulSet at %d replicas; %s", v.voters, o.StatefulSetReplicas, v.summary())}
+}
+
+// view is the observation with the counts every rule needs.
+type view struct {
+	o Observed
+	// voters and healthy count voting members and those of them that answered.
+	voters, healthy int
+	learner         *Member
+	leader          *Member
+	// byOrdinal holds the members standing for pods of this Etcd.
+	byOrdinal map[int]*Member
+	// beyond are the voters no wanted pod stands for (ordinal ≥ desired or foreign), highest
+	// ordinal first, foreign members first of all.
+	beyond []*Member
+	// highest is the highest ordinal of any member (-1 if none).
+	highest int
+	// inGrace are voters no pod stands for, not yet seen for SuperfluousGrace.
+	inGrace []*Member
+}
+
+func newView(o Observed) *view {
+	v := &view{o: o, byOrdinal: map[int]*Member{}, highest: -1}
+	for i := range o.Members {
+		m := &o.Members[i]
+		if m.Ordinal >= 0 {
+			v.byOrdinal[m.Ordinal] = m
+			if m.Ordinal > v.highest {
+				v.highest = m.Ordinal
+			}
+		}
+		if m.Leader {
+			v.leader = m
+		}
+		if m.Learner {
+			if v.learner == nil {
+				v.learner = m
+			}
+			continue
+		}
+		v.voters++
+		if m.Healthy {
+			v.healthy++
+		}
+		switch {
+		case m.Ordinal < 0 && m.SeenFor < o.SuperfluousGrace:
+			v.inGrace = append(v.inGrace, m)
+		case m.Ordinal < 0 || m.Ordinal >= o.Desired:
+			v.beyond = append(v.beyond, m)
+		}
+	}
+	sort.SliceStable(v.beyond, func(i, j int) bool {
+		a, b := v.beyond[i], v.beyond[j]
+		if (a.Ordinal < 0) != (b.Ordinal < 0) {
+			return a.Ordinal < 0
+		}
+		return a.Ordinal > b.Ordinal
+	})
+	return v
+}
+
+func (v *view) summary() string {
+	learners := 0
+	for _, m := range v.o.Members {
+		if m.Learner {
+			learners++
+		}
+	}
+	return fmt.Sprintf("%d/%d voters healthy (quorum %d), %d learner(s), desired %d, StatefulSet replicas %d",
+		v.healthy, v.voters, Quorum(v.voters), learners, v.o.Desired, v.o.StatefulSetReplicas)
+}
+
+func describe(m *Member) string {
+	if m.Name != "" {
+		return fmt.Sprintf("%s (%x)", m.Name, m.ID)
+	}
+	return fmt.Sprintf("%x", m.ID)
+}
+
+func decide(a Action, r RuleID, format string, args ...any) *Decision {
+	return &Decision{Action: a, Rule: r, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ruleHibernate: replicas 0 stops every pod and keeps the membership and the volumes as they
+// are, so the members come back with their data.
+func ruleHibernate(v *view) *Decision {
+	if v.o.Desired != 0 {
+		return nil
+	}
+	if v.o.StatefulSetReplicas == 0 {
+		return decide(ActionDone, RuleDone, "hibernated: desired 0, StatefulSet replicas 0")
+	}
+	d := decide(ActionSetReplicas, RuleHibernate, "hibernating: StatefulSet replicas %d → 0, membership and volumes kept", v.o.StatefulSetReplicas)
+	return d
+}
+
+// ruleMembersKnown: without the member list nothing can be decided, except the size of a cluster
+// that has never formed (the members all start "new" from the StatefulSet's pods).
+func ruleMembersKnown(v *view) *Decision {
+	if v.o.MembersKnown {
+		return nil
+	}
+	if v.o.Bootstrapped && v.o.StatefulSetReplicas == 0 {
+		d := decide(ActionSetReplicas, RuleWake, "waking from hibernation: StatefulSet replicas 0 → %d; the members restart from their data", v.o.Desired)
+		d.Replicas = v.o.Desired
+		return d
+	}
+	if !v.o.Bootstrapped && v.o.StatefulSetReplicas != v.o.Desired {
+		d := decide(ActionSetReplicas, RuleBootstrapReplicas, "cluster not bootstrapped yet: StatefulSet replicas %d → %d",
+			v.o.StatefulSetReplicas, v.o.Desired)
+		d.Replicas = v.o.Desired
+		return d
+	}
+	return decide(ActionWait, RuleMembersUnknown, "no member answered with the member list (bootstrapped=%v); StatefulSet replicas %d, desired %d",
+		v.o.Bootstrapped, v.o.StatefulSetReplicas, v.o.Desired)
+}
+
+// ruleLearnerUnwanted removes a learner no wanted pod stands for (left behind by a scale-out that
+// was reverted, or foreign). A learner does not vote: removing it never costs quorum.
+func ruleLearnerUnwanted(v *view) *Decision {
+	for i := range v.o.Members {
+		m := &v.o.Members[i]
+		if m.Learner && (m.Ordinal < 0 || m.Ordinal >= v.o.Desired) {
+			d := decide(ActionRemove, RuleLearnerUnwanted, "removing learner %s: no pod in [0, %d) stands for it; a learner does not vote; %s",
+				describe(m), v.o.Desired, v.summary())
+			d.Member = m
+			return d
+		}
+	}
+	return nil
+}
+
+// ruleLearner finishes the one learner there is: its pod must exist, it must start, then it is
+// promoted when the voters after promotion still have a healthy quorum.
+func ruleLearner(v *view) *Decision {
+	m := v.learner
+	if m == nil {
+		return nil
+	}
+	if !m.Started {
+		if v.o.StatefulSetReplicas <= m.Ordinal {
+			d := decide(ActionSetReplicas, RuleLearnerPod, "learner %s added: StatefulSet replicas %d → %d to create its pod; %s",
+				describe(m), v.o.StatefulSetReplicas, m.Ordinal+1, v.summary())
+			d.Replicas = m.Ordinal + 1
+			return d
+		}
+		if v.o.RolloutInFlight {
+			// Its pod may be what the rollout has to replace (say, a broken image): let it.
+			// A learner that has not started costs no quorum.
+			return decide(ActionWait, RuleRolloutInFlight, "learner %s has not started and a rollout is in flight: letting the rollout go first; %s",
+				describe(m), v.summary())
+		}
+		return decide(ActionWait, RuleLearnerStarting, "waiting for learner %s to start; %s", describe(m), v.summary())
+	}
+	after := v.voters + 1
+	healthyAfter := v.healthy
+	if m.Healthy {
+		healthyAfter++
+	}
+	if healthyAfter < Quorum(after) {
+		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters would be healthy after it, quorum %d; %s",
+			describe(m), healthyAfter, after, Quorum(after), v.summary())
+	}
+	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters healthy after it (quorum %d); %s",
+		describe(m), healthyAfter, after, Quorum(after), v.summary())
+	d.Member = m
+	return d
+}
+
+// ruleReplaceDataLost removes a voter whose pod lost its data (member scenarios 4/5), so it can
+// be added again as a learner; only while the healthy voters left are a quorum of those left.
+func ruleReplaceDataLost(v *view) *Decision {
+	for i := range v.o.Members {
+		m := &v.o.Members[i]
+		// A member that answers has its data, whatever a stale report says.
+		if m.Learner || !m.DataLost || m.Healthy || m.Ordinal < 0 || m.Ordinal >= v.o.Desired {
+			continue
+		}
+		return removeIfSafe(v, m, RuleReplaceDataLost, RuleReplaceUnsafe, "its pod has no usable data for this member ID")
+	}
+	return nil
+}
+
+// removeIfSafe removes voter m when the healthy voters other than m are a quorum of the voters
+// left.
+func removeIfSafe(v *view, m *Member, ok, unsafe RuleID, why string) *Decision {
+	after := v.voters - 1
+	healthyAfter := v.healthy
+	if m.Healthy {
+		healthyAfter--
+	}
+	if after < 1 || healthyAfter < Quorum(after) {
+		return decide(ActionWait, unsafe, "not removing %s (%s): %d of %d remaining voters would be healthy, quorum %d; %s",
+			describe(m), why, healthyAfter, after, Quorum(after), v.summary())
+	}
+	d := decide(ActionRemove, ok, "removing %s (%s): %d of %d remaining voters healthy, quorum %d; %s",
+		describe(m), why, healthyAfter, after, Quorum(after), v.summary())
+	d.Member = m
+	return d
+}
+
+// ruleRolloutInFlight: resizing waits while pods are being replaced; the OnDelete controller
+// waits for a resize in turn (see InFlight), so they never act at once.
+func ruleRolloutInFlight(v *view) *Decision {
+	if !v.o.RolloutInFlight || !v.resizeNeeded() {
+		return nil
+	}
+	return decide(ActionWait, RuleRolloutInFlight, "waiting for the rollout to finish before resizing; %s", v.summary())
+}
+
+func (v *view) resizeNeeded() bool {
+	if len(v.beyond) > 0 || v.o.StatefulSetReplicas != v.o.Desired {
+		return true
+	}
+	for i := 0; i < v.o.Desired; i++ {
+		if v.byOrdinal[i] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleScaleIn removes voters beyond the desired size, highest ordinal first, one at a time,
+// after moving leadership off them.
+func ruleScaleIn(v *view) *Decision {
+	if len(v.beyond) == 0 {
+		return nil
+	}
+	m := v.beyond[0]
+	if m.Leader {
+		var target *Member
+		for i := range v.o.Members {
+			c := &v.o.Members[i]
+			if c.Learner || !c.Healthy || c.Ordinal < 0 || c.Ordinal >= v.o.Desired {
+				continue
+			}
+			if target == nil || c.Ordinal < target.Ordinal {
+				target = c
+			}
+		}
+		if target == nil {
+			return decide(ActionWait, RuleNoLeaderTarget, "leader %s is to be removed but no healthy voter in [0, %d) can take over; %s",
+				describe(m), v.o.Desired, v.summary())
+		}
+		d := decide(ActionMoveLeader, RuleMoveLeader, "moving leadership from %s to %s before removing it; %s",
+			describe(m), describe(target), v.summary())
+		d.Member, d.Target = m, target
+		return d
+	}
+	why := fmt.Sprintf("beyond the desired %d members", v.o.Desired)
+	if m.Ordinal < 0 {
+		why = "no pod of this Etcd stands for it"
+	}
+	return removeIfSafe(v, m, RuleRemove, RuleRemoveUnsafe, why)
+}
+
+// ruleShrink lowers the StatefulSet once the members above the desired size are gone, so no pod
+// that is still a member is deleted by the StatefulSet controller.
+func ruleShrink(v *view) *Decision {
+	floor := v.o.Desired
+	if v.highest+1 > floor {
+		floor = v.highest + 1
+	}
+	if v.o.StatefulSetReplicas <= floor || v.o.StatefulSetReplicas <= v.o.Desired {
+		return nil
+	}
+	d := decide(ActionSetReplicas, RuleShrink, "no member above ordinal %d: StatefulSet replicas %d → %d; %s",
+		floor-1, v.o.StatefulSetReplicas, floor, v.summary())
+	d.Replicas = floor
+	return d
+}
+
+// ruleScaleOut adds the lowest missing ordinal as a learner while the cluster is quorate; its pod
+// is created after (ruleLearner), so the pod finds itself in the member list when it starts.
+func ruleScaleOut(v *view) *Decision {
+	missing := -1
+	for i := 0; i < v.o.Desired; i++ {
+		if v.byOrdinal[i] == nil {
+			missing = i
+			break
+		}
+	}
+	if missing < 0 {
+		return nil
+	}
+	if v.healthy < Quorum(v.voters) {
+		return decide(ActionWait, RuleAddUnsafe, "not adding a member for ordinal %d: %d of %d voters healthy, quorum %d; %s",
+			missing, v.healthy, v.voters, Quorum(v.voters), v.summary())
+	}
+	d := decide(ActionAddLearner, RuleAddLearner, "adding a learner for ordinal %d: %d of %d voters healthy (quorum %d); %s",
+		missing, v.healthy, v.voters, Quorum(v.voters), v.summary())
+	d.Ordinal = missing
+	return d
+}
+
+// ruleSuperfluousGrace reports a member no pod stands for that is still within its grace period.
+func ruleSuperfluousGrace(v *view) *Decision {
+	if len(v.inGrace) == 0 {
+		return nil
+	}
+	m := v.inGrace[0]
+	return decide(ActionWait, RuleSuperfluousGrace, "member %s stands for no pod of this Etcd: removing it once it has been seen for %s (seen for %s); %s",
+		describe(m), v.o.SuperfluousGrace, m.SeenFor.Round(time.Second), v.summary())
+}
+
+// ruleSettle brings the StatefulSet to the desired size once the members are what is desired.
+func ruleSettle(v *view) *Decision {
+	if v.o.StatefulSetReplicas == v.o.Desired {
+		return nil
+	}
+	d := decide(ActionSetReplicas, RuleSettleReplicas, "members match the desired size: StatefulSet replicas %d → %d; %s",
+		v.o.StatefulSetReplicas, v.o.Desired, v.summary())
+	d.Replicas = v.o.Desired
+	return d
+}

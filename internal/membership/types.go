@@ -1,0 +1,117 @@
+package membership
+
+import "time"
+
+// Member is one entry of etcd's member list, with what the controller learnt about it.
+type Member struct {
+	ID uint64
+	// Name is the pod the member stands for: its etcd name, or for a learner that has not started
+	// yet (etcd knows only its peer URL) the pod its peer URL names. Empty when neither names a
+	// pod of this Etcd.
+	Name string
+	// Ordinal is the pod ordinal of Name, -1 when the member is no pod of this Etcd.
+	Ordinal int
+	Learner bool
+	// Started: the member has run and published its client URLs.
+	Started bool
+	// Healthy: the member answered a status request just now.
+	Healthy bool
+	Leader  bool
+	// SeenFor is how long the controller has seen this member as no pod of this Etcd (Ordinal
+	// -1); such a member is removed only after Observed.SuperfluousGrace.
+	SeenFor time.Duration
+	// DataLost: its pod reports an empty or unusable data dir for this very member ID, so the
+	// member can only come back removed and added again.
+	DataLost bool
+}
+
+// Observed is one consistent look at an Etcd, its StatefulSet and its members.
+type Observed struct {
+	// Desired is the Etcd's spec.replicas.
+	Desired int
+	// StatefulSetReplicas is the StatefulSet's spec.replicas.
+	StatefulSetReplicas int
+	// Bootstrapped: the Etcd's status records a cluster ID, the cluster has formed once.
+	Bootstrapped bool
+	// MembersKnown: a member answered with the member list; Members is meaningless otherwise.
+	MembersKnown bool
+	Members      []Member
+	// SuperfluousGrace is how long a member no pod of this Etcd stands for is left alone (it may
+	// be an administrator's doing, or a pod being renamed) before it is removed.
+	SuperfluousGrace time.Duration
+	// RolloutInFlight: some pod is not at the StatefulSet's update revision, or terminating.
+	// Resizing waits for it; replacing lost members and finishing a learner do not.
+	RolloutInFlight bool
+}
+
+// Action is what the controller does now.
+type Action string
+
+const (
+	ActionAddLearner  Action = "add-learner"
+	ActionPromote     Action = "promote"
+	ActionRemove      Action = "remove"
+	ActionMoveLeader  Action = "move-leader"
+	ActionSetReplicas Action = "set-replicas"
+	ActionWait        Action = "wait"
+	ActionDone        Action = "done"
+)
+
+// RuleID names the rule behind a decision; ids are stable (events, conditions, logs).
+type RuleID string
+
+const (
+	RuleHibernate         RuleID = "hibernate/set-replicas"
+	RuleWake              RuleID = "wake/set-replicas"
+	RuleMembersUnknown    RuleID = "wait/members-unknown"
+	RuleBootstrapReplicas RuleID = "bootstrap/set-replicas"
+	RuleLearnerUnwanted   RuleID = "learner/remove-unwanted"
+	RulePromote           RuleID = "learner/promote"
+	RulePromoteUnsafe     RuleID = "wait/promote-quorum"
+	RuleLearnerPod        RuleID = "scale-out/create-pod"
+	RuleLearnerStarting   RuleID = "wait/learner-starting"
+	RuleReplaceDataLost   RuleID = "replace/remove-data-lost"
+	RuleReplaceUnsafe     RuleID = "wait/replace-quorum"
+	RuleRolloutInFlight   RuleID = "wait/rollout-in-flight"
+	RuleMoveLeader        RuleID = "scale-in/move-leader"
+	RuleNoLeaderTarget    RuleID = "wait/no-leader-target"
+	RuleRemove            RuleID = "scale-in/remove-member"
+	RuleRemoveUnsafe      RuleID = "wait/remove-quorum"
+	RuleShrink            RuleID = "scale-in/shrink-statefulset"
+	RuleAddLearner        RuleID = "scale-out/add-learner"
+	RuleAddUnsafe         RuleID = "wait/add-quorum"
+	RuleSuperfluousGrace  RuleID = "wait/superfluous-grace"
+	RuleSettleReplicas    RuleID = "settle/set-replicas"
+	RuleDone              RuleID = "done"
+)
+
+// Decision is Plan's answer.
+type Decision struct {
+	Action Action `json:"action"`
+	Rule   RuleID `json:"rule"`
+	// Reason is for humans and carries the numbers.
+	Reason string `json:"reason"`
+	// Member is the member acted on (promote, remove, move-leader: the current leader).
+	Member *Member `json:"member,omitempty"`
+	// Target is the new leader of a move-leader.
+	Target *Member `json:"target,omitempty"`
+	// Ordinal is the pod ordinal a learner is added for.
+	Ordinal int `json:"ordinal,omitempty"`
+	// Replicas is the StatefulSet's new spec.replicas for set-replicas.
+	Replicas int `json:"replicas,omitempty"`
+}
+
+// InProgress says whether the decision is part of a membership change (the
+// ScaleOperationInProgress condition).
+func (d Decision) InProgress() bool {
+	switch d.Action {
+	case ActionDone:
+		return false
+	case ActionWait:
+		return d.Rule != RuleMembersUnknown && d.Rule != RuleRolloutInFlight
+	}
+	return true
+}
+
+// Quorum is the number of voters a cluster of n voters needs to commit.
+func Quorum(n int) int { return n/2 + 1 }

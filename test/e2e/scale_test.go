@@ -1,0 +1,582 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+)
+
+// scaleScenario changes spec.replicas from → to under a writer and monitors, optionally after a
+// fault, and checks that the members end up exactly the pods, with no learner and no write lost.
+type scaleScenario struct {
+	name     string
+	from, to int32
+	// beforeScale injects a fault or a disturbance; during acts while the change runs.
+	beforeScale func(ctx context.Context, e *env)
+	during      func(ctx context.Context, e *env)
+	// after checks more once the membership settled.
+	after func(ctx context.Context, e *env)
+	// preloadMB is written into the keyspace before the scale (the learner has to catch up with it).
+	preloadMB int
+	// skipScale: the scenario changes no replicas (e.g. a member's volume is lost) and only
+	// waits for the membership to heal.
+	skipScale bool
+}
+
+// memberList asks the members for the member list over mTLS, as a client would.
+func memberList(ctx context.Context, e *env) ([]etcdclient.Member, error) {
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
+	cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), endpointTargets(e))
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cs.Leader(); !ok {
+		return nil, fmt.Errorf("no leader answered")
+	}
+	return cs.MemberList, nil
+}
+
+// endpointTargets are the cluster's current member endpoints as etcdclient targets.
+func endpointTargets(e *env) []etcdclient.Target {
+	var targets []etcdclient.Target
+	for _, ep := range e.cluster.Endpoints()() {
+		targets = append(targets, etcdclient.Target{Name: ep.Name, Address: ep.Address, ServerName: ep.ServerName})
+	}
+	return targets
+}
+
+// membershipSettled: the member list is exactly etcd-0..n-1, all voters and started, every pod
+// ready, the StatefulSet at n, and the Etcd's ScaleOperationInProgress False.
+func membershipSettled(ctx context.Context, e *env, n int) (bool, string) {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return false, err.Error()
+	}
+	var names []string
+	for _, m := range members {
+		if m.IsLearner || len(m.ClientURLs) == 0 {
+			return false, fmt.Sprintf("member %q (%x) learner=%v started=%v", m.Name, m.ID, m.IsLearner, len(m.ClientURLs) > 0)
+		}
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	var want []string
+	for i := 0; i < n; i++ {
+		want = append(want, e.cluster.PodName(i))
+	}
+	sort.Strings(want)
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		return false, fmt.Sprintf("members %v, want %v", names, want)
+	}
+	e.cluster.Replicas = n
+	st, err := e.cluster.State(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	sts, err := e.cluster.StatefulSet(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	if st.Ready != n || st.Terminating != 0 || sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != n {
+		return false, fmt.Sprintf("pods: %s, StatefulSet replicas %v", st, *sts.Spec.Replicas)
+	}
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range etcd.Status.Conditions {
+		if c.Type == druidv1alpha1.ConditionTypeScaleOperationInProgress && c.Status != druidv1alpha1.ConditionFalse {
+			return false, "ScaleOperationInProgress: " + c.Message
+		}
+	}
+	return true, ""
+}
+
+// voterWatch records when each member first shows up as a started voter.
+type voterWatch struct {
+	start  time.Time
+	voters map[string]time.Duration
+}
+
+func (w *voterWatch) poll(ctx context.Context, e *env) {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return
+	}
+	for _, m := range members {
+		if !m.IsLearner && m.Name != "" {
+			if _, seen := w.voters[m.Name]; !seen {
+				w.voters[m.Name] = time.Since(w.start)
+			}
+		}
+	}
+}
+
+func runScale(t *testing.T, sc scaleScenario) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	ns := "e2e-scale-" + sc.name + "-"
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	cluster, err := s.CreateEtcd(ctx, ns, etcdName, sc.from, framework.EtcdImage(fromVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
+	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+	framework.Eventually(t, time.Minute, "initial membership", func(ctx context.Context) (bool, string) {
+		return membershipSettled(ctx, e, int(sc.from))
+	})
+	if sc.preloadMB > 0 {
+		preload(ctx, e, sc.preloadMB)
+	}
+	if sc.beforeScale != nil {
+		sc.beforeScale(ctx, e)
+	}
+	expected := sc.from
+	if sc.to < expected {
+		expected = sc.to
+	}
+	rec := startRecorder(ctx, t, cluster, int(expected))
+	time.Sleep(time.Second) // a baseline before anything happens
+
+	started := time.Now()
+	if !sc.skipScale {
+		etcd, err := cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = sc.to
+		if err := s.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatalf("scaling to %d: %v", sc.to, err)
+		}
+	}
+	if sc.during != nil {
+		sc.during(ctx, e)
+	}
+	watch := &voterWatch{start: started, voters: map[string]time.Duration{}}
+	watch.poll(ctx, e)
+	initialVoters := map[string]bool{}
+	for name := range watch.voters {
+		initialVoters[name] = true
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	last := ""
+	for {
+		watch.poll(ctx, e)
+		ok, msg := membershipSettled(ctx, e, int(sc.to))
+		if ok {
+			break
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("membership did not settle at %d: %s", sc.to, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(started)
+	if sc.after != nil {
+		sc.after(ctx, e)
+	}
+	time.Sleep(time.Second) // the writer shows the cluster serving at the new size
+
+	report, recErr := rec.Stop(ctx)
+	var promoted []string
+	for name, d := range watch.voters {
+		if !initialVoters[name] {
+			promoted = append(promoted, fmt.Sprintf("%s@%s", name, d.Round(100*time.Millisecond)))
+		}
+	}
+	sort.Strings(promoted)
+	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		sc.name, sc.from, sc.to, took.Round(100*time.Millisecond), strings.Join(promoted, " "), report.QuorumLossMs, report.LongestWriteGapMs,
+		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+	checkWrites(t, report, recErr)
+	for _, q := range report.QuorumLosses {
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(started).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+	}
+	checkLeases(ctx, t, e, int(sc.to))
+	logEvents(ctx, t, e)
+}
+
+// checkLeases: one Lease per member, none for pods that are gone.
+func checkLeases(ctx context.Context, t *testing.T, e *env, n int) {
+	t.Helper()
+	leases := &coordinationv1.LeaseList{}
+	sel := resources.SelectorLabels(&druidv1alpha1.Etcd{})
+	sel[resources.LabelInstance] = e.cluster.Name
+	if err := e.stack.Client.List(ctx, leases, client.InNamespace(e.cluster.Namespace), client.MatchingLabels(sel)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range leases.Items {
+		got = append(got, l.Name)
+	}
+	sort.Strings(got)
+	var want []string
+	for i := 0; i < n; i++ {
+		want = append(want, e.cluster.PodName(i))
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("member leases %v, want %v", got, want)
+	}
+}
+
+// logEvents shows the membership controller's Events: each step and refusal.
+func logEvents(ctx context.Context, t *testing.T, e *env) {
+	events, err := e.stack.Kube.CoreV1().Events(e.cluster.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].FirstTimestamp.Before(&events.Items[j].FirstTimestamp) })
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Kind == "Etcd" && ev.Source.Component == "etcd-conductor" {
+			t.Logf("event %s %s: %s", ev.Type, ev.Reason, ev.Message)
+		}
+	}
+}
+
+func TestScaleOut1To3(t *testing.T) { runScale(t, scaleScenario{name: "1-to-3", from: 1, to: 3}) }
+func TestScaleOut3To5(t *testing.T) { runScale(t, scaleScenario{name: "3-to-5", from: 3, to: 5}) }
+func TestScaleIn5To3(t *testing.T)  { runScale(t, scaleScenario{name: "5-to-3", from: 5, to: 3}) }
+func TestScaleIn3To1(t *testing.T)  { runScale(t, scaleScenario{name: "3-to-1", from: 3, to: 1}) }
+
+// memberID is the ID of member name in the member list, 0 when absent.
+func memberID(ctx context.Context, e *env, name string) uint64 {
+	members, err := memberList(ctx, e)
+	if err != nil {
+		return 0
+	}
+	for _, m := range members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	return 0
+}
+
+// waitReplaced waits until member i is in the member list under an ID other than old: it was
+// removed and added again.
+func (e *env) waitReplaced(ctx context.Context, i int, old uint64) {
+	e.t.Helper()
+	e.waitFor(ctx, e.cluster.PodName(i)+" replaced", func(ctx context.Context) (bool, error) {
+		id := memberID(ctx, e, e.cluster.PodName(i))
+		return id != 0 && id != old, nil
+	})
+}
+
+// loseVolume deletes member i's claim and pod, as after a disk failure: the StatefulSet
+// controller recreates both, the new volume empty.
+func loseVolume(i int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		old := memberID(ctx, e, e.cluster.PodName(i))
+		if old == 0 {
+			e.t.Fatalf("%s is no member before its volume is lost", e.cluster.PodName(i))
+		}
+		claim := "data-" + e.cluster.PodName(i)
+		if err := e.stack.Kube.CoreV1().PersistentVolumeClaims(e.cluster.Namespace).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting claim %s: %v", claim, err)
+		}
+		if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting pod: %v", err)
+		}
+		e.waitReplaced(ctx, i, old)
+	}
+}
+
+// corruptData stops member i's etcd for good, overwrites the magic of both bbolt meta pages
+// of its database, lifts the fault and deletes the pod: the recreated pod finds an unreadable
+// data dir on its old volume.
+func corruptData(i int) func(ctx context.Context, e *env) {
+	return func(ctx context.Context, e *env) {
+		old := memberID(ctx, e, e.cluster.PodName(i))
+		kill(i)(ctx, e)
+		dir, err := e.stack.Sim.ClaimDir(ctx, e.cluster.Namespace+"/data-"+e.cluster.PodName(i))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		db := dir + "/new.etcd/member/snap/db"
+		f, err := os.OpenFile(db, os.O_WRONLY, 0)
+		if err != nil {
+			e.t.Fatalf("opening %s: %v", db, err)
+		}
+		for _, off := range []int64{16, 4096 + 16} {
+			if _, err := f.WriteAt([]byte("XXXX"), off); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			e.t.Fatal(err)
+		}
+		fixed(i)(ctx, e)
+		if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
+			e.t.Fatalf("deleting pod: %v", err)
+		}
+		e.waitReplaced(ctx, i, old)
+		aside, _ := filepath.Glob(dir + "/new.etcd.aside-*")
+		if len(aside) == 0 {
+			e.t.Errorf("the corrupt data dir was not kept aside in %s", dir)
+		}
+	}
+}
+
+// waitLearner waits until the member list holds a learner (a scale-out step is under way).
+func (e *env) waitLearner(ctx context.Context) {
+	e.t.Helper()
+	e.waitFor(ctx, "a learner", func(ctx context.Context) (bool, error) {
+		members, err := memberList(ctx, e)
+		for _, m := range members {
+			if m.IsLearner {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+func TestMemberVolumeLost(t *testing.T) {
+	runScale(t, scaleScenario{name: "volume-lost", from: 3, to: 3, skipScale: true, during: loseVolume(2)})
+}
+
+func TestMemberDataCorrupt(t *testing.T) {
+	runScale(t, scaleScenario{name: "data-corrupt", from: 3, to: 3, skipScale: true, during: corruptData(1)})
+}
+
+func TestScaleOutOperatorRestarted(t *testing.T) {
+	runScale(t, scaleScenario{name: "operator-restart", from: 3, to: 5, during: func(ctx context.Context, e *env) {
+		e.waitLearner(ctx)
+		e.restartOperator(e.opts)
+	}})
+}
+
+func TestScaleOutOneMemberDead(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-one-dead", from: 3, to: 5, beforeScale: kill(0), during: func(ctx context.Context, e *env) {
+		e.waitFor(ctx, "5 voters", func(ctx context.Context) (bool, error) {
+			members, err := memberList(ctx, e)
+			voters := 0
+			for _, m := range members {
+				if !m.IsLearner {
+					voters++
+				}
+			}
+			return voters == 5, err
+		})
+		fixed(0)(ctx, e)
+	}})
+}
+
+// preload writes mb MiB of 64 KiB values through the first member.
+func preload(ctx context.Context, e *env, mb int) {
+	e.t.Helper()
+	eps := e.cluster.Endpoints()()
+	if len(eps) == 0 {
+		e.t.Fatal("no endpoint to preload through")
+	}
+	tlsConfig, err := e.cluster.PKI.ClientMaterial().Config(eps[0].ServerName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{"https://" + eps[0].Address}, TLS: tlsConfig, DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithAuthority(eps[0].ServerName)},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cli.Close()
+	value := strings.Repeat("x", 64<<10)
+	start := time.Now()
+	for i := 0; i < mb*16; i++ {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := cli.Put(pctx, fmt.Sprintf("/preload/%06d", i), value)
+		cancel()
+		if err != nil {
+			e.t.Fatalf("preloading key %d: %v", i, err)
+		}
+	}
+	e.t.Logf("preloaded %d MiB in %s", mb, time.Since(start).Round(100*time.Millisecond))
+}
+
+func TestScaleOut3To5With10MB(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-10mb", from: 3, to: 5, preloadMB: 10})
+}
+
+func TestScaleOut3To5With200MB(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5-200mb", from: 3, to: 5, preloadMB: 200})
+}
+
+// TestLearnerNeverCatchesUp: the new member's pod is cut off the network as soon as it exists, so
+// the learner never starts. It stays a learner, the condition says why, the cluster keeps
+// serving; scaling back to 3 removes the learner left behind.
+func TestLearnerNeverCatchesUp(t *testing.T) {
+	runScale(t, scaleScenario{name: "learner-stuck", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = 5
+		if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(ctx, "pod etcd-3 with an address", func(ctx context.Context) (bool, error) {
+			_, err := e.stack.Sim.PodIP(e.cluster.PodKey(3))
+			return err == nil, nil
+		})
+		if err := e.stack.Sim.Partition(e.cluster.PodKey(3)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitLearner(ctx)
+		time.Sleep(15 * time.Second) // long enough for a healthy learner to have been promoted
+		members, err := memberList(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		learners, voters := 0, 0
+		for _, m := range members {
+			if m.IsLearner {
+				learners++
+			} else {
+				voters++
+			}
+		}
+		if learners != 1 || voters != 3 {
+			t.Errorf("with the learner cut off: %d voters, %d learners; want 3 and 1 (not promoted, nothing more added)", voters, learners)
+		}
+		etcd, err = e.cluster.Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range etcd.Status.Conditions {
+			if c.Type == druidv1alpha1.ConditionTypeScaleOperationInProgress {
+				t.Logf("condition while stuck: %s %s: %s", c.Status, c.Reason, c.Message)
+				if c.Status != druidv1alpha1.ConditionTrue || !strings.Contains(c.Message, "learner") {
+					t.Errorf("the condition does not say the scale waits on the learner: %s: %s", c.Reason, c.Message)
+				}
+			}
+		}
+		patch = client.MergeFrom(etcd.DeepCopy())
+		etcd.Spec.Replicas = 3
+		if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+			t.Fatal(err)
+		}
+	}})
+}
+
+// TestScaleOutDuringRollout: the image is bumped and the cluster scaled 3→5 at once. Resizing
+// waits for the rollout, the rollout does not start while a member is being added.
+func TestScaleOutDuringRollout(t *testing.T) {
+	runScale(t, scaleScenario{name: "during-rollout", from: 3, to: 5, beforeScale: func(ctx context.Context, e *env) {
+		if err := e.cluster.SetImage(ctx, framework.EtcdImage(toVersion)); err != nil {
+			t.Fatal(err)
+		}
+	}, after: func(ctx context.Context, e *env) {
+		if err := e.cluster.WaitConverged(ctx, framework.EtcdImage(toVersion)); err != nil {
+			t.Errorf("rollout did not complete: %v", err)
+		}
+	}})
+}
+
+// TestScaleInLeaderRemoved: leadership is on the highest ordinal when 5→3 starts, so it has to be
+// moved off before that member is removed.
+func TestScaleInLeaderRemoved(t *testing.T) {
+	runScale(t, scaleScenario{name: "5-to-3-leader-last", from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
+		target := memberID(ctx, e, e.cluster.PodName(4))
+		pool := etcdclient.NewPool(etcdclient.Options{})
+		defer pool.Close()
+		targets := endpointTargets(e)
+		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader, ok := cs.Leader()
+		if !ok {
+			t.Fatal("no leader")
+		}
+		if leader.ID != target {
+			if err := pool.MoveLeader(ctx, "e2e", e.cluster.PKI.ClientMaterial(), targets, leader.Name, target); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, after: func(ctx context.Context, e *env) {
+		events, err := e.stack.Kube.CoreV1().Events(e.cluster.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "ScaleInMoveLeader" {
+				return
+			}
+		}
+		t.Errorf("no ScaleInMoveLeader event: leadership was not moved off the member removed first")
+	}})
+}
+
+// TestHibernateAndWake: replicas 0 stops every pod and keeps the membership and the volumes;
+// back to 3, the same members restart from their data (the writer's acknowledged writes from
+// before are audited at the end).
+func TestHibernateAndWake(t *testing.T) {
+	runScale(t, scaleScenario{name: "hibernate", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+		before := map[string]uint64{}
+		for i := 0; i < 3; i++ {
+			before[e.cluster.PodName(i)] = memberID(ctx, e, e.cluster.PodName(i))
+		}
+		setReplicas := func(n int32) {
+			etcd, err := e.cluster.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(etcd.DeepCopy())
+			etcd.Spec.Replicas = n
+			if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setReplicas(0)
+		e.waitFor(ctx, "no pods", func(ctx context.Context) (bool, error) {
+			pods, err := e.cluster.Pods(ctx)
+			return err == nil && len(pods) == 0, err
+		})
+		setReplicas(3)
+		e.waitFor(ctx, "the same members back", func(ctx context.Context) (bool, error) {
+			for name, id := range before {
+				if got := memberID(ctx, e, name); got != id {
+					return false, fmt.Errorf("%s is %x, was %x", name, got, id)
+				}
+			}
+			return true, nil
+		})
+	}})
+}
