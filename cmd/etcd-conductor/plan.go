@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -26,10 +27,14 @@ const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [-
        etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...]
                            [--member-status FILE | --etcd-ca F --etcd-cert F --etcd-key F [--member-address POD=HOST:PORT ...]]
 
-Prints, as one JSON object, what the OnDelete controller would do next.
-STATE is "kubectl get sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding
-exactly one StatefulSet. With --etcd the same objects are read from the cluster instead (the
-StatefulSet is named like the Etcd). FILE is {"members":[{"name","id","leaderID","reachable"}]}.
+Prints, as one JSON object, what the OnDelete controller would do next: plan runs the
+controller's own pipeline (pods owned by the StatefulSet, roles resolved only when the choice is
+among participating members, members dialled at the Etcd's client port).
+STATE is "kubectl get etcd,sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding
+exactly one StatefulSet and, preferably, the Etcd owning it; without that Etcd the defaults
+stand in (client port 2379, the Etcd named like the StatefulSet) and the output says so. With
+--etcd the same objects are read from the cluster instead (the StatefulSet is named like the
+Etcd). FILE is {"members":[{"name","id","leaderID","reachable"}]}.
 With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client
 port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names.
 --now evaluates Lease freshness at that time (default: the current time), for replaying a
@@ -83,7 +88,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	o := planOptions{addresses: map[string]string{}}
 	flags := flag.NewFlagSet("plan", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
-	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get sts,pods,leases -o yaml), - for stdin")
+	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get etcd,sts,pods,leases -o yaml), - for stdin")
 	flags.StringVar(&o.memberStatusPath, "member-status", "", "member status JSON file")
 	roleSource := flags.String("role-source", string(roles.ModeAuto), "Auto or LeaseOnly")
 	now := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
@@ -171,13 +176,16 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Outpu
 	if err != nil {
 		return explain.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return refuseOutOfBounds(explain.ExplainState(st, members, o.mode, o.now))
+	return refuseOutOfBounds(explain.Plan(context.Background(), st, explain.Reports(members), nil, o.mode, o.now))
 }
 
 // refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
 // 2147483647, a pod named etcd-2147483646) into bad input: exit 2 and one line, like any other
 // state plan cannot work with.
-func refuseOutOfBounds(out explain.Output) (explain.Output, error) {
+func refuseOutOfBounds(out explain.Output, err error) (explain.Output, error) {
+	if err != nil {
+		return explain.Output{}, err
+	}
 	if out.Rule == rollout.RuleOutOfBounds {
 		return explain.Output{}, fmt.Errorf("StatefulSet %s: %s", out.StatefulSet, out.Reason)
 	}
@@ -188,11 +196,15 @@ func refuseOutOfBounds(out explain.Output) (explain.Output, error) {
 func planLive(o planOptions, members []roles.MemberReport) (explain.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
-	st, err := readLiveState(ctx, o.kubeconfig, o.namespace, o.etcdName)
+	c, namespace, err := liveClient(o.kubeconfig, o.namespace)
 	if err != nil {
 		return explain.Output{}, err
 	}
-	var queryErr error
+	st, err := explain.ReadLive(ctx, c, namespace, o.etcdName)
+	if err != nil {
+		return explain.Output{}, err
+	}
+	memberSource := explain.Reports(members)
 	if o.askMembers() && o.mode != roles.ModeLeaseOnly {
 		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
 		if err != nil {
@@ -202,37 +214,34 @@ func planLive(o planOptions, members []roles.MemberReport) (explain.Output, erro
 		defer pool.Close()
 		// A failed question is not fatal: the roles fall back to the Leases, and the output
 		// says why.
-		members, queryErr = explain.AskMembers(ctx, pool, creds, st, o.addresses)
+		memberSource = explain.AskMembers(pool, creds, o.addresses)
 	}
-	out, err := refuseOutOfBounds(explain.ExplainState(st, members, o.mode, o.now))
-	if err != nil {
-		return out, err
-	}
-	if queryErr != nil {
-		out.MemberQueryError = queryErr.Error()
-	}
-	return out, nil
+	return refuseOutOfBounds(explain.Plan(ctx, st, memberSource, explain.LiveLeases(c), o.mode, o.now))
 }
 
-// readLiveState reads the StatefulSet, its pods and the Leases through a kubeconfig, resolved
-// the way kubectl does.
-func readLiveState(ctx context.Context, kubeconfig, namespace, name string) (explain.State, error) {
+// liveClient builds a client through a kubeconfig, resolved the way kubectl does, and returns
+// the namespace to use.
+func liveClient(kubeconfig, namespace string) (client.Client, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
 		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: namespace}})
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return explain.State{}, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	if namespace, _, err = loader.Namespace(); err != nil {
-		return explain.State{}, fmt.Errorf("resolving the namespace: %w", err)
+		return nil, "", fmt.Errorf("resolving the namespace: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	scheme, err := operator.NewScheme()
 	if err != nil {
-		return explain.State{}, fmt.Errorf("building the Kubernetes client: %w", err)
+		return nil, "", err
 	}
-	return explain.ReadLive(ctx, cs, namespace, name)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return c, namespace, nil
 }
 
 func readInput(path string, stdin io.Reader) ([]byte, error) {

@@ -5,27 +5,38 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/explain"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/plan/*.want.json from the current output")
@@ -168,17 +179,17 @@ func TestPlanUsageErrors(t *testing.T) {
 }
 
 func TestPlanReadsStdin(t *testing.T) {
-	state, err := os.ReadFile(filepath.Join("testdata", "plan", "single-node.yaml"))
+	state, err := os.ReadFile(filepath.Join("testdata", "plan", "lease-stale-lease-only.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := planCommand([]string{"-f", "-", "--now", "2026-11-22T09:00:00Z"}, bytes.NewReader(state), &stdout, &stderr, farFuture)
+	code := planCommand([]string{"-f", "-", "--now", "2026-11-22T09:00:00Z", "--role-source", "LeaseOnly"}, bytes.NewReader(state), &stdout, &stderr, farFuture)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	got := decodeOneObject(t, stdout.Bytes())
-	if got["action"] != "delete" || got["rule"] != "single-node" || got["roleSource"] != "lease" {
+	if got["action"] != "delete" || got["rule"] != "participating/follower" || got["roleSource"] != "lease" {
 		t.Fatalf("unexpected decision %v", got)
 	}
 }
@@ -186,7 +197,9 @@ func TestPlanReadsStdin(t *testing.T) {
 func TestPlanWithoutNowUsesTheClock(t *testing.T) {
 	// The same state evaluated on the day it was captured and years later: the Leases have
 	// expired, so the roles are no longer known.
-	fixture := filepath.Join("testdata", "plan", "single-node.yaml")
+	// Roles are resolved only when the decision chooses among participating members, as in the
+	// controller, so the fixture is one where it does.
+	fixture := filepath.Join("testdata", "plan", "lease-stale-lease-only.yaml")
 	for _, tc := range []struct {
 		clock      func() time.Time
 		roleSource string
@@ -195,7 +208,7 @@ func TestPlanWithoutNowUsesTheClock(t *testing.T) {
 		{farFuture, "none"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := planCommand([]string{"-f", fixture}, strings.NewReader(""), &stdout, &stderr, tc.clock); code != 0 {
+		if code := planCommand([]string{"-f", fixture, "--role-source", "LeaseOnly"}, strings.NewReader(""), &stdout, &stderr, tc.clock); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		if got := decodeOneObject(t, stdout.Bytes()); got["roleSource"] != tc.roleSource {
@@ -231,7 +244,7 @@ func TestPlanLive(t *testing.T) {
 	}
 
 	// Pod deletion timestamps cannot be created, so pod-terminating stays a file-only fixture.
-	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-member-status", "rolling-handover-rejoining", "single-node"} {
+	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-lease-only", "lease-stale-member-status", "quorum-lost", "rolling-handover-rejoining", "single-node"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join("testdata", "plan", name)
 			data, err := os.ReadFile(base + ".yaml")
@@ -268,7 +281,7 @@ func TestPlanLive(t *testing.T) {
 
 			// What real kubectl prints for these objects must plan the same, so the fixture
 			// format is the one users will feed in.
-			printed, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "sts,pods,leases", "-o", "yaml").Output()
+			printed, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", namespace, "get", "etcd,sts,pods,leases", "-o", "yaml").Output()
 			if err != nil {
 				t.Fatalf("kubectl get: %v", err)
 			}
@@ -280,6 +293,10 @@ func TestPlanLive(t *testing.T) {
 			if got := decodeOneObject(t, stdout.Bytes()); !reflect.DeepEqual(got, decodeOneObject(t, want)) {
 				t.Fatalf("plan on kubectl output differs from %s.want.json:\n%s", base, stdout.String())
 			}
+
+			// The controller, fed the same objects, the same member answers and the same clock,
+			// must decide what plan printed.
+			decidesLikeController(ctx, t, env.Client(), st, base, decodeOneObject(t, want))
 		})
 	}
 
@@ -364,21 +381,145 @@ func TestPlanLive(t *testing.T) {
 	})
 }
 
-// load replaces whatever the namespace holds with the state's objects, statuses included.
+// decidesLikeController runs one OnDelete reconcile on the loaded state and checks that the
+// controller records and carries out the decision plan printed (want). A state without an Etcd
+// gets a minimal one, since the controller acts only for StatefulSets an Etcd owns.
+func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, st explain.State, base string, want map[string]any) {
+	t.Helper()
+	o, err := parsePlanFlags(strings.Fields(readArgs(t, base)), farFuture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(st.StatefulSet), sts); err != nil {
+		t.Fatal(err)
+	}
+	etcd := &druidv1alpha1.Etcd{}
+	ref := metav1.GetControllerOf(st.StatefulSet)
+	if ref == nil || ref.Kind != "Etcd" {
+		t.Fatalf("fixture StatefulSet has no Etcd owner")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: ref.Name}, etcd); err != nil {
+		etcd = &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: sts.Namespace}}
+		etcd.Spec.Replicas = *sts.Spec.Replicas
+		if err := c.Create(ctx, etcd); err != nil {
+			t.Fatalf("create Etcd: %v", err)
+		}
+		owner := *ref
+		owner.UID, owner.BlockOwnerDeletion = etcd.UID, ptr.To(false)
+		sts.OwnerReferences = append(sts.OwnerReferences, owner)
+		if err := c.Update(ctx, sts); err != nil {
+			t.Fatalf("make the Etcd own the StatefulSet: %v", err)
+		}
+		// The Etcd reconciler creates the member Leases, so the Etcd controls them too.
+		for i := range st.Leases {
+			lease := &coordinationv1.Lease{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(&st.Leases[i]), lease); err != nil {
+				t.Fatal(err)
+			}
+			lease.OwnerReferences = []metav1.OwnerReference{owner}
+			if err := c.Update(ctx, lease); err != nil {
+				t.Fatalf("make the Etcd own lease %s: %v", lease.Name, err)
+			}
+		}
+	}
+	var reports []roles.MemberReport
+	if data, err := os.ReadFile(base + ".members.json"); err == nil {
+		if reports, err = explain.DecodeMemberStatus(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ondelete.NewReconciler(ondelete.Config{
+		Client: c, Reader: c, Recorder: record.NewFakeRecorder(100), Metrics: metrics,
+		Members:          recordedMembers(reports),
+		RoleSource:       o.mode,
+		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil },
+		Clock:            func() time.Time { return o.now },
+	})
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sts)}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), etcd); err != nil {
+		t.Fatal(err)
+	}
+	op := etcd.Status.LastOperation
+	decided := fmt.Sprintf("%s [%s]", want["reason"], want["rule"])
+	if op == nil || !strings.HasPrefix(op.Description, decided) {
+		t.Fatalf("controller recorded %+v, plan printed %q", op, decided)
+	}
+	for _, name := range st.Pods {
+		pod := &corev1.Pod{}
+		err := c.Get(ctx, client.ObjectKeyFromObject(&name), pod)
+		deleted := apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil)
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		chosen := want["action"] == "delete" && reflect.DeepEqual(want["pods"], []any{name.Name})
+		if deleted != chosen {
+			t.Errorf("pod %s: deleted by the controller %v, chosen by plan %v", name.Name, deleted, chosen)
+		}
+	}
+}
+
+func readArgs(t *testing.T, base string) string {
+	t.Helper()
+	data, err := os.ReadFile(base + ".args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "-f state " + string(data)
+}
+
+// recordedMembers answers the controller's member questions with a recorded member status,
+// as --member-status does for plan; without one, nobody reports anything.
+type recordedMembers []roles.MemberReport
+
+func (m recordedMembers) Query(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target) (etcdclient.ClusterStatus, error) {
+	var cs etcdclient.ClusterStatus
+	for _, r := range m {
+		id, _ := strconv.ParseUint(r.ID, 16, 64)
+		leader, _ := strconv.ParseUint(r.LeaderID, 16, 64)
+		if id != 0 {
+			cs.MemberList = append(cs.MemberList, etcdclient.Member{ID: id, Name: r.Name})
+		}
+		cs.Members = append(cs.Members, etcdclient.MemberStatus{Name: r.Name, Reachable: r.Reachable, ID: id, LeaderID: leader})
+	}
+	return cs, nil
+}
+
+func (recordedMembers) Forget(string) {}
+
+// load replaces whatever the namespace holds with the state's objects, statuses included. Owner
+// references to the Etcd and the StatefulSet get the UIDs the apiserver gave them.
 func load(ctx context.Context, t *testing.T, c client.Client, st explain.State) {
 	t.Helper()
 	ns := st.StatefulSet.Namespace
-	for _, obj := range []client.Object{&corev1.Pod{}, &coordinationv1.Lease{}, &appsv1.StatefulSet{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &coordinationv1.Lease{}, &appsv1.StatefulSet{}, &druidv1alpha1.Etcd{}} {
 		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
 			t.Fatalf("clear %T: %v", obj, err)
 		}
 	}
+	uids := map[string]types.UID{}
+	if st.Etcd != nil {
+		etcd := st.Etcd.DeepCopy()
+		clearServerFields(&etcd.ObjectMeta, uids)
+		etcd.Status = druidv1alpha1.EtcdStatus{}
+		if err := c.Create(ctx, etcd); err != nil {
+			t.Fatalf("create Etcd: %v", err)
+		}
+		uids["Etcd/"+etcd.Name] = etcd.UID
+	}
 	sts := st.StatefulSet.DeepCopy()
 	status := sts.Status
-	clearServerFields(&sts.ObjectMeta)
+	clearServerFields(&sts.ObjectMeta, uids)
 	if err := c.Create(ctx, sts); err != nil {
 		t.Fatalf("create StatefulSet: %v", err)
 	}
+	uids["StatefulSet/"+sts.Name] = sts.UID
 	sts.Status = status
 	if err := c.Status().Update(ctx, sts); err != nil {
 		t.Fatalf("StatefulSet status: %v", err)
@@ -386,12 +527,7 @@ func load(ctx context.Context, t *testing.T, c client.Client, st explain.State) 
 	for i := range st.Pods {
 		pod := st.Pods[i].DeepCopy()
 		status := pod.Status
-		clearServerFields(&pod.ObjectMeta)
-		for j := range pod.OwnerReferences {
-			if pod.OwnerReferences[j].Name == sts.Name {
-				pod.OwnerReferences[j].UID = sts.UID
-			}
-		}
+		clearServerFields(&pod.ObjectMeta, uids)
 		if err := c.Create(ctx, pod); err != nil {
 			t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
@@ -402,25 +538,27 @@ func load(ctx context.Context, t *testing.T, c client.Client, st explain.State) 
 	}
 	for i := range st.Leases {
 		lease := st.Leases[i].DeepCopy()
-		clearServerFields(&lease.ObjectMeta)
+		clearServerFields(&lease.ObjectMeta, uids)
 		if err := c.Create(ctx, lease); err != nil {
 			t.Fatalf("create lease %s: %v", lease.Name, err)
 		}
 	}
 }
 
-func clearServerFields(m *metav1.ObjectMeta) {
+// clearServerFields drops what the apiserver sets and keeps only owner references to objects
+// already created (uids, by "Kind/name"), pointed at their new UIDs.
+func clearServerFields(m *metav1.ObjectMeta, uids map[string]types.UID) {
 	m.UID = ""
 	m.ResourceVersion = ""
 	m.CreationTimestamp = metav1.Time{}
 	m.Generation = 0
 	m.DeletionTimestamp = nil
 	m.DeletionGracePeriodSeconds = nil
-	// The Etcd owner does not exist here; the garbage collector is not running either way.
 	var refs []metav1.OwnerReference
 	for _, r := range m.OwnerReferences {
-		if r.Kind == "StatefulSet" {
-			r.BlockOwnerDeletion = ptr.To(false)
+		if uid, ok := uids[r.Kind+"/"+r.Name]; ok {
+			// The garbage collector is not running; nothing must wait for it.
+			r.UID, r.BlockOwnerDeletion = uid, ptr.To(false)
 			refs = append(refs, r)
 		}
 	}

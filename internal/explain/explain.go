@@ -1,11 +1,12 @@
-// Package explain runs the OnDelete planner on a cluster state, saved or read live, the way the
-// controller would, and reports the decision together with the role resolution behind it. It
-// backs the `etcd-conductor plan` command. Decoding and planning are pure; ReadLive and
-// AskMembers do I/O only through the clients the caller passes in.
+// Package explain backs the `etcd-conductor plan` command: it reads a cluster state, saved or
+// live, runs the controller's own decision pipeline (internal/decision) on it and reports the
+// decision together with the role resolution behind it. Decoding is pure; ReadLive and the
+// member questions do I/O only through the clients the caller passes in.
 package explain
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,11 +19,14 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
@@ -38,10 +42,14 @@ type Output struct {
 	WaitingFor      []string                `json:"waitingFor,omitempty"`
 	StatefulSet     string                  `json:"statefulSet"`
 	UpdateRevision  string                  `json:"updateRevision"`
-	Roles           map[string]rollout.Role `json:"roles"`
+	Roles           map[string]rollout.Role `json:"roles,omitempty"`
 	RoleMismatch    bool                    `json:"roleMismatch,omitempty"`
 	RoleDetail      string                  `json:"roleDetail"`
-	// MemberQueryError says why asking the members live failed; roles then come from Leases.
+	// Etcd is the Etcd the decision was made for; when the state holds none, EtcdDefaults says
+	// which defaults stood in for it.
+	Etcd         string `json:"etcd,omitempty"`
+	EtcdDefaults string `json:"etcdDefaults,omitempty"`
+	// MemberQueryError says why asking the members failed; roles then come from Leases.
 	MemberQueryError string `json:"memberQueryError,omitempty"`
 }
 
@@ -51,55 +59,86 @@ type MemberStatus struct {
 	Members []roles.MemberReport `json:"members"`
 }
 
-// State is what plan needs from the cluster: one StatefulSet, the pods of the namespace (or
-// already only its own) and the namespace's Leases.
+// State is what plan needs from the cluster: one StatefulSet, the Etcd owning it (nil when the
+// state holds none), the pods of the namespace (or already only its own) and the Leases.
 type State struct {
+	Etcd        *druidv1alpha1.Etcd
 	StatefulSet *appsv1.StatefulSet
 	Pods        []corev1.Pod
 	Leases      []coordinationv1.Lease
 }
 
-// Explain decodes state (a Kubernetes List or a stream of objects, YAML or JSON, as
-// `kubectl get sts,pods,leases -o yaml` prints it: exactly one StatefulSet, its Pods and member
-// Leases; other kinds are ignored) and, if not empty, memberStatus, then resolves roles and
-// plans. now decides which Leases are still fresh.
-func Explain(state []byte, memberStatus []byte, mode roles.Mode, now time.Time) (Output, error) {
-	st, err := DecodeState(state)
+// Plan runs the controller's pipeline (decision.Decide) on st. members answers when the
+// decision depends on roles and the members are to be asked (nil: no member status, roles
+// from the Leases); leases, if not nil, reads the member Leases instead of st.Leases (live mode).
+func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.Mode, now time.Time) (Output, error) {
+	in := roleInputs{st: st, members: members, leases: leases}
+	outcome, err := decision.Decide(ctx, decision.State{Etcd: st.Etcd, StatefulSet: st.StatefulSet, Pods: st.Pods}, in, mode, now)
 	if err != nil {
 		return Output{}, err
 	}
-	members, err := DecodeMemberStatus(memberStatus)
-	if err != nil {
-		return Output{}, err
-	}
-	return ExplainState(st, members, mode, now), nil
+	return output(st, outcome), nil
 }
 
-// ExplainState is Explain on objects already at hand, e.g. read from a live cluster.
-func ExplainState(st State, members []roles.MemberReport, mode roles.Mode, now time.Time) Output {
-	sts := st.StatefulSet
-	pods := podsOf(sts, st.Pods)
-	podNames := make([]string, len(pods))
-	for i := range pods {
-		podNames[i] = pods[i].Name
-	}
-	resolution := roles.Resolve(podNames, members, leasesIn(sts.Namespace, st.Leases), mode, now)
-	decision := rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
+// MemberSource is where plan's member reports come from: a member-status file or the members.
+type MemberSource func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error)
 
-	return Output{
-		Action:          decision.Action,
-		Pods:            decision.Pods,
-		Rule:            decision.Rule,
-		Reason:          decision.Reason,
-		RoleSource:      resolution.Source,
-		ConditionReason: decision.Rule.ConditionReason(),
-		WaitingFor:      decision.WaitingFor,
+// LeaseSource reads member Leases live.
+type LeaseSource func(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error)
+
+// Reports is a MemberSource for reports at hand, e.g. from --member-status.
+func Reports(reports []roles.MemberReport) MemberSource {
+	return func(context.Context, *druidv1alpha1.Etcd, []etcdclient.Target) ([]roles.MemberReport, error) {
+		return reports, nil
+	}
+}
+
+type roleInputs struct {
+	st      State
+	members MemberSource
+	leases  LeaseSource
+}
+
+func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
+	if in.leases != nil {
+		return in.leases(ctx, etcd)
+	}
+	return in.st.Leases, nil
+}
+
+func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+	if in.members == nil {
+		return nil, nil
+	}
+	return in.members(ctx, etcd, targets)
+}
+
+func output(st State, o decision.Outcome) Output {
+	sts := st.StatefulSet
+	out := Output{
+		Action:          o.Decision.Action,
+		Pods:            o.Decision.Pods,
+		Rule:            o.Decision.Rule,
+		Reason:          o.Decision.Reason,
+		RoleSource:      o.Resolution.Source,
+		ConditionReason: o.Decision.Rule.ConditionReason(),
+		WaitingFor:      o.Decision.WaitingFor,
 		StatefulSet:     sts.Namespace + "/" + sts.Name,
 		UpdateRevision:  sts.Status.UpdateRevision,
-		Roles:           resolution.Roles,
-		RoleMismatch:    resolution.Mismatch,
-		RoleDetail:      resolution.Detail,
+		Roles:           o.Resolution.Roles,
+		RoleMismatch:    o.Resolution.Mismatch,
+		RoleDetail:      o.Resolution.Detail,
 	}
+	if st.Etcd != nil {
+		out.Etcd = st.Etcd.Namespace + "/" + st.Etcd.Name
+	} else {
+		out.EtcdDefaults = fmt.Sprintf("no Etcd owning the StatefulSet in the state: assumed Etcd %s with client port %d; member Leases taken by their labels, without checking they are the Etcd's",
+			sts.Name, resources.DefaultClientPort)
+	}
+	if o.MemberQueryErr != nil {
+		out.MemberQueryError = o.MemberQueryErr.Error()
+	}
+	return out
 }
 
 // DecodeState reads a saved state; see Explain for the format.
@@ -112,10 +151,11 @@ func DecodeState(data []byte) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	return State{StatefulSet: sts, Pods: objs.pods, Leases: objs.leases}, nil
+	return State{Etcd: decision.OwningEtcdIn(sts, objs.etcds), StatefulSet: sts, Pods: objs.pods, Leases: objs.leases}, nil
 }
 
 type stateObjects struct {
+	etcds        []druidv1alpha1.Etcd
 	statefulSets []*appsv1.StatefulSet
 	pods         []corev1.Pod
 	leases       []coordinationv1.Lease
@@ -140,7 +180,7 @@ func (s stateObjects) statefulSet() (*appsv1.StatefulSet, error) {
 // scheme knows only the kinds plan reads; everything else is skipped as not registered.
 var decoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{appsv1.AddToScheme, corev1.AddToScheme, coordinationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{appsv1.AddToScheme, corev1.AddToScheme, coordinationv1.AddToScheme, druidv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(fmt.Sprintf("building the plan scheme: %v", err))
 		}
@@ -202,6 +242,8 @@ func (s *stateObjects) add(item []byte) error {
 		s.pods = append(s.pods, *o)
 	case *coordinationv1.Lease:
 		s.leases = append(s.leases, *o)
+	case *druidv1alpha1.Etcd:
+		s.etcds = append(s.etcds, *o)
 	}
 	// Other registered kinds (ConfigMaps, Services, …) carry nothing for the plan.
 	return nil
@@ -225,42 +267,4 @@ func DecodeMemberStatus(data []byte) ([]roles.MemberReport, error) {
 		}
 	}
 	return ms.Members, nil
-}
-
-// podsOf keeps the pods the StatefulSet controls: a controller reference to it or, for pods
-// without any controller, the StatefulSet's selector. kubectl lists every pod of the
-// namespace, including other etcds'.
-func podsOf(sts *appsv1.StatefulSet, pods []corev1.Pod) []corev1.Pod {
-	var selector labels.Selector
-	if sts.Spec.Selector != nil {
-		if s, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector); err == nil {
-			selector = s
-		}
-	}
-	var out []corev1.Pod
-	for _, p := range pods {
-		if p.Namespace != sts.Namespace {
-			continue
-		}
-		if ref := metav1.GetControllerOf(&p); ref != nil {
-			if ref.Kind == "StatefulSet" && ref.Name == sts.Name && (sts.UID == "" || ref.UID == sts.UID) {
-				out = append(out, p)
-			}
-			continue
-		}
-		if selector != nil && !selector.Empty() && selector.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func leasesIn(namespace string, leases []coordinationv1.Lease) []coordinationv1.Lease {
-	var out []coordinationv1.Lease
-	for _, l := range leases {
-		if l.Namespace == namespace {
-			out = append(out, l)
-		}
-	}
-	return out
 }

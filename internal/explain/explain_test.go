@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +69,9 @@ func memberPod(name, rev string, opts ...podOpt) *corev1.Pod {
 
 func memberLease(name, holder string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": "etcd-main", "app.kubernetes.io/managed-by": "etcd-conductor"}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
 			RenewTime: &metav1.MicroTime{Time: now.Add(-time.Second)}},
 	}
@@ -97,6 +99,19 @@ func stream(t *testing.T, objs ...any) []byte {
 		docs = append(docs, string(data))
 	}
 	return []byte(strings.Join(docs, "---\n") + "---\n")
+}
+
+// planOn decodes a state and a member status as the plan command does and plans on them.
+func planOn(state, memberStatus []byte, mode roles.Mode) (Output, error) {
+	st, err := DecodeState(state)
+	if err != nil {
+		return Output{}, err
+	}
+	members, err := DecodeMemberStatus(memberStatus)
+	if err != nil {
+		return Output{}, err
+	}
+	return Plan(context.Background(), st, Reports(members), nil, mode, now)
 }
 
 func TestExplain(t *testing.T) {
@@ -132,10 +147,16 @@ func TestExplain(t *testing.T) {
 					memberPod("etcd-events-0", oldRev, owned(events), notReady))
 			},
 			mode: roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-0"}, wantRule: rollout.RuleParticipatingUnknownRole, wantSource: roles.SourceNone},
-		{name: "pods without owner are matched by the selector",
+		{name: "pods without the StatefulSet as controller are not members, as in the controller",
 			state: func(t *testing.T) []byte {
-				return list(t, main, memberPod("etcd-main-0", newRev), memberPod("etcd-main-1", oldRev, notReady), memberPod("etcd-main-2", newRev),
+				return list(t, main, memberPod("etcd-main-0", newRev, owned(main)), memberPod("etcd-main-1", oldRev, notReady), memberPod("etcd-main-2", newRev, owned(main)),
 					memberPod("etcd-events-1", oldRev, notReady))
+			},
+			mode: roles.ModeAuto, wantAction: rollout.ActionWait, wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
+		{name: "non-participating decision resolves no roles",
+			state: func(t *testing.T) []byte {
+				return list(t, main, memberPod("etcd-main-0", newRev, owned(main)), memberPod("etcd-main-1", oldRev, owned(main), notReady), memberPod("etcd-main-2", newRev, owned(main)),
+					memberLease("etcd-main-0", "a1:Member"), memberLease("etcd-main-1", "b2:Leader"))
 			},
 			mode: roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-1"}, wantRule: rollout.RuleNonParticipatingDead, wantSource: roles.SourceNone},
 		{name: "pods of another namespace are ignored",
@@ -148,7 +169,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Explain(tc.state(t), []byte(tc.memberStatus), tc.mode, now)
+			got, err := planOn(tc.state(t), []byte(tc.memberStatus), tc.mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +209,7 @@ func TestExplainRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Explain(tc.state(t), []byte(tc.memberStatus), roles.ModeAuto, now)
+			_, err := planOn(tc.state(t), []byte(tc.memberStatus), roles.ModeAuto)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Explain() error = %v, want one containing %q", err, tc.want)
 			}

@@ -4,32 +4,37 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 )
 
-// ReadLive reads the StatefulSet named name (the Etcd's name), the pods its selector matches and
-// the namespace's Leases from a cluster, giving ExplainState the same input a saved state would.
-func ReadLive(ctx context.Context, c kubernetes.Interface, namespace, name string) (State, error) {
-	sts, err := c.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+// ReadLive reads the StatefulSet named name (the Etcd's name), the Etcd owning it and its
+// member pods with the controller's own readers. The member Leases are read only when the
+// decision needs them: pass LiveLeases(c) to Plan.
+func ReadLive(ctx context.Context, c client.Reader, namespace, name string) (State, error) {
+	sts := &appsv1.StatefulSet{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sts); err != nil {
 		return State{}, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, name, err)
 	}
-	selector := ""
-	if sts.Spec.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-		if err != nil {
-			return State{}, fmt.Errorf("StatefulSet %s/%s has an invalid selector: %w", namespace, name, err)
-		}
-		selector = s.String()
-	}
-	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	etcd, err := decision.ReadOwningEtcd(ctx, c, sts)
 	if err != nil {
-		return State{}, fmt.Errorf("listing pods of %s/%s: %w", namespace, name, err)
+		return State{}, fmt.Errorf("reading the Etcd owning StatefulSet %s/%s: %w", namespace, name, err)
 	}
-	leases, err := c.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
+	pods, err := decision.ReadMemberPods(ctx, c, sts)
 	if err != nil {
-		return State{}, fmt.Errorf("listing Leases in %s: %w", namespace, err)
+		return State{}, err
 	}
-	return State{StatefulSet: sts, Pods: pods.Items, Leases: leases.Items}, nil
+	return State{Etcd: etcd, StatefulSet: sts, Pods: pods}, nil
+}
+
+// LiveLeases reads member Leases from the cluster, as the controller does.
+func LiveLeases(c client.Reader) LeaseSource {
+	return func(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
+		return decision.ReadMemberLeases(ctx, c, etcd)
+	}
 }

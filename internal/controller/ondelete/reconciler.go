@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,8 +23,8 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -53,6 +52,9 @@ type Config struct {
 	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// RequeueInterval is how soon a waiting rollout is looked at again.
 	RequeueInterval time.Duration
+	// Clock reads the time Lease freshness is judged at; nil means time.Now. Tests replaying a
+	// recorded state set it to when the state was recorded.
+	Clock func() time.Time
 }
 
 // Reconciler is the OnDelete controller.
@@ -68,7 +70,10 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.RequeueInterval == 0 {
 		cfg.RequeueInterval = 5 * time.Second
 	}
-	return &Reconciler{cfg: cfg, now: time.Now}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Reconciler{cfg: cfg, now: cfg.Clock}
 }
 
 // RBAC: the StatefulSet, pods and leases are read fresh (get, list) and watched through the cache;
@@ -83,10 +88,12 @@ func NewReconciler(cfg Config) *Reconciler {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile runs one step of a quorum-safe rollout:
-//  1. read the StatefulSet, its owning Etcd, its pods and the member leases (all fresh);
-//  2. resolve member roles (members over mTLS, cross-checked with leases; see internal/roles);
-//  3. plan (internal/rollout) and carry out the decision: delete at most one pod, with UID and
-//     resourceVersion preconditions, or wait;
+//  1. read the StatefulSet, its owning Etcd and its pods (fresh);
+//  2. decide (internal/decision, the pipeline `plan` runs too): plan, and when the choice is
+//     among participating members, read the member leases, ask the members over mTLS, resolve
+//     roles (internal/roles) and plan again (internal/rollout);
+//  3. carry out the decision: delete at most one pod, with UID and resourceVersion
+//     preconditions, or wait;
 //  4. report: an Event when the decision changes, status.lastOperation, metrics.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.now()
@@ -96,15 +103,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, sts); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
-			r.cfg.Members.Forget(clusterKey(req.Namespace, req.Name))
+			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
-		r.cfg.Members.Forget(clusterKey(req.Namespace, req.Name))
+		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
 		return ctrl.Result{}, nil
 	}
-	etcd, err := r.owningEtcd(ctx, sts)
+	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
 	if err != nil || etcd == nil {
 		return ctrl.Result{}, err
 	}
@@ -113,105 +120,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Membership change in progress; not replacing pods now")
 		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
 	}
-	pods, err := r.memberPods(ctx, sts)
+	pods, err := decision.ReadMemberPods(ctx, r.cfg.Reader, sts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Roles only matter when a participating pod is to be chosen; a plan without them tells
-	// whether that is the case, so a settled cluster costs no member traffic.
-	observed := rollout.Observe(sts, pods, nil)
-	decision := rollout.Plan(observed)
-	resolution := roles.Resolution{Source: roles.SourceNone}
-	if needsRoles(decision) {
-		leases := &coordinationv1.LeaseList{}
-		if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
-		}
-		resolution = r.resolveRoles(ctx, etcd, pods, resources.ControlledLeases(etcd, leases.Items))
-		decision = rollout.Plan(rollout.Observe(sts, pods, resolution.Roles))
+	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
+		roleInputs{r: r}, r.cfg.RoleSource, r.now())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d, resolution := outcome.Decision, outcome.Resolution
+	if outcome.RolesResolved {
+		r.recordResolution(ctx, etcd, outcome)
 	}
 	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())
-	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(observed)))
+	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(outcome.Observed)))
 
-	log.V(1).Info("Rollout decision", "action", decision.Action, "rule", decision.Rule, "pods", decision.Pods,
-		"reason", decision.Reason, "roleSource", resolution.Source)
+	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pods", d.Pods,
+		"reason", d.Reason, "roleSource", resolution.Source)
 
 	result := ctrl.Result{}
-	switch decision.Action {
+	switch d.Action {
 	case rollout.ActionDelete:
-		if err := r.deletePod(ctx, pods, decision); err != nil {
+		if err := r.deletePod(ctx, outcome.Pods, d); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The pod changed or went since we read it: decide again on fresh state.
-				log.Info("Pod changed before deletion; deciding again", "pod", decision.Pods, "error", err.Error())
+				log.Info("Pod changed before deletion; deciding again", "pod", d.Pods, "error", err.Error())
 				return ctrl.Result{Requeue: true}, nil
 			}
 			return ctrl.Result{}, err
 		}
-		r.cfg.Metrics.Deletions.WithLabelValues(string(decision.Rule)).Inc()
+		r.cfg.Metrics.Deletions.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
 	case rollout.ActionWait:
-		r.cfg.Metrics.Waits.WithLabelValues(string(decision.Rule)).Inc()
+		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
 	}
-	if err := r.report(ctx, etcd, sts, decision, resolution); err != nil {
+	if err := r.report(ctx, etcd, sts, d, resolution); err != nil {
 		return result, err
 	}
 	return result, nil
 }
 
-// clusterKey names an Etcd's connections in the member client pool. The StatefulSet shares the
-// Etcd's name, so it can be derived from either.
-func clusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
-
-func needsRoles(d rollout.Decision) bool {
-	switch d.Rule {
-	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader:
-		return true
-	}
-	return false
-}
-
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.
 func isManagedOnDelete(sts *appsv1.StatefulSet) bool {
-	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && etcdOwner(sts) != nil
-}
-
-func etcdOwner(obj metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "Etcd" || ref.APIVersion != druidv1alpha1.GroupVersion.String() {
-		return nil
-	}
-	return ref
-}
-
-func (r *Reconciler) owningEtcd(ctx context.Context, sts *appsv1.StatefulSet) (*druidv1alpha1.Etcd, error) {
-	ref := etcdOwner(sts)
-	etcd := &druidv1alpha1.Etcd{}
-	if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: ref.Name}, etcd); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if etcd.UID != ref.UID {
-		return nil, nil
-	}
-	return etcd, nil
-}
-
-func (r *Reconciler) memberPods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	list := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	var owned []corev1.Pod
-	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
-			owned = append(owned, pod)
-		}
-	}
-	return owned, nil
+	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && decision.EtcdOwner(sts) != nil
 }
 
 func countOutdated(o rollout.Observed) int {
@@ -248,35 +201,16 @@ func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, d rollout
 	return nil
 }
 
-// resolveRoles asks the members (unless configured LeaseOnly) and cross-checks with the leases.
-func (r *Reconciler) resolveRoles(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease) roles.Resolution {
-	names := make([]string, 0, len(pods))
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	var reports []roles.MemberReport
-	var queryErr error
-	mode := r.cfg.RoleSource
-	if mode != roles.ModeLeaseOnly {
-		reports, queryErr = r.queryMembers(ctx, etcd, pods)
-		if queryErr != nil {
-			logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", queryErr.Error())
-		}
-	}
-	res := roles.Resolve(names, reports, leases, mode, r.now())
-	if queryErr != nil {
-		// Shown in the AllMembersUpdated message, so a TLS problem is visible where users look.
-		res.Detail = fmt.Sprintf("members not asked: %v; %s", queryErr, res.Detail)
-	}
-	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
-	if res.Mismatch {
-		r.cfg.Metrics.RoleMismatches.WithLabelValues(etcd.Namespace, etcd.Name).Inc()
-		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "LeaderMismatch", res.Detail)
-	}
-	return res
+// roleInputs reads what role resolution needs, for decision.Decide: the member Leases (uncached)
+// and the members themselves through the pool, with the Etcd's client TLS material.
+type roleInputs struct{ r *Reconciler }
+
+func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
+	return decision.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
 }
 
-func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod) ([]roles.MemberReport, error) {
+func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+	r := in.r
 	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
@@ -284,16 +218,28 @@ func (r *Reconciler) queryMembers(ctx context.Context, etcd *druidv1alpha1.Etcd,
 			fmt.Sprintf("cannot build the member client TLS configuration, falling back to member leases: %v", err))
 		return nil, err
 	}
-	targets := memberaccess.Targets(etcd, pods)
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("no member pod has an address")
+		return nil, decision.ErrNoMemberAddress
 	}
-	cs, err := r.cfg.Members.Query(ctx, clusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
 		return nil, err
 	}
 	return roles.ReportsFromClusterStatus(cs), nil
+}
+
+// recordResolution logs, counts and reports a role resolution the decision depended on.
+func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.Etcd, o decision.Outcome) {
+	if o.MemberQueryErr != nil {
+		logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", o.MemberQueryErr.Error())
+	}
+	res := o.Resolution
+	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
+	if res.Mismatch {
+		r.cfg.Metrics.RoleMismatches.WithLabelValues(etcd.Namespace, etcd.Name).Inc()
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "LeaderMismatch", res.Detail)
+	}
 }
 
 // report records the decision: status.lastOperation (which the status controller shows in the
@@ -303,7 +249,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *
 	switch {
 	case res.Source == roles.SourceDirect && d.Action == rollout.ActionDelete:
 		description += " (roles: direct)"
-	case res.Source != roles.SourceDirect && needsRoles(d):
+	case res.Source != roles.SourceDirect && decision.NeedsRoles(d):
 		description += fmt.Sprintf(" (roles: %s: %s)", res.Source, res.Detail)
 	}
 	state := "Processing"

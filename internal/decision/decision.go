@@ -1,0 +1,167 @@
+// Package decision is the OnDelete controller's one decision pipeline: observe a StatefulSet and
+// its member pods, resolve member roles when the decision depends on them, and plan. The
+// controller (internal/controller/ondelete) and the `plan` command both call Decide, so `plan`
+// says what the controller would do on the same state. Planning itself stays in
+// internal/rollout (pure) and role resolution in internal/roles (pure); this package only puts
+// them in order and selects their inputs. I/O goes through RoleInputs, which the caller supplies.
+package decision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+)
+
+// State is one look at a cluster: what Decide needs before it knows whether roles matter.
+type State struct {
+	// Etcd owns the StatefulSet. Nil means none is known (a state file without one): the
+	// client port and the member DNS names then follow the defaults (port 2379, the Etcd named
+	// like the StatefulSet).
+	Etcd        *druidv1alpha1.Etcd
+	StatefulSet *appsv1.StatefulSet
+	// Pods may hold more than the member pods (a whole namespace, as kubectl lists it);
+	// Decide keeps those MemberPods selects.
+	Pods []corev1.Pod
+}
+
+// RoleInputs supplies what role resolution reads. Decide calls it only when the decision
+// depends on roles, so a settled cluster costs no Lease read and no member traffic.
+type RoleInputs interface {
+	// MemberLeases returns the Leases of etcd's members (or more; Decide keeps the members').
+	MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error)
+	// AskMembers asks the targets (possibly none) for their status. An error means roles come
+	// from the Leases; it is reported, not fatal. It is not called in LeaseOnly mode.
+	AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error)
+}
+
+// Outcome is the pipeline's result.
+type Outcome struct {
+	Decision rollout.Decision
+	// Observed is the observation without roles, which every decision starts from.
+	Observed rollout.Observed
+	// Pods are the member pods the decision was made on.
+	Pods []corev1.Pod
+	// RolesResolved is set when the decision depended on roles and Resolution holds them;
+	// otherwise Resolution.Source is none and no member was asked.
+	RolesResolved bool
+	Resolution    roles.Resolution
+	// MemberQueryErr says why the members were not asked or did not answer.
+	MemberQueryErr error
+}
+
+// Decide runs observe → resolve roles → plan on st. now decides which Leases are fresh.
+func Decide(ctx context.Context, st State, in RoleInputs, mode roles.Mode, now time.Time) (Outcome, error) {
+	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
+	pods := MemberPods(st.StatefulSet, st.Pods)
+	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil)}
+	out.Decision = rollout.Plan(out.Observed)
+	out.Resolution = roles.Resolution{Source: roles.SourceNone,
+		Detail: fmt.Sprintf("roles not needed: rule %s does not choose among participating members", out.Decision.Rule)}
+	if !NeedsRoles(out.Decision) {
+		return out, nil
+	}
+
+	leases, err := in.MemberLeases(ctx, etcd)
+	if err != nil {
+		return out, fmt.Errorf("reading member leases: %w", err)
+	}
+	var reports []roles.MemberReport
+	if mode != roles.ModeLeaseOnly {
+		reports, out.MemberQueryErr = in.AskMembers(ctx, etcd, memberaccess.Targets(etcd, pods))
+	}
+	out.RolesResolved = true
+	out.Resolution = roles.Resolve(podNames(pods), reports, MemberLeases(etcd, st.Etcd != nil, leases), mode, now)
+	if out.MemberQueryErr != nil {
+		// Shown in the AllMembersUpdated message and in plan's output, so a TLS problem is
+		// visible where users look.
+		out.Resolution.Detail = fmt.Sprintf("members not asked: %v; %s", out.MemberQueryErr, out.Resolution.Detail)
+	}
+	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles))
+	return out, nil
+}
+
+// NeedsRoles tells whether a role-less decision would change with roles: only the choice among
+// participating members looks at them.
+func NeedsRoles(d rollout.Decision) bool {
+	switch d.Rule {
+	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader:
+		return true
+	}
+	return false
+}
+
+// EtcdOrDefault returns etcd, or when it is nil a stand-in named like the StatefulSet with a
+// default spec, so ports and names follow the defaults.
+func EtcdOrDefault(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) *druidv1alpha1.Etcd {
+	if etcd != nil {
+		return etcd
+	}
+	return &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: sts.Name, Namespace: sts.Namespace}}
+}
+
+// MemberPods keeps the pods the StatefulSet controls: same namespace and a controller
+// reference with the StatefulSet's UID. Pods of an older StatefulSet of the same name, other
+// etcds' pods and orphans are not members.
+func MemberPods(sts *appsv1.StatefulSet, pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range pods {
+		if pod.Namespace != sts.Namespace {
+			continue
+		}
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// MemberLeases keeps the Leases of etcd's members: in its namespace, carrying its member
+// selector labels and, unless etcd is the stand-in for an unknown Etcd (known false), controlled
+// by it. A Lease under a member's name that something else created says nothing about the member
+// (see resources.ControlledLeases); a state file may leave the Etcd's UID out, and then its name
+// is compared alone.
+func MemberLeases(etcd *druidv1alpha1.Etcd, known bool, leases []coordinationv1.Lease) []coordinationv1.Lease {
+	selector := labels.SelectorFromSet(resources.SelectorLabels(etcd))
+	var out []coordinationv1.Lease
+	for _, l := range leases {
+		if l.Namespace != etcd.Namespace || !selector.Matches(labels.Set(l.Labels)) {
+			continue
+		}
+		if known {
+			ref := EtcdOwner(&l)
+			if ref == nil || ref.Name != etcd.Name || (etcd.UID != "" && ref.UID != etcd.UID) {
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// ErrNoMemberAddress is what asking members returns when no member pod can be dialled.
+var ErrNoMemberAddress = errors.New("no member pod has an address")
+
+// ClusterKey names an Etcd's connections in the member client pool.
+func ClusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
+
+func podNames(pods []corev1.Pod) []string {
+	names := make([]string, len(pods))
+	for i := range pods {
+		names[i] = pods[i].Name
+	}
+	return names
+}

@@ -1,0 +1,250 @@
+package decision
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+)
+
+const (
+	ns     = "shoot"
+	newRev = "etcd-main-b"
+	oldRev = "etcd-main-a"
+)
+
+var now = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func testEtcd() *druidv1alpha1.Etcd {
+	e := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns, UID: "etcd-uid"}}
+	e.Spec.Replicas = 3
+	e.Spec.Etcd.ClientPort = ptr.To[int32](3379)
+	return e
+}
+
+func testStatefulSet() *appsv1.StatefulSet {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns, UID: "sts-uid"}}
+	sts.Spec.Replicas = ptr.To[int32](3)
+	sts.Status.UpdateRevision = newRev
+	return sts
+}
+
+type podOpt func(*corev1.Pod)
+
+func ownedBy(uid types.UID) podOpt {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "etcd-main", UID: uid, Controller: ptr.To(true)}}
+	}
+}
+func withIP(ip string) podOpt { return func(p *corev1.Pod) { p.Status.PodIP = ip } }
+func notReady(p *corev1.Pod) {
+	p.Status.ContainerStatuses[0].Ready = false
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+}
+func terminating(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} }
+
+func pod(name, rev string, opts ...podOpt) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{appsv1.StatefulSetRevisionLabel: rev}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: rollout.EtcdContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+	ownedBy("sts-uid")(&p)
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+func lease(name, holder string) coordinationv1.Lease {
+	return coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: resources.SelectorLabels(testEtcd()),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: druidv1alpha1.GroupVersion.String(), Kind: "Etcd", Name: "etcd-main", UID: "etcd-uid", Controller: ptr.To(true)}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-time.Second)}},
+	}
+}
+
+// recordingInputs counts what Decide reads, to prove roles are read only when they decide.
+type recordingInputs struct {
+	leases      []coordinationv1.Lease
+	reports     []roles.MemberReport
+	askErr      error
+	leaseReads  int
+	asked       [][]etcdclient.Target
+	askedForKey string
+}
+
+func (r *recordingInputs) MemberLeases(_ context.Context, _ *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
+	r.leaseReads++
+	return r.leases, nil
+}
+
+func (r *recordingInputs) AskMembers(_ context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+	r.asked = append(r.asked, targets)
+	r.askedForKey = ClusterKey(etcd.Namespace, etcd.Name)
+	return r.reports, r.askErr
+}
+
+func TestDecide(t *testing.T) {
+	rolling := []corev1.Pod{pod("etcd-main-0", oldRev, withIP("10.0.0.1")), pod("etcd-main-1", oldRev, withIP("10.0.0.2")), pod("etcd-main-2", newRev, withIP("10.0.0.3"))}
+	leases := []coordinationv1.Lease{lease("etcd-main-0", "a1:Leader"), lease("etcd-main-1", "b2:Member")}
+	cases := []struct {
+		name         string
+		pods         []corev1.Pod
+		mode         roles.Mode
+		inputs       *recordingInputs
+		wantRule     rollout.RuleID
+		wantPods     []string
+		wantSource   roles.Source
+		wantLeases   int
+		wantAsked    int
+		wantDetail   string
+		wantQueryErr bool
+	}{
+		{name: "non-participating decision reads no roles",
+			pods: []corev1.Pod{pod("etcd-main-0", oldRev, notReady), rolling[1], rolling[2]}, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases},
+			wantRule: rollout.RuleNonParticipatingDead, wantPods: []string{"etcd-main-0"}, wantSource: roles.SourceNone, wantDetail: "roles not needed"},
+		{name: "participating choice asks the members",
+			pods: rolling, mode: roles.ModeAuto,
+			inputs: &recordingInputs{leases: leases, reports: []roles.MemberReport{
+				{Name: "etcd-main-0", ID: "a1", LeaderID: "b2", Reachable: true}, {Name: "etcd-main-1", ID: "b2", LeaderID: "b2", Reachable: true}}},
+			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-0"}, wantSource: roles.SourceDirect, wantLeases: 1, wantAsked: 1},
+		{name: "LeaseOnly asks nobody",
+			pods: rolling, mode: roles.ModeLeaseOnly, inputs: &recordingInputs{leases: leases},
+			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-1"}, wantSource: roles.SourceLease, wantLeases: 1},
+		{name: "failed question falls back to leases and says why",
+			pods: rolling, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases, askErr: errors.New("tls: bad certificate")},
+			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-1"}, wantSource: roles.SourceLease, wantLeases: 1, wantAsked: 1,
+			wantDetail: "members not asked: tls: bad certificate", wantQueryErr: true},
+		{name: "another StatefulSet's pods are not members",
+			pods: []corev1.Pod{rolling[0], rolling[1], pod("etcd-main-2", newRev, ownedBy("old-sts-uid"))}, mode: roles.ModeAuto, inputs: &recordingInputs{},
+			wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := State{Etcd: testEtcd(), StatefulSet: testStatefulSet(), Pods: tc.pods}
+			got, err := Decide(context.Background(), st, tc.inputs, tc.mode, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPods := tc.wantPods
+			if wantPods == nil {
+				wantPods = []string{}
+			}
+			if got.Decision.Rule != tc.wantRule || !reflect.DeepEqual(got.Decision.Pods, wantPods) || got.Resolution.Source != tc.wantSource {
+				t.Fatalf("Decide() = %+v, %s; want %s %v, roles from %s", got.Decision, got.Resolution.Source, tc.wantRule, wantPods, tc.wantSource)
+			}
+			if tc.inputs.leaseReads != tc.wantLeases || len(tc.inputs.asked) != tc.wantAsked {
+				t.Errorf("read leases %d times and asked members %d times, want %d and %d", tc.inputs.leaseReads, len(tc.inputs.asked), tc.wantLeases, tc.wantAsked)
+			}
+			if got.RolesResolved != (tc.wantLeases > 0) || (got.MemberQueryErr != nil) != tc.wantQueryErr {
+				t.Errorf("RolesResolved %v, MemberQueryErr %v", got.RolesResolved, got.MemberQueryErr)
+			}
+			if !strings.Contains(got.Resolution.Detail, tc.wantDetail) {
+				t.Errorf("Detail %q, want it to contain %q", got.Resolution.Detail, tc.wantDetail)
+			}
+			if tc.wantAsked > 0 && tc.inputs.askedForKey != "shoot/etcd-main" {
+				t.Errorf("asked for cluster %q", tc.inputs.askedForKey)
+			}
+		})
+	}
+}
+
+func TestMemberTargetsUseTheEtcdClientPort(t *testing.T) {
+	pods := []corev1.Pod{
+		pod("etcd-main-0", newRev, withIP("10.1.0.7")),
+		pod("etcd-main-1", newRev), // no IP yet
+		pod("etcd-main-2", newRev, withIP("10.1.0.9"), terminating),
+	}
+	want := []etcdclient.Target{{Name: "etcd-main-0", Address: "10.1.0.7:3379", ServerName: "etcd-main-0.etcd-main-peer.shoot.svc"}}
+	if got := memberaccess.Targets(testEtcd(), pods); !reflect.DeepEqual(got, want) {
+		t.Fatalf("memberaccess.Targets() = %+v, want %+v", got, want)
+	}
+	defaults := EtcdOrDefault(nil, testStatefulSet())
+	if got := memberaccess.Targets(defaults, pods[:1]); got[0].Address != "10.1.0.7:2379" {
+		t.Fatalf("without an Etcd the default client port is used, got %s", got[0].Address)
+	}
+}
+
+func TestMemberPodsAndLeases(t *testing.T) {
+	sts := testStatefulSet()
+	elsewhere := pod("etcd-main-1", oldRev)
+	elsewhere.Namespace = "other"
+	orphan := pod("etcd-main-2", oldRev)
+	orphan.OwnerReferences = nil
+	pods := []corev1.Pod{pod("etcd-main-0", newRev), elsewhere, orphan, pod("etcd-main-3", newRev, ownedBy("old-sts-uid"))}
+	if got := MemberPods(sts, pods); len(got) != 1 || got[0].Name != "etcd-main-0" {
+		t.Fatalf("MemberPods() = %v, want only etcd-main-0", got)
+	}
+
+	unlabelled := lease("etcd-main-1", "b2:Member")
+	unlabelled.Labels = nil
+	foreign := lease("etcd-main-2", "c3:Member")
+	foreign.OwnerReferences = nil
+	previous := lease("etcd-main-3", "d4:Member")
+	previous.OwnerReferences[0].UID = "previous-etcd-uid"
+	leases := []coordinationv1.Lease{lease("etcd-main-0", "a1:Leader"), unlabelled, foreign, previous}
+	for _, tc := range []struct {
+		name  string
+		etcd  *druidv1alpha1.Etcd
+		known bool
+		want  []string
+	}{
+		{"the Etcd's own", testEtcd(), true, []string{"etcd-main-0"}},
+		{"Etcd recorded without UID", func() *druidv1alpha1.Etcd { e := testEtcd(); e.UID = ""; return e }(), true, []string{"etcd-main-0", "etcd-main-3"}},
+		{"stand-in: labels only", EtcdOrDefault(nil, sts), false, []string{"etcd-main-0", "etcd-main-2", "etcd-main-3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, l := range MemberLeases(tc.etcd, tc.known, leases) {
+				got = append(got, l.Name)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("MemberLeases() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOwningEtcdIn(t *testing.T) {
+	sts := testStatefulSet()
+	sts.OwnerReferences = []metav1.OwnerReference{{APIVersion: druidv1alpha1.GroupVersion.String(), Kind: "Etcd", Name: "etcd-main", UID: "etcd-uid", Controller: ptr.To(true)}}
+	replaced := *testEtcd()
+	replaced.UID = "another-uid"
+	noUID := *testEtcd()
+	noUID.UID = ""
+	cases := []struct {
+		name  string
+		etcds []druidv1alpha1.Etcd
+		want  bool
+	}{
+		{"owner present", []druidv1alpha1.Etcd{*testEtcd()}, true},
+		{"owner recorded without UID", []druidv1alpha1.Etcd{noUID}, true},
+		{"replaced by another of the same name", []druidv1alpha1.Etcd{replaced}, false},
+		{"none", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := OwningEtcdIn(sts, tc.etcds); (got != nil) != tc.want {
+				t.Fatalf("OwningEtcdIn() = %v, want found=%v", got, tc.want)
+			}
+		})
+	}
+}
