@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
@@ -195,25 +196,21 @@ func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []r
 	return problems
 }
 
-// recordOutcome writes the status fields this reconciler owns (observedGeneration, lastErrors)
-// with a merge patch of just those fields, so it never overwrites what the status and ondelete
-// controllers write.
+// recordOutcome writes the status fields this reconciler owns (status.WriterEtcd:
+// observedGeneration, lastErrors) with one merge patch.
 func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
-	patch := client.MergeFrom(etcd.DeepCopy())
 	now := metav1.Now()
-	var lastErrors []druidv1alpha1.LastError
-	for _, p := range problems {
-		lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: now})
-	}
-	etcd.Status.LastErrors = lastErrors
-	if len(problems) == 0 {
-		generation := etcd.Generation
-		etcd.Status.ObservedGeneration = &generation
-	}
-	if err := r.client.Status().Patch(ctx, etcd, patch); err != nil {
-		return fmt.Errorf("patching status of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
-	}
-	return nil
+	return status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		var lastErrors []druidv1alpha1.LastError
+		for _, p := range problems {
+			lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: now})
+		}
+		s.LastErrors = lastErrors
+		if len(problems) == 0 {
+			generation := etcd.Generation
+			s.ObservedGeneration = &generation
+		}
+	})
 }
 
 // apply creates obj or updates it with mutate, owned by the Etcd. It never adopts: an object that

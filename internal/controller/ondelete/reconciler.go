@@ -242,43 +242,24 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 	}
 }
 
-// report records the decision: status.lastOperation (which the status controller shows in the
-// AllMembersUpdated message) and, when the decision changed, an Event on the Etcd.
+// report records the decision: status.lastOperation (which the status controller turns into the
+// AllMembersUpdated condition's reason and message) and, when the decision changed or a pod was
+// deleted, an Event on the Etcd.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d rollout.Decision, res roles.Resolution) error {
-	description := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
-	switch {
-	case res.Source == roles.SourceDirect && d.Action == rollout.ActionDelete:
-		description += " (roles: direct)"
-	case res.Source != roles.SourceDirect && decision.NeedsRoles(d):
-		description += fmt.Sprintf(" (roles: %s: %s)", res.Source, res.Detail)
-	}
-	state := "Processing"
-	if d.Action == rollout.ActionDone {
-		state = "Succeeded"
-	}
-	prev := etcd.Status.LastOperation
-	changed := prev == nil || prev.Type != status.OperationRollout || prev.RunID != sts.Status.UpdateRevision ||
-		prev.Description != description || prev.State != state
+	op := status.RolloutOperation(d, res, decision.NeedsRoles(d), sts.Status.UpdateRevision, metav1.NewTime(r.now()))
+	changed := !status.SameRolloutOperation(etcd.Status.LastOperation, op)
 	if !changed && d.Action != rollout.ActionDelete {
 		return nil
 	}
-	if changed || d.Action == rollout.ActionDelete {
-		eventType := corev1.EventTypeNormal
-		if d.Rule == rollout.RuleOutOfBounds {
-			eventType = corev1.EventTypeWarning
-		}
-		r.cfg.Recorder.Event(etcd, eventType, d.Rule.ConditionReason(), description)
+	eventType := corev1.EventTypeNormal
+	if d.Rule == rollout.RuleOutOfBounds {
+		eventType = corev1.EventTypeWarning
 	}
-	patch := client.MergeFrom(etcd.DeepCopy())
-	etcd.Status.LastOperation = &druidv1alpha1.LastOperation{
-		Type:           status.OperationRollout,
-		State:          state,
-		Description:    description,
-		RunID:          sts.Status.UpdateRevision,
-		LastUpdateTime: metav1.NewTime(r.now()),
-	}
-	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
-		return fmt.Errorf("recording rollout decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	r.cfg.Recorder.Event(etcd, eventType, d.Rule.ConditionReason(), op.Description)
+	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
+		s.LastOperation = &op
+	}); err != nil {
+		return fmt.Errorf("recording rollout decision: %w", err)
 	}
 	return nil
 }

@@ -2,8 +2,6 @@ package status
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,9 +35,6 @@ const (
 	MemberReasonLeaseExpired   = "LeaseExpired"
 	MemberReasonPodNotReady    = "ContainerNotReady"
 	MemberReasonPodMissing     = "PodNotFound"
-
-	// OperationRollout is the lastOperation type the ondelete controller writes.
-	OperationRollout = "Rollout"
 )
 
 // Observed is everything the status is computed from.
@@ -118,20 +113,7 @@ func Compute(o Observed) druidv1alpha1.EtcdStatus {
 			allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 		}
 	}
-	for i := range conds {
-		conds[i].LastUpdateTime = now
-		conds[i].LastTransitionTime = now
-		old := findCondition(prev.Conditions, conds[i].Type)
-		if old == nil || old.Status != conds[i].Status {
-			continue
-		}
-		conds[i].LastTransitionTime = old.LastTransitionTime
-		// An unchanged condition keeps its update time too, so recomputing writes nothing and
-		// does not wake the controllers that watch the Etcd.
-		if old.Reason == conds[i].Reason && old.Message == conds[i].Message {
-			conds[i].LastUpdateTime = old.LastUpdateTime
-		}
-	}
+	conds = setConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)
 	return out
@@ -174,92 +156,6 @@ func leaseRenewed(lease *coordinationv1.Lease, now time.Time) bool {
 	return now.Before(expiry)
 }
 
-func readyCondition(replicas, readyMembers int) druidv1alpha1.Condition {
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeReady}
-	quorum := replicas/2 + 1
-	switch {
-	case replicas == 0:
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, ReasonNoMembers, "spec.replicas is 0"
-	case readyMembers >= quorum:
-		c.Status, c.Reason = druidv1alpha1.ConditionTrue, ReasonQuorate
-		c.Message = fmt.Sprintf("%d/%d members ready, quorum is %d", readyMembers, replicas, quorum)
-	default:
-		c.Status, c.Reason = druidv1alpha1.ConditionFalse, ReasonQuorumLost
-		c.Message = fmt.Sprintf("%d/%d members ready, quorum needs %d", readyMembers, replicas, quorum)
-	}
-	return c
-}
-
-// outOfBoundsConditions are the conditions of an Etcd whose spec.replicas or member pods exceed
-// MaxReplicas, in the order Compute expects (Ready first, AllMembersReady second).
-func outOfBoundsConditions(reason, message string) []druidv1alpha1.Condition {
-	return []druidv1alpha1.Condition{
-		{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: reason, Message: message},
-		{Type: druidv1alpha1.ConditionTypeAllMembersReady, Status: druidv1alpha1.ConditionUnknown, Reason: reason, Message: message},
-		{Type: druidv1alpha1.ConditionTypeAllMembersUpdated, Status: druidv1alpha1.ConditionUnknown, Reason: reason, Message: message},
-	}
-}
-
-func allMembersReadyCondition(members []druidv1alpha1.EtcdMemberStatus) druidv1alpha1.Condition {
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeAllMembersReady}
-	var notReady []string
-	for _, m := range members {
-		if m.Status != druidv1alpha1.EtcdMemberStatusReady {
-			notReady = append(notReady, fmt.Sprintf("%s (%s)", m.Name, m.Reason))
-		}
-	}
-	if len(notReady) == 0 && len(members) > 0 {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionTrue, ReasonAllMembersReady, "all members are ready"
-		return c
-	}
-	c.Status, c.Reason = druidv1alpha1.ConditionFalse, ReasonNotAllMembersReady
-	c.Message = "not ready: " + strings.Join(notReady, ", ")
-	if len(members) == 0 {
-		c.Message = "no members"
-	}
-	return c
-}
-
-// allMembersUpdatedCondition compares each member pod's controller-revision-hash with the
-// StatefulSet's update revision. While a rollout is under way under OnDelete, the message carries
-// the ondelete controller's current decision (from status.lastOperation).
-func allMembersUpdatedCondition(o Observed, updateRevision string, op *druidv1alpha1.LastOperation) druidv1alpha1.Condition {
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeAllMembersUpdated}
-	if o.StatefulSet == nil {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonStatefulSetMissing, "the StatefulSet does not exist yet"
-		return c
-	}
-	sts := o.StatefulSet
-	var outdated []string
-	updated := 0
-	names := resources.MemberNames(o.Etcd)
-	for _, name := range names {
-		pod := findPod(o.Pods, name)
-		if pod == nil || updateRevision == "" || pod.Labels[appsv1.StatefulSetRevisionLabel] != updateRevision || !pod.DeletionTimestamp.IsZero() {
-			outdated = append(outdated, name)
-			continue
-		}
-		updated++
-	}
-	sort.Strings(outdated)
-	stsCaughtUp := sts.Status.ObservedGeneration >= sts.Generation
-	if len(outdated) == 0 && stsCaughtUp {
-		c.Status, c.Reason = druidv1alpha1.ConditionTrue, ReasonAllMembersUpdated
-		c.Message = fmt.Sprintf("all %d members run revision %s", len(names), updateRevision)
-		return c
-	}
-	c.Status, c.Reason = druidv1alpha1.ConditionFalse, ReasonNotAllMembersUpdated
-	c.Message = fmt.Sprintf("%d/%d members at revision %s; outdated: %s", updated, len(names), updateRevision, strings.Join(outdated, ", "))
-	if !stsCaughtUp {
-		c.Message = "the StatefulSet controller has not observed the latest spec yet"
-	}
-	if sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && op != nil &&
-		op.Type == OperationRollout && op.RunID == updateRevision && op.Description != "" {
-		c.Message += "; " + op.Description
-	}
-	return c
-}
-
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -282,15 +178,6 @@ func findMember(members []druidv1alpha1.EtcdMemberStatus, name string) *druidv1a
 	for i := range members {
 		if members[i].Name == name {
 			return &members[i]
-		}
-	}
-	return nil
-}
-
-func findCondition(conds []druidv1alpha1.Condition, t druidv1alpha1.ConditionType) *druidv1alpha1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
 		}
 	}
 	return nil

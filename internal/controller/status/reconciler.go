@@ -44,9 +44,7 @@ func NewReconciler(c client.Client) *Reconciler {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
 
 // Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
-// writes the fields it owns with a merge patch: members, conditions, replicas, readyReplicas,
-// currentReplicas, ready and selector. observedGeneration and lastErrors belong to the Etcd
-// reconciler, lastOperation to the ondelete controller.
+// writes the fields it owns (WriterStatus) with one merge patch.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
@@ -58,16 +56,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	computed := Compute(observed)
 
-	patch := client.MergeFrom(etcd.DeepCopy())
-	etcd.Status.Members = computed.Members
-	etcd.Status.Conditions = append(computed.Conditions, conditionsOwnedElsewhere(etcd.Status.Conditions, computed.Conditions)...)
-	etcd.Status.Replicas = computed.Replicas
-	etcd.Status.ReadyReplicas = computed.ReadyReplicas
-	etcd.Status.CurrentReplicas = computed.CurrentReplicas
-	etcd.Status.Ready = computed.Ready
-	etcd.Status.Selector = computed.Selector
-	if err := r.client.Status().Patch(ctx, etcd, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status of Etcd %s: %w", req.NamespacedName, err)
+	if err := Patch(ctx, r.client, etcd, WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
+		s.Members = computed.Members
+		s.Conditions = append(computed.Conditions, conditionsOwnedElsewhere(s.Conditions, computed.Conditions)...)
+		s.Replicas = computed.Replicas
+		s.ReadyReplicas = computed.ReadyReplicas
+		s.CurrentReplicas = computed.CurrentReplicas
+		s.Ready = computed.Ready
+		s.Selector = computed.Selector
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: resyncInterval}, nil
 }
