@@ -62,15 +62,6 @@ func New(overrides map[string]bool) (Gates, error) {
 	return g, nil
 }
 
-// MustNew is New for tests and literals known to be valid.
-func MustNew(overrides map[string]bool) Gates {
-	g, err := New(overrides)
-	if err != nil {
-		panic(err)
-	}
-	return g
-}
-
 // Enabled reports whether the gate is on: its override if set, else its default.
 func (g Gates) Enabled(f Feature) bool {
 	if v, ok := g.overrides[f]; ok {

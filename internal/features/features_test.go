@@ -39,8 +39,8 @@ func TestNew(t *testing.T) {
 }
 
 func TestGatesAreIndependentValues(t *testing.T) {
-	on := MustNew(map[string]bool{"QuorumAwareUpdatesWithOnDelete": true})
-	off := MustNew(nil)
+	on := mustNew(map[string]bool{"QuorumAwareUpdatesWithOnDelete": true})
+	off := mustNew(nil)
 	if !on.Enabled(QuorumAwareUpdatesWithOnDelete) || off.Enabled(QuorumAwareUpdatesWithOnDelete) {
 		t.Fatalf("gates leak between values: on=%v off=%v", on, off)
 	}
@@ -51,4 +51,13 @@ func TestGatesAreIndependentValues(t *testing.T) {
 	if got := on.String(); got != "QuorumAwareUpdatesWithOnDelete=true" {
 		t.Errorf("String() = %q", got)
 	}
+}
+
+// mustNew is New for literals known to be valid.
+func mustNew(overrides map[string]bool) Gates {
+	g, err := New(overrides)
+	if err != nil {
+		panic(err)
+	}
+	return g
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
@@ -24,7 +25,6 @@ const (
 	DefaultServerPort      = int32(2380)
 	MetricsPort            = int32(2381)
 	DefaultStorageCapacity = "16Gi"
-	DefaultCADataKey       = "ca.crt"
 
 	// MemberUID is the user, group and fsGroup member containers run as: distroless's "nonroot",
 	// the etcd-conductor image's own user (the etcd image's binary runs as any user).
@@ -166,5 +166,5 @@ func CADataKey(ref druidv1alpha1.SecretReference) string {
 	if ref.DataKey != nil && *ref.DataKey != "" {
 		return *ref.DataKey
 	}
-	return DefaultCADataKey
+	return conductortls.DefaultCADataKey
 }

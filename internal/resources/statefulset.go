@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // Settings are the operator-wide inputs to the StatefulSet.
@@ -126,10 +127,10 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			Volumes: []corev1.Volume{
 				memberAgentTokenVolume(),
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), "ca.crt"),
+				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), conductortls.DefaultCADataKey),
 				secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
 				secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""),
-				secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), "ca.crt"),
+				secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), conductortls.DefaultCADataKey),
 				secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""),
 			},
 		},

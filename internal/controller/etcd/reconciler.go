@@ -39,7 +39,6 @@ type Reconciler struct {
 	// secrets reads Secrets from the API server, uncached (see Config.SecretReader).
 	secrets  client.Reader
 	recorder record.EventRecorder
-	gates    features.Gates
 	settings resources.Settings
 }
 
@@ -67,7 +66,6 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		client:   c,
 		secrets:  cfg.SecretReader,
 		recorder: recorder,
-		gates:    cfg.Gates,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
