@@ -2,7 +2,8 @@
 // kube-apiserver and StatefulSet controller, node simulator, real etcd members with mTLS) it
 // bumps the etcd image under each scenario and each update strategy, R times, with a writer and
 // the quorum and leader monitors running, and writes what it measured to
-// test/bench/results/rollout.{json,md,png}. It asserts nothing: it reports what it saw.
+// test/bench/results/rollout.{json,md} and rollout-timeline.json, which test/bench/plot draws as
+// rollout.png. It asserts nothing: it reports what it saw.
 //
 // Strategies are interleaved within a repetition so a noisy machine hurts them alike. One stack
 // serves the whole benchmark; each run gets its own namespace, cleaned up after it.
@@ -169,7 +170,8 @@ func writeOutputs(dir string, results report.Results, timelines map[string]*repo
 	}
 	if len(rows) > 0 {
 		title := fmt.Sprintf("3 members, one dead: %s → %s (%s)", results.Settings.FromImage, results.Settings.ToImage, results.Date)
-		if err := report.WriteTimelinePNG(filepath.Join(dir, "rollout.png"), title, rows); err != nil {
+		// Drawn as rollout.png by test/bench/plot (make bench runs it next).
+		if err := report.WriteTimelineFigure(filepath.Join(dir, report.TimelineFile), report.TimelineFigure{Title: title, Rows: rows}); err != nil {
 			return err
 		}
 	}
@@ -177,7 +179,7 @@ func writeOutputs(dir string, results report.Results, timelines map[string]*repo
 	if stale := report.StaleRoleTable(results.Runs); stale != "" {
 		fmt.Println(stale)
 	}
-	logf("wrote %s/rollout.{json,md,png}", dir)
+	logf("wrote %s/rollout.{json,md} and %s", dir, report.TimelineFile)
 	return nil
 }
 

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,28 +107,5 @@ func TestMarkdownListsIncompleteRunsAndStaleRoles(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
-	}
-}
-
-func TestWriteTimelinePNG(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.png")
-	rows := []Timeline{
-		{Strategy: StrategyRollingUpdate, Completed: true, RolloutSeconds: 8, Members: []string{"etcd-0", "etcd-1"}, Start: -1, End: 9,
-			Participation: []Span{{Member: "etcd-1", From: -1, To: 2}, {Member: "etcd-0", From: 5, To: 9}},
-			Deletions:     []Mark{{Member: "etcd-1", At: 2}}, Latencies: []Point{{At: 0, Ms: 3}, {At: 3, Ms: 1500}}},
-		{Strategy: StrategyRollingUpdateMaxUnavailable, RolloutSeconds: 30, Members: []string{"etcd-0", "etcd-1"}, Start: -1, End: 30},
-	}
-	if err := WriteTimelinePNG(path, "test", rows); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) < 8 || string(data[1:4]) != "PNG" {
-		t.Errorf("%s is not a PNG (%d bytes)", path, len(data))
-	}
-	if err := WriteTimelinePNG(path, "empty", nil); err == nil {
-		t.Error("no timelines: want an error")
 	}
 }
