@@ -111,7 +111,7 @@ func TestDecide(t *testing.T) {
 		mode         roles.Mode
 		inputs       *recordingInputs
 		wantRule     rollout.RuleID
-		wantPods     []string
+		wantPod      string
 		wantSource   roles.Source
 		wantLeases   int
 		wantAsked    int
@@ -120,18 +120,18 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "non-participating decision reads no roles",
 			pods: []corev1.Pod{pod("etcd-main-0", oldRev, notReady), rolling[1], rolling[2]}, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases},
-			wantRule: rollout.RuleNonParticipatingDead, wantPods: []string{"etcd-main-0"}, wantSource: roles.SourceNone, wantDetail: "roles not needed"},
+			wantRule: rollout.RuleNonParticipatingDead, wantPod: "etcd-main-0", wantSource: roles.SourceNone, wantDetail: "roles not needed"},
 		{name: "participating choice asks the members",
 			pods: rolling, mode: roles.ModeAuto,
 			inputs: &recordingInputs{leases: leases, reports: []roles.MemberReport{
 				{Name: "etcd-main-0", ID: "a1", LeaderID: "b2", Reachable: true}, {Name: "etcd-main-1", ID: "b2", LeaderID: "b2", Reachable: true}}},
-			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-0"}, wantSource: roles.SourceDirect, wantLeases: 1, wantAsked: 1},
+			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-0", wantSource: roles.SourceDirect, wantLeases: 1, wantAsked: 1},
 		{name: "LeaseOnly asks nobody",
 			pods: rolling, mode: roles.ModeLeaseOnly, inputs: &recordingInputs{leases: leases},
-			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-1"}, wantSource: roles.SourceLease, wantLeases: 1},
+			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-1", wantSource: roles.SourceLease, wantLeases: 1},
 		{name: "failed question falls back to leases and says why",
 			pods: rolling, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases, askErr: errors.New("tls: bad certificate")},
-			wantRule: rollout.RuleParticipatingFollower, wantPods: []string{"etcd-main-1"}, wantSource: roles.SourceLease, wantLeases: 1, wantAsked: 1,
+			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-1", wantSource: roles.SourceLease, wantLeases: 1, wantAsked: 1,
 			wantDetail: "members not asked: tls: bad certificate", wantQueryErr: true},
 		{name: "another StatefulSet's pods are not members",
 			pods: []corev1.Pod{rolling[0], rolling[1], pod("etcd-main-2", newRev, ownedBy("old-sts-uid"))}, mode: roles.ModeAuto, inputs: &recordingInputs{},
@@ -144,12 +144,8 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantPods := tc.wantPods
-			if wantPods == nil {
-				wantPods = []string{}
-			}
-			if got.Decision.Rule != tc.wantRule || !reflect.DeepEqual(got.Decision.Pods, wantPods) || got.Resolution.Source != tc.wantSource {
-				t.Fatalf("Decide() = %+v, %s; want %s %v, roles from %s", got.Decision, got.Resolution.Source, tc.wantRule, wantPods, tc.wantSource)
+			if got.Decision.Rule != tc.wantRule || got.Decision.Pod != tc.wantPod || got.Resolution.Source != tc.wantSource {
+				t.Fatalf("Decide() = %+v, %s; want %s %q, roles from %s", got.Decision, got.Resolution.Source, tc.wantRule, tc.wantPod, tc.wantSource)
 			}
 			if tc.inputs.leaseReads != tc.wantLeases || len(tc.inputs.asked) != tc.wantAsked {
 				t.Errorf("read leases %d times and asked members %d times, want %d and %d", tc.inputs.leaseReads, len(tc.inputs.asked), tc.wantLeases, tc.wantAsked)

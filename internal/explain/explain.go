@@ -117,7 +117,7 @@ func output(st State, o decision.Outcome) Output {
 	sts := st.StatefulSet
 	out := Output{
 		Action:          o.Decision.Action,
-		Pods:            o.Decision.Pods,
+		Pods:            []string{},
 		Rule:            o.Decision.Rule,
 		Reason:          o.Decision.Reason,
 		RoleSource:      o.Resolution.Source,
@@ -128,6 +128,9 @@ func output(st State, o decision.Outcome) Output {
 		Roles:           o.Resolution.Roles,
 		RoleMismatch:    o.Resolution.Mismatch,
 		RoleDetail:      o.Resolution.Detail,
+	}
+	if o.Decision.Pod != "" {
+		out.Pods = []string{o.Decision.Pod}
 	}
 	if st.Etcd != nil {
 		out.Etcd = st.Etcd.Namespace + "/" + st.Etcd.Name

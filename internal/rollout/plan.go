@@ -56,9 +56,9 @@ func planWith(rules []rule, o Observed) Decision {
 }
 
 func (v verdict) decision() Decision {
-	d := Decision{Action: v.action, Pods: []string{}, Rule: v.rule, Reason: v.reason, WaitingFor: v.waitingFor}
+	d := Decision{Action: v.action, Rule: v.rule, Reason: v.reason, WaitingFor: v.waitingFor}
 	if v.action == ActionDelete {
-		d.Pods = []string{v.pod}
+		d.Pod = v.pod
 	}
 	return d
 }

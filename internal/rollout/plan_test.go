@@ -27,8 +27,12 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			if want == nil {
 				want = []string{}
 			}
-			if got.Action != tc.action || got.Rule != tc.rule || !slices.Equal(got.Pods, want) {
-				t.Fatalf("Plan() = %s %v by %s (%q), want %s %v by %s", got.Action, got.Pods, got.Rule, got.Reason, tc.action, want, tc.rule)
+			gotPods := []string{}
+			if got.Pod != "" {
+				gotPods = []string{got.Pod}
+			}
+			if got.Action != tc.action || got.Rule != tc.rule || !slices.Equal(gotPods, want) {
+				t.Fatalf("Plan() = %s %q by %s (%q), want %s %v by %s", got.Action, got.Pod, got.Rule, got.Reason, tc.action, want, tc.rule)
 			}
 			if tc.waitsFor != nil && !slices.Equal(got.WaitingFor, tc.waitsFor) {
 				t.Errorf("WaitingFor = %v, want %v", got.WaitingFor, tc.waitsFor)
@@ -67,8 +71,8 @@ func TestRuleWithinBounds(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Plan(tc.in)
-			if got.Action != ActionWait || got.Rule != RuleOutOfBounds || len(got.Pods) != 0 {
-				t.Fatalf("Plan() = %s %v by %s (%q), want a refusal by %s", got.Action, got.Pods, got.Rule, got.Reason, RuleOutOfBounds)
+			if got.Action != ActionWait || got.Rule != RuleOutOfBounds || got.Pod != "" {
+				t.Fatalf("Plan() = %s %q by %s (%q), want a refusal by %s", got.Action, got.Pod, got.Rule, got.Reason, RuleOutOfBounds)
 			}
 			if !strings.Contains(got.Reason, tc.want) {
 				t.Errorf("reason %q does not say %q", got.Reason, tc.want)

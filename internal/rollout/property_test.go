@@ -87,9 +87,6 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s\nobserved: %+v\ndecision: %+v", fmt.Sprintf(format, args...), o, d)
 	}
-	if len(d.Pods) > 1 {
-		return fail("more than one pod in a decision")
-	}
 	if d.Rule == RuleNoCandidate {
 		return fail("fell through every rule")
 	}
@@ -99,7 +96,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	// Out of bounds: a refusal, always, and the checks below (which loop over Replicas) would
 	// themselves run away.
 	if beyondBounds(o) {
-		if d.Action != ActionWait || d.Rule != RuleOutOfBounds || len(d.Pods) != 0 {
+		if d.Action != ActionWait || d.Rule != RuleOutOfBounds || d.Pod != "" {
 			return fail("planned on an observation beyond %d members instead of refusing", MaxMembers)
 		}
 		return nil
@@ -107,7 +104,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleOutOfBounds {
 		return fail("refused an observation within bounds")
 	}
-	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || !slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule {
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || again.Pod != d.Pod || again.Rule != d.Rule {
 		return fail("decision depends on pod order: %+v", again)
 	}
 
@@ -143,14 +140,14 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 			}
 		}
 	case ActionWait:
-		if len(d.Pods) != 0 {
-			return fail("wait decision names pods to delete")
+		if d.Pod != "" {
+			return fail("wait decision names a pod to delete")
 		}
 	case ActionDelete:
-		if len(d.Pods) != 1 {
-			return fail("delete decision without exactly one pod")
+		if d.Pod == "" {
+			return fail("delete decision without a pod")
 		}
-		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == d.Pods[0] })
+		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == d.Pod })
 		if i < 0 {
 			return fail("deleted pod does not exist")
 		}

@@ -57,7 +57,7 @@ type Observed struct {
 type Action string
 
 const (
-	// ActionDelete deletes the one pod named in Decision.Pods.
+	// ActionDelete deletes the one pod named in Decision.Pod.
 	ActionDelete Action = "delete"
 	// ActionWait requeues: something has to settle before the next deletion.
 	ActionWait Action = "wait"
@@ -95,8 +95,8 @@ const (
 // Decision is the planner's answer for one observation.
 type Decision struct {
 	Action Action `json:"action"`
-	// Pods holds the single pod to delete when Action is delete, and is empty otherwise.
-	Pods []string `json:"pods"`
+	// Pod is the one pod to delete when Action is delete, and empty otherwise.
+	Pod string `json:"pod,omitempty"`
 	Rule RuleID   `json:"rule"`
 	// Reason is for humans and carries the numbers behind the decision.
 	Reason string `json:"reason"`

@@ -136,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())
 	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(outcome.Observed)))
 
-	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pods", d.Pods,
+	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pod", d.Pod,
 		"reason", d.Reason, "roleSource", resolution.Source)
 
 	result := ctrl.Result{}
@@ -145,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.deletePod(ctx, outcome.Pods, d); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The pod changed or went since we read it: decide again on fresh state.
-				log.Info("Pod changed before deletion; deciding again", "pod", d.Pods, "error", err.Error())
+				log.Info("Pod changed before deletion; deciding again", "pod", d.Pod, "error", err.Error())
 				return ctrl.Result{Requeue: true}, nil
 			}
 			return ctrl.Result{}, err
@@ -180,17 +180,17 @@ func countOutdated(o rollout.Observed) int {
 // deletePod deletes the one pod of the decision. The preconditions make the delete fail if the
 // pod was replaced or changed since it was planned on.
 func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, d rollout.Decision) error {
-	if len(d.Pods) != 1 {
-		return fmt.Errorf("planner returned %d pods to delete; exactly one is allowed", len(d.Pods))
+	if d.Pod == "" {
+		return fmt.Errorf("planner decided to delete without naming a pod")
 	}
 	var pod *corev1.Pod
 	for i := range pods {
-		if pods[i].Name == d.Pods[0] {
+		if pods[i].Name == d.Pod {
 			pod = &pods[i]
 		}
 	}
 	if pod == nil {
-		return apierrors.NewNotFound(corev1.Resource("pods"), d.Pods[0])
+		return apierrors.NewNotFound(corev1.Resource("pods"), d.Pod)
 	}
 	uid, rv := pod.UID, pod.ResourceVersion
 	err := r.cfg.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv})
