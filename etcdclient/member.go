@@ -99,8 +99,8 @@ type Member struct {
 	IsLearner  bool
 }
 
-// MemberClient is a long-lived connection to a single member.
-type MemberClient struct {
+// MemberConn is one long-lived connection to a single member (the pool holds one per member).
+type MemberConn struct {
 	target      Target
 	opts        Options
 	client      *clientv3.Client
@@ -110,12 +110,12 @@ type MemberClient struct {
 
 // DialMember prepares a connection to one member. It does not block: the connection is made
 // by the first call and then kept (and re-established after failures) until Close.
-func DialMember(creds conductortls.ClientMaterial, t Target, o Options) (*MemberClient, error) {
+func DialMember(creds conductortls.ClientMaterial, t Target, o Options) (*MemberConn, error) {
 	return dialMember(creds, t, o.withDefaults(), nil)
 }
 
 // dialMember counts every completed TLS handshake in handshakes when it is not nil.
-func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshakes *atomic.Uint64) (*MemberClient, error) {
+func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshakes *atomic.Uint64) (*MemberConn, error) {
 	endpoint, err := endpointURL(t.Address)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", t.Name, err)
@@ -157,7 +157,7 @@ func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshak
 	// clientv3's Maintenance.Status(ctx, endpoint) dials a fresh connection per call; the
 	// generated stubs on the client's own connection reuse it.
 	conn := client.ActiveConnection()
-	return &MemberClient{
+	return &MemberConn{
 		target:      t,
 		opts:        o,
 		client:      client,
@@ -167,11 +167,11 @@ func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshak
 }
 
 // Target is the member this client talks to.
-func (m *MemberClient) Target() Target { return m.target }
+func (m *MemberConn) Target() Target { return m.target }
 
 // Status asks the member for its status within the call timeout. Errors are also recorded in
 // the returned MemberStatus.
-func (m *MemberClient) Status(ctx context.Context) (MemberStatus, error) {
+func (m *MemberConn) Status(ctx context.Context) (MemberStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	// Fail fast when the connection is known to be down instead of waiting for it to recover.
@@ -199,7 +199,7 @@ func (m *MemberClient) Status(ctx context.Context) (MemberStatus, error) {
 }
 
 // MemberList returns the membership as this member knows it.
-func (m *MemberClient) MemberList(ctx context.Context) ([]Member, error) {
+func (m *MemberConn) MemberList(ctx context.Context) ([]Member, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	resp, err := m.cluster.MemberList(ctx, &pb.MemberListRequest{}, grpc.WaitForReady(false))
@@ -210,7 +210,7 @@ func (m *MemberClient) MemberList(ctx context.Context) ([]Member, error) {
 }
 
 // MoveLeader asks this member, which must be the leader, to hand leadership to member toID.
-func (m *MemberClient) MoveLeader(ctx context.Context, toID uint64) error {
+func (m *MemberConn) MoveLeader(ctx context.Context, toID uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.MoveLeaderTimeout)
 	defer cancel()
 	_, err := m.maintenance.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: toID})
@@ -223,7 +223,7 @@ func (m *MemberClient) MoveLeader(ctx context.Context, toID uint64) error {
 // AddLearner adds a non-voting member with peerURL and returns it with the membership that
 // results. The caller must make sure the peer URL is not a member yet: etcd refuses a duplicate
 // (ErrGRPCPeerURLExist), which is how a repeated call stays harmless.
-func (m *MemberClient) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
+func (m *MemberConn) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	resp, err := m.cluster.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{peerURL}, IsLearner: true})
@@ -235,7 +235,7 @@ func (m *MemberClient) AddLearner(ctx context.Context, peerURL string) (Member, 
 
 // Promote makes learner id a voter. etcd refuses (ErrLearnerNotReady, see IsLearnerNotReady)
 // until the learner holds ~90 % of the leader's log.
-func (m *MemberClient) Promote(ctx context.Context, id uint64) error {
+func (m *MemberConn) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	if _, err := m.cluster.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id}); err != nil {
@@ -245,7 +245,7 @@ func (m *MemberClient) Promote(ctx context.Context, id uint64) error {
 }
 
 // Remove removes member id from the cluster.
-func (m *MemberClient) Remove(ctx context.Context, id uint64) error {
+func (m *MemberConn) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	if _, err := m.cluster.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id}); err != nil {
@@ -294,7 +294,7 @@ func membersFromPB(pms []*pb.Member) []Member {
 }
 
 // Close drops the connection.
-func (m *MemberClient) Close() error {
+func (m *MemberConn) Close() error {
 	if err := m.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("close client of member %s: %w", m.target.Name, err)
 	}

@@ -40,7 +40,7 @@ type Pool struct {
 
 // pooledMember is a client together with what it was built from, so a change of either is seen.
 type pooledMember struct {
-	client      *MemberClient
+	client      *MemberConn
 	fingerprint string
 	target      Target
 }
@@ -126,7 +126,7 @@ func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortl
 
 // Member returns the pooled client of member name among targets, for membership changes
 // (AddLearner, Promote, Remove) the caller sends through one member, usually the leader.
-func (p *Pool) Member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberClient, error) {
+func (p *Pool) Member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberConn, error) {
 	clients, err := p.clients(cluster, creds, targets)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (p *Pool) Close() {
 
 // clients returns one client per target in target order. Clients whose material or address
 // changed are replaced, clients of members no longer targeted are closed.
-func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberClient, error) {
+func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberConn, error) {
 	fingerprint := creds.Fingerprint()
 	var stale []*pooledMember
 
@@ -178,7 +178,7 @@ func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, target
 	}
 	cached := p.clusters[cluster]
 	next := make(map[string]*pooledMember, len(targets))
-	out := make([]*MemberClient, len(targets))
+	out := make([]*MemberConn, len(targets))
 	for i, t := range targets {
 		if _, dup := next[t.Name]; dup {
 			return nil, fmt.Errorf("cluster %s: member %s is targeted twice", cluster, t.Name)

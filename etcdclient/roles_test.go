@@ -50,7 +50,7 @@ func TestStaleLeaseLosesToTheMembers(t *testing.T) {
 		})
 	}
 
-	got := roles.Resolve(names, roles.ReportsFromClusterStatus(s), leases, roles.ModeAuto, now)
+	got := roles.Resolve(names, roles.ReportsFromClusterStatus(s), leases, roles.SourcePolicyAuto, now)
 	if got.Source != roles.SourceDirect || !got.Mismatch {
 		t.Fatalf("Resolve = source %s, mismatch %v (%s); want direct with a mismatch", got.Source, got.Mismatch, got.Detail)
 	}
@@ -58,7 +58,7 @@ func TestStaleLeaseLosesToTheMembers(t *testing.T) {
 		t.Errorf("roles %v, leader %s; want %s leading and %s following", got.Roles, got.LeaderPod, leader.Name, follower)
 	}
 
-	leaseOnly := roles.Resolve(names, roles.ReportsFromClusterStatus(s), leases, roles.ModeLeaseOnly, now)
+	leaseOnly := roles.Resolve(names, roles.ReportsFromClusterStatus(s), leases, roles.SourcePolicyLeaseOnly, now)
 	if leaseOnly.Roles[follower] != rollout.RoleLeader {
 		t.Errorf("LeaseOnly must believe the lease (the etcd-druid behaviour this replaces): %v", leaseOnly.Roles)
 	}

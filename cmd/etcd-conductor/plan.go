@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/internal/explain"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator"
+	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -72,7 +72,7 @@ func planCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, clock
 // planOptions are the parsed flags.
 type planOptions struct {
 	statePath, memberStatusPath string
-	mode                        roles.Mode
+	mode                        roles.SourcePolicy
 	now                         time.Time
 
 	// Live mode.
@@ -90,7 +90,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.SetOutput(io.Discard)
 	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get etcd,sts,pods,leases -o yaml), - for stdin")
 	flags.StringVar(&o.memberStatusPath, "member-status", "", "member status JSON file")
-	roleSource := flags.String("role-source", string(roles.ModeAuto), "Auto or LeaseOnly")
+	roleSource := flags.String("role-source", string(roles.SourcePolicyAuto), "Auto or LeaseOnly")
 	now := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "live mode: kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
 	flags.StringVar(&o.namespace, "n", "", "live mode: namespace (default: the kubeconfig context's)")
@@ -116,7 +116,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 		return o, err
 	}
 	var err error
-	if o.mode, err = roles.ParseMode(*roleSource); err != nil {
+	if o.mode, err = roles.ParseSourcePolicy(*roleSource); err != nil {
 		return o, err
 	}
 	o.now = clock()
@@ -149,19 +149,19 @@ func (o planOptions) validate() error {
 	return nil
 }
 
-func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Output, error) {
+func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Output, error) {
 	o, err := parsePlanFlags(args, clock)
 	if err != nil {
-		return explain.Output{}, err
+		return plancmd.Output{}, err
 	}
 	var members []roles.MemberReport
 	if o.memberStatusPath != "" {
 		data, err := readInput(o.memberStatusPath, stdin)
 		if err != nil {
-			return explain.Output{}, fmt.Errorf("reading member status: %w", err)
+			return plancmd.Output{}, fmt.Errorf("reading member status: %w", err)
 		}
-		if members, err = explain.DecodeMemberStatus(data); err != nil {
-			return explain.Output{}, fmt.Errorf("%s: %w", o.memberStatusPath, err)
+		if members, err = plancmd.DecodeMemberStatus(data); err != nil {
+			return plancmd.Output{}, fmt.Errorf("%s: %w", o.memberStatusPath, err)
 		}
 	}
 	if o.live() {
@@ -170,53 +170,53 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (explain.Outpu
 
 	data, err := readInput(o.statePath, stdin)
 	if err != nil {
-		return explain.Output{}, fmt.Errorf("reading state: %w", err)
+		return plancmd.Output{}, fmt.Errorf("reading state: %w", err)
 	}
-	st, err := explain.DecodeState(data)
+	st, err := plancmd.DecodeState(data)
 	if err != nil {
-		return explain.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
+		return plancmd.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return refuseOutOfBounds(explain.Plan(context.Background(), st, explain.Reports(members), nil, o.mode, o.now))
+	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, plancmd.Reports(members), nil, o.mode, o.now))
 }
 
 // refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
 // 2147483647, a pod named etcd-2147483646) into bad input: exit 2 and one line, like any other
 // state plan cannot work with.
-func refuseOutOfBounds(out explain.Output, err error) (explain.Output, error) {
+func refuseOutOfBounds(out plancmd.Output, err error) (plancmd.Output, error) {
 	if err != nil {
-		return explain.Output{}, err
+		return plancmd.Output{}, err
 	}
 	if out.Rule == rollout.RuleOutOfBounds {
-		return explain.Output{}, fmt.Errorf("StatefulSet %s: %s", out.StatefulSet, out.Reason)
+		return plancmd.Output{}, fmt.Errorf("StatefulSet %s: %s", out.StatefulSet, out.Reason)
 	}
 	return out, nil
 }
 
 // planLive reads the objects from the cluster and, if asked to, the members' own view.
-func planLive(o planOptions, members []roles.MemberReport) (explain.Output, error) {
+func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
 	c, namespace, err := liveClient(o.kubeconfig, o.namespace)
 	if err != nil {
-		return explain.Output{}, err
+		return plancmd.Output{}, err
 	}
-	st, err := explain.ReadLive(ctx, c, namespace, o.etcdName)
+	st, err := plancmd.ReadLive(ctx, c, namespace, o.etcdName)
 	if err != nil {
-		return explain.Output{}, err
+		return plancmd.Output{}, err
 	}
-	memberSource := explain.Reports(members)
-	if o.askMembers() && o.mode != roles.ModeLeaseOnly {
+	memberSource := plancmd.Reports(members)
+	if o.askMembers() && o.mode != roles.SourcePolicyLeaseOnly {
 		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
 		if err != nil {
-			return explain.Output{}, fmt.Errorf("member client TLS: %w", err)
+			return plancmd.Output{}, fmt.Errorf("member client TLS: %w", err)
 		}
 		pool := etcdclient.NewPool(etcdclient.Options{})
 		defer pool.Close()
 		// A failed question is not fatal: the roles fall back to the Leases, and the output
 		// says why.
-		memberSource = explain.AskMembers(pool, creds, o.addresses)
+		memberSource = plancmd.AskMembers(pool, creds, o.addresses)
 	}
-	return refuseOutOfBounds(explain.Plan(ctx, st, memberSource, explain.LiveLeases(c), o.mode, o.now))
+	return refuseOutOfBounds(plancmd.Plan(ctx, st, memberSource, plancmd.LiveLeases(c), o.mode, o.now))
 }
 
 // liveClient builds a client through a kubeconfig, resolved the way kubectl does, and returns

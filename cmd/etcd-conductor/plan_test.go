@@ -32,7 +32,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
-	"github.com/etcd-conductor/etcd-conductor/internal/explain"
+	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -251,7 +251,7 @@ func TestPlanLive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := explain.DecodeState(data)
+			st, err := plancmd.DecodeState(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -306,7 +306,7 @@ func TestPlanLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := explain.DecodeState(data)
+		st, err := plancmd.DecodeState(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -384,7 +384,7 @@ func TestPlanLive(t *testing.T) {
 // decidesLikeController runs one OnDelete reconcile on the loaded state and checks that the
 // controller records and carries out the decision plan printed (want). A state without an Etcd
 // gets a minimal one, since the controller acts only for StatefulSets an Etcd owns.
-func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, st explain.State, base string, want map[string]any) {
+func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, st plancmd.State, base string, want map[string]any) {
 	t.Helper()
 	o, err := parsePlanFlags(strings.Fields(readArgs(t, base)), farFuture)
 	if err != nil {
@@ -425,7 +425,7 @@ func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, s
 	}
 	var reports []roles.MemberReport
 	if data, err := os.ReadFile(base + ".members.json"); err == nil {
-		if reports, err = explain.DecodeMemberStatus(data); err != nil {
+		if reports, err = plancmd.DecodeMemberStatus(data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -495,7 +495,7 @@ func (recordedMembers) Forget(string) {}
 
 // load replaces whatever the namespace holds with the state's objects, statuses included. Owner
 // references to the Etcd and the StatefulSet get the UIDs the apiserver gave them.
-func load(ctx context.Context, t *testing.T, c client.Client, st explain.State) {
+func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) {
 	t.Helper()
 	ns := st.StatefulSet.Namespace
 	for _, obj := range []client.Object{&corev1.Pod{}, &coordinationv1.Lease{}, &appsv1.StatefulSet{}, &druidv1alpha1.Etcd{}} {

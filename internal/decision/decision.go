@@ -64,7 +64,7 @@ type Outcome struct {
 }
 
 // Decide runs observe → resolve roles → plan on st. now decides which Leases are fresh.
-func Decide(ctx context.Context, st State, in RoleInputs, mode roles.Mode, now time.Time) (Outcome, error) {
+func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolicy, now time.Time) (Outcome, error) {
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
 	pods := MemberPods(st.StatefulSet, st.Pods)
 	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil)}
@@ -80,7 +80,7 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.Mode, now t
 		return out, fmt.Errorf("reading member leases: %w", err)
 	}
 	var reports []roles.MemberReport
-	if mode != roles.ModeLeaseOnly {
+	if mode != roles.SourcePolicyLeaseOnly {
 		reports, out.MemberQueryErr = in.AskMembers(ctx, etcd, memberaccess.Targets(etcd, pods))
 	}
 	out.RolesResolved = true

@@ -108,7 +108,7 @@ func TestDecide(t *testing.T) {
 	cases := []struct {
 		name         string
 		pods         []corev1.Pod
-		mode         roles.Mode
+		mode         roles.SourcePolicy
 		inputs       *recordingInputs
 		wantRule     rollout.RuleID
 		wantPod      string
@@ -119,22 +119,22 @@ func TestDecide(t *testing.T) {
 		wantQueryErr bool
 	}{
 		{name: "non-participating decision reads no roles",
-			pods: []corev1.Pod{pod("etcd-main-0", oldRev, notReady), rolling[1], rolling[2]}, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases},
+			pods: []corev1.Pod{pod("etcd-main-0", oldRev, notReady), rolling[1], rolling[2]}, mode: roles.SourcePolicyAuto, inputs: &recordingInputs{leases: leases},
 			wantRule: rollout.RuleNonParticipatingDead, wantPod: "etcd-main-0", wantSource: roles.SourceNone, wantDetail: "roles not needed"},
 		{name: "participating choice asks the members",
-			pods: rolling, mode: roles.ModeAuto,
+			pods: rolling, mode: roles.SourcePolicyAuto,
 			inputs: &recordingInputs{leases: leases, reports: []roles.MemberReport{
 				{Name: "etcd-main-0", ID: "a1", LeaderID: "b2", Reachable: true}, {Name: "etcd-main-1", ID: "b2", LeaderID: "b2", Reachable: true}}},
 			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-0", wantSource: roles.SourceDirect, wantLeases: 1, wantAsked: 1},
 		{name: "LeaseOnly asks nobody",
-			pods: rolling, mode: roles.ModeLeaseOnly, inputs: &recordingInputs{leases: leases},
+			pods: rolling, mode: roles.SourcePolicyLeaseOnly, inputs: &recordingInputs{leases: leases},
 			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-1", wantSource: roles.SourceLease, wantLeases: 1},
 		{name: "failed question falls back to leases and says why",
-			pods: rolling, mode: roles.ModeAuto, inputs: &recordingInputs{leases: leases, askErr: errors.New("tls: bad certificate")},
+			pods: rolling, mode: roles.SourcePolicyAuto, inputs: &recordingInputs{leases: leases, askErr: errors.New("tls: bad certificate")},
 			wantRule: rollout.RuleParticipatingFollower, wantPod: "etcd-main-1", wantSource: roles.SourceLease, wantLeases: 1, wantAsked: 1,
 			wantDetail: "members not asked: tls: bad certificate", wantQueryErr: true},
 		{name: "another StatefulSet's pods are not members",
-			pods: []corev1.Pod{rolling[0], rolling[1], pod("etcd-main-2", newRev, ownedBy("old-sts-uid"))}, mode: roles.ModeAuto, inputs: &recordingInputs{},
+			pods: []corev1.Pod{rolling[0], rolling[1], pod("etcd-main-2", newRev, ownedBy("old-sts-uid"))}, mode: roles.SourcePolicyAuto, inputs: &recordingInputs{},
 			wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
 	}
 	for _, tc := range cases {

@@ -64,7 +64,7 @@ type Agent struct {
 	log    logr.Logger
 	now    func() time.Time
 
-	member      *etcdclient.MemberClient
+	member      *etcdclient.MemberConn
 	fingerprint string
 }
 
@@ -152,7 +152,7 @@ func (a *Agent) patchLease(ctx context.Context, holder string) error {
 
 // memberClient reloads the certificate files on every round, since a mounted Secret is rotated
 // in place, and only redials when their content changed.
-func (a *Agent) memberClient() (*etcdclient.MemberClient, error) {
+func (a *Agent) memberClient() (*etcdclient.MemberConn, error) {
 	creds, err := conductortls.LoadFiles(a.cfg.CAFile, a.cfg.CertFile, a.cfg.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("load client certificates: %w", err)

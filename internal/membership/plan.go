@@ -10,7 +10,7 @@ import (
 
 // ConditionReason is the rule id as a condition or event reason ("scale-out/add-learner" →
 // "ScaleOutAddLearner"), converted by the same function the rollout rules use.
-func (r RuleID) ConditionReason() string { return rollout.RuleID(r).ConditionReason() }
+func (r RuleID) CamelCase() string { return rollout.RuleID(r).CamelCase() }
 
 // rule either passes (nil) or decides.
 type rule func(v *view) *Decision

@@ -126,7 +126,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Recorder:         recorder,
 		Members:          pool,
 		Metrics:          onDeleteMetrics,
-		RoleSource:       roles.Mode(cfg.Controllers.OnDelete.MemberRoleSource),
+		RoleSource:       roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
 		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
 	})

@@ -21,23 +21,23 @@ const (
 	SourceNone   Source = "none"
 )
 
-// Mode selects which sources Resolve may use.
-type Mode string
+// SourcePolicy selects which sources Resolve may use: the operator configuration's memberRoleSource.
+type SourcePolicy string
 
 const (
-	// ModeAuto asks the members first and falls back to Leases.
-	ModeAuto Mode = "Auto"
-	// ModeLeaseOnly uses only the member Leases, as DEP-07 describes.
-	ModeLeaseOnly Mode = "LeaseOnly"
+	// SourcePolicyAuto asks the members first and falls back to Leases.
+	SourcePolicyAuto SourcePolicy = "Auto"
+	// SourcePolicyLeaseOnly uses only the member Leases, as DEP-07 describes.
+	SourcePolicyLeaseOnly SourcePolicy = "LeaseOnly"
 )
 
-// ParseMode accepts the two mode names.
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeAuto, ModeLeaseOnly:
-		return Mode(s), nil
+// ParseSourcePolicy accepts the two policy names, the values of memberRoleSource.
+func ParseSourcePolicy(s string) (SourcePolicy, error) {
+	switch SourcePolicy(s) {
+	case SourcePolicyAuto, SourcePolicyLeaseOnly:
+		return SourcePolicy(s), nil
 	default:
-		return "", fmt.Errorf("unknown role source %q, want %s or %s", s, ModeAuto, ModeLeaseOnly)
+		return "", fmt.Errorf("unknown role source %q, want %s or %s", s, SourcePolicyAuto, SourcePolicyLeaseOnly)
 	}
 }
 
@@ -98,10 +98,10 @@ func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Rol
 // Resolve assigns a role to every pod name; see the package documentation for the rules.
 // Leases whose name is not one of podNames belong to something else (another etcd in the same
 // namespace, a controller's leader election) and are ignored.
-func Resolve(podNames []string, members []MemberReport, leases []coordinationv1.Lease, mode Mode, now time.Time) Resolution {
+func Resolve(podNames []string, members []MemberReport, leases []coordinationv1.Lease, mode SourcePolicy, now time.Time) Resolution {
 	fromLeases := readLeases(podNames, leases, now)
 	var why string
-	if mode == ModeLeaseOnly {
+	if mode == SourcePolicyLeaseOnly {
 		why = "role source is LeaseOnly"
 	} else {
 		fromMembers, ok := membersView(members)

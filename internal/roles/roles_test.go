@@ -73,7 +73,7 @@ func TestResolve(t *testing.T) {
 		name       string
 		members    []MemberReport
 		leases     []coordinationv1.Lease
-		mode       Mode
+		mode       SourcePolicy
 		wantRoles  map[string]rollout.Role
 		wantSource Source
 		wantLeader string
@@ -81,75 +81,75 @@ func TestResolve(t *testing.T) {
 		detail     string // substring
 	}{
 		{name: "members and leases agree",
-			members: allFollow(id1), leases: freshLeases(id1), mode: ModeAuto,
+			members: allFollow(id1), leases: freshLeases(id1), mode: SourcePolicyAuto,
 			wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "3 fresh leases agree"},
 		{name: "members without leases",
-			members: allFollow(id1), mode: ModeAuto,
+			members: allFollow(id1), mode: SourcePolicyAuto,
 			wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "no fresh lease to cross-check"},
 		{name: "lease lags a leadership change: trust members",
-			members: allFollow(id2), leases: freshLeases(id0), mode: ModeAuto,
+			members: allFollow(id2), leases: freshLeases(id0), mode: SourcePolicyAuto,
 			wantRoles: roleMap(2, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-2", mismatch: true,
 			detail: "leases disagree: lease etcd-main-0 says Leader, lease etcd-main-2 says Member"},
 		{name: "stale lease is ignored, no mismatch",
 			members: allFollow(id1),
 			leases:  []coordinationv1.Lease{lease("etcd-main-0", id0+":Leader", 5*time.Minute), lease("etcd-main-1", id1+":Leader", time.Second)},
-			mode:    ModeAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1",
+			mode:    SourcePolicyAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1",
 			detail: "lease etcd-main-0 (" + id0 + ":Leader) expired 4m45s ago"},
 		{name: "lease of a replaced member is not compared",
-			members: allFollow(id1), leases: []coordinationv1.Lease{lease("etcd-main-0", "abc:Leader", time.Second)}, mode: ModeAuto,
+			members: allFollow(id1), leases: []coordinationv1.Lease{lease("etcd-main-0", "abc:Leader", time.Second)}, mode: SourcePolicyAuto,
 			wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1",
 			detail: "lease etcd-main-0 names member abc but the member's id is " + id0},
 		{name: "majority of reachable members, one unreachable",
 			members: []MemberReport{unreachable("etcd-main-0", id0), member("etcd-main-1", id1, id1), member("etcd-main-2", id2, id1)},
-			mode:    ModeAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "2/2 reachable agree"},
+			mode:    SourcePolicyAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "2/2 reachable agree"},
 		{name: "leader ids in other spellings",
 			members: []MemberReport{member("etcd-main-0", "0x"+id0, "8E9E05C52164694D"), member("etcd-main-1", id1, id0), member("etcd-main-2", id2, "0"+id0)},
-			mode:    ModeAuto, wantRoles: roleMap(0, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-0"},
+			mode:    SourcePolicyAuto, wantRoles: roleMap(0, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-0"},
 		{name: "leader id matches no reported member: known members are followers",
 			members: []MemberReport{member("etcd-main-0", id0, "1234"), member("etcd-main-1", id1, "1234")},
-			mode:    ModeAuto, wantSource: SourceDirect,
+			mode:    SourcePolicyAuto, wantSource: SourceDirect,
 			wantRoles: map[string]rollout.Role{"etcd-main-0": rollout.RoleFollower, "etcd-main-1": rollout.RoleFollower, "etcd-main-2": rollout.RoleUnknown},
 			detail:    "member 1234 is leader"},
 		{name: "no majority: split votes fall back to leases",
 			members: []MemberReport{member("etcd-main-0", id0, id0), member("etcd-main-1", id1, id1), unreachable("etcd-main-2", id2)},
-			leases:  freshLeases(id0), mode: ModeAuto,
+			leases:  freshLeases(id0), mode: SourcePolicyAuto,
 			wantRoles: roleMap(0, rollout.RoleFollower), wantSource: SourceLease, wantLeader: "etcd-main-0",
 			detail: "no leader reported by a majority of 2 reachable members (votes " + id0 + ": 1, " + id1 + ": 1)"},
 		{name: "no leader (election or quorum loss) falls back to leases",
 			members: []MemberReport{member("etcd-main-0", id0, "0"), member("etcd-main-1", id1, "")},
-			leases:  freshLeases(id1), mode: ModeAuto,
+			leases:  freshLeases(id1), mode: SourcePolicyAuto,
 			wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceLease, wantLeader: "etcd-main-1", detail: "none reports a leader"},
 		{name: "none reachable falls back to leases",
 			members: []MemberReport{unreachable("etcd-main-0", id0), unreachable("etcd-main-1", id1), unreachable("etcd-main-2", id2)},
-			leases:  freshLeases(id2), mode: ModeAuto,
+			leases:  freshLeases(id2), mode: SourcePolicyAuto,
 			wantRoles: roleMap(2, rollout.RoleFollower), wantSource: SourceLease, wantLeader: "etcd-main-2", detail: "none of 3 members reachable"},
 		{name: "no member status falls back to leases",
-			leases: freshLeases(id2), mode: ModeAuto,
+			leases: freshLeases(id2), mode: SourcePolicyAuto,
 			wantRoles: roleMap(2, rollout.RoleFollower), wantSource: SourceLease, wantLeader: "etcd-main-2", detail: "no member status; roles from 3 fresh leases"},
 		{name: "LeaseOnly ignores members",
-			members: allFollow(id1), leases: freshLeases(id0), mode: ModeLeaseOnly,
+			members: allFollow(id1), leases: freshLeases(id0), mode: SourcePolicyLeaseOnly,
 			wantRoles: roleMap(0, rollout.RoleFollower), wantSource: SourceLease, wantLeader: "etcd-main-0", detail: "role source is LeaseOnly"},
 		{name: "stale and malformed leases give unknown roles",
 			leases: []coordinationv1.Lease{
 				lease("etcd-main-0", id0+":Leader", time.Hour), lease("etcd-main-1", "garbage", time.Second), lease("etcd-main-2", id2+":Member", time.Second)},
-			mode:       ModeLeaseOnly,
+			mode:       SourcePolicyLeaseOnly,
 			wantRoles:  map[string]rollout.Role{"etcd-main-0": rollout.RoleUnknown, "etcd-main-1": rollout.RoleUnknown, "etcd-main-2": rollout.RoleFollower},
 			wantSource: SourceLease, detail: `lease etcd-main-1 has malformed holder "garbage"`},
 		{name: "two fresh leader claims: both unknown",
 			leases: []coordinationv1.Lease{
 				lease("etcd-main-0", id0+":Leader", time.Second), lease("etcd-main-1", id1+":Leader", 2*time.Second), lease("etcd-main-2", id2+":Member", time.Second)},
-			mode:       ModeLeaseOnly,
+			mode:       SourcePolicyLeaseOnly,
 			wantRoles:  map[string]rollout.Role{"etcd-main-0": rollout.RoleUnknown, "etcd-main-1": rollout.RoleUnknown, "etcd-main-2": rollout.RoleFollower},
 			wantSource: SourceLease, detail: "etcd-main-0, etcd-main-1 all claim Leader"},
 		{name: "lease just created by the reconciler (no holder, never renewed)",
-			leases: []coordinationv1.Lease{lease("etcd-main-0", "", 0)}, mode: ModeAuto,
+			leases: []coordinationv1.Lease{lease("etcd-main-0", "", 0)}, mode: SourcePolicyAuto,
 			wantRoles: roleMap(-1, rollout.RoleUnknown), wantSource: SourceNone, detail: "lease etcd-main-0 has no holder"},
 		{name: "leases of other clusters are ignored",
 			members: allFollow(id1),
 			leases:  append(freshLeases(id1), lease("etcd-events-0", "abcd:Leader", time.Second), lease("kube-controller-manager", "host_1234", time.Second)),
-			mode:    ModeAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "3 fresh leases agree"},
+			mode:    SourcePolicyAuto, wantRoles: roleMap(1, rollout.RoleFollower), wantSource: SourceDirect, wantLeader: "etcd-main-1", detail: "3 fresh leases agree"},
 		{name: "nothing known",
-			mode: ModeAuto, wantRoles: roleMap(-1, rollout.RoleUnknown), wantSource: SourceNone, detail: "no member status; no fresh lease for any pod"},
+			mode: SourcePolicyAuto, wantRoles: roleMap(-1, rollout.RoleUnknown), wantSource: SourceNone, detail: "no member status; no fresh lease for any pod"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,13 +196,13 @@ func TestParseHolderIdentity(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
+func TestParseSourcePolicy(t *testing.T) {
 	for _, s := range []string{"Auto", "LeaseOnly"} {
-		if m, err := ParseMode(s); err != nil || string(m) != s {
-			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
+		if m, err := ParseSourcePolicy(s); err != nil || string(m) != s {
+			t.Errorf("ParseSourcePolicy(%q) = %q, %v", s, m, err)
 		}
 	}
-	if _, err := ParseMode("auto"); err == nil {
-		t.Error("ParseMode(auto) accepted a wrongly spelled mode")
+	if _, err := ParseSourcePolicy("auto"); err == nil {
+		t.Error("ParseSourcePolicy(auto) accepted a wrongly spelled mode")
 	}
 }

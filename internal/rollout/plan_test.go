@@ -277,7 +277,7 @@ func TestPlanDoesNotModifyInput(t *testing.T) {
 
 var conditionReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
-func TestConditionReason(t *testing.T) {
+func TestCamelCase(t *testing.T) {
 	cases := []struct {
 		rule RuleID
 		want string
@@ -294,14 +294,14 @@ func TestConditionReason(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.rule), func(t *testing.T) {
-			if got := tc.rule.ConditionReason(); got != tc.want {
-				t.Fatalf("ConditionReason(%q) = %q, want %q", tc.rule, got, tc.want)
+			if got := tc.rule.CamelCase(); got != tc.want {
+				t.Fatalf("CamelCase(%q) = %q, want %q", tc.rule, got, tc.want)
 			}
 		})
 	}
 	for _, r := range allRules {
-		if got := r.ConditionReason(); !conditionReasonPattern.MatchString(got) {
-			t.Errorf("ConditionReason(%q) = %q is not a valid condition reason", r, got)
+		if got := r.CamelCase(); !conditionReasonPattern.MatchString(got) {
+			t.Errorf("CamelCase(%q) = %q is not a valid condition reason", r, got)
 		}
 	}
 }

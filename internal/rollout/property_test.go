@@ -90,8 +90,8 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleNoCandidate {
 		return fail("fell through every rule")
 	}
-	if !conditionReasonPattern.MatchString(d.Rule.ConditionReason()) {
-		return fail("invalid condition reason %q", d.Rule.ConditionReason())
+	if !conditionReasonPattern.MatchString(d.Rule.CamelCase()) {
+		return fail("invalid condition reason %q", d.Rule.CamelCase())
 	}
 	// Out of bounds: a refusal, always, and the checks below (which loop over Replicas) would
 	// themselves run away.

@@ -5,10 +5,10 @@ import (
 	"unicode"
 )
 
-// ConditionReason turns the rule id into a CamelCase word usable as a Kubernetes condition or
+// CamelCase turns the rule id into a CamelCase word usable as a Kubernetes condition or
 // event reason ("non-participating/dead" → "NonParticipatingDead"). It is the only place the
 // conversion happens, so metric labels, plan output and conditions stay in step.
-func (r RuleID) ConditionReason() string {
+func (r RuleID) CamelCase() string {
 	var b strings.Builder
 	upper := true
 	for _, c := range string(r) {

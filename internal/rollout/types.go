@@ -66,7 +66,7 @@ const (
 )
 
 // RuleID names the rule that made a decision. The ids are stable: they are printed by the plan
-// command, label metrics and, through ConditionReason, become condition and event reasons.
+// command, label metrics and, through CamelCase, become condition and event reasons.
 type RuleID string
 
 const (
@@ -96,8 +96,8 @@ const (
 type Decision struct {
 	Action Action `json:"action"`
 	// Pod is the one pod to delete when Action is delete, and empty otherwise.
-	Pod string `json:"pod,omitempty"`
-	Rule RuleID   `json:"rule"`
+	Pod  string `json:"pod,omitempty"`
+	Rule RuleID `json:"rule"`
 	// Reason is for humans and carries the numbers behind the decision.
 	Reason string `json:"reason"`
 	// WaitingFor names the pods (or missing pod names) a wait decision is blocked on.

@@ -37,7 +37,7 @@ import (
 // Members is the part of the member client pool the controller uses.
 type Members interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberClient, error)
+	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberConn, error)
 	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
 	Forget(cluster string)
 }
@@ -285,7 +285,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 
 // leaderClient returns the client of the member that answered as leader in this reconcile's
 // query: membership changes go to it directly instead of being forwarded.
-func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) (*etcdclient.MemberClient, error) {
+func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) (*etcdclient.MemberConn, error) {
 	if cs == nil {
 		return nil, errors.New("no member answered")
 	}
@@ -333,7 +333,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 	if d.InProgress() || d.Rule == RuleLearnerNotReady || d.Rule == RuleClusterSettling {
 		status = druidv1alpha1.ConditionTrue
 	}
-	reason := d.Rule.ConditionReason()
+	reason := d.Rule.CamelCase()
 	prev := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
 	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != d.Reason
 	acted := d.Action != membership.ActionWait && d.Action != membership.ActionDone

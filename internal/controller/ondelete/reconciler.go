@@ -30,8 +30,8 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// MemberClient is the part of the member client pool the controller uses.
-type MemberClient interface {
+// MemberPool is the part of the member connection pool (etcdclient.Pool) the controller uses.
+type MemberPool interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
 	// Forget closes a cluster's cached connections.
 	Forget(cluster string)
@@ -44,10 +44,10 @@ type Config struct {
 	Client   client.Client
 	Reader   client.Reader
 	Recorder record.EventRecorder
-	Members  MemberClient
+	Members  MemberPool
 	Metrics  *Metrics
 	// RoleSource is Auto (ask the members, fall back to leases) or LeaseOnly.
-	RoleSource roles.Mode
+	RoleSource roles.SourcePolicy
 	// DefaultClientTLS loads the operator-wide client key pair, used for Etcds that name none.
 	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// RequeueInterval is how soon a waiting rollout is looked at again.
@@ -255,7 +255,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *
 	if d.Rule == rollout.RuleOutOfBounds {
 		eventType = corev1.EventTypeWarning
 	}
-	r.cfg.Recorder.Event(etcd, eventType, d.Rule.ConditionReason(), op.Description)
+	r.cfg.Recorder.Event(etcd, eventType, d.Rule.CamelCase(), op.Description)
 	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
 		s.LastOperation = &op
 	}); err != nil {

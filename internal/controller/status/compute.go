@@ -37,8 +37,8 @@ const (
 	MemberReasonPodMissing     = "PodNotFound"
 )
 
-// Observed is everything the status is computed from.
-type Observed struct {
+// Inputs is everything the status is computed from.
+type Inputs struct {
 	Etcd        *druidv1alpha1.Etcd
 	StatefulSet *appsv1.StatefulSet // nil when not created yet
 	Pods        []corev1.Pod
@@ -48,7 +48,7 @@ type Observed struct {
 
 // Compute returns the Etcd status fields this controller owns, keeping lastTransitionTime of
 // conditions and members whose status did not change. It is pure.
-func Compute(o Observed) druidv1alpha1.EtcdStatus {
+func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	prev := o.Etcd.Status
 	now := metav1.NewTime(o.Now)
 	out := druidv1alpha1.EtcdStatus{

@@ -28,12 +28,12 @@ type member struct {
 	deleting bool
 }
 
-func observed(strategy appsv1.StatefulSetUpdateStrategyType, members ...member) Observed {
+func observed(strategy appsv1.StatefulSetUpdateStrategyType, members ...member) Inputs {
 	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{Replicas: int32(len(members))}}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Generation: 2}}
 	sts.Spec.UpdateStrategy.Type = strategy
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: 2, UpdateRevision: "rev-new", CurrentRevision: "rev-old", CurrentReplicas: 0}
-	o := Observed{Etcd: etcd, StatefulSet: sts, Now: now}
+	o := Inputs{Etcd: etcd, StatefulSet: sts, Now: now}
 	for i, m := range members {
 		name := fmt.Sprintf("etcd-main-%d", i)
 		if !m.missing {
@@ -77,7 +77,7 @@ func TestCompute(t *testing.T) {
 
 	for _, tt := range []struct {
 		name                  string
-		o                     Observed
+		o                     Inputs
 		wantReady, wantUpdate druidv1alpha1.ConditionStatus
 		wantAllReady          druidv1alpha1.ConditionStatus
 		wantReadyReason       string
@@ -121,7 +121,7 @@ func TestCompute(t *testing.T) {
 // ignored, never an allocation sized by them.
 func TestComputeRefusesOutOfBoundsInput(t *testing.T) {
 	healthy := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Member"}
-	withReplicas := func(n int32) Observed {
+	withReplicas := func(n int32) Inputs {
 		o := observed(appsv1.OnDeleteStatefulSetStrategyType, healthy, healthy, healthy)
 		o.Etcd.Spec.Replicas = n
 		return o

@@ -19,7 +19,7 @@ import (
 // `kubectl wait` and alerts can key on what holds the rollout, and its description in the
 // message. Without such a decision (RollingUpdate, or none recorded for this revision yet) the
 // Reason is NotAllMembersUpdated.
-func allMembersUpdatedCondition(o Observed, updateRevision string, op *druidv1alpha1.LastOperation) druidv1alpha1.Condition {
+func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alpha1.LastOperation) druidv1alpha1.Condition {
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeAllMembersUpdated}
 	if o.StatefulSet == nil {
 		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonStatefulSetMissing, "the StatefulSet does not exist yet"
@@ -58,7 +58,7 @@ func allMembersUpdatedCondition(o Observed, updateRevision string, op *druidv1al
 	// A recorded "done" while pods are still outdated is stale: the rollout has not started over
 	// yet, and no rule holds it.
 	if rule, ok := RolloutRule(op, updateRevision); ok && rule != rollout.RuleDone {
-		c.Reason = rule.ConditionReason()
+		c.Reason = rule.CamelCase()
 	}
 	return c
 }

@@ -70,8 +70,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: resyncInterval}, nil
 }
 
-func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Observed, error) {
-	o := Observed{Etcd: etcd, Now: r.now()}
+func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inputs, error) {
+	o := Inputs{Etcd: etcd, Now: r.now()}
 	sts := &appsv1.StatefulSet{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
 	switch {

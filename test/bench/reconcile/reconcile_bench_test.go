@@ -88,7 +88,7 @@ func BenchmarkReconcileSteadyState(b *testing.B) {
 		Recorder:         &record.FakeRecorder{}, // no channel: events are dropped
 		Members:          mapper,
 		Metrics:          metrics,
-		RoleSource:       roles.ModeAuto,
+		RoleSource:       roles.SourcePolicyAuto,
 		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return members.Client, nil },
 	})
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: sts.Name}}

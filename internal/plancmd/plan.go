@@ -1,8 +1,8 @@
-// Package explain backs the `etcd-conductor plan` command: it reads a cluster state, saved or
+// Package plancmd backs the `etcd-conductor plan` command: it reads a cluster state, saved or
 // live, runs the controller's own decision pipeline (internal/decision) on it and reports the
 // decision together with the role resolution behind it. Decoding is pure; ReadLive and the
 // member questions do I/O only through the clients the caller passes in.
-package explain
+package plancmd
 
 import (
 	"bytes"
@@ -53,9 +53,9 @@ type Output struct {
 	MemberQueryError string `json:"memberQueryError,omitempty"`
 }
 
-// MemberStatus is the optional member-status document:
+// MemberStatusDocument is the optional member-status document:
 // {"members":[{"name":"etcd-main-0","id":"8e9e05c52164694d","leaderID":"…","reachable":true}]}.
-type MemberStatus struct {
+type MemberStatusDocument struct {
 	Members []roles.MemberReport `json:"members"`
 }
 
@@ -71,7 +71,7 @@ type State struct {
 // Plan runs the controller's pipeline (decision.Decide) on st. members answers when the
 // decision depends on roles and the members are to be asked (nil: no member status, roles
 // from the Leases); leases, if not nil, reads the member Leases instead of st.Leases (live mode).
-func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.Mode, now time.Time) (Output, error) {
+func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.SourcePolicy, now time.Time) (Output, error) {
 	in := roleInputs{st: st, members: members, leases: leases}
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: st.Etcd, StatefulSet: st.StatefulSet, Pods: st.Pods}, in, mode, now)
 	if err != nil {
@@ -121,7 +121,7 @@ func output(st State, o decision.Outcome) Output {
 		Rule:            o.Decision.Rule,
 		Reason:          o.Decision.Reason,
 		RoleSource:      o.Resolution.Source,
-		ConditionReason: o.Decision.Rule.ConditionReason(),
+		ConditionReason: o.Decision.Rule.CamelCase(),
 		WaitingFor:      o.Decision.WaitingFor,
 		StatefulSet:     sts.Namespace + "/" + sts.Name,
 		UpdateRevision:  sts.Status.UpdateRevision,
@@ -258,7 +258,7 @@ func DecodeMemberStatus(data []byte) ([]roles.MemberReport, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	var ms MemberStatus
+	var ms MemberStatusDocument
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ms); err != nil {

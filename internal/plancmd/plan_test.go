@@ -1,4 +1,4 @@
-package explain
+package plancmd
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func stream(t *testing.T, objs ...any) []byte {
 }
 
 // planOn decodes a state and a member status as the plan command does and plans on them.
-func planOn(state, memberStatus []byte, mode roles.Mode) (Output, error) {
+func planOn(state, memberStatus []byte, mode roles.SourcePolicy) (Output, error) {
 	st, err := DecodeState(state)
 	if err != nil {
 		return Output{}, err
@@ -114,7 +114,7 @@ func planOn(state, memberStatus []byte, mode roles.Mode) (Output, error) {
 	return Plan(context.Background(), st, Reports(members), nil, mode, now)
 }
 
-func TestExplain(t *testing.T) {
+func TestPlan(t *testing.T) {
 	main := statefulSet("etcd-main", 3)
 	events := statefulSet("etcd-events", 3)
 	unknownKind := map[string]any{"apiVersion": "druid.gardener.cloud/v1alpha1", "kind": "Etcd", "metadata": map[string]any{"name": "etcd-main"}}
@@ -122,7 +122,7 @@ func TestExplain(t *testing.T) {
 		name         string
 		state        func(t *testing.T) []byte
 		memberStatus string
-		mode         roles.Mode
+		mode         roles.SourcePolicy
 		wantAction   rollout.Action
 		wantPods     []string
 		wantRule     rollout.RuleID
@@ -133,39 +133,39 @@ func TestExplain(t *testing.T) {
 				return list(t, main, memberPod("etcd-main-0", oldRev, owned(main)), memberPod("etcd-main-1", oldRev, owned(main)), memberPod("etcd-main-2", newRev, owned(main)),
 					memberLease("etcd-main-0", "a1:Member"), memberLease("etcd-main-1", "b2:Leader"), unknownKind)
 			},
-			mode: roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-0"}, wantRule: rollout.RuleParticipatingFollower, wantSource: roles.SourceLease},
+			mode: roles.SourcePolicyAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-0"}, wantRule: rollout.RuleParticipatingFollower, wantSource: roles.SourceLease},
 		{name: "member status overrides the lease",
 			state: func(t *testing.T) []byte {
 				return list(t, main, memberPod("etcd-main-0", oldRev, owned(main)), memberPod("etcd-main-1", oldRev, owned(main)), memberPod("etcd-main-2", newRev, owned(main)),
 					memberLease("etcd-main-0", "a1:Member"), memberLease("etcd-main-1", "b2:Leader"))
 			},
 			memberStatus: `{"members":[{"name":"etcd-main-0","id":"a1","leaderID":"a1","reachable":true},{"name":"etcd-main-1","id":"b2","leaderID":"a1","reachable":true}]}`,
-			mode:         roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-1"}, wantRule: rollout.RuleParticipatingFollower, wantSource: roles.SourceDirect},
+			mode:         roles.SourcePolicyAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-1"}, wantRule: rollout.RuleParticipatingFollower, wantSource: roles.SourceDirect},
 		{name: "multi-document stream; other StatefulSet's pods ignored",
 			state: func(t *testing.T) []byte {
 				return stream(t, main, memberPod("etcd-main-0", oldRev, owned(main)), memberPod("etcd-main-1", newRev, owned(main)), memberPod("etcd-main-2", newRev, owned(main)),
 					memberPod("etcd-events-0", oldRev, owned(events), notReady))
 			},
-			mode: roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-0"}, wantRule: rollout.RuleParticipatingUnknownRole, wantSource: roles.SourceNone},
+			mode: roles.SourcePolicyAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-0"}, wantRule: rollout.RuleParticipatingUnknownRole, wantSource: roles.SourceNone},
 		{name: "pods without the StatefulSet as controller are not members, as in the controller",
 			state: func(t *testing.T) []byte {
 				return list(t, main, memberPod("etcd-main-0", newRev, owned(main)), memberPod("etcd-main-1", oldRev, notReady), memberPod("etcd-main-2", newRev, owned(main)),
 					memberPod("etcd-events-1", oldRev, notReady))
 			},
-			mode: roles.ModeAuto, wantAction: rollout.ActionWait, wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
+			mode: roles.SourcePolicyAuto, wantAction: rollout.ActionWait, wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
 		{name: "non-participating decision resolves no roles",
 			state: func(t *testing.T) []byte {
 				return list(t, main, memberPod("etcd-main-0", newRev, owned(main)), memberPod("etcd-main-1", oldRev, owned(main), notReady), memberPod("etcd-main-2", newRev, owned(main)),
 					memberLease("etcd-main-0", "a1:Member"), memberLease("etcd-main-1", "b2:Leader"))
 			},
-			mode: roles.ModeAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-1"}, wantRule: rollout.RuleNonParticipatingDead, wantSource: roles.SourceNone},
+			mode: roles.SourcePolicyAuto, wantAction: rollout.ActionDelete, wantPods: []string{"etcd-main-1"}, wantRule: rollout.RuleNonParticipatingDead, wantSource: roles.SourceNone},
 		{name: "pods of another namespace are ignored",
 			state: func(t *testing.T) []byte {
 				other := memberPod("etcd-main-1", oldRev, owned(main))
 				other.Namespace = "elsewhere"
 				return list(t, main, memberPod("etcd-main-0", newRev, owned(main)), other, memberPod("etcd-main-2", newRev, owned(main)))
 			},
-			mode: roles.ModeAuto, wantAction: rollout.ActionWait, wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
+			mode: roles.SourcePolicyAuto, wantAction: rollout.ActionWait, wantRule: rollout.RulePodMissing, wantSource: roles.SourceNone},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,16 +178,16 @@ func TestExplain(t *testing.T) {
 				want = []string{}
 			}
 			if got.Action != tc.wantAction || got.Rule != tc.wantRule || strings.Join(got.Pods, ",") != strings.Join(want, ",") || got.RoleSource != tc.wantSource {
-				t.Fatalf("Explain() = %+v\nwant %s %v by %s, role source %s", got, tc.wantAction, want, tc.wantRule, tc.wantSource)
+				t.Fatalf("Plan() = %+v\nwant %s %v by %s, role source %s", got, tc.wantAction, want, tc.wantRule, tc.wantSource)
 			}
-			if got.StatefulSet != ns+"/etcd-main" || got.ConditionReason != tc.wantRule.ConditionReason() {
+			if got.StatefulSet != ns+"/etcd-main" || got.ConditionReason != tc.wantRule.CamelCase() {
 				t.Errorf("StatefulSet %q ConditionReason %q", got.StatefulSet, got.ConditionReason)
 			}
 		})
 	}
 }
 
-func TestExplainRejectsBadInput(t *testing.T) {
+func TestPlanRejectsBadInput(t *testing.T) {
 	main := statefulSet("etcd-main", 3)
 	cases := []struct {
 		name         string
@@ -209,9 +209,9 @@ func TestExplainRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := planOn(tc.state(t), []byte(tc.memberStatus), roles.ModeAuto)
+			_, err := planOn(tc.state(t), []byte(tc.memberStatus), roles.SourcePolicyAuto)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Explain() error = %v, want one containing %q", err, tc.want)
+				t.Fatalf("Plan() error = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
