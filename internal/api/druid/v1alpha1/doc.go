@@ -1,6 +1,7 @@
-// Package v1alpha1 holds the druid.gardener.cloud/v1alpha1 Etcd type: the subset of etcd-druid's
-// API that etcd-conductor implements, with the same field names so existing manifests apply.
-// Fields etcd-druid has and we do not implement are pruned by the CRD schema, not rejected.
+// Package v1alpha1 holds the druid.gardener.cloud/v1alpha1 Etcd type: etcd-druid's whole Etcd
+// spec and status, with the same field names and types, so that etcd-druid manifests apply under
+// strict field validation. Fields the operator does not act on are accepted and reported
+// (internal/compat), never silently pruned.
 //
 // +kubebuilder:object:generate=true
 // +groupName=druid.gardener.cloud

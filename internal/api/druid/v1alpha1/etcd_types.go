@@ -75,6 +75,39 @@ type EtcdSpec struct {
 	// StorageCapacity is the size of each member's data volume (default 16Gi).
 	// +optional
 	StorageCapacity *resource.Quantity `json:"storageCapacity,omitempty"`
+
+	// The fields below complete etcd-druid's spec (druid_fields.go holds their types); the
+	// README's compatibility table says which ones act and which are accepted but ignored.
+
+	// Selector is etcd-druid's deprecated pod selector. Ignored: the member pods are selected by
+	// the operator's own labels, which never change for the life of the Etcd.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Backup configures etcd-druid's backup-restore sidecar. Accepted and ignored (no backups yet).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// SharedConfig holds the auto-compaction settings of the members.
+	// +optional
+	SharedConfig *SharedConfig `json:"sharedConfig,omitempty"`
+
+	// SchedulingConstraints are copied onto the member pods.
+	// +optional
+	SchedulingConstraints *SchedulingConstraints `json:"schedulingConstraints,omitempty"`
+
+	// VolumeClaimTemplate is etcd-druid's name for the data volume claim. Accepted and ignored.
+	// +optional
+	VolumeClaimTemplate *string `json:"volumeClaimTemplate,omitempty"`
+
+	// RunAsRoot is accepted and ignored: members never run as root.
+	// +optional
+	RunAsRoot *bool `json:"runAsRoot,omitempty"`
+
+	// ExternallyManagedMemberAddresses is accepted and ignored: members are always pods.
+	// +optional
+	// +listType=set
+	ExternallyManagedMemberAddresses []string `json:"externallyManagedMemberAddresses,omitempty"`
 }
 
 // EtcdConfig configures the etcd container of each member.
@@ -102,6 +135,50 @@ type EtcdConfig struct {
 	// Resources of the etcd container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// The fields below complete etcd-druid's etcd section.
+
+	// Quota is the backend quota of each member (--quota-backend-bytes, default 8Gi).
+	// +optional
+	Quota *resource.Quantity `json:"quota,omitempty"`
+
+	// SnapshotCount is the number of applied raft entries between snapshots (default 75000).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+
+	// DefragmentationSchedule is a standard 5-field cron schedule at which the operator
+	// defragments the members one at a time, followers first.
+	// +optional
+	DefragmentationSchedule *string `json:"defragmentationSchedule,omitempty"`
+
+	// WrapperPort is etcd-druid's etcd-wrapper port. Accepted and ignored.
+	// +optional
+	WrapperPort *int32 `json:"wrapperPort,omitempty"`
+
+	// AuthSecretRef is etcd-druid's etcd auth Secret. Accepted and ignored (members use mTLS).
+	// +optional
+	AuthSecretRef *corev1.SecretReference `json:"authSecretRef,omitempty"`
+
+	// Metrics is the member's metrics level (--metrics): basic or extensive.
+	// +optional
+	Metrics *MetricsLevel `json:"metrics,omitempty"`
+
+	// EtcdDefragTimeout bounds one member's defragmentation (default 8m, etcd-druid's).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	EtcdDefragTimeout *metav1.Duration `json:"etcdDefragTimeout,omitempty"`
+
+	// HeartbeatDuration is how often each member's agent renews its Lease.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	HeartbeatDuration *metav1.Duration `json:"heartbeatDuration,omitempty"`
+
+	// ClientService adds annotations, labels and a traffic distribution to the client Service.
+	// +optional
+	ClientService *ClientService `json:"clientService,omitempty"`
 }
 
 // TLSConfig names the Secrets that hold a CA bundle and key pairs.
@@ -174,6 +251,29 @@ type EtcdStatus struct {
 	// joins the existing cluster and never starts a new one. Not part of etcd-druid's API.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
+
+	// The fields below are etcd-druid's status fields the operator does not write; they are
+	// declared so that status copied from an etcd-druid cluster is accepted.
+
+	// +optional
+	Etcd *CrossVersionObjectReference `json:"etcd,omitempty"`
+	// LabelSelector is etcd-druid's deprecated structured selector.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// +optional
+	PeerUrlTLSEnabled *bool `json:"peerUrlTLSEnabled,omitempty"`
+	// ServiceName is deprecated in etcd-druid.
+	// +optional
+	ServiceName *string `json:"serviceName,omitempty"`
+	// LastError is etcd-druid's older single-error field; see LastErrors.
+	// +optional
+	LastError *string `json:"lastError,omitempty"`
+	// ClusterSize is deprecated in etcd-druid.
+	// +optional
+	ClusterSize *int32 `json:"clusterSize,omitempty"`
+	// UpdatedReplicas is deprecated in etcd-druid; see CurrentReplicas.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 }
 
 // ConditionType names a condition.
