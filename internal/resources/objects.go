@@ -67,7 +67,7 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	for _, m := range members {
 		peers = append(peers, fmt.Sprintf("%s=https://%s:%d", m, MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
 	}
-	return map[string]string{
+	env := map[string]string{
 		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
 		EnvInitialCluster:            strings.Join(peers, ","),
 		EnvInitialClusterState:       InitialClusterState(e),
@@ -88,9 +88,11 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		// never counts, promotion and removal only with a healthy quorum after them), so the
 		// cluster can grow or replace a lost member while one member is dead.
 		"ETCD_STRICT_RECONFIG_CHECK": "false",
-		"ETCD_SNAPSHOT_COUNT":        "75000",
-		"ETCD_QUOTA_BACKEND_BYTES":   "8589934592",
 	}
+	for k, v := range settingsEnvironment(e) {
+		env[k] = v
+	}
+	return env
 }
 
 // ConfigChecksum is a stable hash of the etcd configuration.
@@ -123,12 +125,19 @@ func PeerService(e *druidv1alpha1.Etcd) *corev1.Service {
 	return svc
 }
 
-// ClientService load-balances clients over the ready members.
+// ClientService load-balances clients over the ready members. spec.etcd.clientService adds
+// labels (never overriding the operator's), annotations and a traffic distribution.
 func ClientService(e *druidv1alpha1.Etcd) *corev1.Service {
 	svc := &corev1.Service{ObjectMeta: objectMeta(e, ClientServiceName(e))}
+	if cs := e.Spec.Etcd.ClientService; cs != nil {
+		svc.Labels = mergeAnnotations(cs.Labels, svc.Labels)
+		svc.Annotations = mergeAnnotations(svc.Annotations, cs.Annotations)
+		svc.Spec.TrafficDistribution = cs.TrafficDistribution
+	}
 	svc.Spec = corev1.ServiceSpec{
-		Type:     corev1.ServiceTypeClusterIP,
-		Selector: SelectorLabels(e),
+		TrafficDistribution: svc.Spec.TrafficDistribution,
+		Type:                corev1.ServiceTypeClusterIP,
+		Selector:            SelectorLabels(e),
 		Ports: []corev1.ServicePort{
 			{Name: "client", Port: ClientPort(e), TargetPort: intstr.FromInt32(ClientPort(e)), Protocol: corev1.ProtocolTCP},
 		},
@@ -168,7 +177,7 @@ func MemberAgentRoleBinding(e *druidv1alpha1.Etcd) *rbacv1.RoleBinding {
 // agent writes holderIdentity and renewTime.
 func MemberLease(e *druidv1alpha1.Etcd, member string) *coordinationv1.Lease {
 	lease := &coordinationv1.Lease{ObjectMeta: objectMeta(e, member)}
-	d := LeaseDurationSeconds
+	d := MemberLeaseDurationSeconds(e)
 	lease.Spec.LeaseDurationSeconds = &d
 	return lease
 }

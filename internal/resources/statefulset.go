@@ -138,6 +138,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 	if e.Spec.PriorityClassName != nil {
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
+	applySchedulingConstraints(&template.Spec, e)
 	return template, nil
 }
 
@@ -294,10 +295,7 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 }
 
 func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
-	interval := s.MemberAgentInterval
-	if interval == "" {
-		interval = "2s"
-	}
+	interval := MemberAgentInterval(e, s).String()
 	return corev1.Container{
 		Name:    MemberAgentContainerName,
 		Image:   s.MemberAgentImage,

@@ -126,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
 	}
+	r.reportIgnoredFields(ctx, etcd)
 
 	var foreign []resources.Problem
 	for _, step := range []struct {
@@ -286,6 +287,9 @@ func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd)
 		obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 		err := r.apply(ctx, etcd, obj, func() {
 			obj.Labels = desired.Labels
+			// Merged, not replaced: others (kubectl, cloud controllers) annotate Services too.
+			obj.Annotations = resources.MergeAnnotations(obj.Annotations, desired.Annotations)
+			obj.Spec.TrafficDistribution = desired.Spec.TrafficDistribution
 			// clusterIP is allocated by the apiserver and immutable: keep what it chose.
 			if obj.Spec.ClusterIP == "" || desired.Spec.ClusterIP == corev1.ClusterIPNone {
 				obj.Spec.ClusterIP = desired.Spec.ClusterIP

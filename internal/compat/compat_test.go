@@ -1,0 +1,80 @@
+package compat
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
+
+func TestIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec druidv1alpha1.EtcdSpec
+		want []string
+	}{
+		{name: "nothing set", spec: druidv1alpha1.EtcdSpec{Replicas: 3}},
+		{
+			name: "acted-upon fields are not listed",
+			spec: druidv1alpha1.EtcdSpec{Replicas: 3, Etcd: druidv1alpha1.EtcdConfig{
+				Quota: nil, Metrics: ptr.To(druidv1alpha1.MetricsBasic), DefragmentationSchedule: ptr.To("0 * * * *"),
+			}, SharedConfig: &druidv1alpha1.SharedConfig{AutoCompactionMode: ptr.To(druidv1alpha1.CompactionPeriodic)}},
+		},
+		{
+			name: "each backup field set is named",
+			spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{
+				Port:                ptr.To(int32(8080)),
+				DeltaSnapshotPeriod: &metav1.Duration{},
+				Store:               &druidv1alpha1.StoreSpec{Prefix: "p"},
+			}},
+			want: []string{"spec.backup.deltaSnapshotPeriod", "spec.backup.port", "spec.backup.store"},
+		},
+		{name: "empty backup names nothing", spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{}}},
+		{
+			name: "druid-only knobs",
+			spec: druidv1alpha1.EtcdSpec{
+				Selector:                         &metav1.LabelSelector{},
+				VolumeClaimTemplate:              ptr.To("x"),
+				RunAsRoot:                        ptr.To(false),
+				ExternallyManagedMemberAddresses: []string{"10.0.0.1"},
+				Etcd: druidv1alpha1.EtcdConfig{
+					WrapperPort:   ptr.To(int32(9095)),
+					AuthSecretRef: nil,
+				},
+			},
+			want: []string{"spec.etcd.wrapperPort", "spec.externallyManagedMemberAddresses", "spec.runAsRoot", "spec.selector", "spec.volumeClaimTemplate"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Ignored(&tc.spec)
+			var paths []string
+			for _, f := range got {
+				paths = append(paths, f.Path)
+				if f.Reason == "" {
+					t.Errorf("%s has no reason", f.Path)
+				}
+			}
+			if strings.Join(paths, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("ignored = %v, want %v", paths, tc.want)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	if got := Summary(nil); got != "" {
+		t.Errorf("Summary(nil) = %q, want empty", got)
+	}
+	got := Summary([]Field{
+		{Path: "spec.backup.port", Reason: ReasonNoBackups},
+		{Path: "spec.backup.store", Reason: ReasonNoBackups},
+		{Path: "spec.selector", Reason: ReasonOwnSelector},
+	})
+	want := "3 field(s) accepted but ignored: spec.backup.port, spec.backup.store (" + ReasonNoBackups + "); spec.selector (" + ReasonOwnSelector + ")"
+	if got != want {
+		t.Errorf("Summary = %q\nwant      %q", got, want)
+	}
+}
