@@ -84,7 +84,11 @@ type MemberStatus struct {
 	// RaftIndex and RaftAppliedIndex tell how far a learner has caught up.
 	RaftIndex        uint64
 	RaftAppliedIndex uint64
-	Err              error
+	// DBSize is the size of the member's backend file; DBSizeInUse the part holding live data.
+	// Their difference is what a defragmentation can give back.
+	DBSize      int64
+	DBSizeInUse int64
+	Err         error
 }
 
 // IsLeader reports whether the member answered and considers itself the leader.
@@ -190,6 +194,8 @@ func (m *MemberConn) Status(ctx context.Context) (MemberStatus, error) {
 
 		RaftIndex:        resp.GetRaftIndex(),
 		RaftAppliedIndex: resp.GetRaftAppliedIndex(),
+		DBSize:           resp.GetDbSize(),
+		DBSizeInUse:      resp.GetDbSizeInUse(),
 	}
 	if h := resp.GetHeader(); h != nil {
 		s.ID = h.GetMemberId()

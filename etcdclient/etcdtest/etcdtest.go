@@ -59,6 +59,9 @@ type Config struct {
 	PeerCert func(ca *testpki.CA, name string, ip net.IP) (testpki.KeyPair, error)
 	// ExtraArgs are appended to every member's command line.
 	ExtraArgs []string
+	// Env adds KEY=VALUE variables to every member's environment, as an Etcd's ConfigMap does in
+	// a pod (etcd reads ETCD_<FLAG> for each flag not given on the command line).
+	Env []string
 	// SkipWaitHealthy returns from Start as soon as the processes run.
 	SkipWaitHealthy bool
 }
@@ -87,6 +90,7 @@ type Member struct {
 
 	binary string
 	args   []string
+	env    []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -161,6 +165,7 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 			DataDir:    filepath.Join(root, name, "data"),
 			LogFile:    filepath.Join(root, name, "etcd.log"),
 			binary:     binary,
+			env:        cfg.Env,
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
@@ -339,6 +344,9 @@ func (m *Member) start() error {
 		return err
 	}
 	cmd := exec.Command(m.binary, m.args...)
+	if len(m.env) > 0 {
+		cmd.Env = append(os.Environ(), m.env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// A crashed test must not leave etcd processes behind.

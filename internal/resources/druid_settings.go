@@ -60,10 +60,10 @@ func StorageCapacity(e *druidv1alpha1.Etcd) resource.Quantity {
 	return resource.MustParse(DefaultStorageCapacity)
 }
 
-// settingsEnvironment is the ETCD_* variables that carry the Etcd's etcd settings. Optional
+// SettingsEnvironment is the ETCD_* variables that carry the Etcd's etcd settings. Optional
 // settings are left out when unset, so etcd's own default applies and the configuration (and
 // with it the pod template) of an Etcd that does not use them stays as it was.
-func settingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
+func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	env := map[string]string{
 		"ETCD_QUOTA_BACKEND_BYTES": strconv.FormatInt(Quota(e), 10),
 		"ETCD_SNAPSHOT_COUNT":      strconv.FormatInt(snapshotCount(e), 10),

@@ -89,7 +89,7 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		// cluster can grow or replace a lost member while one member is dead.
 		"ETCD_STRICT_RECONFIG_CHECK": "false",
 	}
-	for k, v := range settingsEnvironment(e) {
+	for k, v := range SettingsEnvironment(e) {
 		env[k] = v
 	}
 	return env
