@@ -69,13 +69,21 @@ func TestSettingChangeChangesThePodTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(e *druidv1alpha1.Etcd){
-		"quota":              func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Quota = quantity("1Gi") },
-		"metrics":            func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Metrics = ptr.To(druidv1alpha1.MetricsExtensive) },
-		"compaction":         func(e *druidv1alpha1.Etcd) { e.Spec.SharedConfig = &druidv1alpha1.SharedConfig{AutoCompactionRetention: ptr.To("1h")} },
-		"heartbeat":          func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.HeartbeatDuration = &metav1.Duration{Duration: 5 * time.Second} },
-		"priority class":     func(e *druidv1alpha1.Etcd) { e.Spec.PriorityClassName = ptr.To("critical") },
-		"resources":          func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}} },
-		"scheduling":         func(e *druidv1alpha1.Etcd) { e.Spec.SchedulingConstraints = &druidv1alpha1.SchedulingConstraints{Affinity: &corev1.Affinity{}} },
+		"quota":   func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Quota = quantity("1Gi") },
+		"metrics": func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Metrics = ptr.To(druidv1alpha1.MetricsExtensive) },
+		"compaction": func(e *druidv1alpha1.Etcd) {
+			e.Spec.SharedConfig = &druidv1alpha1.SharedConfig{AutoCompactionRetention: ptr.To("1h")}
+		},
+		"heartbeat": func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.HeartbeatDuration = &metav1.Duration{Duration: 5 * time.Second}
+		},
+		"priority class": func(e *druidv1alpha1.Etcd) { e.Spec.PriorityClassName = ptr.To("critical") },
+		"resources": func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		},
+		"scheduling": func(e *druidv1alpha1.Etcd) {
+			e.Spec.SchedulingConstraints = &druidv1alpha1.SchedulingConstraints{Affinity: &corev1.Affinity{}}
+		},
 		"topology spreading": func(e *druidv1alpha1.Etcd) { e.Spec.SchedulingConstraints = spread() },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -205,7 +213,9 @@ func TestValidateSettings(t *testing.T) {
 		{name: "periodic retention garbage", mutate: func(e *druidv1alpha1.Etcd) {
 			e.Spec.SharedConfig = &druidv1alpha1.SharedConfig{AutoCompactionRetention: ptr.To("soon")}
 		}, wantCode: ErrInvalidCompaction},
-		{name: "heartbeat too short", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.HeartbeatDuration = &metav1.Duration{Duration: 10 * time.Millisecond} }, wantCode: ErrInvalidDuration},
+		{name: "heartbeat too short", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.HeartbeatDuration = &metav1.Duration{Duration: 10 * time.Millisecond}
+		}, wantCode: ErrInvalidDuration},
 		{name: "zero defrag timeout", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.EtcdDefragTimeout = &metav1.Duration{} }, wantCode: ErrInvalidDuration},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
