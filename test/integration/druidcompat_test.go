@@ -2,17 +2,27 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -146,4 +156,140 @@ func hasPath(m map[string]any, path []string) bool {
 	}
 	sub, ok := v.(map[string]any)
 	return ok && hasPath(sub, path[1:])
+}
+
+// eventWithReason waits for an Event on the Etcd with reason whose message contains each of want.
+func eventWithReason(t *testing.T, env *envtestutil.Env, ns, etcdName, reason string, want ...string) {
+	t.Helper()
+	framework.Eventually(t, timeout, "a "+reason+" Event", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.Reason != reason || e.InvolvedObject.Name != etcdName {
+				continue
+			}
+			seen = append(seen, e.Message)
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(e.Message, w)
+			}
+			if all {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s Events: %q", reason, seen)
+	})
+}
+
+// The druid settings of an Etcd reach the objects the members run from; a bad value is reported
+// and leaves them as they were.
+func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
+	env := envtestutil.Start(t, envtestutil.Options{})
+	const ns, name = "druid-settings", "etcd-main"
+	ctx := setup(t, env, ns, name)
+	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+
+	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
+	quota := resource.MustParse("2Gi")
+	etcd.Spec.Etcd.Quota = &quota
+	etcd.Spec.Etcd.Metrics = ptr.To(druidv1alpha1.MetricsExtensive)
+	etcd.Spec.Etcd.HeartbeatDuration = &metav1.Duration{Duration: 10 * time.Second}
+	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("0 3 * * *")
+	etcd.Spec.Etcd.ClientService = &druidv1alpha1.ClientService{Annotations: map[string]string{"team": "storage"}, TrafficDistribution: ptr.To("PreferClose")}
+	etcd.Spec.SharedConfig = &druidv1alpha1.SharedConfig{AutoCompactionMode: ptr.To(druidv1alpha1.CompactionPeriodic), AutoCompactionRetention: ptr.To("30m")}
+	etcd.Spec.SchedulingConstraints = &druidv1alpha1.SchedulingConstraints{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+	}}}
+	etcd.Spec.Backup = &druidv1alpha1.BackupSpec{Port: ptr.To(int32(8080)), FullSnapshotSchedule: ptr.To("0 */24 * * *")}
+	if err := env.Client.Create(ctx, etcd, client.FieldValidation("Strict")); err != nil {
+		t.Fatal(err)
+	}
+
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	var firstTemplate corev1.PodTemplateSpec
+	framework.Eventually(t, timeout, "settings on the ConfigMap, StatefulSet, client Service and Leases", func(ctx context.Context) (bool, string) {
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
+			return false, err.Error()
+		}
+		for k, v := range map[string]string{
+			"ETCD_QUOTA_BACKEND_BYTES": "2147483648", "ETCD_METRICS": "extensive",
+			"ETCD_AUTO_COMPACTION_MODE": "periodic", "ETCD_AUTO_COMPACTION_RETENTION": "30m",
+		} {
+			if cm.Data[k] != v {
+				return false, fmt.Sprintf("ConfigMap %s = %q, want %q", k, cm.Data[k], v)
+			}
+		}
+		sts, err := getStatefulSet(ctx, env.Client, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		pod := sts.Spec.Template.Spec
+		if len(pod.TopologySpreadConstraints) != 1 {
+			return false, fmt.Sprintf("topologySpreadConstraints %+v", pod.TopologySpreadConstraints)
+		}
+		if args := strings.Join(pod.Containers[1].Args, " "); !strings.Contains(args, "--interval=10s") {
+			return false, "member-agent args " + args
+		}
+		svc := &corev1.Service{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-client"}, svc); err != nil {
+			return false, err.Error()
+		}
+		if svc.Annotations["team"] != "storage" || svc.Spec.TrafficDistribution == nil {
+			return false, fmt.Sprintf("client Service annotations %v trafficDistribution %v", svc.Annotations, svc.Spec.TrafficDistribution)
+		}
+		lease := &coordinationv1.Lease{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, lease); err != nil {
+			return false, err.Error()
+		}
+		if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 30 {
+			return false, fmt.Sprintf("lease duration %v, want 30 (3 heartbeats of 10s)", d)
+		}
+		firstTemplate = sts.Spec.Template
+		return true, ""
+	})
+	eventWithReason(t, env, ns, name, "FieldsIgnored", "spec.backup.fullSnapshotSchedule", "spec.backup.port", "no backups yet")
+
+	// A bad schedule and a bad retention: reported, and the members' template stays as it was.
+	if err := env.Client.Get(ctx, key, etcd); err != nil {
+		t.Fatal(err)
+	}
+	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("0 25 * * *")
+	etcd.Spec.SharedConfig.AutoCompactionRetention = ptr.To("half an hour")
+	etcd.Spec.Etcd.Quota = ptr.To(resource.MustParse("1Gi"))
+	if err := env.Client.Update(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "lastErrors naming the schedule and the retention", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client.Get(ctx, key, got); err != nil {
+			return false, err.Error()
+		}
+		codes := map[string]bool{}
+		for _, e := range got.Status.LastErrors {
+			codes[e.Code] = true
+		}
+		if codes["ERR_INVALID_DEFRAGMENTATION_SCHEDULE"] && codes["ERR_INVALID_AUTO_COMPACTION"] {
+			return true, ""
+		}
+		return false, fmt.Sprintf("lastErrors %+v", got.Status.LastErrors)
+	})
+	eventWithReason(t, env, ns, name, "InvalidSpec", "defragmentationSchedule")
+	sts, err := getStatefulSet(ctx, env.Client, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(sts.Spec.Template, firstTemplate) {
+		t.Fatal("the pod template changed although the new spec is invalid")
+	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["ETCD_QUOTA_BACKEND_BYTES"] != "2147483648" {
+		t.Fatalf("quota in the ConfigMap %s: the valid part of an invalid spec was applied", cm.Data["ETCD_QUOTA_BACKEND_BYTES"])
+	}
 }
