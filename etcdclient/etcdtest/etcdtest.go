@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
@@ -64,6 +67,9 @@ type Config struct {
 	Env []string
 	// SkipWaitHealthy returns from Start as soon as the processes run.
 	SkipWaitHealthy bool
+	// SameClientPort gives every member the same client port (on its own address), as pods of
+	// one StatefulSet have; code that dials podIP:spec.etcd.clientPort can then reach them.
+	SameClientPort bool
 }
 
 // Cluster is a running set of etcd processes.
@@ -145,11 +151,18 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 
 	root := tb.TempDir()
 	var initial []string
+	sharedClientPort := 0
 	for i := 0; i < cfg.Members; i++ {
 		ip := net.IPv4(127, 0, 0, byte(2+i))
 		clientPort, err := freePort(ip)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.SameClientPort {
+			if sharedClientPort == 0 {
+				sharedClientPort = clientPort
+			}
+			clientPort = sharedClientPort
 		}
 		peerPort, err := freePort(ip)
 		if err != nil {
@@ -449,4 +462,21 @@ func EtcdBinary(version string) (string, error) {
 		return "", fmt.Errorf("etcd %s binary (build it with test/tools/build-binaries.sh): %w", version, err)
 	}
 	return path, nil
+}
+
+// Dial opens a gRPC connection to member i that verifies the member's DNS name, for tests that
+// need etcd's KV or Maintenance API directly. It is closed in tb.Cleanup.
+func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {
+	m := c.Members[i]
+	cfg, err := c.Client.Config(m.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := grpc.NewClient(strings.TrimPrefix(m.ClientURL, "https://"),
+		grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(m.ServerName))
+	if err != nil {
+		return nil, fmt.Errorf("dial member %s: %w", m.Name, err)
+	}
+	c.tb.Cleanup(func() { _ = cc.Close() })
+	return cc, nil
 }

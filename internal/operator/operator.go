@@ -145,6 +145,10 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering membership controller: %w", err)
 	}
+	if err := registerDefrag(mgr, o, recorder, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("adding health check: %w", err)

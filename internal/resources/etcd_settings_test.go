@@ -12,8 +12,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,17 +61,10 @@ type memberAPI struct {
 
 func dial(t *testing.T, c *etcdtest.Cluster, i int) memberAPI {
 	t.Helper()
-	m := c.Members[i]
-	cfg, err := c.Client.Config(m.ServerName)
+	cc, err := c.Dial(i)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient(strings.TrimPrefix(m.ClientURL, "https://"),
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(m.ServerName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cc.Close() })
 	return memberAPI{kv: pb.NewKVClient(cc), maint: pb.NewMaintenanceClient(cc)}
 }
 

@@ -1,0 +1,40 @@
+package defrag
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the defragmentation controller's Prometheus series, registered on the registry
+// passed in.
+type Metrics struct {
+	Defragmentations *prometheus.CounterVec
+	Duration         *prometheus.HistogramVec
+	DBSize           *prometheus.GaugeVec
+	Reclaimed        prometheus.Counter
+	Runs             *prometheus.CounterVec
+	Decisions        *prometheus.CounterVec
+}
+
+// NewMetrics creates the series and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	const ns = "etcd_conductor"
+	m := &Metrics{
+		Defragmentations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "defragmentations_total",
+			Help: "Member defragmentations, by result (succeeded, failed)."}, []string{"result"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "defragmentation_duration_seconds",
+			Help:    "How long one member's defragmentation took; the member serves nothing meanwhile.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"result"}),
+		DBSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "defragmentation_db_size_bytes",
+			Help: "A member's database size before and after its last defragmentation."}, []string{"namespace", "etcd", "member", "phase"}),
+		Reclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "defragmentation_reclaimed_bytes_total",
+			Help: "Bytes given back by defragmentations."}),
+		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "defragmentation_runs_total",
+			Help: "Scheduled defragmentation runs, by how they ended (completed, skipped)."}, []string{"result"}),
+		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "defragmentation_decisions_total",
+			Help: "Defragmentation planner decisions, by rule."}, []string{"rule"}),
+	}
+	for _, c := range []prometheus.Collector{m.Defragmentations, m.Duration, m.DBSize, m.Reclaimed, m.Runs, m.Decisions} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

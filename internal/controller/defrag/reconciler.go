@@ -1,0 +1,326 @@
+// Package defrag holds the defragmentation controller: it runs spec.etcd.defragmentationSchedule.
+// At each scheduled time it starts a run and, step by step, asks the pure planner
+// (internal/defrag) which member to defragment next, defragments that one member over mTLS
+// (Maintenance.Defragment, bounded by spec.etcd.etcdDefragTimeout) and looks again, so every step
+// is decided on fresh health. It reports each member's database size before and after, and the
+// duration, as an Event and metrics.
+//
+// The schedule lives in memory: after an operator restart the next run is the schedule's next time
+// from then. A schedule that does not parse keeps the previous one (the Etcd reconciler reports
+// the error).
+package defrag
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/robfig/cron/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// Event reasons.
+const (
+	EventDefragmented          = "Defragmented"
+	EventDefragmentationFailed = "DefragmentationFailed"
+	EventDefragmentationWait   = "DefragmentationWaiting"
+	EventDefragmentationSkip   = "DefragmentationSkipped"
+	EventDefragmentationDone   = "DefragmentationCompleted"
+)
+
+// Members is what the controller needs of the member client pool.
+type Members interface {
+	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+	Defragment(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string, timeout time.Duration) error
+}
+
+// Config holds the controller's dependencies.
+type Config struct {
+	Client   client.Client
+	Reader   client.Reader // uncached reads of Secrets, pods and StatefulSets
+	Recorder record.EventRecorder
+	Members  Members
+	Metrics  *Metrics
+	// DefaultClientTLS is the operator-wide client key pair, used when an Etcd names none.
+	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// WaitInterval is how soon a waiting run looks again (default 10s).
+	WaitInterval time.Duration
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+// Reconciler runs defragmentation schedules.
+type Reconciler struct {
+	cfg Config
+
+	mu   sync.Mutex
+	runs map[types.NamespacedName]*schedule
+}
+
+// schedule is one Etcd's schedule and its run in progress.
+type schedule struct {
+	spec string
+	cron cron.Schedule
+	// lastRun is when the last run was due, or when the schedule was first seen.
+	lastRun time.Time
+	// active is set from the due time until the run ends.
+	active  bool
+	dueAt   time.Time
+	handled map[string]bool
+	// lastWait is the rule of the last wait reported, so an Event goes out once per change.
+	lastWait defrag.RuleID
+}
+
+// NewReconciler builds the controller.
+func NewReconciler(cfg Config) *Reconciler {
+	if cfg.WaitInterval <= 0 {
+		cfg.WaitInterval = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Reconciler{cfg: cfg, runs: map[types.NamespacedName]*schedule{}}
+}
+
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile takes one step of an Etcd's defragmentation schedule.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !etcd.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	s := r.schedule(log, req.NamespacedName, etcd)
+	if s == nil {
+		return ctrl.Result{}, nil
+	}
+	now := r.cfg.Now()
+	if !s.active {
+		next := s.cron.Next(s.lastRun)
+		if now.Before(next) {
+			return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
+		}
+		s.active, s.dueAt, s.handled, s.lastWait = true, next, map[string]bool{}, ""
+		log.Info("Defragmentation run due", "schedule", s.spec, "due", next)
+	}
+
+	target, err := r.observe(ctx, etcd, s)
+	if err != nil {
+		log.Info("Cannot observe the cluster for defragmentation; trying again", "error", err.Error())
+		r.reportWait(etcd, s, defrag.Decision{Rule: "defrag/wait/observe-failed", Reason: err.Error()})
+		return ctrl.Result{RequeueAfter: r.cfg.WaitInterval}, nil
+	}
+	d := defrag.Plan(target.observed)
+	log.V(1).Info("Defragmentation decision", "action", d.Action, "rule", d.Rule, "member", d.Member, "reason", d.Reason)
+	r.cfg.Metrics.Decisions.WithLabelValues(string(d.Rule)).Inc()
+
+	switch d.Action {
+	case defrag.ActionWait:
+		r.reportWait(etcd, s, d)
+		return ctrl.Result{RequeueAfter: r.cfg.WaitInterval}, nil
+	case defrag.ActionSkip:
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, EventDefragmentationSkip, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
+		r.cfg.Metrics.Runs.WithLabelValues("skipped").Inc()
+		return r.endRun(s, now), nil
+	case defrag.ActionDone:
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeNormal, EventDefragmentationDone, fmt.Sprintf("run due %s: %s [%s]", s.dueAt.UTC().Format(time.RFC3339), d.Reason, d.Rule))
+		r.cfg.Metrics.Runs.WithLabelValues("completed").Inc()
+		return r.endRun(s, now), nil
+	case defrag.ActionDefragment:
+		r.defragment(ctx, etcd, s, target, d)
+		// Look again before the next member: the one just done must be healthy first.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) endRun(s *schedule, now time.Time) ctrl.Result {
+	s.active, s.lastRun, s.handled, s.lastWait = false, s.dueAt, nil, ""
+	next := s.cron.Next(s.lastRun)
+	if !next.After(now) {
+		// Runs missed while this one went on are not made up: the next is from now.
+		s.lastRun = now
+		next = s.cron.Next(now)
+	}
+	return ctrl.Result{RequeueAfter: next.Sub(now)}
+}
+
+func (r *Reconciler) reportWait(etcd *druidv1alpha1.Etcd, s *schedule, d defrag.Decision) {
+	if s.lastWait == d.Rule {
+		return
+	}
+	s.lastWait = d.Rule
+	r.cfg.Recorder.Event(etcd, corev1.EventTypeNormal, EventDefragmentationWait, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
+}
+
+// schedule returns the Etcd's schedule state, creating or updating it from the spec; nil when
+// the Etcd has no schedule.
+func (r *Reconciler) schedule(log logr.Logger, key types.NamespacedName, etcd *druidv1alpha1.Etcd) *schedule {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.runs[key]
+	spec := etcd.Spec.Etcd.DefragmentationSchedule
+	if spec == nil || *spec == "" {
+		delete(r.runs, key)
+		return nil
+	}
+	if s != nil && s.spec == *spec {
+		return s
+	}
+	parsed, err := resources.DefragmentationSchedule(etcd)
+	if err != nil {
+		if s != nil {
+			log.Info("Defragmentation schedule invalid; keeping the previous one", "invalid", *spec, "kept", s.spec, "error", err.Error())
+		}
+		return s
+	}
+	if s == nil {
+		s = &schedule{lastRun: r.cfg.Now()}
+		r.runs[key] = s
+	}
+	s.spec, s.cron = *spec, parsed
+	return s
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.runs, key)
+}
+
+// observation is one look at the cluster, with what is needed to act on it.
+type observation struct {
+	observed defrag.Observed
+	creds    conductortls.ClientMaterial
+	targets  []etcdclient.Target
+	status   map[string]etcdclient.MemberStatus
+}
+
+func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule) (observation, error) {
+	sts := &appsv1.StatefulSet{}
+	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
+		return observation{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.cfg.Reader.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return observation{}, fmt.Errorf("listing member pods: %w", err)
+	}
+	creds, err := memberclient.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	if err != nil {
+		return observation{}, fmt.Errorf("member client TLS: %w", err)
+	}
+	targets := memberclient.Targets(etcd, pods.Items)
+	cs, err := r.cfg.Members.Query(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	if err != nil {
+		// Unreachable members are observed as such; the planner waits for them.
+		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
+	}
+	out := observation{creds: creds, targets: targets, status: map[string]etcdclient.MemberStatus{}}
+	for _, m := range cs.Members {
+		out.status[m.Name] = m
+	}
+	out.observed = observe(etcd, sts, pods.Items, out.status, s.handled)
+	return out, nil
+}
+
+// observe turns the StatefulSet, its pods and what the members said into the planner's input.
+func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool) defrag.Observed {
+	rolled := rollout.Observe(sts, pods, nil)
+	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled}
+	o.RolloutInFlight = rolled.UpdateRevision == ""
+	for _, p := range rolled.Pods {
+		if p.Revision != rolled.UpdateRevision || p.Terminating {
+			o.RolloutInFlight = true
+		}
+		st := status[p.Name]
+		o.Members = append(o.Members, defrag.Member{
+			Name:        p.Name,
+			Ready:       p.Participating,
+			Reachable:   st.Reachable,
+			Leader:      st.IsLeader(),
+			Learner:     st.IsLearner,
+			DBSize:      st.DBSize,
+			DBSizeInUse: st.DBSizeInUse,
+		})
+	}
+	specReplicas := int32(1)
+	if sts.Spec.Replicas != nil {
+		specReplicas = *sts.Spec.Replicas
+	}
+	o.ScaleInFlight = specReplicas != etcd.Spec.Replicas || sts.Status.Replicas != specReplicas
+	return o
+}
+
+// defragment runs one member's defragmentation and reports it. A failure marks the member
+// handled for this run (it is not retried until the next run) and the planner's health rules
+// hold the run until the member is healthy again.
+func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, o observation, d defrag.Decision) {
+	log := logr.FromContextOrDiscard(ctx)
+	timeout := resources.DefragTimeout(etcd)
+	before := o.status[d.Member].DBSize
+	log.Info("Defragmenting member", "member", d.Member, "rule", d.Rule, "timeout", timeout, "dbSize", before, "reason", d.Reason)
+
+	start := r.cfg.Now()
+	err := r.cfg.Members.Defragment(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
+	took := r.cfg.Now().Sub(start)
+	s.handled[d.Member] = true
+	s.lastWait = ""
+	if err != nil {
+		r.cfg.Metrics.Defragmentations.WithLabelValues("failed").Inc()
+		r.cfg.Metrics.Duration.WithLabelValues("failed").Observe(took.Seconds())
+		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, EventDefragmentationFailed,
+			fmt.Sprintf("member %s: %v after %s (timeout %s) [%s]", d.Member, err, took.Round(time.Millisecond), timeout, d.Rule))
+		log.Error(err, "Defragmentation failed", "member", d.Member)
+		return
+	}
+	after := int64(-1)
+	if cs, qerr := r.cfg.Members.Query(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
+		for _, m := range cs.Members {
+			if m.Name == d.Member && m.Reachable {
+				after = m.DBSize
+			}
+		}
+	}
+	r.cfg.Metrics.Defragmentations.WithLabelValues("succeeded").Inc()
+	r.cfg.Metrics.Duration.WithLabelValues("succeeded").Observe(took.Seconds())
+	r.cfg.Metrics.DBSize.WithLabelValues(etcd.Namespace, etcd.Name, d.Member, "before").Set(float64(before))
+	afterText := "unknown (member did not answer)"
+	if after >= 0 {
+		r.cfg.Metrics.DBSize.WithLabelValues(etcd.Namespace, etcd.Name, d.Member, "after").Set(float64(after))
+		if before > after {
+			r.cfg.Metrics.Reclaimed.Add(float64(before - after))
+		}
+		afterText = fmt.Sprintf("%d bytes", after)
+	}
+	r.cfg.Recorder.Event(etcd, corev1.EventTypeNormal, EventDefragmented,
+		fmt.Sprintf("member %s: db %d bytes -> %s in %s [%s]", d.Member, before, afterText, took.Round(time.Millisecond), d.Rule))
+	log.Info("Defragmented member", "member", d.Member, "before", before, "after", after, "duration", took)
+}
