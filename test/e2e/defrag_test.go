@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+// TestScheduledDefragmentationUnderLoad: a 3-member cluster with 8 MiB of deleted, compacted keys
+// gets a defragmentation schedule of every minute while the writer puts keys at 40/s. The run
+// must defragment all three members one at a time (leader last), shrink their databases, keep a
+// quorum the whole time and lose no acknowledged write.
+func TestScheduledDefragmentationUnderLoad(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	const ns = "e2e-defrag"
+	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	cluster, err := s.CreateEtcd(ctx, ns, etcdName, 3, framework.EtcdImage(fromVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, stack: s, cluster: cluster}
+	t.Cleanup(func() { dumpOnFailure(t, e) })
+	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+	makeGarbage(ctx, t, cluster.Endpoints()()[0], cluster.PKI.ClientMaterial().Config)
+
+	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+		Expected: 3,
+		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	etcd, err := cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("* * * * *")
+	if err := s.Client.Update(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	scheduled := time.Now()
+
+	var defragmented []string
+	e.waitFor(ctx, "a completed defragmentation run", func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := s.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		defragmented = defragmented[:0]
+		done := false
+		for _, ev := range events.Items {
+			switch ev.Reason {
+			case defrag.EventDefragmented:
+				defragmented = append(defragmented, ev.Message)
+			case defrag.EventDefragmentationFailed, defrag.EventDefragmentationSkip:
+				t.Errorf("%s: %s", ev.Reason, ev.Message)
+			case defrag.EventDefragmentationDone:
+				done = true
+			}
+		}
+		return done, fmt.Errorf("%d members defragmented so far", len(defragmented))
+	})
+	took := time.Since(scheduled)
+	time.Sleep(time.Second) // the writer shows the cluster serving after the leader's turn
+	report, recErr := rec.Stop(ctx)
+	t.Logf("figures defrag: scheduled-to-done=%s %s", took.Round(100*time.Millisecond), report.Summary())
+	fmt.Printf("e2e %-28s done=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		"defrag-under-load", took.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+	for _, m := range defragmented {
+		t.Logf("Defragmented: %s", m)
+	}
+
+	if recErr != nil {
+		t.Errorf("recorder: %v", recErr)
+	}
+	if len(defragmented) != 3 {
+		t.Errorf("%d Defragmented Events, want one per member", len(defragmented))
+	}
+	leaderTurns := 0
+	for _, m := range defragmented {
+		if strings.Contains(m, "[defrag/leader]") {
+			leaderTurns++
+		}
+		var member string
+		var before, after int64
+		if _, err := fmt.Sscanf(m, "member %s db %d bytes -> %d bytes", &member, &before, &after); err != nil {
+			t.Errorf("Defragmented Event %q: no sizes: %v", m, err)
+			continue
+		}
+		if after*2 > before {
+			t.Errorf("%s db %d -> %d bytes: want it at least halved (8 MiB of it was garbage)", member, before, after)
+		}
+	}
+	if leaderTurns != 1 {
+		t.Errorf("%d leader defragmentations in one run, want 1", leaderTurns)
+	}
+	if report.QuorumLossMs != 0 {
+		t.Errorf("quorum lost for %d ms during defragmentation", report.QuorumLossMs)
+	}
+	if report.LostAckedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
+	}
+	if report.AckedWrites == 0 {
+		t.Error("the writer got no write acknowledged: the measurement saw nothing")
+	}
+}
+
+// makeGarbage writes 8 MiB through one member, deletes it and compacts, so every member's database
+// holds free pages a defragmentation gives back.
+func makeGarbage(ctx context.Context, t *testing.T, ep workload.Endpoint, tlsConfig func(string) (*tls.Config, error)) {
+	t.Helper()
+	cfg, err := tlsConfig(ep.ServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(ep.Address, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(ep.ServerName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	kv := pb.NewKVClient(cc)
+	value := make([]byte, 8<<10)
+	for i := 0; i < 1024; i++ {
+		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "garbage/%04d", i), Value: value}); err != nil {
+			t.Fatalf("filling: %v", err)
+		}
+	}
+	del, err := kv.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("garbage/"), RangeEnd: []byte("garbage0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: del.GetHeader().GetRevision(), Physical: true}); err != nil {
+		t.Fatal(err)
+	}
+}
