@@ -101,25 +101,29 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
+	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
 		MemberAgentImage:    o.MemberAgentImage,
 		MemberAgentInterval: o.MemberAgentInterval,
+		DBSizes:             dbSizes(mgr.GetAPIReader(), pool, defaultClientTLS(cfg.MemberClientTLS)),
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("registering etcd controller: %w", err)
 	}
 	if err := status.NewReconciler(mgr.GetClient()).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("registering status controller: %w", err)
 	}
 
 	onDeleteMetrics, err := ondelete.NewMetrics(o.Registry)
 	if err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("registering ondelete metrics: %w", err)
 	}
-	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
 	onDelete := ondelete.NewReconciler(ondelete.Config{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),

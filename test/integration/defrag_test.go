@@ -37,67 +37,13 @@ import (
 // written, deleted and compacted, a due run must defragment every member, followers first and the
 // leader last, and each member's database must shrink.
 func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
-	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skipf("etcd binary not built: %v", err)
-	}
 	env := envtestutil.Start(t, envtestutil.Options{})
-	const ns, name = "defrag", "etcd-main"
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := testpki.NewCA("defrag-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := etcdtest.Start(t, etcdtest.Config{Members: 3, CA: ca, EtcdName: name, Namespace: ns, SameClientPort: true})
-
-	// The Etcd names a CA Secret and a client key pair the members accept.
-	names := testpki.DefaultSecretNames(name)
-	clientPair, err := ca.ClientCert("etcd-conductor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []*corev1.Secret{ca.Secret(ns, names.CA), testpki.TLSSecret(ns, names.Client, ca, clientPair)} {
-		if err := env.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage(etcdtest.DefaultVersion))
-	port := cluster.Members[0].Target().Address
-	var clientPort int32
-	if _, err := fmt.Sscanf(port[strings.LastIndex(port, ":")+1:], "%d", &clientPort); err != nil {
-		t.Fatal(err)
-	}
-	etcd.Spec.Etcd.ClientPort = &clientPort
-	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("*/5 * * * *")
-	if err := env.Client.Create(ctx, etcd); err != nil {
-		t.Fatal(err)
-	}
-	createMemberPods(t, env, etcd, cluster)
-
-	// Garbage to reclaim: 8 MiB written, deleted and compacted.
-	cc, err := cluster.Dial(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv := pb.NewKVClient(cc)
-	value := make([]byte, 8<<10)
-	for i := 0; i < 1024; i++ {
-		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "garbage/%04d", i), Value: value}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	del, err := kv.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("garbage/"), RangeEnd: []byte("garbage0")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: del.GetHeader().GetRevision(), Physical: true}); err != nil {
-		t.Fatal(err)
-	}
+	const ns = "defrag"
+	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) {
+		e.Spec.Etcd.DefragmentationSchedule = ptr.To("*/5 * * * *")
+	})
+	makeGarbage(t, cluster)
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	t.Cleanup(pool.Close)
 	sizes := func() map[string]etcdclient.MemberStatus {
@@ -196,6 +142,83 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(metrics.Defragmentations.WithLabelValues("succeeded")); got != 3 {
 		t.Errorf("defragmentations succeeded = %v, want 3", got)
+	}
+}
+
+// startRealMembers starts three etcd members with mTLS, creates the Etcd (mutated by mutate) with
+// Secrets the members accept, and writes its StatefulSet and pods pointing at the members.
+func startRealMembers(t *testing.T, env *envtestutil.Env, ns string, mutate func(e *druidv1alpha1.Etcd)) (*druidv1alpha1.Etcd, *etcdtest.Cluster) {
+	t.Helper()
+	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("etcd binary not built: %v", err)
+	}
+	const name = "etcd-main"
+	ctx := context.Background()
+	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := testpki.NewCA(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := etcdtest.Start(t, etcdtest.Config{Members: 3, CA: ca, EtcdName: name, Namespace: ns, SameClientPort: true})
+
+	// The Etcd names a CA Secret and a client key pair the members accept; the server and peer
+	// Secrets only have to be valid for the reconciler's checks.
+	names := testpki.DefaultSecretNames(name)
+	secrets := []*corev1.Secret{ca.Secret(ns, names.CA)}
+	for _, n := range []string{names.Client, names.Server, names.Peer} {
+		pair, err := ca.ClientCert(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, testpki.TLSSecret(ns, n, ca, pair))
+	}
+	for _, s := range secrets {
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage(etcdtest.DefaultVersion))
+	address := cluster.Members[0].Target().Address
+	var clientPort int32
+	if _, err := fmt.Sscanf(address[strings.LastIndex(address, ":")+1:], "%d", &clientPort); err != nil {
+		t.Fatal(err)
+	}
+	etcd.Spec.Etcd.ClientPort = &clientPort
+	mutate(etcd)
+	if err := env.Client.Create(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	createMemberPods(t, env, etcd, cluster)
+	return etcd, cluster
+}
+
+// makeGarbage writes 8 MiB, deletes and compacts it: every member's database then holds about
+// 10 MB of which little is in use.
+func makeGarbage(t *testing.T, cluster *etcdtest.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	cc, err := cluster.Dial(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := pb.NewKVClient(cc)
+	value := make([]byte, 8<<10)
+	for i := 0; i < 1024; i++ {
+		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "garbage/%04d", i), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del, err := kv.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("garbage/"), RangeEnd: []byte("garbage0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: del.GetHeader().GetRevision(), Physical: true}); err != nil {
+		t.Fatal(err)
 	}
 }
 

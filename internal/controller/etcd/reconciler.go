@@ -40,6 +40,7 @@ type Reconciler struct {
 	secrets  client.Reader
 	recorder record.EventRecorder
 	settings resources.Settings
+	dbSizes  DBSizes
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -54,6 +55,9 @@ type Config struct {
 	MemberAgentImage string
 	// MemberAgentInterval overrides the sidecar's renew interval (tests and demos shorten it).
 	MemberAgentInterval string
+	// DBSizes asks the members for their database sizes, to refuse a quota below them; nil
+	// skips that check.
+	DBSizes DBSizes
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -66,6 +70,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		client:   c,
 		secrets:  cfg.SecretReader,
 		recorder: recorder,
+		dbSizes:  cfg.DBSizes,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -191,6 +196,9 @@ func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []r
 			continue
 		}
 		problems = append(problems, resources.ValidateSecret(etcd.Namespace, want, secret)...)
+	}
+	if len(problems) == 0 {
+		problems = r.checkQuotaAgainstDB(ctx, etcd)
 	}
 	return problems
 }
