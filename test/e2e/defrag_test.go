@@ -133,16 +133,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 // holds free pages a defragmentation gives back.
 func makeGarbage(ctx context.Context, t *testing.T, ep workload.Endpoint, tlsConfig func(string) (*tls.Config, error)) {
 	t.Helper()
-	cfg, err := tlsConfig(ep.ServerName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient(ep.Address, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(ep.ServerName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	kv := pb.NewKVClient(cc)
+	kv := pb.NewKVClient(dialMember(t, ep, tlsConfig))
 	value := make([]byte, 8<<10)
 	for i := 0; i < 1024; i++ {
 		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "garbage/%04d", i), Value: value}); err != nil {
@@ -156,4 +147,19 @@ func makeGarbage(ctx context.Context, t *testing.T, ep workload.Endpoint, tlsCon
 	if _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: del.GetHeader().GetRevision(), Physical: true}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dialMember opens a connection to one member that verifies its DNS name; closed at the test's end.
+func dialMember(t *testing.T, ep workload.Endpoint, tlsConfig func(string) (*tls.Config, error)) *grpc.ClientConn {
+	t.Helper()
+	cfg, err := tlsConfig(ep.ServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(ep.Address, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(ep.ServerName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
 }
