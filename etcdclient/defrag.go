@@ -12,7 +12,7 @@ import (
 
 // Defragment rewrites this member's backend file without its free pages, within timeout. The
 // member serves no reads or writes while it runs, so callers defragment one member at a time.
-func (m *MemberClient) Defragment(ctx context.Context, timeout time.Duration) error {
+func (m *MemberConn) Defragment(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := m.maintenance.Defragment(ctx, &pb.DefragmentRequest{}); err != nil {
@@ -34,7 +34,7 @@ func (p *Pool) Defragment(ctx context.Context, cluster string, creds conductortl
 }
 
 // member returns the pooled client of the member name among targets.
-func (p *Pool) member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberClient, error) {
+func (p *Pool) member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberConn, error) {
 	clients, err := p.clients(cluster, creds, targets)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -102,6 +103,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	}
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
 	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
+	underMaintenance := maintenance.NewRegistry()
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
@@ -133,6 +135,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		RoleSource:       roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
 		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
+		Maintenance:      underMaintenance,
 	})
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
 		pool.Close()
@@ -149,7 +152,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering membership controller: %w", err)
 	}
-	if err := registerDefrag(mgr, o, recorder, pool); err != nil {
+	if err := registerDefrag(mgr, o, recorder, pool, underMaintenance); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -63,6 +64,9 @@ type Config struct {
 	WaitInterval time.Duration
 	// Now is the clock (tests replace it).
 	Now func() time.Time
+	// Maintenance records the member being defragmented, so the OnDelete controller deletes no
+	// other member meanwhile.
+	Maintenance *maintenance.Registry
 }
 
 // Reconciler runs defragmentation schedules.
@@ -288,6 +292,10 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	before := o.status[d.Member].DBSize
 	log.Info("Defragmenting member", "member", d.Member, "rule", d.Rule, "timeout", timeout, "dbSize", before, "reason", d.Reason)
 
+	if r.cfg.Maintenance != nil {
+		end := r.cfg.Maintenance.Begin(memberclient.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
+		defer end()
+	}
 	start := r.cfg.Now()
 	err := r.cfg.Members.Defragment(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -55,6 +56,8 @@ type Config struct {
 	// Clock reads the time Lease freshness is judged at; nil means time.Now. Tests replaying a
 	// recorded state set it to when the state was recorded.
 	Clock func() time.Time
+	// Maintenance names members blocked by a defragmentation; none is deleted meanwhile.
+	Maintenance *maintenance.Registry
 }
 
 // Reconciler is the OnDelete controller.
@@ -140,6 +143,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		"reason", d.Reason, "roleSource", resolution.Source)
 
 	result := ctrl.Result{}
+	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && d.Action == rollout.ActionDelete {
+		// A defragmenting member serves nothing but may still look ready: taking another
+		// member away now could leave no quorum. The defragmentation is bounded by its timeout.
+		log.Info("Deletion held while a member is defragmented", "pod", d.Pod, "defragmenting", member)
+		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
+	}
 	switch d.Action {
 	case rollout.ActionDelete:
 		if err := r.deletePod(ctx, outcome.Pods, d); err != nil {
