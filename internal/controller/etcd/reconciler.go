@@ -363,12 +363,15 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	before := ""
+	var claims []corev1.PersistentVolumeClaim
 	if err := r.apply(ctx, etcd, obj, func() {
 		before = string(obj.Spec.UpdateStrategy.Type)
+		claims = obj.Spec.VolumeClaimTemplates
 		resources.ApplyMutableStatefulSetSpec(obj, desired)
 	}); err != nil {
 		return err
 	}
+	r.reportStorageDrift(ctx, etcd, claims, desired.Spec.VolumeClaimTemplates)
 	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
 	return nil
 }
