@@ -22,7 +22,7 @@ const ErrQuotaBelowDBSize = "ERR_QUOTA_BELOW_DB_SIZE"
 // DBSizes reports each answering member's database size in bytes.
 type DBSizes func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error)
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // checkQuotaAgainstDB refuses a lowered spec.etcd.quota that a member's database already exceeds.
