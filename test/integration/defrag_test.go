@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
@@ -230,6 +231,10 @@ func createMemberPods(t *testing.T, env *envtestutil.Env, etcd *druidv1alpha1.Et
 	ctx := context.Background()
 	sts, err := resources.StatefulSet(etcd, resources.Settings{MemberAgentImage: "agent"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Controlled by the Etcd, as the reconciler would have made it: it adopts nothing.
+	if err := controllerutil.SetControllerReference(etcd, sts, env.Scheme); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Client.Create(ctx, sts); err != nil {

@@ -30,6 +30,7 @@ func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	t.Cleanup(pool.Close)
 	r := etcdcontroller.NewReconciler(env.Client, eventRecorder(t, env), etcdcontroller.Config{
+		SecretReader:     env.Client,
 		MemberAgentImage: "agent",
 		DBSizes: func(ctx context.Context, e *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return memberclient.DBSizes(ctx, env.Client, pool, e, nil)
