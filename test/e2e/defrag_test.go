@@ -93,6 +93,9 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	for _, m := range defragmented {
 		t.Logf("Defragmented: %s", m)
 	}
+	for _, q := range report.QuorumLosses {
+		t.Logf("quorum loss from %s after the schedule was set, for %d ms", q.Start.Sub(scheduled).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+	}
 
 	if recErr != nil {
 		t.Errorf("recorder: %v", recErr)
