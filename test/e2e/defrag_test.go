@@ -64,6 +64,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	scheduled := time.Now()
 
 	var defragmented []string
+	at := map[string]time.Duration{} // when each Defragmented Event was recorded, after the schedule was set
 	e.waitFor(ctx, "a completed defragmentation run", func(ctx context.Context) (bool, error) {
 		events := &corev1.EventList{}
 		if err := s.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
@@ -75,6 +76,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 			switch ev.Reason {
 			case defrag.EventDefragmented:
 				defragmented = append(defragmented, ev.Message)
+				at[ev.Message] = ev.LastTimestamp.Sub(scheduled).Round(time.Second)
 			case defrag.EventDefragmentationFailed, defrag.EventDefragmentationSkip:
 				t.Errorf("%s: %s", ev.Reason, ev.Message)
 			case defrag.EventDefragmentationDone:
@@ -91,7 +93,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 		"defrag-under-load", took.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
 	for _, m := range defragmented {
-		t.Logf("Defragmented: %s", m)
+		t.Logf("Defragmented (at ~%s): %s", at[m], m)
 	}
 	for _, q := range report.QuorumLosses {
 		t.Logf("quorum loss from %s after the schedule was set, for %d ms", q.Start.Sub(scheduled).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
