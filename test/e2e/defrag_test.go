@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
@@ -28,17 +29,8 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	const ns = "e2e-defrag"
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
-	cluster, err := s.CreateEtcd(ctx, ns, etcdName, 3, framework.EtcdImage(fromVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, stack: s, cluster: cluster}
-	t.Cleanup(func() { dumpOnFailure(t, e) })
-	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
-		t.Fatalf("initial cluster: %v", err)
-	}
+	cluster, e := startCluster(ctx, t, s, "e2e-defrag-")
+	ns := cluster.Namespace
 	makeGarbage(ctx, t, cluster.Endpoints()()[0], cluster.PKI.ClientMaterial().Config)
 
 	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
@@ -132,6 +124,31 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	if report.AckedWrites == 0 {
 		t.Error("the writer got no write acknowledged: the measurement saw nothing")
 	}
+}
+
+// startCluster starts the operator and a converged 3-member cluster in a namespace of its own
+// (named from prefix), deleted when the test ends.
+func startCluster(ctx context.Context, t *testing.T, s *stack.Stack, prefix string) (*stack.EtcdCluster, *env) {
+	t.Helper()
+	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	image := framework.EtcdImage(fromVersion)
+	cluster, err := s.CreateEtcd(ctx, prefix, etcdName, 3, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, stack: s, cluster: cluster}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
+	if err := cluster.WaitConverged(ctx, image); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+	return cluster, e
 }
 
 // makeGarbage writes 8 MiB through one member, deletes it and compacts, so every member's database

@@ -30,18 +30,8 @@ func TestSettingsChangeRollsOutAndReachesMembers(t *testing.T) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	const ns = "e2e-settings"
 	image := framework.EtcdImage(fromVersion)
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
-	cluster, err := s.CreateEtcd(ctx, ns, etcdName, 3, image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, stack: s, cluster: cluster}
-	t.Cleanup(func() { dumpOnFailure(t, e) })
-	if err := cluster.WaitConverged(ctx, image); err != nil {
-		t.Fatalf("initial cluster: %v", err)
-	}
+	cluster, e := startCluster(ctx, t, s, "e2e-settings-")
 	before, err := cluster.State(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,8 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -38,7 +38,7 @@ import (
 // written, deleted and compacted, a due run must defragment every member, followers first and the
 // leader last, and each member's database must shrink.
 func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
 	const ns = "defrag"
 	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) {
@@ -68,7 +68,7 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 	clock := time.Now()
 	recorder := eventRecorder(t, env)
 	r := defrag.NewReconciler(defrag.Config{
-		Client: env.Client, Reader: env.Client, Recorder: recorder, Members: pool, Metrics: metrics,
+		Client: env.Client(), Reader: env.Client(), Recorder: recorder, Members: pool, Metrics: metrics,
 		WaitInterval: time.Second, Now: func() time.Time { return clock },
 	})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)}
@@ -102,7 +102,7 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 	var order []string
 	framework.Eventually(t, timeout, "three Defragmented Events", func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+		if err := env.Client().List(ctx, events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		order = order[:0]
@@ -148,7 +148,7 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 
 // startRealMembers starts three etcd members with mTLS, creates the Etcd (mutated by mutate) with
 // Secrets the members accept, and writes its StatefulSet and pods pointing at the members.
-func startRealMembers(t *testing.T, env *envtestutil.Env, ns string, mutate func(e *druidv1alpha1.Etcd)) (*druidv1alpha1.Etcd, *etcdtest.Cluster) {
+func startRealMembers(t *testing.T, env *localcluster.Cluster, ns string, mutate func(e *druidv1alpha1.Etcd)) (*druidv1alpha1.Etcd, *etcdtest.Cluster) {
 	t.Helper()
 	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -158,7 +158,7 @@ func startRealMembers(t *testing.T, env *envtestutil.Env, ns string, mutate func
 	}
 	const name = "etcd-main"
 	ctx := context.Background()
-	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
 	ca, err := testpki.NewCA(ns)
@@ -179,7 +179,7 @@ func startRealMembers(t *testing.T, env *envtestutil.Env, ns string, mutate func
 		secrets = append(secrets, testpki.TLSSecret(ns, n, ca, pair))
 	}
 	for _, s := range secrets {
-		if err := env.Client.Create(ctx, s); err != nil {
+		if err := env.Client().Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,7 +191,7 @@ func startRealMembers(t *testing.T, env *envtestutil.Env, ns string, mutate func
 	}
 	etcd.Spec.Etcd.ClientPort = &clientPort
 	mutate(etcd)
-	if err := env.Client.Create(ctx, etcd); err != nil {
+	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 	createMemberPods(t, env, etcd, cluster)
@@ -226,7 +226,7 @@ func makeGarbage(t *testing.T, cluster *etcdtest.Cluster) {
 // createMemberPods writes the StatefulSet and its three pods as the StatefulSet controller and a
 // kubelet would: every pod at the update revision, its etcd container ready, its IP the address
 // of the matching etcd process.
-func createMemberPods(t *testing.T, env *envtestutil.Env, etcd *druidv1alpha1.Etcd, cluster *etcdtest.Cluster) {
+func createMemberPods(t *testing.T, env *localcluster.Cluster, etcd *druidv1alpha1.Etcd, cluster *etcdtest.Cluster) {
 	t.Helper()
 	ctx := context.Background()
 	sts, err := resources.StatefulSet(etcd, resources.Settings{MemberAgentImage: "agent"})
@@ -234,14 +234,14 @@ func createMemberPods(t *testing.T, env *envtestutil.Env, etcd *druidv1alpha1.Et
 		t.Fatal(err)
 	}
 	// Controlled by the Etcd, as the reconciler would have made it: it adopts nothing.
-	if err := controllerutil.SetControllerReference(etcd, sts, env.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(etcd, sts, env.Client().Scheme()); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Create(ctx, sts); err != nil {
+	if err := env.Client().Create(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
 	sts.Status = appsv1.StatefulSetStatus{Replicas: 3, ReadyReplicas: 3, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
-	if err := env.Client.Status().Update(ctx, sts); err != nil {
+	if err := env.Client().Status().Update(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range cluster.Members {
@@ -251,7 +251,7 @@ func createMemberPods(t *testing.T, env *envtestutil.Env, etcd *druidv1alpha1.Et
 			ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: resources.MemberName(etcd, i), Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: resources.EtcdContainerName, Image: "etcd"}}},
 		}
-		if err := env.Client.Create(ctx, pod); err != nil {
+		if err := env.Client().Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
 		pod.Status = corev1.PodStatus{
@@ -259,21 +259,21 @@ func createMemberPods(t *testing.T, env *envtestutil.Env, etcd *druidv1alpha1.Et
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: resources.EtcdContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
 		}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
+		if err := env.Client().Status().Update(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // eventRecorder records Events to the apiserver, as the manager's recorder does.
-func eventRecorder(t *testing.T, env *envtestutil.Env) record.EventRecorder {
+func eventRecorder(t *testing.T, env *localcluster.Cluster) record.EventRecorder {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Config)
+	cs, err := kubernetes.NewForConfig(env.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	t.Cleanup(b.Shutdown)
-	return b.NewRecorder(env.Scheme, corev1.EventSource{Component: "etcd-conductor"})
+	return b.NewRecorder(env.Client().Scheme(), corev1.EventSource{Component: "etcd-conductor"})
 }

@@ -19,11 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -48,10 +46,10 @@ func readManifest(t *testing.T, name, namespace string) *unstructured.Unstructur
 }
 
 func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
 	const ns = "druid-compat"
-	if err := framework.CreateNamespace(ctx, env.Client, ns); err != nil {
+	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
 	strict := client.FieldValidation("Strict")
@@ -59,13 +57,13 @@ func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
 	for _, name := range druidManifests {
 		t.Run("create/"+name, func(t *testing.T) {
 			obj := readManifest(t, name, ns)
-			if err := env.Client.Create(ctx, obj, strict); err != nil {
+			if err := env.Client().Create(ctx, obj, strict); err != nil {
 				t.Fatalf("strict create of %s refused: %v", name, err)
 			}
 			// What was sent is what is stored: nothing was pruned.
 			stored := &unstructured.Unstructured{}
 			stored.SetGroupVersionKind(obj.GroupVersionKind())
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), stored); err != nil {
+			if err := env.Client().Get(ctx, client.ObjectKeyFromObject(obj), stored); err != nil {
 				t.Fatal(err)
 			}
 			sent, _, _ := unstructured.NestedMap(readManifest(t, name, ns).Object, "spec")
@@ -79,40 +77,22 @@ func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
 		t.Run("server-side-apply/"+name, func(t *testing.T) {
 			obj := readManifest(t, name, ns)
 			obj.SetName(obj.GetName() + "-ssa")
-			if err := env.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("druid-user"), client.ForceOwnership, strict); err != nil { //nolint:staticcheck // the typed Apply API needs apply configurations we do not generate
+			if err := env.Client().Patch(ctx, obj, client.Apply, client.FieldOwner("druid-user"), client.ForceOwnership, strict); err != nil { //nolint:staticcheck // the typed Apply API needs apply configurations we do not generate
 				t.Fatalf("strict server-side apply of %s refused: %v", name, err)
 			}
 		})
 	}
 
 	t.Run("typo is rejected", func(t *testing.T) {
-		err := env.Client.Create(ctx, readManifest(t, "typo.yaml", ns), strict)
+		err := env.Client().Create(ctx, readManifest(t, "typo.yaml", ns), strict)
 		if err == nil || !strings.Contains(err.Error(), `unknown field "spec.etcd.qouta"`) {
 			t.Fatalf("want an unknown-field error naming spec.etcd.qouta, got %v", err)
 		}
 	})
 
 	t.Run("kubectl apply", func(t *testing.T) {
-		binDir, err := localcluster.DefaultBinDir()
-		if err != nil {
-			t.Skip(err)
-		}
-		kubectl := filepath.Join(binDir, "kubectl")
-		if _, err := os.Stat(kubectl); err != nil {
-			t.Skipf("no kubectl in %s", binDir)
-		}
-		user, err := env.Environment.AddUser(envtest.User{Name: "druid-user", Groups: []string{"system:masters"}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		config, err := user.KubeConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := os.WriteFile(kubeconfig, config, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		kubectl := localcluster.RequireBinary(t, "kubectl")
+		kubeconfig := env.KubeconfigPath()
 		run := func(file string) (string, error) {
 			cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", filepath.Join("testdata", "druid", file))
 			out, err := cmd.CombinedOutput()
@@ -159,11 +139,11 @@ func hasPath(m map[string]any, path []string) bool {
 }
 
 // eventWithReason waits for an Event on the Etcd with reason whose message contains each of want.
-func eventWithReason(t *testing.T, env *envtestutil.Env, ns, etcdName, reason string, want ...string) {
+func eventWithReason(t *testing.T, env *localcluster.Cluster, ns, etcdName, reason string, want ...string) {
 	t.Helper()
 	framework.Eventually(t, timeout, "a "+reason+" Event", func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
-		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+		if err := env.Client().List(ctx, events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		var seen []string
@@ -187,10 +167,10 @@ func eventWithReason(t *testing.T, env *envtestutil.Env, ns, etcdName, reason st
 // The druid settings of an Etcd reach the objects the members run from; a bad value is reported
 // and leaves them as they were.
 func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	const ns, name = "druid-settings", "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.Config, framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
 	quota := resource.MustParse("2Gi")
@@ -204,7 +184,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
 	}}}
 	etcd.Spec.Backup = &druidv1alpha1.BackupSpec{Port: ptr.To(int32(8080)), FullSnapshotSchedule: ptr.To("0 */24 * * *")}
-	if err := env.Client.Create(ctx, etcd, client.FieldValidation("Strict")); err != nil {
+	if err := env.Client().Create(ctx, etcd, client.FieldValidation("Strict")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +192,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 	var firstTemplate corev1.PodTemplateSpec
 	framework.Eventually(t, timeout, "settings on the ConfigMap, StatefulSet, client Service and Leases", func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
 			return false, err.Error()
 		}
 		for k, v := range map[string]string{
@@ -223,7 +203,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 				return false, fmt.Sprintf("ConfigMap %s = %q, want %q", k, cm.Data[k], v)
 			}
 		}
-		sts, err := getStatefulSet(ctx, env.Client, ns, name)
+		sts, err := getStatefulSet(ctx, env.Client(), ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -235,14 +215,14 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 			return false, "member-agent args " + args
 		}
 		svc := &corev1.Service{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-client"}, svc); err != nil {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-client"}, svc); err != nil {
 			return false, err.Error()
 		}
 		if svc.Annotations["team"] != "storage" || svc.Spec.TrafficDistribution == nil {
 			return false, fmt.Sprintf("client Service annotations %v trafficDistribution %v", svc.Annotations, svc.Spec.TrafficDistribution)
 		}
 		lease := &coordinationv1.Lease{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, lease); err != nil {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-0"}, lease); err != nil {
 			return false, err.Error()
 		}
 		if d := lease.Spec.LeaseDurationSeconds; d == nil || *d != 30 {
@@ -254,18 +234,18 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 	eventWithReason(t, env, ns, name, "FieldsIgnored", "spec.backup.fullSnapshotSchedule", "spec.backup.port", "no backups yet")
 
 	// A bad schedule and a bad retention: reported, and the members' template stays as it was.
-	if err := env.Client.Get(ctx, key, etcd); err != nil {
+	if err := env.Client().Get(ctx, key, etcd); err != nil {
 		t.Fatal(err)
 	}
 	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("0 25 * * *")
 	etcd.Spec.SharedConfig.AutoCompactionRetention = ptr.To("half an hour")
 	etcd.Spec.Etcd.Quota = ptr.To(resource.MustParse("1Gi"))
-	if err := env.Client.Update(ctx, etcd); err != nil {
+	if err := env.Client().Update(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, "lastErrors naming the schedule and the retention", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, key, got); err != nil {
+		if err := env.Client().Get(ctx, key, got); err != nil {
 			return false, err.Error()
 		}
 		codes := map[string]bool{}
@@ -278,7 +258,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		return false, fmt.Sprintf("lastErrors %+v", got.Status.LastErrors)
 	})
 	eventWithReason(t, env, ns, name, "InvalidSpec", "defragmentationSchedule")
-	sts, err := getStatefulSet(ctx, env.Client, ns, name)
+	sts, err := getStatefulSet(ctx, env.Client(), ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +266,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		t.Fatal("the pod template changed although the new spec is invalid")
 	}
 	cm := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
 		t.Fatal(err)
 	}
 	if cm.Data["ETCD_QUOTA_BACKEND_BYTES"] != "2147483648" {
@@ -296,19 +276,19 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 	// Fixed, and with a larger volume: the settings go through, the storage change cannot (claim
 	// templates are immutable) and says so. No member answers here, so the lowered quota is
 	// applied unverified, with a warning.
-	if err := env.Client.Get(ctx, key, etcd); err != nil {
+	if err := env.Client().Get(ctx, key, etcd); err != nil {
 		t.Fatal(err)
 	}
 	etcd.Spec.Etcd.DefragmentationSchedule = ptr.To("0 3 * * *")
 	etcd.Spec.SharedConfig.AutoCompactionRetention = ptr.To("30m")
 	etcd.Spec.StorageCapacity = ptr.To(resource.MustParse("20Gi"))
-	if err := env.Client.Update(ctx, etcd); err != nil {
+	if err := env.Client().Update(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 	eventWithReason(t, env, ns, name, "StorageChangeIgnored", "spec.storageCapacity 20Gi", "16Gi")
 	eventWithReason(t, env, ns, name, "QuotaUnverified", "lowered from 2147483648 to 1073741824")
 	framework.Eventually(t, timeout, "the fixed settings applied", func(ctx context.Context) (bool, string) {
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["ETCD_QUOTA_BACKEND_BYTES"] == "1073741824", "quota " + cm.Data["ETCD_QUOTA_BACKEND_BYTES"]

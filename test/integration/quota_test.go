@@ -14,14 +14,14 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
-	"github.com/etcd-conductor/etcd-conductor/test/envtestutil"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestQuotaBelowTheDatabaseIsRefused lowers spec.etcd.quota below the members' database size
 // (real members, about 10 MB each): the Etcd reconciler must refuse it with
 // ERR_QUOTA_BELOW_DB_SIZE and keep the members' quota; a quota above the data goes through.
 func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
-	env := envtestutil.Start(t, envtestutil.Options{})
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	ctx := context.Background()
 	const ns = "quota"
 	etcd, cluster := startRealMembers(t, env, ns, func(*druidv1alpha1.Etcd) {})
@@ -29,35 +29,35 @@ func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
 
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	t.Cleanup(pool.Close)
-	r := etcdcontroller.NewReconciler(env.Client, eventRecorder(t, env), etcdcontroller.Config{
-		SecretReader:     env.Client,
+	r := etcdcontroller.NewReconciler(env.Client(), eventRecorder(t, env), etcdcontroller.Config{
+		SecretReader:     env.Client(),
 		MemberAgentImage: "agent",
 		DBSizes: func(ctx context.Context, e *druidv1alpha1.Etcd) (map[string]int64, error) {
-			return memberclient.DBSizes(ctx, env.Client, pool, e, nil)
+			return memberclient.DBSizes(ctx, env.Client(), pool, e, nil)
 		},
 	})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)}
 	reconcileWithQuota := func(quota string) (*druidv1alpha1.Etcd, string) {
 		t.Helper()
 		e := &druidv1alpha1.Etcd{}
-		if err := env.Client.Get(ctx, req.NamespacedName, e); err != nil {
+		if err := env.Client().Get(ctx, req.NamespacedName, e); err != nil {
 			t.Fatal(err)
 		}
 		if quota != "" {
 			q := resource.MustParse(quota)
 			e.Spec.Etcd.Quota = &q
-			if err := env.Client.Update(ctx, e); err != nil {
+			if err := env.Client().Update(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if _, err := r.Reconcile(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Get(ctx, req.NamespacedName, e); err != nil {
+		if err := env.Client().Get(ctx, req.NamespacedName, e); err != nil {
 			t.Fatal(err)
 		}
 		cm := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main-config"}, cm); err != nil {
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main-config"}, cm); err != nil {
 			t.Fatal(err)
 		}
 		return e, cm.Data["ETCD_QUOTA_BACKEND_BYTES"]
