@@ -241,6 +241,11 @@ var tlsKeys = map[string]bool{
 	"auto-tls": true, "skip-client-san-verification": true, "client-cert-file": true, "client-key-file": true,
 }
 
+// stringKeys are settings etcd's configuration file holds as strings even when the value looks
+// like a number: auto-compaction-retention "1000" (revisions) or "5" (hours) must stay a string,
+// or etcd refuses the file.
+var stringKeys = map[string]bool{"auto-compaction-retention": true}
+
 // writeEtcdConfig writes settings as etcd's YAML configuration file, atomically.
 func writeEtcdConfig(path string, settings map[string]string) error {
 	doc := map[string]any{}
@@ -249,7 +254,10 @@ func writeEtcdConfig(path string, settings map[string]string) error {
 		if v == "" {
 			continue
 		}
-		value := typed(v)
+		var value any = v
+		if !stringKeys[k] {
+			value = typed(v)
+		}
 		switch {
 		case tlsKeys[k]:
 			clientTLS[k] = value

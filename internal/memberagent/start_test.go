@@ -112,7 +112,8 @@ func TestInspectDataDir(t *testing.T) {
 func TestWriteEtcdConfig(t *testing.T) {
 	cfg := InitConfig{
 		Environment: map[string]string{"ETCD_DATA_DIR": "/d", "ETCD_CERT_FILE": "/s.crt", "ETCD_PEER_CLIENT_CERT_AUTH": "true",
-			"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true", "ETCD_SNAPSHOT_COUNT": "75000", "ETCD_NAME": "ignored"},
+			"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true", "ETCD_SNAPSHOT_COUNT": "75000", "ETCD_NAME": "ignored",
+			"ETCD_AUTO_COMPACTION_MODE": "revision", "ETCD_AUTO_COMPACTION_RETENTION": "1000"},
 		EtcdFlags: []string{"--name=etcd-0", "--listen-client-urls=https://10.0.0.1:2379"},
 	}
 	path := filepath.Join(t.TempDir(), "etcd.conf.yaml")
@@ -129,6 +130,9 @@ func TestWriteEtcdConfig(t *testing.T) {
 	}
 	if doc["name"] != "etcd-0" || doc["data-dir"] != "/d" || doc["snapshot-count"] != float64(75000) {
 		t.Errorf("flags must win over the environment and numbers stay numbers: %s", raw)
+	}
+	if doc["auto-compaction-retention"] != "1000" {
+		t.Errorf("auto-compaction-retention must stay a string (etcd's file type), got %#v: %s", doc["auto-compaction-retention"], raw)
 	}
 	peer, _ := doc["peer-transport-security"].(map[string]any)
 	client, _ := doc["client-transport-security"].(map[string]any)
