@@ -30,6 +30,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -237,11 +238,11 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 	if err := r.cfg.Reader.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
 		return observation{}, fmt.Errorf("listing member pods: %w", err)
 	}
-	creds, err := memberclient.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		return observation{}, fmt.Errorf("member client TLS: %w", err)
 	}
-	targets := memberclient.Targets(etcd, pods.Items)
+	targets := memberaccess.Targets(etcd, pods.Items)
 	cs, err := r.cfg.Members.Query(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		// Unreachable members are observed as such; the planner waits for them.
