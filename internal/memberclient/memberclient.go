@@ -11,13 +11,11 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
-
-// ClusterKey names an Etcd's connections in the member client pool.
-func ClusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
 
 // Querier asks members for their status (the etcdclient Pool).
 type Querier interface {
@@ -39,7 +37,7 @@ func DBSizes(ctx context.Context, reader client.Reader, members Querier, etcd *d
 	if err != nil {
 		return nil, err
 	}
-	cs, err := members.Query(ctx, ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		return nil, err
 	}

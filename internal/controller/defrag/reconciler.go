@@ -28,10 +28,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -243,7 +243,7 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 		return observation{}, fmt.Errorf("member client TLS: %w", err)
 	}
 	targets := memberaccess.Targets(etcd, pods.Items)
-	cs, err := r.cfg.Members.Query(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		// Unreachable members are observed as such; the planner waits for them.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
@@ -294,11 +294,11 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	log.Info("Defragmenting member", "member", d.Member, "rule", d.Rule, "timeout", timeout, "dbSize", before, "reason", d.Reason)
 
 	if r.cfg.Maintenance != nil {
-		end := r.cfg.Maintenance.Begin(memberclient.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
+		end := r.cfg.Maintenance.Begin(decision.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
 		defer end()
 	}
 	start := r.cfg.Now()
-	err := r.cfg.Members.Defragment(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
+	err := r.cfg.Members.Defragment(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)
 	s.handled[d.Member] = true
 	s.lastWait = ""
@@ -311,7 +311,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 		return
 	}
 	after := int64(-1)
-	if cs, qerr := r.cfg.Members.Query(ctx, memberclient.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
+	if cs, qerr := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
 		for _, m := range cs.Members {
 			if m.Name == d.Member && m.Reachable {
 				after = m.DBSize
