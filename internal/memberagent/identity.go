@@ -3,14 +3,16 @@ package memberagent
 import (
 	"strconv"
 	"strings"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
 
-// Roles written into holderIdentity: "Member" is a voting follower, "Learner" a member that
-// does not vote yet (being added by a scale-out or a replacement).
+// Roles written into holderIdentity are etcd-druid's member roles: "Member" is a voting follower,
+// "Learner" a member that does not vote yet (being added by a scale-out or a replacement).
 const (
-	RoleLeader  = "Leader"
-	RoleMember  = "Member"
-	RoleLearner = "Learner"
+	RoleLeader  = string(druidv1alpha1.EtcdRoleLeader)
+	RoleMember  = string(druidv1alpha1.EtcdRoleMember)
+	RoleLearner = string(druidv1alpha1.EtcdRoleLearner)
 )
 
 // HolderIdentity is the Lease holderIdentity for a member: "<memberID>:<clusterID>:<role>", IDs

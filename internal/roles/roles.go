@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
@@ -83,10 +84,10 @@ func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Rol
 	if err != nil || id == 0 {
 		return "", "", "", false
 	}
-	switch roleName {
-	case "Leader":
+	switch druidv1alpha1.EtcdRole(roleName) {
+	case druidv1alpha1.EtcdRoleLeader:
 		role = rollout.RoleLeader
-	case "Member", "Learner":
+	case druidv1alpha1.EtcdRoleMember, druidv1alpha1.EtcdRoleLearner:
 		// A learner never leads and, not ready, never participates: the rollout never ranks it.
 		role = rollout.RoleFollower
 	default:
@@ -336,9 +337,9 @@ func canonicalID(s string) string {
 
 func holderRoleName(r rollout.Role) string {
 	if r == rollout.RoleLeader {
-		return "Leader"
+		return string(druidv1alpha1.EtcdRoleLeader)
 	}
-	return "Member"
+	return string(druidv1alpha1.EtcdRoleMember)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
