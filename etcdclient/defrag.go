@@ -23,7 +23,7 @@ func (m *MemberConn) Defragment(ctx context.Context, timeout time.Duration) erro
 
 // Defragment defragments the member name of a cluster within timeout.
 func (p *Pool) Defragment(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target, name string, timeout time.Duration) error {
-	c, err := p.member(cluster, creds, targets, name)
+	c, err := p.Member(cluster, creds, targets, name)
 	if err != nil {
 		return err
 	}
@@ -31,18 +31,4 @@ func (p *Pool) Defragment(ctx context.Context, cluster string, creds conductortl
 		return fmt.Errorf("cluster %s: %w", cluster, err)
 	}
 	return nil
-}
-
-// member returns the pooled client of the member name among targets.
-func (p *Pool) member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberConn, error) {
-	clients, err := p.clients(cluster, creds, targets)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range clients {
-		if c.Target().Name == name {
-			return c, nil
-		}
-	}
-	return nil, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, name)
 }

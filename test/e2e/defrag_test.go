@@ -33,17 +33,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	ns := cluster.Namespace
 	makeGarbage(ctx, t, cluster.Endpoints()()[0], cluster.PKI.ClientMaterial().Config)
 
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
-		Expected: 3,
-		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rec := startRecorder(ctx, t, cluster, 3)
 	time.Sleep(time.Second)
 	etcd, err := cluster.Get(ctx)
 	if err != nil {
