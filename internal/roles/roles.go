@@ -144,11 +144,11 @@ func readLeases(podNames []string, leases []coordinationv1.Lease, now time.Time)
 			v.notes = append(v.notes, fmt.Sprintf("lease %s has malformed holder %q", l.Name, *l.Spec.HolderIdentity))
 			continue
 		}
-		if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		expiry, renewed := LeaseExpiry(&l)
+		if !renewed {
 			v.notes = append(v.notes, fmt.Sprintf("lease %s was never renewed", l.Name))
 			continue
 		}
-		expiry := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
 		if expiry.Before(now) {
 			v.notes = append(v.notes, fmt.Sprintf("lease %s (%s) expired %s ago", l.Name, *l.Spec.HolderIdentity, now.Sub(expiry).Round(time.Second)))
 			continue
@@ -156,6 +156,15 @@ func readLeases(podNames []string, leases []coordinationv1.Lease, now time.Time)
 		v.roles[l.Name] = leaseRole{memberID: id, role: role}
 	}
 	return v
+}
+
+// LeaseExpiry is when a member Lease stops vouching for its holder: its last renewal plus its
+// duration. renewed is false for a Lease its agent never renewed.
+func LeaseExpiry(l *coordinationv1.Lease) (expiry time.Time, renewed bool) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}, false
+	}
+	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second), true
 }
 
 type membersResult struct {

@@ -149,11 +149,11 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 }
 
 func leaseRenewed(lease *coordinationv1.Lease, now time.Time) bool {
-	if lease == nil || lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+	if lease == nil {
 		return false
 	}
-	expiry := lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
-	return now.Before(expiry)
+	expiry, renewed := roles.LeaseExpiry(lease)
+	return renewed && now.Before(expiry)
 }
 
 func podReady(pod *corev1.Pod) bool {
