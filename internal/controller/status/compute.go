@@ -94,21 +94,32 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 		conds = outOfBoundsConditions(ReasonTooManyMemberPods, fmt.Sprintf(
 			"%d pods carry the member labels; an Etcd has at most %d members", len(o.Pods), druidv1alpha1.MaxReplicas))
 	} else {
-		readyMembers := 0
-		for _, name := range resources.MemberNames(o.Etcd) {
+		// Quorum is counted over the voting members, not spec.replicas: during a scale-out the
+		// membership controller grows the StatefulSet one learner at a time, so ordinals at or
+		// above its replicas are not members yet, and a learner (its Lease says so) does not vote.
+		votingLimit := -1
+		if o.StatefulSet != nil && o.StatefulSet.Spec.Replicas != nil {
+			votingLimit = int(*o.StatefulSet.Spec.Replicas)
+		}
+		voters, readyVoters := 0, 0
+		for i, name := range resources.MemberNames(o.Etcd) {
 			m := memberStatus(name, podsByName[name], leasesByName[name], o.Now)
 			if old := findMember(prev.Members, name); old != nil && old.Status == m.Status {
 				m.LastTransitionTime = old.LastTransitionTime
 			} else {
 				m.LastTransitionTime = now
 			}
-			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
-				readyMembers++
-			}
 			out.Members = append(out.Members, m)
+			if (votingLimit >= 0 && i >= votingLimit) || (m.Role != nil && *m.Role == druidv1alpha1.EtcdRoleLearner) {
+				continue
+			}
+			voters++
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+				readyVoters++
+			}
 		}
 		conds = []druidv1alpha1.Condition{
-			readyCondition(int(o.Etcd.Spec.Replicas), readyMembers),
+			readyCondition(int(o.Etcd.Spec.Replicas), voters, readyVoters),
 			allMembersReadyCondition(out.Members),
 			allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 		}

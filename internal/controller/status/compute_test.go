@@ -230,3 +230,31 @@ func TestAllMembersUpdatedCarriesRolloutDecision(t *testing.T) {
 		t.Errorf("a decision for another revision leaked into the message: %q", c.Message)
 	}
 }
+
+// During a scale-out 1→3 the one voter is a quorum: the learner being added and the ordinal the
+// StatefulSet has not grown to yet do not count against it.
+func TestComputeReadyCountsVotersOnly(t *testing.T) {
+	leader := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"}
+	learner := member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Learner"}
+	follower := member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"}
+	for _, tt := range []struct {
+		name        string
+		stsReplicas *int32
+		members     []member
+		want        druidv1alpha1.ConditionStatus
+		message     string
+	}{
+		{"learner added, third not yet", ptr.To[int32](2), []member{leader, learner, {missing: true, leaseAge: -1}}, druidv1alpha1.ConditionTrue, "1/1 members ready, quorum is 1"},
+		{"StatefulSet not grown yet", ptr.To[int32](1), []member{leader, {missing: true, leaseAge: -1}, {missing: true, leaseAge: -1}}, druidv1alpha1.ConditionTrue, "1/1 members ready, quorum is 1"},
+		{"a voter down counts", ptr.To[int32](3), []member{leader, follower, follower}, druidv1alpha1.ConditionFalse, "1/3 members ready, quorum needs 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed(appsv1.OnDeleteStatefulSetStrategyType, tt.members...)
+			o.StatefulSet.Spec.Replicas = tt.stsReplicas
+			got := cond(Compute(o), druidv1alpha1.ConditionTypeReady)
+			if got.Status != tt.want || got.Message != tt.message {
+				t.Errorf("Ready = %s %q, want %s %q", got.Status, got.Message, tt.want, tt.message)
+			}
+		})
+	}
+}

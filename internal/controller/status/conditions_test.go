@@ -16,20 +16,22 @@ import (
 
 func TestReadyCondition(t *testing.T) {
 	for _, tc := range []struct {
-		replicas, ready int
-		status          druidv1alpha1.ConditionStatus
-		reason, message string
+		replicas, voters, ready int
+		status                  druidv1alpha1.ConditionStatus
+		reason, message         string
 	}{
-		{0, 0, druidv1alpha1.ConditionFalse, ReasonNoMembers, "spec.replicas is 0"},
-		{1, 1, druidv1alpha1.ConditionTrue, ReasonQuorate, "1/1 members ready, quorum is 1"},
-		{3, 2, druidv1alpha1.ConditionTrue, ReasonQuorate, "2/3 members ready, quorum is 2"},
-		{3, 1, druidv1alpha1.ConditionFalse, ReasonQuorumLost, "1/3 members ready, quorum needs 2"},
-		{5, 2, druidv1alpha1.ConditionFalse, ReasonQuorumLost, "2/5 members ready, quorum needs 3"},
+		{0, 0, 0, druidv1alpha1.ConditionFalse, ReasonNoMembers, "spec.replicas is 0"},
+		{3, 0, 0, druidv1alpha1.ConditionFalse, ReasonNoMembers, "no voting member has a pod yet"},
+		{1, 1, 1, druidv1alpha1.ConditionTrue, ReasonQuorate, "1/1 members ready, quorum is 1"},
+		{3, 3, 2, druidv1alpha1.ConditionTrue, ReasonQuorate, "2/3 members ready, quorum is 2"},
+		{3, 3, 1, druidv1alpha1.ConditionFalse, ReasonQuorumLost, "1/3 members ready, quorum needs 2"},
+		{5, 5, 2, druidv1alpha1.ConditionFalse, ReasonQuorumLost, "2/5 members ready, quorum needs 3"},
+		{3, 1, 1, druidv1alpha1.ConditionTrue, ReasonQuorate, "1/1 members ready, quorum is 1"}, // 1→3, nothing added yet
 	} {
 		t.Run(tc.message, func(t *testing.T) {
-			c := readyCondition(tc.replicas, tc.ready)
+			c := readyCondition(tc.replicas, tc.voters, tc.ready)
 			if c.Type != druidv1alpha1.ConditionTypeReady || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
-				t.Fatalf("readyCondition(%d, %d) = %+v", tc.replicas, tc.ready, c)
+				t.Fatalf("readyCondition(%d, %d, %d) = %+v", tc.replicas, tc.voters, tc.ready, c)
 			}
 		})
 	}
