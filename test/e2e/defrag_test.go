@@ -121,24 +121,8 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 func startCluster(ctx context.Context, t *testing.T, s *stack.Stack, prefix string) (*stack.EtcdCluster, *env) {
 	t.Helper()
 	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
-	image := framework.EtcdImage(fromVersion)
-	cluster, err := s.CreateEtcd(ctx, prefix, etcdName, 3, image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, stack: s, cluster: cluster}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
-			t.Errorf("cleaning up: %v", err)
-		}
-	})
-	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
-	if err := cluster.WaitConverged(ctx, image); err != nil {
-		t.Fatalf("initial cluster: %v", err)
-	}
-	return cluster, e
+	e := &env{t: t, stack: s}
+	return createCluster(ctx, e, prefix, 3), e
 }
 
 // makeGarbage writes 8 MiB through one member, deletes it and compacts, so every member's database

@@ -135,25 +135,9 @@ func runScale(t *testing.T, sc scaleScenario) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ns := "e2e-scale-" + sc.name + "-"
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	cluster, err := s.CreateEtcd(ctx, ns, etcdName, sc.from, framework.EtcdImage(fromVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cluster = cluster
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
-			t.Errorf("cleaning up: %v", err)
-		}
-	})
-	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
-	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
-		t.Fatalf("initial cluster: %v", err)
-	}
+	cluster := createCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)
 	framework.Eventually(t, time.Minute, "initial membership", func(ctx context.Context) (bool, string) {
 		return membershipSettled(ctx, e, int(sc.from))
 	})

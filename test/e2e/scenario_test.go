@@ -90,24 +90,7 @@ func run(t *testing.T, sc scenario) {
 	}
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	// A namespace of its own per run, deleted at the end, so the scenario can run again and
-	// again in the same stack (go test -count, make soak).
-	cluster, err := s.CreateEtcd(ctx, "e2e-"+sc.name+"-", etcdName, replicas, framework.EtcdImage(fromVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cluster = cluster
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		if err := s.DeleteNamespace(ctx, cluster.Namespace); err != nil {
-			t.Errorf("cleaning up: %v", err)
-		}
-	})
-	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
-	if err := cluster.WaitConverged(ctx, framework.EtcdImage(fromVersion)); err != nil {
-		t.Fatalf("initial cluster: %v", err)
-	}
+	cluster := createCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
 	checkMembersNonRoot(ctx, t, cluster)
 
 	// The fault comes first and the instruments start after it: the figures measure the
@@ -181,6 +164,33 @@ func run(t *testing.T, sc scenario) {
 			t.Logf("under %s the StatefulSet controller deleted participating %s while: %s", d.Strategy, d.Pod, d.Violation)
 		}
 	}
+}
+
+// createCluster creates an Etcd of replicas members at fromVersion in a namespace of its own
+// (prefix plus a generated suffix) and waits until it has converged. The namespace is deleted at
+// the end, so a scenario can run again and again in the same stack (go test -count, make soak);
+// on failure the evidence is printed first.
+func createCluster(ctx context.Context, e *env, prefix string, replicas int32) *stack.EtcdCluster {
+	t := e.t
+	t.Helper()
+	image := framework.EtcdImage(fromVersion)
+	cluster, err := e.stack.CreateEtcd(ctx, prefix, etcdName, replicas, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := e.stack.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
+	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
+	if err := cluster.WaitConverged(ctx, image); err != nil {
+		t.Fatalf("initial cluster: %v", err)
+	}
+	return cluster
 }
 
 // startRecorder starts the writer (40/s, short per-request deadlines) and the readyz monitors,
