@@ -47,6 +47,9 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 
 	var defragmented []string
 	at := map[string]time.Duration{} // when each Defragmented Event was recorded, after the schedule was set
+	// The run's window, from its Events (second resolution): the cron waits for the next minute
+	// first, and what the instruments see in that wait is not the defragmentation's.
+	var firstDefrag, doneAt time.Time
 	e.waitFor(ctx, "a completed defragmentation run", func(ctx context.Context) (bool, error) {
 		events := &corev1.EventList{}
 		if err := s.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
@@ -59,10 +62,14 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 			case defrag.EventDefragmented:
 				defragmented = append(defragmented, ev.Message)
 				at[ev.Message] = ev.LastTimestamp.Sub(scheduled).Round(time.Second)
+				if firstDefrag.IsZero() || ev.LastTimestamp.Time.Before(firstDefrag) {
+					firstDefrag = ev.LastTimestamp.Time
+				}
 			case defrag.EventDefragmentationFailed, defrag.EventDefragmentationSkip:
 				t.Errorf("%s: %s", ev.Reason, ev.Message)
 			case defrag.EventDefragmentationDone:
 				done = true
+				doneAt = ev.LastTimestamp.Time
 			}
 		}
 		return done, fmt.Errorf("%d members defragmented so far", len(defragmented))
@@ -77,8 +84,25 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	for _, m := range defragmented {
 		t.Logf("Defragmented (at ~%s): %s", at[m], m)
 	}
+	// Event timestamps are truncated to the second and the first member's run starts before its
+	// Event: the window opens 2 s before the first Event and closes 1 s after the run's end.
+	windowStart, windowEnd := firstDefrag.Add(-2*time.Second), doneAt.Add(time.Second)
+	var duringDefrag time.Duration
 	for _, q := range report.QuorumLosses {
-		t.Logf("quorum loss from %s after the schedule was set, for %d ms", q.Start.Sub(scheduled).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+		start, end := q.Start, q.End
+		if start.Before(windowStart) {
+			start = windowStart
+		}
+		if end.After(windowEnd) {
+			end = windowEnd
+		}
+		overlap := end.Sub(start)
+		where := "outside the defragmentation window"
+		if overlap > 0 {
+			duringDefrag += overlap
+			where = "during defragmentation"
+		}
+		t.Logf("quorum loss from %s after the schedule was set, for %d ms (%s)", q.Start.Sub(scheduled).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds(), where)
 	}
 
 	if recErr != nil {
@@ -105,8 +129,8 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 	if leaderTurns != 1 {
 		t.Errorf("%d leader defragmentations in one run, want 1", leaderTurns)
 	}
-	if report.QuorumLossMs != 0 {
-		t.Errorf("quorum lost for %d ms during defragmentation", report.QuorumLossMs)
+	if duringDefrag > 0 {
+		t.Errorf("quorum lost for %d ms during defragmentation (%d ms in the whole run)", duringDefrag.Milliseconds(), report.QuorumLossMs)
 	}
 	if report.LostAckedWrites != 0 {
 		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
