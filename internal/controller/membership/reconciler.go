@@ -334,7 +334,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 		status = druidv1alpha1.ConditionTrue
 	}
 	reason := d.Rule.CamelCase()
-	prev := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
+	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
 	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != d.Reason
 	acted := d.Action != membership.ActionWait && d.Action != membership.ActionDone
 	if acted || (changed && (prev == nil || prev.Reason != reason)) {
@@ -379,19 +379,10 @@ func isRefusal(r membership.RuleID) bool {
 	return false
 }
 
-func findCondition(conds []druidv1alpha1.Condition, t druidv1alpha1.ConditionType) *druidv1alpha1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 // ScaleInProgress is the predicate the OnDelete controller waits on: a membership change is
 // under way, so no pod may be replaced now (a replaced pod and a resize together could cost
 // quorum twice).
 func ScaleInProgress(etcd *druidv1alpha1.Etcd) bool {
-	c := findCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
+	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
 	return c != nil && c.Status == druidv1alpha1.ConditionTrue
 }

@@ -18,7 +18,7 @@ func setConditions(prev []druidv1alpha1.Condition, now metav1.Time, conds ...dru
 	for i := range conds {
 		conds[i].LastUpdateTime = now
 		conds[i].LastTransitionTime = now
-		old := findCondition(prev, conds[i].Type)
+		old := druidv1alpha1.FindCondition(prev, conds[i].Type)
 		if old == nil || old.Status != conds[i].Status {
 			continue
 		}
@@ -28,13 +28,4 @@ func setConditions(prev []druidv1alpha1.Condition, now metav1.Time, conds ...dru
 		}
 	}
 	return conds
-}
-
-func findCondition(conds []druidv1alpha1.Condition, t druidv1alpha1.ConditionType) *druidv1alpha1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
