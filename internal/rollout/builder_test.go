@@ -35,6 +35,14 @@ func (b *podBuilder) follower() *podBuilder         { b.p.Role = RoleFollower; r
 func (b *podBuilder) unknownRole() *podBuilder      { b.p.Role = RoleUnknown; return b }
 func (b *podBuilder) terminating() *podBuilder      { b.p.Terminating = true; return b }
 
+// reported makes the member answer with applied index i; learner marks a non-voting member.
+func (b *podBuilder) reported(i uint64) *podBuilder {
+	b.p.Member.Reported, b.p.Member.AppliedIndex = true, i
+	return b
+}
+func (b *podBuilder) learner() *podBuilder               { b.p.Member.Learner = true; return b }
+func (b *podBuilder) handoverFailures(n int) *podBuilder { b.p.HandoverFailures = n; return b }
+
 // The container states below all make the pod non-participating.
 func (b *podBuilder) dead() *podBuilder      { return b.notReady(ContainerDead) }
 func (b *podBuilder) transient() *podBuilder { return b.notReady(ContainerTransient) }
@@ -58,3 +66,6 @@ func observed(replicas int, pods ...*podBuilder) Observed {
 	}
 	return o
 }
+
+// withPolicy plans o under p.
+func withPolicy(o Observed, p Policy) Observed { o.Policy = p; return o }

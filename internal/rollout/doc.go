@@ -25,11 +25,28 @@
 //     (DEP-07 step 3): before a participating member is touched, every pod must exist, none may be
 //     on its way out, every updated pod must be participating again and no pod outside the
 //     ordinal range (a scale-down in flight) may remain.
-//   - participating/{follower,unknown-role,leader} (DEP-07 step 4): delete exactly one
-//     participating outdated pod: a known follower first, then a pod whose role is unknown, the
-//     known leader last. Ties go to the lowest ordinal.
+//   - wait/quorum-headroom: a participating member goes only while the voters already
+//     unavailable (missing, terminating, not participating, learners) leave room under the
+//     quorum's headroom, voters − (voters/2+1); a cluster of two voters has none.
+//   - wait/catch-up (Policy.CatchUp): every voter that would remain must be within
+//     Policy.MaxAppliedIndexLag raft entries of the leader's applied index (etcd Status); the
+//     reason names who lags by how much. Unchecked, and said so, when the leader reported none.
+//   - participating/{follower,unknown-role} (DEP-07 step 4): delete a participating outdated
+//     pod, a known follower first (one lagging beyond the catch-up bound before the others),
+//     then a pod whose role is unknown. Ties go to the lowest ordinal. With
+//     Policy.MaxConcurrent > 1 several known followers go at once, as many as the headroom
+//     leaves (5 voters: 2, 7 voters: 3), and the step 3 waits hold only once it is used up, so a
+//     partial batch (one member back, one stalled) is simply the next observation.
+//   - the leader last, alone: handover/move-leader (Policy.Handover) moves leadership to the
+//     updated, participating, answering voter (never a learner) with the highest applied
+//     index; its pod is deleted by a later decision, once it follows
+//     (participating/follower). Without a handover: participating/leader (handover off),
+//     participating/leader-no-transferee (no updated voter answered, or the leader did not),
+//     participating/leader-handover-failed (Policy.HandoverAttempts failures recorded on the
+//     pod, AnnotationHandoverFailures); etcd's own shutdown handover then applies.
 //
-// Terminating pods are never chosen, and a decision never names more than one pod.
+// Terminating pods are never chosen; a decision names more than one pod only for a batch of
+// followers.
 //
 // # Container classes
 //

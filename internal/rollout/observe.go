@@ -29,15 +29,16 @@ func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) 
 			role = RoleUnknown
 		}
 		o.Pods = append(o.Pods, PodState{
-			Name:            pod.Name,
-			Ordinal:         podOrdinal(sts.Name, pod),
-			UID:             string(pod.UID),
-			ResourceVersion: pod.ResourceVersion,
-			Revision:        pod.Labels[appsv1.StatefulSetRevisionLabel],
-			Terminating:     pod.DeletionTimestamp != nil,
-			Participating:   isParticipating(pod),
-			Container:       ClassifyContainer(pod),
-			Role:            role,
+			Name:             pod.Name,
+			Ordinal:          podOrdinal(sts.Name, pod),
+			UID:              string(pod.UID),
+			ResourceVersion:  pod.ResourceVersion,
+			Revision:         pod.Labels[appsv1.StatefulSetRevisionLabel],
+			Terminating:      pod.DeletionTimestamp != nil,
+			Participating:    isParticipating(pod),
+			Container:        ClassifyContainer(pod),
+			Role:             role,
+			HandoverFailures: handoverFailures(pod),
 		})
 	}
 	sortPods(o.Pods)
@@ -70,4 +71,31 @@ func sortPods(pods []PodState) {
 		}
 		return pods[i].Name < pods[j].Name
 	})
+}
+
+// handoverFailures reads AnnotationHandoverFailures; anything but a positive count is 0.
+func handoverFailures(pod *corev1.Pod) int {
+	n, err := strconv.Atoi(pod.Annotations[AnnotationHandoverFailures])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// WithMembers returns o with what the members said about themselves, by pod name; pods
+// without an entry keep the zero MemberStatus (not asked, or no answer).
+func (o Observed) WithMembers(members map[string]MemberStatus) Observed {
+	out := o
+	out.Pods = make([]PodState, len(o.Pods))
+	for i, p := range o.Pods {
+		p.Member = members[p.Name]
+		out.Pods[i] = p
+	}
+	return out
+}
+
+// WithPolicy returns o planned under policy p.
+func (o Observed) WithPolicy(p Policy) Observed {
+	o.Policy = p
+	return o
 }

@@ -10,7 +10,8 @@ import (
 // next one is asked.
 type verdict struct {
 	action     Action
-	pod        string
+	pods       []string
+	handoverTo string
 	rule       RuleID
 	reason     string
 	waitingFor []string
@@ -34,11 +35,14 @@ var rules = []rule{
 	ruleNoPodMissing,
 	ruleUpdatedMustParticipate,
 	ruleNoScaleDownInFlight,
-	ruleOneParticipatingAtATime,
+	ruleQuorumHeadroom,
+	ruleCatchUp,
+	ruleReplaceParticipating,
 }
 
-// Plan decides what the OnDelete controller does next for one observation. It deletes at most
-// one pod per decision and never a terminating or up-to-date one.
+// Plan decides what the OnDelete controller does next for one observation. It never deletes a
+// terminating or up-to-date pod, and more than one pod only within the quorum's headroom when
+// o.Policy allows concurrency.
 func Plan(o Observed) Decision { return planWith(rules, o) }
 
 func planWith(rules []rule, o Observed) Decision {
@@ -57,8 +61,9 @@ func planWith(rules []rule, o Observed) Decision {
 
 func (v verdict) decision() Decision {
 	d := Decision{Action: v.action, Rule: v.rule, Reason: v.reason, WaitingFor: v.waitingFor}
-	if v.action == ActionDelete {
-		d.Pod = v.pod
+	if v.action == ActionDelete || v.action == ActionHandover {
+		d.Pods = v.pods
+		d.HandoverTo = v.handoverTo
 	}
 	return d
 }
@@ -77,6 +82,12 @@ type view struct {
 	// condemned pods lie outside [0, replicas): a scale-down will remove them.
 	condemned     []PodState
 	participating int
+	// unavailable counts the voters (ordinals in range) that are missing, terminating, not
+	// participating or learners: each uses up part of the quorum's headroom.
+	unavailable      int
+	unavailableNames []string
+	// choice caches what step 4 would take (choose).
+	choice *participatingChoice
 	// outOfBounds says why the observation is too large to plan on; the view is then left empty.
 	outOfBounds string
 }
@@ -94,6 +105,10 @@ func newView(o Observed) *view {
 		present[p.Ordinal] = true
 		if IsOutdated(p, o.UpdateRevision) {
 			v.outdated++
+		}
+		if v.inRange(p) && (p.Terminating || !p.Participating || p.Member.Learner) {
+			v.unavailable++
+			v.unavailableNames = append(v.unavailableNames, p.Name)
 		}
 		if p.Terminating {
 			v.terminating = append(v.terminating, p)
@@ -116,6 +131,8 @@ func newView(o Observed) *view {
 			v.missing = append(v.missing, memberName(base, i))
 		}
 	}
+	v.unavailable += len(v.missing)
+	v.unavailableNames = append(v.unavailableNames, v.missing...)
 	return v
 }
 
@@ -180,5 +197,42 @@ func wait(rule RuleID, waitingFor []string, format string, args ...any) verdict 
 }
 
 func deletePod(rule RuleID, pod string, format string, args ...any) verdict {
-	return verdict{action: ActionDelete, pod: pod, rule: rule, reason: fmt.Sprintf(format, args...)}
+	return deletePods(rule, []string{pod}, format, args...)
+}
+
+func deletePods(rule RuleID, pods []string, format string, args ...any) verdict {
+	return verdict{action: ActionDelete, pods: pods, rule: rule, reason: fmt.Sprintf(format, args...)}
+}
+
+// quorum is the number of voters that must stay participating; headroom how many may not.
+func (v *view) quorum() int   { return v.o.Replicas/2 + 1 }
+func (v *view) headroom() int { return max(v.o.Replicas-v.quorum(), 0) }
+
+// concurrent says whether the policy allows replacing several participating members at once.
+func (v *view) concurrent() bool { return v.o.Policy.MaxConcurrent > 1 }
+
+// budget is how many more participating members may be taken away now: the configured
+// concurrency (one without it) capped by the headroom, less what is already unavailable.
+func (v *view) budget() int {
+	limit := 1
+	if v.concurrent() {
+		limit = v.o.Policy.MaxConcurrent
+	}
+	return min(limit, v.headroom()) - v.unavailable
+}
+
+// holdsForBudget tells a DEP-07 step 3 wait rule whether to wait: always without concurrency
+// (DEP-07 as written), and with it only once the unavailable voters use up the budget.
+// A terminating pod beyond the range (a scale-down) or nothing participating left to take
+// makes them wait as well: there is nothing else to do.
+func (v *view) holdsForBudget() bool {
+	if !v.concurrent() || v.budget() <= 0 || len(v.choose().pods) == 0 {
+		return true
+	}
+	for _, p := range v.terminating {
+		if !v.inRange(p) {
+			return true
+		}
+	}
+	return false
 }

@@ -16,6 +16,9 @@ type planCase struct {
 	pods     []string
 	rule     RuleID
 	waitsFor []string
+	// handoverTo is the expected target of a handover; reasonHas parts the reason must hold.
+	handoverTo string
+	reasonHas  []string
 }
 
 func runPlanCases(t *testing.T, cases []planCase) {
@@ -27,12 +30,17 @@ func runPlanCases(t *testing.T, cases []planCase) {
 			if want == nil {
 				want = []string{}
 			}
-			gotPods := []string{}
-			if got.Pod != "" {
-				gotPods = []string{got.Pod}
+			gotPods := got.Pods
+			if gotPods == nil {
+				gotPods = []string{}
 			}
-			if got.Action != tc.action || got.Rule != tc.rule || !slices.Equal(gotPods, want) {
-				t.Fatalf("Plan() = %s %q by %s (%q), want %s %v by %s", got.Action, got.Pod, got.Rule, got.Reason, tc.action, want, tc.rule)
+			if got.Action != tc.action || got.Rule != tc.rule || !slices.Equal(gotPods, want) || got.HandoverTo != tc.handoverTo {
+				t.Fatalf("Plan() = %s %q (to %q) by %s (%q), want %s %v (to %q) by %s", got.Action, got.Pods, got.HandoverTo, got.Rule, got.Reason, tc.action, want, tc.handoverTo, tc.rule)
+			}
+			for _, part := range tc.reasonHas {
+				if !strings.Contains(got.Reason, part) {
+					t.Errorf("reason %q does not say %q", got.Reason, part)
+				}
 			}
 			if tc.waitsFor != nil && !slices.Equal(got.WaitingFor, tc.waitsFor) {
 				t.Errorf("WaitingFor = %v, want %v", got.WaitingFor, tc.waitsFor)
@@ -71,8 +79,8 @@ func TestRuleWithinBounds(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Plan(tc.in)
-			if got.Action != ActionWait || got.Rule != RuleOutOfBounds || got.Pod != "" {
-				t.Fatalf("Plan() = %s %q by %s (%q), want a refusal by %s", got.Action, got.Pod, got.Rule, got.Reason, RuleOutOfBounds)
+			if got.Action != ActionWait || got.Rule != RuleOutOfBounds || len(got.Pods) != 0 {
+				t.Fatalf("Plan() = %s %q by %s (%q), want a refusal by %s", got.Action, got.Pods, got.Rule, got.Reason, RuleOutOfBounds)
 			}
 			if !strings.Contains(got.Reason, tc.want) {
 				t.Errorf("reason %q does not say %q", got.Reason, tc.want)
@@ -310,7 +318,8 @@ var allRules = []RuleID{
 	RuleNoUpdateRevision, RuleDone, RuleSingleNode, RuleNonParticipatingDead, RuleNonParticipatingTransient,
 	RuleNonParticipatingUnknown, RuleNonParticipatingAlive, RulePodTerminating, RulePodMissing,
 	RuleUpdatedNotParticipating, RuleScaleDown, RuleParticipatingFollower, RuleParticipatingUnknownRole,
-	RuleParticipatingLeader, RuleNoCandidate,
+	RuleParticipatingLeader, RuleNoCandidate, RuleQuorumHeadroom, RuleCatchUp, RuleHandover, RuleLeaderNoTransferee,
+	RuleLeaderHandoverFailed, RuleOutOfBounds,
 }
 
 func TestReasonCarriesNumbers(t *testing.T) {

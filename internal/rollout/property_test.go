@@ -44,8 +44,10 @@ func observedFromBytes(data []byte) Observed {
 		}
 		// Only a running container can pass its readiness probe.
 		p.Participating = p.Container == ContainerAlive && c&0x10 != 0
+		p.Member, p.HandoverFailures = memberFromByte(next())
 		o.Pods = append(o.Pods, p)
 	}
+	o.Policy = policyFromByte(next())
 	// Now and then a pod whose name carries no ordinal, as a careless selector would let in.
 	if b := next(); b%16 == 1 {
 		o.Pods = append(o.Pods, PodState{Name: "stray-pod", Ordinal: -1, Revision: revisions[int(b>>4)%len(revisions)],
@@ -64,6 +66,30 @@ func observedFromBytes(data []byte) Observed {
 	return o
 }
 
+// lagSteps straddle the catch-up bounds the generated policies use (0 and 1000 entries).
+var lagSteps = []uint64{0, 0, 1, 999, 1000, 1001, 50000}
+
+// memberFromByte is what a member said: answered or not, its applied index below a common
+// leader index, now and then a learner; and failed handovers recorded on the pod.
+func memberFromByte(m byte) (MemberStatus, int) {
+	if m&1 == 0 {
+		return MemberStatus{Learner: m&0x0e == 0x0e}, int(m>>6) % 4
+	}
+	return MemberStatus{Reported: true, AppliedIndex: 100000 - lagSteps[int(m>>1)%len(lagSteps)], Learner: m&0x70 == 0x70}, int(m>>6) % 4
+}
+
+// policyFromByte covers the zero policy (DEP-07 as written), concurrency 0–4, the catch-up
+// gate with a strict and the default bound, and handover with 0–3 attempts.
+func policyFromByte(b byte) Policy {
+	return Policy{
+		MaxConcurrent:      int(b % 5),
+		CatchUp:            b&0x08 != 0,
+		MaxAppliedIndexLag: []uint64{0, DefaultMaxAppliedIndexLag}[int(b>>4)&1],
+		Handover:           b&0x20 != 0,
+		HandoverAttempts:   int(b>>6) % 4,
+	}
+}
+
 // beyondBounds says whether o holds a number the planner must refuse, computed independently of
 // the planner's own check.
 func beyondBounds(o Observed) bool {
@@ -80,8 +106,9 @@ func checkPlanInvariants(t *testing.T, o Observed) {
 	}
 }
 
-// planInvariantViolation checks the safety properties of DEP-07 for any observation and
-// describes the first one Plan breaks.
+// planInvariantViolation checks the safety properties of DEP-07 and of the rules beyond it
+// (quorum headroom, catch-up, handover) for any observation, computed independently of the
+// planner, and describes the first one Plan breaks.
 func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	d := plan(o)
 	fail := func(format string, args ...any) error {
@@ -96,7 +123,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	// Out of bounds: a refusal, always, and the checks below (which loop over Replicas) would
 	// themselves run away.
 	if beyondBounds(o) {
-		if d.Action != ActionWait || d.Rule != RuleOutOfBounds || d.Pod != "" {
+		if d.Action != ActionWait || d.Rule != RuleOutOfBounds || len(d.Pods) != 0 {
 			return fail("planned on an observation beyond %d members instead of refusing", MaxMembers)
 		}
 		return nil
@@ -104,19 +131,23 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleOutOfBounds {
 		return fail("refused an observation within bounds")
 	}
-	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods)}); again.Action != d.Action || again.Pod != d.Pod || again.Rule != d.Rule {
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy}); again.Action != d.Action ||
+		!slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule || again.HandoverTo != d.HandoverTo {
 		return fail("decision depends on pod order: %+v", again)
 	}
 
+	inRange := func(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < o.Replicas }
 	present := map[int]bool{}
-	var terminating, updatedNotParticipating, condemned int
+	var terminating, updatedNotParticipating, condemned, unavailable int
 	for _, p := range o.Pods {
 		present[p.Ordinal] = true
-		inRange := p.Ordinal >= 0 && p.Ordinal < o.Replicas
+		if inRange(p) && (p.Terminating || !p.Participating || p.Member.Learner) {
+			unavailable++
+		}
 		switch {
 		case p.Terminating:
 			terminating++
-		case !inRange:
+		case !inRange(p):
 			condemned++
 		case !IsOutdated(p, o.UpdateRevision) && !p.Participating:
 			updatedNotParticipating++
@@ -127,6 +158,74 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		if !present[i] {
 			missing++
 		}
+	}
+	unavailable += missing
+	headroom := max(o.Replicas-(o.Replicas/2+1), 0)
+	concurrent := o.Policy.MaxConcurrent > 1
+	byName := func(name string) (PodState, bool) {
+		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == name })
+		if i < 0 {
+			return PodState{}, false
+		}
+		return o.Pods[i], true
+	}
+	// takesParticipating checks what taking the participating pods in taken away must respect.
+	takesParticipating := func(taken []PodState) error {
+		if len(taken) == 0 {
+			return nil
+		}
+		if !concurrent && (updatedNotParticipating > 0 || terminating > 0 || missing > 0) {
+			return fail("took participating %s while the set is unsettled (updated-not-participating=%d terminating=%d missing=%d)",
+				names(taken), updatedNotParticipating, terminating, missing)
+		}
+		if condemned > 0 {
+			return fail("took participating %s during a scale-down", names(taken))
+		}
+		// The headroom property: the voters not participating afterwards never exceed it.
+		if after := unavailable + len(taken); after > headroom {
+			return fail("%d voters not participating afterwards (%d before, %d taken), headroom %d of %d", after, unavailable, len(taken), headroom, o.Replicas)
+		}
+		for _, q := range o.Pods {
+			if IsOutdated(q, o.UpdateRevision) && !q.Participating && !q.Terminating && inRange(q) {
+				return fail("took participating %s before non-participating %s", names(taken), q.Name)
+			}
+		}
+		// Catch-up: with the leader's applied index known, every voter left is within bound.
+		var leaderIndex uint64
+		for _, q := range o.Pods {
+			if q.Role == RoleLeader && q.Participating && !q.Terminating && inRange(q) && q.Member.Reported {
+				leaderIndex = max(leaderIndex, q.Member.AppliedIndex)
+			}
+		}
+		if o.Policy.CatchUp && leaderIndex > 0 {
+			for _, q := range o.Pods {
+				if slices.ContainsFunc(taken, func(t PodState) bool { return t.Name == q.Name }) ||
+					!inRange(q) || !q.Participating || q.Terminating || q.Member.Learner || q.Member.AppliedIndex == 0 {
+					continue
+				}
+				if q.Member.AppliedIndex+o.Policy.MaxAppliedIndexLag < leaderIndex {
+					return fail("took %s while %s lags %d entries behind the leader (bound %d)",
+						names(taken), q.Name, leaderIndex-q.Member.AppliedIndex, o.Policy.MaxAppliedIndexLag)
+				}
+			}
+		}
+		// The leader goes alone and last.
+		for _, t := range taken {
+			if t.Role != RoleLeader {
+				continue
+			}
+			if len(taken) > 1 {
+				return fail("leader %s in a batch", t.Name)
+			}
+			for _, q := range o.Pods {
+				// (Two pods claiming leadership never come out of role resolution; the generator
+				// makes them anyway, and either may go first.)
+				if q.Name != t.Name && q.Role != RoleLeader && IsOutdated(q, o.UpdateRevision) && q.Participating && !q.Terminating && inRange(q) {
+					return fail("took leader %s before %s", t.Name, q.Name)
+				}
+			}
+		}
+		return nil
 	}
 
 	switch d.Action {
@@ -140,36 +239,102 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 			}
 		}
 	case ActionWait:
-		if d.Pod != "" {
-			return fail("wait decision names a pod to delete")
+		if len(d.Pods) != 0 || d.HandoverTo != "" {
+			return fail("wait decision names pods")
 		}
 	case ActionDelete:
-		if d.Pod == "" {
+		if len(d.Pods) == 0 {
 			return fail("delete decision without a pod")
 		}
-		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == d.Pod })
-		if i < 0 {
-			return fail("deleted pod does not exist")
+		if len(d.Pods) > max(o.Policy.MaxConcurrent, 1) {
+			return fail("deletes %d pods, concurrency %d", len(d.Pods), o.Policy.MaxConcurrent)
 		}
-		p := o.Pods[i]
-		if !IsOutdated(p, o.UpdateRevision) || p.Terminating || o.UpdateRevision == "" {
-			return fail("deleted pod %s is up to date or terminating", p.Name)
+		if d.Rule == RuleSingleNode {
+			// DEP-07's one exception: a single member has no quorum to keep and no one to
+			// hand leadership to.
+			if o.Replicas != 1 || len(o.Pods) != 1 || len(d.Pods) != 1 || d.Pods[0] != o.Pods[0].Name || !IsOutdated(o.Pods[0], o.UpdateRevision) || o.Pods[0].Terminating {
+				return fail("single-node rule outside a single-node cluster")
+			}
+			return nil
 		}
-		if p.Participating && (updatedNotParticipating > 0 || terminating > 0 || missing > 0 || condemned > 0) {
-			return fail("deleted participating %s while the set is unsettled (updated-not-participating=%d terminating=%d missing=%d condemned=%d)",
-				p.Name, updatedNotParticipating, terminating, missing, condemned)
-		}
-		if p.Participating {
-			for _, q := range o.Pods {
-				if q.Name != p.Name && IsOutdated(q, o.UpdateRevision) && !q.Participating && !q.Terminating && q.Ordinal < o.Replicas {
-					return fail("deleted participating %s before non-participating %s", p.Name, q.Name)
+		var taken []PodState
+		for i, name := range d.Pods {
+			p, ok := byName(name)
+			if !ok {
+				return fail("deleted pod %s does not exist", name)
+			}
+			if slices.Contains(d.Pods[:i], name) {
+				return fail("pod %s named twice", name)
+			}
+			if !IsOutdated(p, o.UpdateRevision) || p.Terminating || o.UpdateRevision == "" || !inRange(p) {
+				return fail("deleted pod %s is up to date, terminating or out of range", p.Name)
+			}
+			if p.Participating {
+				taken = append(taken, p)
+			} else if len(d.Pods) > 1 {
+				return fail("non-participating %s in a batch", p.Name)
+			}
+			if len(d.Pods) > 1 && p.Role != RoleFollower {
+				return fail("%s (%s) in a batch of %d", p.Name, p.Role, len(d.Pods))
+			}
+			if p.Participating && p.Role == RoleLeader && o.Policy.Handover {
+				switch d.Rule {
+				case RuleLeaderHandoverFailed:
+					if p.HandoverFailures < max(o.Policy.HandoverAttempts, 1) {
+						return fail("gave up the handover after %d of %d attempts", p.HandoverFailures, o.Policy.HandoverAttempts)
+					}
+				case RuleLeaderNoTransferee:
+					if _, ok := bestTransferee(o); ok && p.Member.Reported {
+						return fail("deleted leader %s without a handover although a transferee exists", p.Name)
+					}
+				default:
+					return fail("deleted leader %s by %s with handover on", p.Name, d.Rule)
 				}
 			}
+		}
+		if err := takesParticipating(taken); err != nil {
+			return err
+		}
+	case ActionHandover:
+		if !o.Policy.Handover || len(d.Pods) != 1 {
+			return fail("handover without the policy or not from exactly one pod")
+		}
+		l, ok := byName(d.Pods[0])
+		if !ok || l.Role != RoleLeader || !l.Participating || l.Terminating || !inRange(l) || !IsOutdated(l, o.UpdateRevision) || !l.Member.Reported {
+			return fail("handover from %s, which is not the outdated, participating, answering leader", d.Pods[0])
+		}
+		if l.HandoverFailures >= max(o.Policy.HandoverAttempts, 1) {
+			return fail("handover attempted again after %d failures", l.HandoverFailures)
+		}
+		best, ok := bestTransferee(o)
+		if !ok || best.Name != d.HandoverTo {
+			return fail("handover to %q, the best transferee is %q", d.HandoverTo, best.Name)
+		}
+		if err := takesParticipating([]PodState{l}); err != nil {
+			return err
 		}
 	default:
 		return fail("unknown action %q", d.Action)
 	}
 	return nil
+}
+
+// bestTransferee is the updated, participating, answering voter with the highest applied index
+// (ties: lowest ordinal), computed apart from the planner's own choice.
+func bestTransferee(o Observed) (PodState, bool) {
+	var best PodState
+	found := false
+	for _, p := range o.Pods {
+		if IsOutdated(p, o.UpdateRevision) || p.Ordinal < 0 || p.Ordinal >= o.Replicas || !p.Participating || p.Terminating ||
+			!p.Member.Reported || p.Member.Learner {
+			continue
+		}
+		if !found || p.Member.AppliedIndex > best.Member.AppliedIndex ||
+			(p.Member.AppliedIndex == best.Member.AppliedIndex && p.Ordinal < best.Ordinal) {
+			best, found = p, true
+		}
+	}
+	return best, found
 }
 
 func reversed(pods []PodState) []PodState {
@@ -178,15 +343,55 @@ func reversed(pods []PodState) []PodState {
 	return out
 }
 
+// settledFromBytes explores the states the participating rules decide on, which
+// observedFromBytes seldom reaches: clusters of 2–9 voters, nearly every pod present,
+// running and ready, one leader (now and then none or two), applied indexes around the
+// catch-up bounds, learners, failed handovers and every policy.
+func settledFromBytes(data []byte) Observed {
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
+	}
+	o := Observed{Replicas: []int{3, 5, 7, 9, 2, 4, 1, 5}[int(next())%8], UpdateRevision: newRev, Policy: policyFromByte(next())}
+	leader := int(next()) % (o.Replicas + 1)
+	for ordinal := 0; ordinal < o.Replicas; ordinal++ {
+		b, c := next(), next()
+		if b%32 == 0 {
+			continue // missing
+		}
+		p := PodState{
+			Name: fmt.Sprintf("etcd-main-%d", ordinal), Ordinal: ordinal,
+			Revision: []string{newRev, oldRev, oldRev}[int(b>>1)%3], Terminating: b%32 == 1,
+			Container: ContainerAlive, Participating: b%16 != 2, Role: RoleFollower,
+		}
+		if ordinal == leader || c%64 == 1 {
+			p.Role = RoleLeader
+		} else if c%16 == 2 {
+			p.Role = RoleUnknown
+		}
+		p.Member, p.HandoverFailures = memberFromByte(c | 1)
+		if b%64 == 3 {
+			p.Member = MemberStatus{}
+		}
+		o.Pods = append(o.Pods, p)
+	}
+	return o
+}
+
 // TestPlanInvariantsRandom runs the invariants over seeded random states in every `go test`.
 func TestPlanInvariantsRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 2026))
-	buf := make([]byte, 26)
+	buf := make([]byte, 36)
 	for i := 0; i < 20000; i++ {
 		for j := range buf {
 			buf[j] = byte(r.UintN(256))
 		}
 		checkPlanInvariants(t, observedFromBytes(buf))
+		checkPlanInvariants(t, settledFromBytes(buf))
 	}
 }
 
@@ -197,6 +402,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkPlanInvariants(t, observedFromBytes(data))
+		checkPlanInvariants(t, settledFromBytes(data))
 	})
 }
 
@@ -215,6 +421,29 @@ func TestInvariantCheckerCatchesUnsafePlans(t *testing.T) {
 	}
 	if planInvariantViolation(unsafe, observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-2").outdated())) == nil {
 		t.Fatal("invariant checker accepted deleting a participating pod while etcd-main-1 is missing")
+	}
+	// A batch as large as the concurrency asks, ignoring the headroom: 3 of 5 voters.
+	greedy := func(o Observed) Decision {
+		return planWith([]rule{func(v *view) verdict {
+			var batch []string
+			for _, p := range v.pods {
+				if p.Participating && IsOutdated(p, v.o.UpdateRevision) && p.Role == RoleFollower && len(batch) < v.o.Policy.MaxConcurrent {
+					batch = append(batch, p.Name)
+				}
+			}
+			return deletePods(RuleParticipatingFollower, batch, "greedy")
+		}}, o)
+	}
+	five := observed(5, pod("etcd-main-0").outdated(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated(), pod("etcd-main-3").leader(), pod("etcd-main-4"))
+	five.Policy = Policy{MaxConcurrent: 3}
+	if planInvariantViolation(greedy, five) == nil {
+		t.Fatal("invariant checker accepted taking 3 of 5 voters at once")
+	}
+	// A lagging voter left behind.
+	lagging := observed(3, pod("etcd-main-0").outdated().reported(100000).leader(), pod("etcd-main-1").outdated().reported(100000), pod("etcd-main-2").reported(1))
+	lagging.Policy = Policy{CatchUp: true, MaxAppliedIndexLag: 1000}
+	if planInvariantViolation(func(o Observed) Decision { return planWith([]rule{ruleReplaceParticipating}, o) }, lagging) == nil {
+		t.Fatal("invariant checker accepted deleting etcd-main-1 while etcd-main-2 lags 99999 entries")
 	}
 }
 

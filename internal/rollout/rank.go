@@ -29,16 +29,6 @@ func rankNonParticipating(pods []PodState) []PodState {
 	})
 }
 
-// rankParticipating sorts candidates by role, then lowest ordinal, then name.
-func rankParticipating(pods []PodState) []PodState {
-	return rankBy(pods, func(p PodState) int {
-		if r, ok := roleRank[p.Role]; ok {
-			return r
-		}
-		return roleRank[RoleUnknown]
-	})
-}
-
 func rankBy(pods []PodState, rank func(PodState) int) []PodState {
 	out := append([]PodState(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool {

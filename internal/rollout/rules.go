@@ -97,7 +97,7 @@ func describeClass(c ContainerClass) string {
 // ruleNoPodTerminating (step 3): a pod on its way out is already a member short; removing a
 // participating one on top could cost the quorum.
 func ruleNoPodTerminating(v *view) verdict {
-	if len(v.terminating) == 0 {
+	if len(v.terminating) == 0 || !v.holdsForBudget() {
 		return verdict{}
 	}
 	n := names(v.terminating)
@@ -107,7 +107,7 @@ func ruleNoPodTerminating(v *view) verdict {
 // ruleNoPodMissing (step 3): a deleted pod the StatefulSet controller has not recreated yet is
 // not participating either.
 func ruleNoPodMissing(v *view) verdict {
-	if len(v.missing) == 0 {
+	if len(v.missing) == 0 || !v.holdsForBudget() {
 		return verdict{}
 	}
 	return wait(RulePodMissing, v.missing, "waiting for the StatefulSet controller to create %s; %s",
@@ -117,7 +117,7 @@ func ruleNoPodMissing(v *view) verdict {
 // ruleUpdatedMustParticipate is DEP-07 step 3 proper: the previously replaced member has to be
 // back in the quorum before the next participating member goes.
 func ruleUpdatedMustParticipate(v *view) verdict {
-	if len(v.updatedNotParticipating) == 0 {
+	if len(v.updatedNotParticipating) == 0 || !v.holdsForBudget() {
 		return verdict{}
 	}
 	n := names(v.updatedNotParticipating)
@@ -134,23 +134,6 @@ func ruleNoScaleDownInFlight(v *view) verdict {
 	n := names(v.condemned)
 	return wait(RuleScaleDown, n, "waiting for the scale-down to %d replicas to remove %s; %s",
 		v.o.Replicas, strings.Join(n, ", "), v.summary())
-}
-
-// ruleOneParticipatingAtATime is DEP-07 step 4: every outdated pod participates now, so replace
-// exactly one, followers before the leader to avoid needless elections.
-func ruleOneParticipatingAtATime(v *view) verdict {
-	var candidates []PodState
-	for _, p := range v.pods {
-		if v.candidate(p) && p.Participating {
-			candidates = append(candidates, p)
-		}
-	}
-	if len(candidates) == 0 {
-		return verdict{}
-	}
-	p := rankParticipating(candidates)[0]
-	return deletePod(participatingRule(p.Role), p.Name, "deleting %s (%s, outdated): every updated pod participates; %s",
-		p.Name, describeRole(p.Role), v.summary())
 }
 
 func participatingRule(r Role) RuleID {

@@ -1,6 +1,11 @@
 package rollout
 
-import druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+import (
+	"encoding/json"
+	"slices"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+)
 
 // MaxMembers is the largest cluster the planner plans for: the Etcd API's bound on spec.replicas.
 // Plan refuses larger observations before sizing anything by them.
@@ -41,7 +46,56 @@ type PodState struct {
 	Participating bool
 	Container     ContainerClass
 	Role          Role
+	// Member is what the etcd member said about itself over mTLS; the zero value when it was
+	// not asked (LeaseOnly, a decision that does not depend on it) or did not answer.
+	Member MemberStatus
+	// HandoverFailures counts the leadership handovers from this pod that failed (the
+	// controller records them on the pod, AnnotationHandoverFailures).
+	HandoverFailures int
 }
+
+// MemberStatus is the part of an etcd member's Status the planner uses.
+type MemberStatus struct {
+	// Reported is set when the member answered.
+	Reported bool
+	// AppliedIndex is the member's raft applied index; 0 means unknown (a running member has
+	// applied at least its bootstrap entries).
+	AppliedIndex uint64
+	// Learner is set for a non-voting member, from its Status or from the member list.
+	Learner bool
+}
+
+// Policy is the configured behaviour beyond DEP-07 (OperatorConfiguration
+// controllers.ondelete). The zero value is DEP-07 as written: one participating member at a
+// time, no catch-up gate, the leader deleted without a handover.
+type Policy struct {
+	// MaxConcurrent is how many participating members may be replaced at once; 0 and 1 mean
+	// one at a time. The quorum's headroom (voters − quorum) caps it, and every voter that is
+	// already unavailable, terminating, missing or a learner uses up part of it.
+	MaxConcurrent int
+	// CatchUp gates the deletion of a participating member: every voter that remains must be
+	// within MaxAppliedIndexLag raft entries of the leader's applied index.
+	CatchUp            bool
+	MaxAppliedIndexLag uint64
+	// Handover moves leadership to the best updated voter before the leader's pod is deleted;
+	// after HandoverAttempts failures for one leader pod it is deleted anyway (etcd then hands
+	// over at shutdown). 0 attempts means 1.
+	Handover         bool
+	HandoverAttempts int
+}
+
+// DefaultPolicy is what the operator runs with unless configured otherwise.
+func DefaultPolicy() Policy {
+	return Policy{MaxConcurrent: 1, CatchUp: true, MaxAppliedIndexLag: DefaultMaxAppliedIndexLag, Handover: true, HandoverAttempts: DefaultHandoverAttempts}
+}
+
+const (
+	// DefaultMaxAppliedIndexLag is the catch-up bound: a follower this close to the leader
+	// needs no snapshot and is a fraction of a second behind under heavy load.
+	DefaultMaxAppliedIndexLag = 1000
+	// DefaultHandoverAttempts bounds the MoveLeader attempts for one leader pod.
+	DefaultHandoverAttempts = 3
+)
 
 // Observed is one consistent look at a StatefulSet and its pods.
 type Observed struct {
@@ -51,14 +105,21 @@ type Observed struct {
 	Replicas int
 	// Pods are the pods that exist; a missing ordinal is simply absent.
 	Pods []PodState
+	// Policy is configuration, not observation; it travels with the observation so Plan stays
+	// a function of its one argument.
+	Policy Policy
 }
 
 // Action is what the controller should do now.
 type Action string
 
 const (
-	// ActionDelete deletes the one pod named in Decision.Pod.
+	// ActionDelete deletes the pods named in Decision.Pods: one, or with quorum-headroom
+	// concurrency several followers.
 	ActionDelete Action = "delete"
+	// ActionHandover moves leadership from the leader (Decision.Pods[0]) to
+	// Decision.HandoverTo; its pod is deleted by a later decision, once it follows.
+	ActionHandover Action = "handover"
 	// ActionWait requeues: something has to settle before the next deletion.
 	ActionWait Action = "wait"
 	// ActionDone means every pod runs the update revision.
@@ -87,6 +148,18 @@ const (
 	RuleParticipatingFollower     RuleID = "participating/follower"
 	RuleParticipatingUnknownRole  RuleID = "participating/unknown-role"
 	RuleParticipatingLeader       RuleID = "participating/leader"
+	// RuleQuorumHeadroom waits while the voters already unavailable use up the quorum's
+	// headroom (or the cluster has none, as an even count of two).
+	RuleQuorumHeadroom RuleID = "wait/quorum-headroom"
+	// RuleCatchUp waits for a voter that would remain to come within the applied-index bound.
+	RuleCatchUp RuleID = "wait/catch-up"
+	// RuleHandover moves leadership off the leader before its pod is deleted.
+	RuleHandover RuleID = "handover/move-leader"
+	// RuleLeaderNoTransferee deletes the leader without a handover: no updated voter that
+	// answered could take over (or the leader itself did not answer).
+	RuleLeaderNoTransferee RuleID = "participating/leader-no-transferee"
+	// RuleLeaderHandoverFailed deletes the leader after the bounded handover attempts failed.
+	RuleLeaderHandoverFailed RuleID = "participating/leader-handover-failed"
 	// RuleNoCandidate is a safety net: no rule matched although the rollout is not done. The rule
 	// set is built so that this cannot happen; if it does, waiting is the safe answer.
 	RuleNoCandidate RuleID = "wait/no-candidate"
@@ -95,11 +168,41 @@ const (
 // Decision is the planner's answer for one observation.
 type Decision struct {
 	Action Action `json:"action"`
-	// Pod is the one pod to delete when Action is delete, and empty otherwise.
-	Pod  string `json:"pod,omitempty"`
-	Rule RuleID `json:"rule"`
+	// Pods are the pods to delete when Action is delete (followers first, by rank), the
+	// leader handing over when Action is handover, and empty otherwise.
+	Pods []string `json:"pods,omitempty"`
+	// HandoverTo is the pod leadership moves to when Action is handover.
+	HandoverTo string `json:"handoverTo,omitempty"`
+	Rule       RuleID `json:"rule"`
 	// Reason is for humans and carries the numbers behind the decision.
 	Reason string `json:"reason"`
 	// WaitingFor names the pods (or missing pod names) a wait decision is blocked on.
 	WaitingFor []string `json:"waitingFor,omitempty"`
+}
+
+// AnnotationHandoverFailures on a leader pod counts the failed handovers from it, so the
+// planner (and `plan` on a saved state) sees how many attempts are left.
+const AnnotationHandoverFailures = "etcd-conductor.io/handover-failures"
+
+// UnmarshalJSON also reads decisions recorded before a decision could name several pods,
+// which carried the one pod as "pod".
+func (d *Decision) UnmarshalJSON(data []byte) error {
+	type plain Decision
+	var v struct {
+		plain
+		Pod string `json:"pod"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*d = Decision(v.plain)
+	if v.Pod != "" && len(d.Pods) == 0 {
+		d.Pods = []string{v.Pod}
+	}
+	return nil
+}
+
+// Deletes reports whether the decision deletes pod name.
+func (d Decision) Deletes(name string) bool {
+	return d.Action == ActionDelete && slices.Contains(d.Pods, name)
 }
