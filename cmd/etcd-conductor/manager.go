@@ -87,7 +87,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func startManager(ctx context.Context, log logr.Logger, f managerFlags, cfg *configv1alpha1.OperatorConfiguration, gates features.Gates) error {
 	log.Info("Starting etcd-conductor manager", "version", version, "featureGates", gates.String(),
-		"memberRoleSource", cfg.Controllers.OnDelete.MemberRoleSource)
+		"memberRoleSource", cfg.Controllers.OnDelete.MemberRoleSource, "rolloutPolicy", fmt.Sprintf("%+v", operator.RolloutPolicy(cfg.Controllers.OnDelete)))
 	restCfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)

@@ -23,8 +23,8 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [--role-source Auto|LeaseOnly] [--now RFC3339]
-       etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...]
+const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [--role-source Auto|LeaseOnly] [--now RFC3339] [POLICY]
+       etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...] [POLICY]
                            [--member-status FILE | --etcd-ca F --etcd-cert F --etcd-key F [--member-address POD=HOST:PORT ...]]
 
 Prints, as one JSON object, what the OnDelete controller would do next: plan runs the
@@ -34,11 +34,15 @@ STATE is "kubectl get etcd,sts,pods,leases -o yaml" output (YAML or JSON, "-" fo
 exactly one StatefulSet and, preferably, the Etcd owning it; without that Etcd the defaults
 stand in (client port 2379, the Etcd named like the StatefulSet) and the output says so. With
 --etcd the same objects are read from the cluster instead (the StatefulSet is named like the
-Etcd). FILE is {"members":[{"name","id","leaderID","reachable"}]}.
+Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner"}]}
+(the last two optional).
 With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client
 port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names.
 --now evaluates Lease freshness at that time (default: the current time), for replaying a
-state captured earlier.`
+state captured earlier.
+POLICY, as the operator's controllers.ondelete configuration (defaults the same):
+--handover=false (leader deleted without moving leadership first), --handover-attempts N (3),
+--max-applied-index-lag N (1000; -1 turns the catch-up gate off), --max-concurrent-member-updates N (1).`
 
 // liveTimeout bounds live mode: the API reads and the member questions.
 const liveTimeout = 30 * time.Second
@@ -74,6 +78,7 @@ type planOptions struct {
 	statePath, memberStatusPath string
 	mode                        roles.SourcePolicy
 	now                         time.Time
+	policy                      rollout.Policy
 
 	// Live mode.
 	kubeconfig, namespace, etcdName string
@@ -106,8 +111,25 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 		o.addresses[pod] = address
 		return nil
 	})
+	o.policy = rollout.DefaultPolicy()
+	flags.BoolVar(&o.policy.Handover, "handover", o.policy.Handover, "move leadership before deleting the leader's pod")
+	flags.IntVar(&o.policy.HandoverAttempts, "handover-attempts", o.policy.HandoverAttempts, "failed handovers after which the leader is deleted anyway")
+	maxLag := flags.Int64("max-applied-index-lag", int64(o.policy.MaxAppliedIndexLag), "catch-up bound in raft entries; -1 turns the gate off")
+	flags.IntVar(&o.policy.MaxConcurrent, "max-concurrent-member-updates", o.policy.MaxConcurrent, "participating members replaced at once (capped by the quorum's headroom)")
 	if err := flags.Parse(args); err != nil {
 		return o, err
+	}
+	switch {
+	case *maxLag < -1:
+		return o, fmt.Errorf("--max-applied-index-lag must be -1 (off) or at least 0, got %d", *maxLag)
+	case *maxLag == -1:
+		o.policy.CatchUp, o.policy.MaxAppliedIndexLag = false, 0
+	default:
+		o.policy.MaxAppliedIndexLag = uint64(*maxLag)
+	}
+	if o.policy.MaxConcurrent < 1 || o.policy.HandoverAttempts < 1 {
+		return o, fmt.Errorf("--max-concurrent-member-updates and --handover-attempts must be at least 1, got %d and %d",
+			o.policy.MaxConcurrent, o.policy.HandoverAttempts)
 	}
 	if flags.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flags.Args())
@@ -176,7 +198,7 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Outpu
 	if err != nil {
 		return plancmd.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, plancmd.Reports(members), nil, o.mode, o.now))
+	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, plancmd.Reports(members), nil, o.mode, o.policy, o.now))
 }
 
 // refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
@@ -216,7 +238,7 @@ func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, erro
 		// says why.
 		memberSource = plancmd.AskMembers(pool, creds, o.addresses)
 	}
-	return refuseOutOfBounds(plancmd.Plan(ctx, st, memberSource, plancmd.LiveLeases(c), o.mode, o.now))
+	return refuseOutOfBounds(plancmd.Plan(ctx, st, memberSource, plancmd.LiveLeases(c), o.mode, o.policy, o.now))
 }
 
 // liveClient builds a client through a kubeconfig, resolved the way kubectl does, and returns

@@ -61,13 +61,17 @@ type Outcome struct {
 	Resolution    roles.Resolution
 	// MemberQueryErr says why the members were not asked or did not answer.
 	MemberQueryErr error
+	// Reports are the members' answers the decision was made on (none unless RolesResolved):
+	// the controller finds the handover's member IDs here.
+	Reports []roles.MemberReport
 }
 
-// Decide runs observe → resolve roles → plan on st. now decides which Leases are fresh.
-func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolicy, now time.Time) (Outcome, error) {
+// Decide runs observe → resolve roles → plan on st under policy. now decides which Leases are
+// fresh.
+func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Outcome, error) {
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
 	pods := MemberPods(st.StatefulSet, st.Pods)
-	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil)}
+	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy)}
 	out.Decision = rollout.Plan(out.Observed)
 	out.Resolution = roles.Resolution{Source: roles.SourceNone,
 		Detail: fmt.Sprintf("roles not needed: rule %s does not choose among participating members", out.Decision.Rule)}
@@ -90,15 +94,27 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 		// visible where users look.
 		out.Resolution.Detail = fmt.Sprintf("members not asked: %v; %s", out.MemberQueryErr, out.Resolution.Detail)
 	}
-	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles))
+	out.Reports = reports
+	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).WithPolicy(policy))
 	return out, nil
 }
 
-// NeedsRoles tells whether a role-less decision would change with roles: only the choice among
-// participating members looks at them.
+// MemberStatuses turns the members' reports into the planner's view of them, by pod name.
+func MemberStatuses(reports []roles.MemberReport) map[string]rollout.MemberStatus {
+	out := make(map[string]rollout.MemberStatus, len(reports))
+	for _, r := range reports {
+		out[r.Name] = rollout.MemberStatus{Reported: r.Reachable, AppliedIndex: r.AppliedIndex, Learner: r.IsLearner}
+	}
+	return out
+}
+
+// NeedsRoles tells whether a role-less decision would change with roles and member status:
+// only the choice among participating members (the batch, the catch-up gate, the handover)
+// looks at them.
 func NeedsRoles(d rollout.Decision) bool {
 	switch d.Rule {
-	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader:
+	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader,
+		rollout.RuleCatchUp, rollout.RuleHandover, rollout.RuleLeaderNoTransferee, rollout.RuleLeaderHandoverFailed:
 		return true
 	}
 	return false

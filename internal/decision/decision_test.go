@@ -140,11 +140,11 @@ func TestDecide(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := State{Etcd: testEtcd(), StatefulSet: testStatefulSet(), Pods: tc.pods}
-			got, err := Decide(context.Background(), st, tc.inputs, tc.mode, now)
+			got, err := Decide(context.Background(), st, tc.inputs, tc.mode, rollout.DefaultPolicy(), now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Decision.Rule != tc.wantRule || got.Decision.Pod != tc.wantPod || got.Resolution.Source != tc.wantSource {
+			if got.Decision.Rule != tc.wantRule || strings.Join(got.Decision.Pods, ",") != tc.wantPod || got.Resolution.Source != tc.wantSource {
 				t.Fatalf("Decide() = %+v, %s; want %s %q, roles from %s", got.Decision, got.Resolution.Source, tc.wantRule, tc.wantPod, tc.wantSource)
 			}
 			if tc.inputs.leaseReads != tc.wantLeases || len(tc.inputs.asked) != tc.wantAsked {

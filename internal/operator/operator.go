@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -136,6 +137,8 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
 		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
 		Maintenance:      underMaintenance,
+		Policy:           RolloutPolicy(cfg.Controllers.OnDelete),
+		HandoverTimeout:  cfg.Controllers.OnDelete.Handover.Timeout.Duration,
 	})
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
 		pool.Close()
@@ -165,6 +168,26 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	return &Operator{Manager: mgr, Pool: pool}, nil
+}
+
+// RolloutPolicy turns the OnDelete controller's configuration into the planner's policy. Fields
+// left unset (a configuration not passed through Decode) take the planner's defaults.
+func RolloutPolicy(c configv1alpha1.OnDeleteControllerConfiguration) rollout.Policy {
+	p := rollout.DefaultPolicy()
+	if c.Handover.Enabled != nil {
+		p.Handover = *c.Handover.Enabled
+	}
+	if c.Handover.MaxAttempts > 0 {
+		p.HandoverAttempts = c.Handover.MaxAttempts
+	}
+	if c.MaxAppliedIndexLag != nil {
+		p.CatchUp = *c.MaxAppliedIndexLag >= 0
+		p.MaxAppliedIndexLag = uint64(max(*c.MaxAppliedIndexLag, 0))
+	}
+	if c.MaxConcurrentMemberUpdates > 0 {
+		p.MaxConcurrent = c.MaxConcurrentMemberUpdates
+	}
+	return p
 }
 
 // cacheOptions limits the informers to the watched namespaces, when any are configured, so that

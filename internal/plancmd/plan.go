@@ -33,8 +33,10 @@ import (
 
 // Output is what `plan` prints: the decision, and the roles it was based on.
 type Output struct {
-	Action          rollout.Action          `json:"action"`
-	Pods            []string                `json:"pods"`
+	Action rollout.Action `json:"action"`
+	Pods   []string       `json:"pods"`
+	// HandoverTo is where leadership moves when Action is handover.
+	HandoverTo      string                  `json:"handoverTo,omitempty"`
 	Rule            rollout.RuleID          `json:"rule"`
 	Reason          string                  `json:"reason"`
 	RoleSource      roles.Source            `json:"roleSource"`
@@ -68,12 +70,13 @@ type State struct {
 	Leases      []coordinationv1.Lease
 }
 
-// Plan runs the controller's pipeline (decision.Decide) on st. members answers when the
-// decision depends on roles and the members are to be asked (nil: no member status, roles
-// from the Leases); leases, if not nil, reads the member Leases instead of st.Leases (live mode).
-func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.SourcePolicy, now time.Time) (Output, error) {
+// Plan runs the controller's pipeline (decision.Decide) on st under policy. members answers
+// when the decision depends on roles and the members are to be asked (nil: no member status,
+// roles from the Leases); leases, if not nil, reads the member Leases instead of st.Leases (live
+// mode).
+func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Output, error) {
 	in := roleInputs{st: st, members: members, leases: leases}
-	outcome, err := decision.Decide(ctx, decision.State{Etcd: st.Etcd, StatefulSet: st.StatefulSet, Pods: st.Pods}, in, mode, now)
+	outcome, err := decision.Decide(ctx, decision.State{Etcd: st.Etcd, StatefulSet: st.StatefulSet, Pods: st.Pods}, in, mode, policy, now)
 	if err != nil {
 		return Output{}, err
 	}
@@ -118,6 +121,7 @@ func output(st State, o decision.Outcome) Output {
 	out := Output{
 		Action:          o.Decision.Action,
 		Pods:            []string{},
+		HandoverTo:      o.Decision.HandoverTo,
 		Rule:            o.Decision.Rule,
 		Reason:          o.Decision.Reason,
 		RoleSource:      o.Resolution.Source,
@@ -129,8 +133,8 @@ func output(st State, o decision.Outcome) Output {
 		RoleMismatch:    o.Resolution.Mismatch,
 		RoleDetail:      o.Resolution.Detail,
 	}
-	if o.Decision.Pod != "" {
-		out.Pods = []string{o.Decision.Pod}
+	if len(o.Decision.Pods) > 0 {
+		out.Pods = o.Decision.Pods
 	}
 	if st.Etcd != nil {
 		out.Etcd = st.Etcd.Namespace + "/" + st.Etcd.Name

@@ -111,7 +111,7 @@ func planOn(state, memberStatus []byte, mode roles.SourcePolicy) (Output, error)
 	if err != nil {
 		return Output{}, err
 	}
-	return Plan(context.Background(), st, Reports(members), nil, mode, now)
+	return Plan(context.Background(), st, Reports(members), nil, mode, rollout.DefaultPolicy(), now)
 }
 
 func TestPlan(t *testing.T) {

@@ -16,7 +16,7 @@ func ReportsFromClusterStatus(cs etcdclient.ClusterStatus) []MemberReport {
 			continue // added to the cluster but never started, so it has no name yet
 		}
 		index[m.Name] = len(out)
-		out = append(out, MemberReport{Name: m.Name, ID: hexID(m.ID)})
+		out = append(out, MemberReport{Name: m.Name, ID: hexID(m.ID), IsLearner: m.IsLearner})
 	}
 	for _, s := range cs.Members {
 		i, ok := index[s.Name]
@@ -29,6 +29,8 @@ func ReportsFromClusterStatus(cs etcdclient.ClusterStatus) []MemberReport {
 			out[i].Reachable = true
 			out[i].ID = hexID(s.ID)
 			out[i].LeaderID = hexID(s.LeaderID)
+			out[i].AppliedIndex = s.RaftAppliedIndex
+			out[i].IsLearner = out[i].IsLearner || s.IsLearner
 		}
 	}
 	return out

@@ -49,6 +49,10 @@ type MemberReport struct {
 	ID        string `json:"id"`
 	LeaderID  string `json:"leaderID"`
 	Reachable bool   `json:"reachable"`
+	// AppliedIndex is the member's raft applied index (0: unknown, as in reports recorded
+	// before it was kept); IsLearner marks a non-voting member.
+	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
+	IsLearner    bool   `json:"isLearner,omitempty"`
 }
 
 // Resolution is the outcome of Resolve.

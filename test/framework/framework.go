@@ -83,6 +83,9 @@ type OperatorOptions struct {
 	// WatchNamespaces restricts the operator to these namespaces (empty: all).
 	WatchNamespaces []string
 	Logger          logr.Logger
+	// OnDelete, when set, adjusts the OnDelete controller's configuration (handover, catch-up
+	// gate, concurrency) before defaults are applied; unset fields keep the defaults.
+	OnDelete func(*configv1alpha1.OnDeleteControllerConfiguration)
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -137,6 +140,9 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	cfg.Controllers.OnDelete.RequeueInterval.Duration = o.RequeueInterval
 	if cfg.Controllers.OnDelete.RequeueInterval.Duration == 0 {
 		cfg.Controllers.OnDelete.RequeueInterval.Duration = time.Second
+	}
+	if o.OnDelete != nil {
+		o.OnDelete(&cfg.Controllers.OnDelete)
 	}
 	cfg.WatchNamespaces = o.WatchNamespaces
 	cfg.MetricsBindAddress = "0"

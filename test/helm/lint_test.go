@@ -70,6 +70,26 @@ func TestInvalidValuesAreRejected(t *testing.T) {
 			want:   []string{"/controllers/ondelete/concurrentSyncs"},
 		},
 		{
+			name:   "concurrency beyond any headroom",
+			values: "controllers:\n  ondelete:\n    maxConcurrentMemberUpdates: 5\n",
+			want:   []string{"/controllers/ondelete/maxConcurrentMemberUpdates"},
+		},
+		{
+			name:   "applied index lag below -1",
+			values: "controllers:\n  ondelete:\n    maxAppliedIndexLag: -5\n",
+			want:   []string{"/controllers/ondelete/maxAppliedIndexLag"},
+		},
+		{
+			name:   "misspelled handover key",
+			values: "controllers:\n  ondelete:\n    handover:\n      enable: false\n",
+			want:   []string{"/controllers/ondelete/handover", "enable", "not allowed"},
+		},
+		{
+			name:   "handover timeout not a duration",
+			values: "controllers:\n  ondelete:\n    handover:\n      timeout: soon\n",
+			want:   []string{"/controllers/ondelete/handover/timeout"},
+		},
+		{
 			name:   "misspelled top-level key",
 			values: "memberClientTls:\n  secretName: x\n",
 			want:   []string{"memberClientTls", "not allowed"},

@@ -543,8 +543,8 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"druid.gardener.cloud/etcds":             "get,list,watch",
 		"druid.gardener.cloud/etcds/status":      "patch",
 		"druid.gardener.cloud/etcds/finalizers":  "update",
-		"apps/statefulsets":                      owned + ",patch", // the membership controller sets replicas
-		"core/pods":                              "list,watch,delete",
+		"apps/statefulsets":                      owned + ",patch",          // the membership controller sets replicas
+		"core/pods":                              "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
 		"core/services":                          owned,
 		"core/configmaps":                        owned,
 		"core/serviceaccounts":                   owned,

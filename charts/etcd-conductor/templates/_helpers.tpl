@@ -76,6 +76,14 @@ controllers:
   ondelete:
     concurrentSyncs: {{ .Values.controllers.ondelete.concurrentSyncs }}
     memberRoleSource: {{ .Values.controllers.ondelete.memberRoleSource }}
+    {{- with .Values.controllers.ondelete.handover }}
+    handover:
+      enabled: {{ .enabled }}
+      timeout: {{ .timeout | quote }}
+      maxAttempts: {{ .maxAttempts }}
+    {{- end }}
+    maxAppliedIndexLag: {{ .Values.controllers.ondelete.maxAppliedIndexLag }}
+    maxConcurrentMemberUpdates: {{ .Values.controllers.ondelete.maxConcurrentMemberUpdates }}
 {{- with .Values.watchNamespaces }}
 watchNamespaces:
   {{- toYaml . | nindent 2 }}

@@ -14,6 +14,16 @@ type Metrics struct {
 	RoleMismatches     *prometheus.CounterVec
 	MemberClientErrors *prometheus.CounterVec
 	DecisionLatency    prometheus.Histogram
+	// Handovers counts leadership handovers by target member and outcome (succeeded, failed,
+	// timeout, unconfirmed); HandoverDuration times them.
+	Handovers        *prometheus.CounterVec
+	HandoverDuration *prometheus.HistogramVec
+	// LeaderDeletions counts pods deleted while they still led, by the rule that says why.
+	LeaderDeletions *prometheus.CounterVec
+	// AppliedIndexLag is each member's raft applied-index lag behind the leader, as last seen.
+	AppliedIndexLag *prometheus.GaugeVec
+	// BatchSize is the number of pods one delete decision named.
+	BatchSize prometheus.Histogram
 }
 
 // NewMetrics creates the series and registers them on reg.
@@ -35,8 +45,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		DecisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "decision_duration_seconds",
 			Help:    "Time from the start of a reconcile to its decision, member queries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		Handovers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "handovers_total",
+			Help: "Leadership handovers before a leader's pod is deleted, by target member and outcome (succeeded, failed, timeout, unconfirmed)."},
+			[]string{"namespace", "etcd", "target", "outcome"}),
+		HandoverDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "handover_duration_seconds",
+			Help:    "Time from MoveLeader to the members confirming the new leader (or giving up), by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.002, 2, 13)}, []string{"outcome"}),
+		LeaderDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leader_deletions_total",
+			Help: "Pods deleted while still the leader (etcd's shutdown handover then applies), by the rule that says why."}, []string{"rule"}),
+		AppliedIndexLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "member_applied_index_lag",
+			Help: "Raft entries a member has applied fewer than the leader, when the OnDelete controller last asked."}, []string{"namespace", "etcd", "member"}),
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "rollout_batch_size",
+			Help: "Pods deleted by one OnDelete decision (above 1 only with quorum-headroom concurrency).", Buckets: prometheus.LinearBuckets(1, 1, 5)}),
 	}
-	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency} {
+	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency,
+		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -34,6 +34,8 @@ import (
 // MemberPool is the part of the member connection pool (etcdclient.Pool) the controller uses.
 type MemberPool interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+	// MoveLeader asks member fromName, the leader, to hand leadership to member toID.
+	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
 	// Forget closes a cluster's cached connections.
 	Forget(cluster string)
 }
@@ -58,6 +60,12 @@ type Config struct {
 	Clock func() time.Time
 	// Maintenance names members blocked by a defragmentation; none is deleted meanwhile.
 	Maintenance *maintenance.Registry
+	// Policy is the rollout policy beyond DEP-07 (leadership handover, catch-up gate,
+	// quorum-headroom concurrency); the zero value is DEP-07 as written.
+	Policy rollout.Policy
+	// HandoverTimeout bounds a MoveLeader call and, separately, the wait until the members
+	// confirm the new leader (default 5s each).
+	HandoverTimeout time.Duration
 }
 
 // Reconciler is the OnDelete controller.
@@ -76,6 +84,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.HandoverTimeout == 0 {
+		cfg.HandoverTimeout = 5 * time.Second
+	}
 	return &Reconciler{cfg: cfg, now: cfg.Clock}
 }
 
@@ -83,7 +94,7 @@ func NewReconciler(cfg Config) *Reconciler {
 // the Etcd is read from the cache; the client key pair is read uncached from its Secrets (get
 // only, never listed); one pod at a time is deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
@@ -95,8 +106,9 @@ func NewReconciler(cfg Config) *Reconciler {
 //  2. decide (internal/decision, the pipeline `plan` runs too): plan, and when the choice is
 //     among participating members, read the member leases, ask the members over mTLS, resolve
 //     roles (internal/roles) and plan again (internal/rollout);
-//  3. carry out the decision: delete at most one pod, with UID and resourceVersion
-//     preconditions, or wait;
+//  3. carry out the decision: delete the pod (or the batch of followers), with UID and
+//     resourceVersion preconditions; or move leadership off the leader and confirm it
+//     (handover.go); or wait;
 //  4. report: an Event when the decision changes, status.lastOperation, metrics.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.now()
@@ -128,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
-		roleInputs{r: r}, r.cfg.RoleSource, r.now())
+		roleInputs{r: r}, r.cfg.RoleSource, r.cfg.Policy, r.now())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -139,28 +151,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.cfg.Metrics.DecisionLatency.Observe(r.now().Sub(start).Seconds())
 	r.cfg.Metrics.OutdatedPods.WithLabelValues(etcd.Namespace, etcd.Name).Set(float64(countOutdated(outcome.Observed)))
 
-	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pod", d.Pod,
+	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pods", d.Pods, "handoverTo", d.HandoverTo,
 		"reason", d.Reason, "roleSource", resolution.Source)
+	r.observeLags(etcd, outcome)
 
 	result := ctrl.Result{}
-	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && d.Action == rollout.ActionDelete {
+	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
 		// A defragmenting member serves nothing but may still look ready: taking another
 		// member away now could leave no quorum. The defragmentation is bounded by its timeout.
-		log.Info("Deletion held while a member is defragmented", "pod", d.Pod, "defragmenting", member)
+		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
 		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
 	}
 	switch d.Action {
 	case rollout.ActionDelete:
-		if err := r.deletePod(ctx, outcome.Pods, d); err != nil {
+		r.recordLeaderDeletions(etcd, outcome)
+		if err := r.deletePods(ctx, outcome.Pods, d); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The pod changed or went since we read it: decide again on fresh state.
-				log.Info("Pod changed before deletion; deciding again", "pod", d.Pod, "error", err.Error())
+				log.Info("Pod changed before deletion; deciding again", "pods", d.Pods, "error", err.Error())
 				return ctrl.Result{Requeue: true}, nil
 			}
 			return ctrl.Result{}, err
 		}
-		r.cfg.Metrics.Deletions.WithLabelValues(string(d.Rule)).Inc()
+		r.cfg.Metrics.Deletions.WithLabelValues(string(d.Rule)).Add(float64(len(d.Pods)))
+		r.cfg.Metrics.BatchSize.Observe(float64(len(d.Pods)))
 		result.RequeueAfter = r.cfg.RequeueInterval
+	case rollout.ActionHandover:
+		// Either way the next decision is made on what the members say now: after a confirmed
+		// handover the old leader is a follower and goes next; after a failure the count on
+		// its pod tells the planner how many attempts are left.
+		if r.handover(ctx, etcd, outcome) {
+			result.Requeue = true
+		} else {
+			result.RequeueAfter = r.cfg.RequeueInterval
+		}
 	case rollout.ActionWait:
 		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
@@ -186,20 +210,25 @@ func countOutdated(o rollout.Observed) int {
 	return n
 }
 
-// deletePod deletes the one pod of the decision. The preconditions make the delete fail if the
-// pod was replaced or changed since it was planned on.
-func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, d rollout.Decision) error {
-	if d.Pod == "" {
+// deletePods deletes the pods of the decision, in its order. The preconditions make a delete
+// fail if the pod was replaced or changed since it was planned on; the pods of a batch deleted
+// before such a failure stay deleted, and the next decision sees them go.
+func (r *Reconciler) deletePods(ctx context.Context, pods []corev1.Pod, d rollout.Decision) error {
+	if len(d.Pods) == 0 {
 		return fmt.Errorf("planner decided to delete without naming a pod")
 	}
-	var pod *corev1.Pod
-	for i := range pods {
-		if pods[i].Name == d.Pod {
-			pod = &pods[i]
+	for _, name := range d.Pods {
+		if err := r.deletePod(ctx, pods, name, d); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name string, d rollout.Decision) error {
+	pod := findPod(pods, name)
 	if pod == nil {
-		return apierrors.NewNotFound(corev1.Resource("pods"), d.Pod)
+		return apierrors.NewNotFound(corev1.Resource("pods"), name)
 	}
 	uid, rv := pod.UID, pod.ResourceVersion
 	err := r.cfg.Client.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv})
@@ -207,6 +236,15 @@ func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, d rollout
 		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Deleted outdated pod", "pod", pod.Name, "rule", d.Rule, "reason", d.Reason)
+	return nil
+}
+
+func findPod(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
+		}
+	}
 	return nil
 }
 

@@ -44,14 +44,22 @@ type portMapper struct {
 }
 
 func (m portMapper) Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error) {
-	mapped := make([]etcdclient.Target, len(targets))
+	return m.pool.Query(ctx, cluster, creds, m.mapped(targets))
+}
+
+func (m portMapper) MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, from string, to uint64) error {
+	return m.pool.MoveLeader(ctx, cluster, creds, m.mapped(targets), from, to)
+}
+
+func (m portMapper) mapped(targets []etcdclient.Target) []etcdclient.Target {
+	out := make([]etcdclient.Target, len(targets))
 	for i, t := range targets {
-		mapped[i] = t
+		out[i] = t
 		if a, ok := m.address[t.Name]; ok {
-			mapped[i].Address = a
+			out[i].Address = a
 		}
 	}
-	return m.pool.Query(ctx, cluster, creds, mapped)
+	return out
 }
 
 func (m portMapper) Forget(cluster string) { m.pool.Forget(cluster) }

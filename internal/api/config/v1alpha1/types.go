@@ -88,7 +88,38 @@ type OnDeleteControllerConfiguration struct {
 	MemberRoleSource MemberRoleSource `json:"memberRoleSource,omitempty"`
 	// RequeueInterval is how often a rollout that waits is looked at again (default 5s).
 	RequeueInterval metav1.Duration `json:"requeueInterval,omitempty"`
+	// Handover moves leadership off the leader before its pod is deleted.
+	Handover HandoverConfiguration `json:"handover,omitempty"`
+	// MaxAppliedIndexLag is the catch-up gate: a participating member is deleted only while
+	// every voter that remains is within this many raft entries of the leader's applied index
+	// (default 1000; -1 turns the gate off).
+	MaxAppliedIndexLag *int64 `json:"maxAppliedIndexLag,omitempty"`
+	// MaxConcurrentMemberUpdates is how many participating members may be replaced at once,
+	// capped by the quorum's headroom (5 members: 2, 7: 3). Default 1, one at a time as DEP-07.
+	MaxConcurrentMemberUpdates int `json:"maxConcurrentMemberUpdates,omitempty"`
 }
+
+// HandoverConfiguration configures the leadership handover before the leader's pod goes.
+type HandoverConfiguration struct {
+	// Enabled defaults to true; false deletes the leader and relies on etcd's shutdown handover.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Timeout bounds the MoveLeader call and, separately, the wait until the members confirm
+	// the new leader (default 5s).
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// MaxAttempts is how many failed handovers from one leader pod are tried before it is
+	// deleted anyway (default 3).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+}
+
+// Defaults of the OnDelete rollout policy.
+const (
+	DefaultMaxAppliedIndexLag         = 1000
+	DefaultHandoverTimeout            = 5 * time.Second
+	DefaultHandoverMaxAttempts        = 3
+	DefaultMaxConcurrentMemberUpdates = 1
+	// maxConcurrentMemberUpdatesBound is the headroom of the largest cluster (9 members).
+	maxConcurrentMemberUpdatesBound = 4
+)
 
 // MemberClientTLS points at PEM files mounted into the manager pod.
 type MemberClientTLS struct {
@@ -111,6 +142,7 @@ func (c *OperatorConfiguration) Default() {
 	if c.Controllers.OnDelete.RequeueInterval.Duration == 0 {
 		c.Controllers.OnDelete.RequeueInterval.Duration = 5 * time.Second
 	}
+	c.Controllers.OnDelete.defaultRolloutPolicy()
 	if c.LeaderElection.ResourceName == "" {
 		c.LeaderElection.ResourceName = "etcd-conductor-leader-election"
 	}
@@ -131,6 +163,42 @@ func (c *OperatorConfiguration) Default() {
 	if c.HealthProbeBindAddress == "" {
 		c.HealthProbeBindAddress = ":8081"
 	}
+}
+
+func (o *OnDeleteControllerConfiguration) defaultRolloutPolicy() {
+	if o.Handover.Enabled == nil {
+		enabled := true
+		o.Handover.Enabled = &enabled
+	}
+	if o.Handover.Timeout.Duration == 0 {
+		o.Handover.Timeout.Duration = DefaultHandoverTimeout
+	}
+	if o.Handover.MaxAttempts == 0 {
+		o.Handover.MaxAttempts = DefaultHandoverMaxAttempts
+	}
+	if o.MaxAppliedIndexLag == nil {
+		lag := int64(DefaultMaxAppliedIndexLag)
+		o.MaxAppliedIndexLag = &lag
+	}
+	if o.MaxConcurrentMemberUpdates == 0 {
+		o.MaxConcurrentMemberUpdates = DefaultMaxConcurrentMemberUpdates
+	}
+}
+
+// validateRolloutPolicy names the first rollout policy field the controller cannot run with.
+func (o *OnDeleteControllerConfiguration) validateRolloutPolicy() error {
+	switch {
+	case o.Handover.Timeout.Duration <= 0:
+		return fmt.Errorf("controllers.ondelete.handover.timeout must be a positive duration, got %s", o.Handover.Timeout.Duration)
+	case o.Handover.MaxAttempts <= 0:
+		return fmt.Errorf("controllers.ondelete.handover.maxAttempts must be positive, got %d", o.Handover.MaxAttempts)
+	case o.MaxAppliedIndexLag != nil && *o.MaxAppliedIndexLag < -1:
+		return fmt.Errorf("controllers.ondelete.maxAppliedIndexLag must be -1 (gate off) or at least 0 raft entries, got %d", *o.MaxAppliedIndexLag)
+	case o.MaxConcurrentMemberUpdates < 1 || o.MaxConcurrentMemberUpdates > maxConcurrentMemberUpdatesBound:
+		return fmt.Errorf("controllers.ondelete.maxConcurrentMemberUpdates must be between 1 and %d (the headroom of 9 members), got %d",
+			maxConcurrentMemberUpdatesBound, o.MaxConcurrentMemberUpdates)
+	}
+	return nil
 }
 
 // leaderElectionJitter is client-go's leader election JitterFactor: renewDeadline must exceed
@@ -174,6 +242,9 @@ func (c *OperatorConfiguration) Validate() error {
 	if float64(le.RenewDeadline.Duration) <= leaderElectionJitter*float64(le.RetryPeriod.Duration) {
 		return fmt.Errorf("leaderElection.renewDeadline (%s) must be longer than %.1f × leaderElection.retryPeriod (%s)",
 			le.RenewDeadline.Duration, leaderElectionJitter, le.RetryPeriod.Duration)
+	}
+	if err := c.Controllers.OnDelete.validateRolloutPolicy(); err != nil {
+		return err
 	}
 	switch c.Controllers.OnDelete.MemberRoleSource {
 	case MemberRoleSourceAuto, MemberRoleSourceLeaseOnly:

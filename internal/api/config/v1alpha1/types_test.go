@@ -15,7 +15,36 @@ type decodeCase struct {
 }
 
 func TestDecode(t *testing.T) {
+	policyHeader := "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
 	tests := []decodeCase{
+		{
+			name: "rollout policy defaults",
+			data: policyHeader,
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				o := c.Controllers.OnDelete
+				if o.Handover.Enabled == nil || !*o.Handover.Enabled || o.Handover.Timeout.Duration != 5*time.Second || o.Handover.MaxAttempts != 3 ||
+					o.MaxAppliedIndexLag == nil || *o.MaxAppliedIndexLag != 1000 || o.MaxConcurrentMemberUpdates != 1 {
+					t.Errorf("rollout policy defaults %+v", o)
+				}
+			},
+		},
+		{
+			name: "rollout policy set",
+			data: policyHeader + "controllers:\n  ondelete:\n    handover: {enabled: false, timeout: 2s, maxAttempts: 1}\n    maxAppliedIndexLag: -1\n    maxConcurrentMemberUpdates: 2\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				o := c.Controllers.OnDelete
+				if *o.Handover.Enabled || o.Handover.Timeout.Duration != 2*time.Second || o.Handover.MaxAttempts != 1 ||
+					*o.MaxAppliedIndexLag != -1 || o.MaxConcurrentMemberUpdates != 2 {
+					t.Errorf("rollout policy %+v", o)
+				}
+			},
+		},
+		{name: "handover typo", data: policyHeader + "controllers:\n  ondelete:\n    handover: {enable: true}\n", wantErr: `unknown field "controllers.ondelete.handover.enable"`},
+		{name: "zero handover timeout", data: policyHeader + "controllers:\n  ondelete:\n    handover: {timeout: 0s}\n", wantErr: "controllers.ondelete.handover.timeout must be a positive duration"},
+		{name: "negative attempts", data: policyHeader + "controllers:\n  ondelete:\n    handover: {maxAttempts: -1}\n", wantErr: "controllers.ondelete.handover.maxAttempts must be positive"},
+		{name: "lag below -1", data: policyHeader + "controllers:\n  ondelete:\n    maxAppliedIndexLag: -2\n", wantErr: "maxAppliedIndexLag must be -1 (gate off) or at least 0"},
+		{name: "concurrency beyond any headroom", data: policyHeader + "controllers:\n  ondelete:\n    maxConcurrentMemberUpdates: 5\n", wantErr: "maxConcurrentMemberUpdates must be between 1 and 4"},
+		{name: "concurrency zero", data: policyHeader + "controllers:\n  ondelete:\n    maxConcurrentMemberUpdates: 0\n", wantErr: "maxConcurrentMemberUpdates must be between 1 and 4"},
 		{
 			name: "full configuration",
 			data: `

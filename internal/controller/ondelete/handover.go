@@ -1,0 +1,228 @@
+package ondelete
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+)
+
+// Handover outcomes, the values of the outcome label.
+const (
+	HandoverSucceeded   = "succeeded"
+	HandoverFailed      = "failed"
+	HandoverTimedOut    = "timeout"
+	HandoverUnconfirmed = "unconfirmed"
+)
+
+// confirmInterval is how often the members are asked who leads while a handover is confirmed.
+const confirmInterval = 50 * time.Millisecond
+
+// handover carries out a handover decision: MoveLeader sent to the leader itself (bounded by
+// HandoverTimeout), then the members' Status polled until the target leads (bounded again). It
+// reports true once the target is confirmed. A failure is counted on the leader's pod
+// (rollout.AnnotationHandoverFailures), so the planner, which stays pure, sees the attempts
+// used up and falls back to deleting the leader; it is also an Event and a metric.
+func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o decision.Outcome) bool {
+	d := o.Decision
+	from, to := d.Pods[0], d.HandoverTo
+	log := logr.FromContextOrDiscard(ctx).WithValues("from", from, "to", to)
+	start := r.now()
+	err := r.moveAndConfirm(ctx, etcd, o, from, to)
+	elapsed := r.now().Sub(start)
+	outcome := handoverOutcome(err)
+	r.cfg.Metrics.Handovers.WithLabelValues(etcd.Namespace, etcd.Name, to, outcome).Inc()
+	r.cfg.Metrics.HandoverDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
+	if err == nil {
+		log.Info("Leadership handed over", "duration", elapsed)
+		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "LeadershipHandedOver",
+			"leadership moved from %s to %s in %s, confirmed by the members; %s is deleted next as a follower [%s]",
+			from, to, elapsed.Round(time.Millisecond), from, d.Rule)
+		return true
+	}
+	attempts := failuresOf(o.Pods, from) + 1
+	log.Info("Leadership handover failed", "attempt", attempts, "outcome", outcome, "error", err.Error())
+	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "HandoverFailed",
+		"moving leadership from %s to %s failed after %s (%s, attempt %d of %d): %v",
+		from, to, elapsed.Round(time.Millisecond), outcome, attempts, max(r.cfg.Policy.HandoverAttempts, 1), err)
+	if err := r.recordHandoverFailure(ctx, o.Pods, from, attempts); err != nil {
+		// Not fatal: the next attempt is one more try; the planner's bound still holds once a
+		// record gets through.
+		log.Info("Could not record the failed handover on the pod", "error", err.Error())
+	}
+	return false
+}
+
+// moveAndConfirm sends MoveLeader to from and waits until the members say to leads.
+func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etcd, o decision.Outcome, from, to string) error {
+	toID, err := memberID(o.Reports, to)
+	if err != nil {
+		return err
+	}
+	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	if err != nil {
+		return fmt.Errorf("member client TLS: %w", err)
+	}
+	targets := memberaccess.Targets(etcd, o.Pods)
+	key := decision.ClusterKey(etcd.Namespace, etcd.Name)
+
+	moveCtx, cancel := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
+	defer cancel()
+	if err := r.cfg.Members.MoveLeader(moveCtx, key, creds, targets, from, toID); err != nil {
+		return err
+	}
+	confirmCtx, cancelConfirm := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
+	defer cancelConfirm()
+	var last string
+	for {
+		cs, err := r.cfg.Members.Query(confirmCtx, key, creds, targets)
+		if err == nil {
+			agree, answered := 0, 0
+			leads := false
+			for _, m := range cs.Members {
+				if !m.Reachable {
+					continue
+				}
+				answered++
+				if m.LeaderID == toID {
+					agree++
+				}
+				if m.Name == to && m.IsLeader() {
+					leads = true
+				}
+			}
+			if leads && 2*agree > answered {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d answering members follow %s, target leads: %v", agree, answered, to, leads)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-confirmCtx.Done():
+			return &unconfirmedError{to: to, last: last, timeout: r.cfg.HandoverTimeout}
+		case <-time.After(confirmInterval):
+		}
+	}
+}
+
+// unconfirmedError: MoveLeader returned but the members did not report the new leader in time.
+type unconfirmedError struct {
+	to, last string
+	timeout  time.Duration
+}
+
+func (e *unconfirmedError) Error() string {
+	return fmt.Sprintf("%s not confirmed as leader within %s: %s", e.to, e.timeout, e.last)
+}
+
+func handoverOutcome(err error) string {
+	var unconfirmed *unconfirmedError
+	switch {
+	case err == nil:
+		return HandoverSucceeded
+	case errors.As(err, &unconfirmed):
+		return HandoverUnconfirmed
+	case errors.Is(err, context.DeadlineExceeded), status.Code(errors.Unwrap(err)) == codes.DeadlineExceeded,
+		// The stubs return gRPC errors as they come; etcd's timeouts ("request timed out, …") by their text.
+		strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeout)):
+		return HandoverTimedOut
+	default:
+		return HandoverFailed
+	}
+}
+
+// memberID finds the etcd member ID of pod name among the reports the decision was made on.
+func memberID(reports []roles.MemberReport, name string) (uint64, error) {
+	for _, r := range reports {
+		if r.Name != name {
+			continue
+		}
+		id, err := strconv.ParseUint(r.ID, 16, 64)
+		if err != nil || id == 0 {
+			return 0, fmt.Errorf("member %s reported no usable ID (%q)", name, r.ID)
+		}
+		return id, nil
+	}
+	return 0, fmt.Errorf("member %s is not among the members' reports", name)
+}
+
+func failuresOf(pods []corev1.Pod, name string) int {
+	if p := findPod(pods, name); p != nil {
+		n, err := strconv.Atoi(p.Annotations[rollout.AnnotationHandoverFailures])
+		if err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// recordHandoverFailure writes the failure count on the leader's pod; the UID and
+// resourceVersion it was read at make a stale write fail instead of counting twice.
+func (r *Reconciler) recordHandoverFailure(ctx context.Context, pods []corev1.Pod, name string, failures int) error {
+	pod := findPod(pods, name)
+	if pod == nil {
+		return fmt.Errorf("pod %s not found", name)
+	}
+	patched := pod.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[rollout.AnnotationHandoverFailures] = strconv.Itoa(failures)
+	if err := r.cfg.Client.Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording handover failure on pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// recordLeaderDeletions counts and explains a deletion of a pod that still leads: the handover
+// was off, impossible or failed (the rule says which), and etcd's shutdown handover applies.
+func (r *Reconciler) recordLeaderDeletions(etcd *druidv1alpha1.Etcd, o decision.Outcome) {
+	for _, name := range o.Decision.Pods {
+		if o.Resolution.Roles[name] != rollout.RoleLeader {
+			continue
+		}
+		r.cfg.Metrics.LeaderDeletions.WithLabelValues(string(o.Decision.Rule)).Inc()
+		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "LeaderDeleted",
+			"deleting %s while it leads (%s): %s; etcd's own shutdown handover applies", name, o.Decision.Rule, o.Decision.Reason)
+	}
+}
+
+// observeLags publishes each member's applied-index lag behind the leader, when the members
+// were asked for this decision.
+func (r *Reconciler) observeLags(etcd *druidv1alpha1.Etcd, o decision.Outcome) {
+	var leader uint64
+	for _, rep := range o.Reports {
+		if rep.Reachable && rep.ID != "" && rep.ID == rep.LeaderID {
+			leader = rep.AppliedIndex
+		}
+	}
+	if leader == 0 {
+		return
+	}
+	for _, rep := range o.Reports {
+		if !rep.Reachable || rep.AppliedIndex == 0 {
+			continue
+		}
+		lag := 0.0
+		if rep.AppliedIndex < leader {
+			lag = float64(leader - rep.AppliedIndex)
+		}
+		r.cfg.Metrics.AppliedIndexLag.WithLabelValues(etcd.Namespace, etcd.Name, rep.Name).Set(lag)
+	}
+}
