@@ -251,6 +251,9 @@ func createMemberPods(t *testing.T, env *localcluster.Cluster, etcd *druidv1alph
 			ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: resources.MemberName(etcd, i), Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: resources.EtcdContainerName, Image: "etcd"}}},
 		}
+		if err := controllerutil.SetControllerReference(sts, pod, env.Client().Scheme()); err != nil {
+			t.Fatal(err)
+		}
 		if err := env.Client().Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}

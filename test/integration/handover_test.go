@@ -1,0 +1,259 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+// handoverRig is a real kube-apiserver holding an Etcd, its OnDelete StatefulSet and three pods
+// whose IPs are three real etcd members (mTLS), with the leader's pod outdated and the others
+// updated: the state in which the OnDelete controller replaces the leader.
+type handoverRig struct {
+	env     *localcluster.Cluster
+	etcd    *druidv1alpha1.Etcd
+	cluster *etcdtest.Cluster
+	pool    *etcdclient.Pool
+	leader  string
+}
+
+func newHandoverRig(t *testing.T, ns string) *handoverRig {
+	t.Helper()
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	etcd, cluster := startRealMembers(t, env, ns, func(*druidv1alpha1.Etcd) {})
+	rig := &handoverRig{env: env, etcd: etcd, cluster: cluster, pool: etcdclient.NewPool(etcdclient.Options{})}
+	t.Cleanup(rig.pool.Close)
+	rig.leader = rig.currentLeader(t)
+
+	ctx := context.Background()
+	sts, err := getStatefulSet(ctx, env.Client(), ns, etcd.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	if err := env.Client().Update(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	sts.Status.UpdateRevision = "rev-2"
+	if err := env.Client().Status().Update(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	// Followers already replaced; the leader is the last outdated member.
+	pods, err := memberPods(ctx, env.Client(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pod := range pods {
+		if name == rig.leader {
+			continue
+		}
+		pod.Labels[appsv1.StatefulSetRevisionLabel] = "rev-2"
+		if err := env.Client().Update(ctx, &pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rig
+}
+
+// currentLeader asks the members, as etcd itself says it.
+func (r *handoverRig) currentLeader(t *testing.T) string {
+	t.Helper()
+	cs, err := r.pool.Query(context.Background(), "check", r.cluster.Client, r.cluster.Targets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := cs.Leader()
+	if !ok {
+		t.Fatalf("no leader: %+v", cs.Members)
+	}
+	return l.Name
+}
+
+func (r *handoverRig) reconciler(members ondelete.MemberPool, recorder record.EventRecorder, metrics *ondelete.Metrics) *ondelete.Reconciler {
+	return ondelete.NewReconciler(ondelete.Config{
+		Client: r.env.Client(), Reader: r.env.Client(), Recorder: recorder, Members: members, Metrics: metrics,
+		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return r.cluster.Client, nil },
+		Policy:           rollout.DefaultPolicy(),
+		HandoverTimeout:  5 * time.Second,
+	})
+}
+
+func (r *handoverRig) reconcile(t *testing.T, rec *ondelete.Reconciler) ctrl.Result {
+	t.Helper()
+	res, err := rec.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(r.etcd)})
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func (r *handoverRig) pod(t *testing.T, name string) (*corev1.Pod, bool) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	err := r.env.Client().Get(context.Background(), client.ObjectKey{Namespace: r.etcd.Namespace, Name: name}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, pod.DeletionTimestamp == nil
+}
+
+func (r *handoverRig) lastOperation(t *testing.T) string {
+	t.Helper()
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.env.Client().Get(context.Background(), client.ObjectKeyFromObject(r.etcd), etcd); err != nil {
+		t.Fatal(err)
+	}
+	if etcd.Status.LastOperation == nil {
+		return ""
+	}
+	return etcd.Status.LastOperation.Description
+}
+
+func drainEvents(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func hasEvent(events []string, prefix string) bool {
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHandoverMovesLeadershipBeforeDeletingTheLeader: with the followers updated, the controller
+// moves leadership from the outdated leader to an updated member over mTLS, confirms it from the
+// members' Status, deletes nothing meanwhile, and deletes the old leader only on the next
+// reconcile, as a follower.
+func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
+	rig := newHandoverRig(t, "handover")
+	events := record.NewFakeRecorder(100)
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := rig.reconciler(rig.pool, events, metrics)
+	oldLeader := rig.leader
+
+	res := rig.reconcile(t, rec)
+	if !res.Requeue {
+		t.Errorf("a confirmed handover should ask for the next decision at once, got %+v", res)
+	}
+	newLeader := rig.currentLeader(t)
+	if newLeader == oldLeader {
+		t.Fatalf("leadership stayed on %s; last operation %q, events %v", oldLeader, rig.lastOperation(t), drainEvents(events))
+	}
+	if _, alive := rig.pod(t, oldLeader); !alive {
+		t.Fatalf("the leader's pod %s was deleted before leadership moved", oldLeader)
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "[handover/move-leader]") || !strings.Contains(op, "to "+newLeader) {
+		t.Errorf("lastOperation %q, want the handover to %s", op, newLeader)
+	}
+	got := drainEvents(events)
+	if !hasEvent(got, "Normal LeadershipHandedOver leadership moved from "+oldLeader+" to "+newLeader) {
+		t.Errorf("no LeadershipHandedOver event from %s to %s: %v", oldLeader, newLeader, got)
+	}
+	if n := testutil.ToFloat64(metrics.Handovers.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, newLeader, ondelete.HandoverSucceeded)); n != 1 {
+		t.Errorf("handovers succeeded to %s = %v, want 1", newLeader, n)
+	}
+
+	rig.reconcile(t, rec)
+	if _, alive := rig.pod(t, oldLeader); alive {
+		t.Fatalf("old leader %s not deleted after the handover; last operation %q", oldLeader, rig.lastOperation(t))
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "[participating/follower]") {
+		t.Errorf("old leader deleted by %q, want participating/follower", op)
+	}
+	if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleParticipatingFollower))); n != 0 {
+		t.Errorf("a leader deletion was counted although the pod followed")
+	}
+	if l := rig.currentLeader(t); l != newLeader {
+		t.Errorf("leadership moved again, to %s", l)
+	}
+}
+
+// failingMoves is the real pool whose MoveLeader fails, as a leader cut off from its
+// transferee makes it fail; everything else reaches the real members.
+type failingMoves struct{ *etcdclient.Pool }
+
+func (failingMoves) MoveLeader(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, uint64) error {
+	return errors.New("etcdserver: request timed out, leader transfer took too long")
+}
+
+// TestHandoverFailuresFallBackToDeletingTheLeader: each failed MoveLeader is counted on the
+// leader's pod; once the attempts are used up the leader is deleted anyway, and that deletion is
+// counted and explained.
+func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
+	rig := newHandoverRig(t, "handover-fails")
+	events := record.NewFakeRecorder(100)
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := rig.reconciler(failingMoves{rig.pool}, events, metrics)
+	leader := rig.leader
+
+	for attempt := 1; attempt <= rollout.DefaultHandoverAttempts; attempt++ {
+		rig.reconcile(t, rec)
+		pod, alive := rig.pod(t, leader)
+		if !alive {
+			t.Fatalf("attempt %d: leader deleted before the attempts were used up", attempt)
+		}
+		if got := pod.Annotations[rollout.AnnotationHandoverFailures]; got != fmt.Sprint(attempt) {
+			t.Fatalf("attempt %d: %s = %q", attempt, rollout.AnnotationHandoverFailures, got)
+		}
+	}
+	got := drainEvents(events)
+	if !hasEvent(got, "Warning HandoverFailed moving leadership from "+leader) {
+		t.Errorf("no HandoverFailed event: %v", got)
+	}
+
+	rig.reconcile(t, rec)
+	if _, alive := rig.pod(t, leader); alive {
+		t.Fatalf("leader %s not deleted after %d failed handovers; last operation %q", leader, rollout.DefaultHandoverAttempts, rig.lastOperation(t))
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "after 3 failed handovers (at most 3)") || !strings.Contains(op, "[participating/leader-handover-failed]") {
+		t.Errorf("lastOperation %q does not explain the fallback", op)
+	}
+	if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleLeaderHandoverFailed))); n != 1 {
+		t.Errorf("leader deletions after failed handovers = %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(metrics.Handovers.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, "", ondelete.HandoverTimedOut)); n != 0 {
+		t.Errorf("handovers counted without a target")
+	}
+	if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
+		t.Errorf("no LeaderDeleted event")
+	}
+}
