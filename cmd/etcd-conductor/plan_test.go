@@ -245,7 +245,7 @@ func TestPlanLive(t *testing.T) {
 	}
 
 	// Pod deletion timestamps cannot be created, so pod-terminating stays a file-only fixture.
-	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-lease-only", "lease-stale-member-status", "quorum-lost", "rolling-handover-rejoining", "single-node"} {
+	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-lease-only", "lease-stale-member-status", "quorum-lost", "rolling-handover-rejoining", "single-node", "leader-handover", "leader-catch-up"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join("testdata", "plan", name)
 			data, err := os.ReadFile(base + ".yaml")

@@ -145,7 +145,7 @@ func ruleCatchUp(v *view) verdict {
 	for _, p := range v.remainingVoters(c) {
 		if v.lagsBehind(p, leader) {
 			behind = append(behind, p.Name)
-			detail = append(detail, fmt.Sprintf("%s %d entries behind (applied %d)", p.Name, lag(p, leader), p.Member.AppliedIndex))
+			detail = append(detail, fmt.Sprintf("%s (%d entries behind, applied %d)", p.Name, lag(p, leader), p.Member.AppliedIndex))
 		}
 	}
 	if len(behind) == 0 {

@@ -57,7 +57,7 @@ func TestRuleCatchUp(t *testing.T) {
 			reasonHas: []string{"2 remaining voters within 1000 entries of leader etcd-main-0's applied index 50000 (largest lag 1000)"},
 			in:        three(pod("etcd-main-0").outdated().leader().reported(50000), pod("etcd-main-1").outdated().reported(49990), pod("etcd-main-2").reported(49000))},
 		{name: "a remaining voter lags: wait and say by how much", action: ActionWait, rule: RuleCatchUp, waitsFor: []string{"etcd-main-2"},
-			reasonHas: []string{"etcd-main-2 1001 entries behind (applied 48999)", "leader etcd-main-0 (applied index 50000, bound 1000 entries) before deleting etcd-main-1"},
+			reasonHas: []string{"etcd-main-2 (1001 entries behind, applied 48999)", "leader etcd-main-0 (applied index 50000, bound 1000 entries) before deleting etcd-main-1"},
 			in:        three(pod("etcd-main-0").outdated().leader().reported(50000), pod("etcd-main-1").outdated().reported(50000), pod("etcd-main-2").reported(48999))},
 		{name: "the lagging follower goes first", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleParticipatingFollower,
 			in: three(pod("etcd-main-0").outdated().leader().reported(50000), pod("etcd-main-1").outdated().reported(50000), pod("etcd-main-2").outdated().reported(10))},
