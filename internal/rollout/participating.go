@@ -224,7 +224,7 @@ func (v *view) replaceLeader(c participatingChoice) verdict {
 	}
 	if !l.Member.Reported {
 		return deletePod(RuleLeaderNoTransferee, l.Name,
-			"deleting %s (leader, outdated) without a handover: it did not answer over mTLS, so it cannot be asked to move leadership; etcd hands over at shutdown; %s%s",
+			"deleting %s (leader, outdated) without a handover: it did not answer over mTLS (or was not asked: roles from leases), so it cannot be asked to move leadership; etcd hands over at shutdown; %s%s",
 			l.Name, v.summary(), note)
 	}
 	target, considered, ok := v.transferee()

@@ -15,11 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // Handover outcomes, the values of the outcome label.
@@ -83,42 +85,54 @@ func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etc
 
 	moveCtx, cancel := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
 	defer cancel()
-	if err := r.cfg.Members.MoveLeader(moveCtx, key, creds, targets, from, toID); err != nil {
-		return err
-	}
+	moveErr := r.cfg.Members.MoveLeader(moveCtx, key, creds, targets, from, toID)
 	confirmCtx, cancelConfirm := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
 	defer cancelConfirm()
 	var last string
 	for {
-		cs, err := r.cfg.Members.Query(confirmCtx, key, creds, targets)
-		if err == nil {
-			agree, answered := 0, 0
-			leads := false
-			for _, m := range cs.Members {
-				if !m.Reachable {
-					continue
-				}
-				answered++
-				if m.LeaderID == toID {
-					agree++
-				}
-				if m.Name == to && m.IsLeader() {
-					leads = true
-				}
-			}
-			if leads && 2*agree > answered {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d answering members follow %s, target leads: %v", agree, answered, to, leads)
-		} else {
-			last = err.Error()
+		leads, why := r.leads(confirmCtx, key, creds, targets, to, toID)
+		if leads {
+			// Also after a failed call: leadership may have reached the target anyway (a call
+			// that timed out late, or a transfer already under way), and then nothing failed.
+			return nil
 		}
+		if moveErr != nil {
+			return moveErr
+		}
+		last = why
 		select {
 		case <-confirmCtx.Done():
 			return &unconfirmedError{to: to, last: last, timeout: r.cfg.HandoverTimeout}
 		case <-time.After(confirmInterval):
 		}
 	}
+}
+
+// leads asks the members whether to (member toID) leads: it must say so itself and a majority of
+// the members that answer must follow it.
+func (r *Reconciler) leads(ctx context.Context, key string, creds conductortls.ClientMaterial, targets []etcdclient.Target, to string, toID uint64) (bool, string) {
+	cs, err := r.cfg.Members.Query(ctx, key, creds, targets)
+	if err != nil {
+		return false, err.Error()
+	}
+	agree, answered := 0, 0
+	leads := false
+	for _, m := range cs.Members {
+		if !m.Reachable {
+			continue
+		}
+		answered++
+		if m.LeaderID == toID {
+			agree++
+		}
+		if m.Name == to && m.IsLeader() {
+			leads = true
+		}
+	}
+	if leads && 2*agree > answered {
+		return true, ""
+	}
+	return false, fmt.Sprintf("%d of %d answering members follow %s, target leads: %v", agree, answered, to, leads)
 }
 
 // unconfirmedError: MoveLeader returned but the members did not report the new leader in time.
@@ -138,7 +152,7 @@ func handoverOutcome(err error) string {
 		return HandoverSucceeded
 	case errors.As(err, &unconfirmed):
 		return HandoverUnconfirmed
-	case errors.Is(err, context.DeadlineExceeded), status.Code(errors.Unwrap(err)) == codes.DeadlineExceeded,
+	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded,
 		// The stubs return gRPC errors as they come; etcd's timeouts ("request timed out, …") by their text.
 		strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeout)):
 		return HandoverTimedOut
