@@ -13,14 +13,7 @@ import (
 // revisions, every container class, role and terminating state, and now and then a number beyond
 // MaxMembers (replicas, or a pod ordinal as a forged name would carry).
 func observedFromBytes(data []byte) Observed {
-	next := func() byte {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return b
-	}
+	next := byteSource(data)
 	revisions := []string{newRev, oldRev, "etcd-main-mid"}
 	classes := []ContainerClass{ContainerDead, ContainerTransient, ContainerAlive, ContainerUnknown}
 	roles := []Role{RoleFollower, RoleLeader, RoleUnknown}
@@ -87,6 +80,18 @@ func policyFromByte(b byte) Policy {
 		MaxAppliedIndexLag: []uint64{0, DefaultMaxAppliedIndexLag}[int(b>>4)&1],
 		Handover:           b&0x20 != 0,
 		HandoverAttempts:   int(b>>6) % 4,
+	}
+}
+
+// byteSource hands out data one byte at a time, then zeros, so every input is a state.
+func byteSource(data []byte) func() byte {
+	return func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
 	}
 }
 
@@ -348,14 +353,7 @@ func reversed(pods []PodState) []PodState {
 // running and ready, one leader (now and then none or two), applied indexes around the
 // catch-up bounds, learners, failed handovers and every policy.
 func settledFromBytes(data []byte) Observed {
-	next := func() byte {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return b
-	}
+	next := byteSource(data)
 	o := Observed{Replicas: []int{3, 5, 7, 9, 2, 4, 1, 5}[int(next())%8], UpdateRevision: newRev, Policy: policyFromByte(next())}
 	leader := int(next()) % (o.Replicas + 1)
 	for ordinal := 0; ordinal < o.Replicas; ordinal++ {
