@@ -146,7 +146,8 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 	}
 }
 
-// startRealMembers starts three etcd members with mTLS, creates the Etcd (mutated by mutate) with
+// startRealMembers starts etcd members with mTLS (three, unless mutate changes spec.replicas),
+// creates the Etcd (mutated by mutate) with
 // Secrets the members accept, and writes its StatefulSet and pods pointing at the members.
 func startRealMembers(t *testing.T, env *localcluster.Cluster, ns string, mutate func(e *druidv1alpha1.Etcd)) (*druidv1alpha1.Etcd, *etcdtest.Cluster) {
 	t.Helper()
@@ -165,7 +166,10 @@ func startRealMembers(t *testing.T, env *localcluster.Cluster, ns string, mutate
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := etcdtest.Start(t, etcdtest.Config{Members: 3, CA: ca, EtcdName: name, Namespace: ns, SameClientPort: true})
+	// mutate may resize the Etcd; as many members start as it asks for.
+	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage(etcdtest.DefaultVersion))
+	mutate(etcd)
+	cluster := etcdtest.Start(t, etcdtest.Config{Members: int(etcd.Spec.Replicas), CA: ca, EtcdName: name, Namespace: ns, SameClientPort: true})
 
 	// The Etcd names a CA Secret and a client key pair the members accept; the server and peer
 	// Secrets only have to be valid for the reconciler's checks.
@@ -183,14 +187,12 @@ func startRealMembers(t *testing.T, env *localcluster.Cluster, ns string, mutate
 			t.Fatal(err)
 		}
 	}
-	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage(etcdtest.DefaultVersion))
 	address := cluster.Members[0].Target().Address
 	var clientPort int32
 	if _, err := fmt.Sscanf(address[strings.LastIndex(address, ":")+1:], "%d", &clientPort); err != nil {
 		t.Fatal(err)
 	}
 	etcd.Spec.Etcd.ClientPort = &clientPort
-	mutate(etcd)
 	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func makeGarbage(t *testing.T, cluster *etcdtest.Cluster) {
 	}
 }
 
-// createMemberPods writes the StatefulSet and its three pods as the StatefulSet controller and a
+// createMemberPods writes the StatefulSet and its pods as the StatefulSet controller and a
 // kubelet would: every pod at the update revision, its etcd container ready, its IP the address
 // of the matching etcd process.
 func createMemberPods(t *testing.T, env *localcluster.Cluster, etcd *druidv1alpha1.Etcd, cluster *etcdtest.Cluster) {
@@ -240,7 +242,8 @@ func createMemberPods(t *testing.T, env *localcluster.Cluster, etcd *druidv1alph
 	if err := env.Client().Create(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
-	sts.Status = appsv1.StatefulSetStatus{Replicas: 3, ReadyReplicas: 3, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
+	n := int32(len(cluster.Members))
+	sts.Status = appsv1.StatefulSetStatus{Replicas: n, ReadyReplicas: n, CurrentRevision: "rev-1", UpdateRevision: "rev-1"}
 	if err := env.Client().Status().Update(ctx, sts); err != nil {
 		t.Fatal(err)
 	}

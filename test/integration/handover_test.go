@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,9 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// handoverRig is a real kube-apiserver holding an Etcd, its OnDelete StatefulSet and three pods
-// whose IPs are three real etcd members (mTLS), with the leader's pod outdated and the others
-// updated: the state in which the OnDelete controller replaces the leader.
+// handoverRig is a real kube-apiserver holding an Etcd, its OnDelete StatefulSet and pods whose
+// IPs are real etcd members (mTLS), mid-rollout: the StatefulSet's update revision is rev-2 and
+// the pods for which updated says so already carry it.
 type handoverRig struct {
 	env     *localcluster.Cluster
 	etcd    *druidv1alpha1.Etcd
@@ -37,10 +38,10 @@ type handoverRig struct {
 	leader  string
 }
 
-func newHandoverRig(t *testing.T, ns string) *handoverRig {
+func newHandoverRig(t *testing.T, ns string, replicas int32, updated func(pod, leader string) bool) *handoverRig {
 	t.Helper()
 	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	etcd, cluster := startRealMembers(t, env, ns, func(*druidv1alpha1.Etcd) {})
+	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = replicas })
 	rig := &handoverRig{env: env, etcd: etcd, cluster: cluster, pool: etcdclient.NewPool(etcdclient.Options{})}
 	t.Cleanup(rig.pool.Close)
 	rig.leader = rig.currentLeader(t)
@@ -58,13 +59,12 @@ func newHandoverRig(t *testing.T, ns string) *handoverRig {
 	if err := env.Client().Status().Update(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
-	// Followers already replaced; the leader is the last outdated member.
 	pods, err := memberPods(ctx, env.Client(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, pod := range pods {
-		if name == rig.leader {
+		if !updated(name, rig.leader) {
 			continue
 		}
 		pod.Labels[appsv1.StatefulSetRevisionLabel] = "rev-2"
@@ -74,6 +74,9 @@ func newHandoverRig(t *testing.T, ns string) *handoverRig {
 	}
 	return rig
 }
+
+// followersUpdated: the followers are replaced already, the leader is the last outdated member.
+func followersUpdated(pod, leader string) bool { return pod != leader }
 
 // currentLeader asks the members, as etcd itself says it.
 func (r *handoverRig) currentLeader(t *testing.T) string {
@@ -89,11 +92,11 @@ func (r *handoverRig) currentLeader(t *testing.T) string {
 	return l.Name
 }
 
-func (r *handoverRig) reconciler(members ondelete.MemberPool, recorder record.EventRecorder, metrics *ondelete.Metrics) *ondelete.Reconciler {
+func (r *handoverRig) reconciler(members ondelete.MemberPool, recorder record.EventRecorder, metrics *ondelete.Metrics, policy rollout.Policy) *ondelete.Reconciler {
 	return ondelete.NewReconciler(ondelete.Config{
 		Client: r.env.Client(), Reader: r.env.Client(), Recorder: recorder, Members: members, Metrics: metrics,
 		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return r.cluster.Client, nil },
-		Policy:           rollout.DefaultPolicy(),
+		Policy:           policy,
 		HandoverTimeout:  5 * time.Second,
 	})
 }
@@ -158,13 +161,13 @@ func hasEvent(events []string, prefix string) bool {
 // members' Status, deletes nothing meanwhile, and deletes the old leader only on the next
 // reconcile, as a follower.
 func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
-	rig := newHandoverRig(t, "handover")
+	rig := newHandoverRig(t, "handover", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := rig.reconciler(rig.pool, events, metrics)
+	rec := rig.reconciler(rig.pool, events, metrics, rollout.DefaultPolicy())
 	oldLeader := rig.leader
 
 	res := rig.reconcile(t, rec)
@@ -216,13 +219,13 @@ func (failingMoves) MoveLeader(context.Context, string, conductortls.ClientMater
 // leader's pod; once the attempts are used up the leader is deleted anyway, and that deletion is
 // counted and explained.
 func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
-	rig := newHandoverRig(t, "handover-fails")
+	rig := newHandoverRig(t, "handover-fails", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := rig.reconciler(failingMoves{rig.pool}, events, metrics)
+	rec := rig.reconciler(failingMoves{rig.pool}, events, metrics, rollout.DefaultPolicy())
 	leader := rig.leader
 
 	for attempt := 1; attempt <= rollout.DefaultHandoverAttempts; attempt++ {
@@ -255,5 +258,49 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	}
 	if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
 		t.Errorf("no LeaderDeleted event")
+	}
+}
+
+// TestBatchWithinQuorumHeadroom: five real members, every pod outdated, concurrency 2: one
+// reconcile deletes two followers (never the leader), asking the members for roles and applied
+// indexes; the next waits for them, since the headroom of 5 voters is used up.
+func TestBatchWithinQuorumHeadroom(t *testing.T) {
+	rig := newHandoverRig(t, "batch", 5, func(string, string) bool { return false })
+	events := record.NewFakeRecorder(100)
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := rollout.DefaultPolicy()
+	policy.MaxConcurrent = 2
+	rec := rig.reconciler(rig.pool, events, metrics, policy)
+
+	rig.reconcile(t, rec)
+	var deleted []string
+	for i := range 5 {
+		name := fmt.Sprintf("%s-%d", rig.etcd.Name, i)
+		if _, alive := rig.pod(t, name); !alive {
+			deleted = append(deleted, name)
+		}
+	}
+	if len(deleted) != 2 || slices.Contains(deleted, rig.leader) {
+		t.Fatalf("deleted %v (leader %s), want two followers; last operation %q", deleted, rig.leader, rig.lastOperation(t))
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "2 at once within the quorum's headroom (concurrency 2, 5 voters, quorum 3, headroom 2, 0 already unavailable)") {
+		t.Errorf("lastOperation %q does not carry the batch's numbers", op)
+	}
+	if n := testutil.ToFloat64(metrics.Deletions.WithLabelValues(string(rollout.RuleParticipatingFollower))); n != 2 {
+		t.Errorf("deletions counted %v, want 2", n)
+	}
+
+	rig.reconcile(t, rec)
+	still := 0
+	for i := range 5 {
+		if _, alive := rig.pod(t, fmt.Sprintf("%s-%d", rig.etcd.Name, i)); alive {
+			still++
+		}
+	}
+	if still != 3 {
+		t.Fatalf("%d pods left after the second reconcile, want 3: nothing more may go while two are out; last operation %q", still, rig.lastOperation(t))
 	}
 }
