@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -229,6 +230,8 @@ func (r *Reconciler) observeLags(etcd *druidv1alpha1.Etcd, o decision.Outcome) {
 	if leader == 0 {
 		return
 	}
+	// Members that left (scale-in, a renamed pod) must not keep their last value.
+	r.cfg.Metrics.AppliedIndexLag.DeletePartialMatch(prometheus.Labels{"namespace": etcd.Namespace, "etcd": etcd.Name})
 	for _, rep := range o.Reports {
 		if !rep.Reachable || rep.AppliedIndex == 0 {
 			continue

@@ -166,7 +166,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch d.Action {
 	case rollout.ActionDelete:
-		r.recordLeaderDeletions(etcd, outcome)
 		if err := r.deletePods(ctx, outcome.Pods, d); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The pod changed or went since we read it: decide again on fresh state.
@@ -175,6 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, err
 		}
+		r.recordLeaderDeletions(etcd, outcome)
 		r.cfg.Metrics.Deletions.WithLabelValues(string(d.Rule)).Add(float64(len(d.Pods)))
 		r.cfg.Metrics.BatchSize.Observe(float64(len(d.Pods)))
 		result.RequeueAfter = r.cfg.RequeueInterval
