@@ -163,6 +163,40 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideCarriesMemberStatusIntoThePlan: the applied indexes and learner flags the members
+// report reach the planner, so the catch-up gate and the handover see them.
+func TestDecideCarriesMemberStatusIntoThePlan(t *testing.T) {
+	leaderLast := []corev1.Pod{pod("etcd-main-0", oldRev, withIP("10.0.0.1")), pod("etcd-main-1", newRev, withIP("10.0.0.2")), pod("etcd-main-2", newRev, withIP("10.0.0.3"))}
+	report := func(name, id string, applied uint64, learner bool) roles.MemberReport {
+		return roles.MemberReport{Name: name, ID: id, LeaderID: "a1", Reachable: true, AppliedIndex: applied, IsLearner: learner}
+	}
+	cases := []struct {
+		name     string
+		reports  []roles.MemberReport
+		wantRule rollout.RuleID
+		wantTo   string
+	}{
+		{"handover to the most caught-up", []roles.MemberReport{report("etcd-main-0", "a1", 900, false), report("etcd-main-1", "b2", 899, false), report("etcd-main-2", "c3", 900, false)},
+			rollout.RuleHandover, "etcd-main-2"},
+		{"never to a learner", []roles.MemberReport{report("etcd-main-0", "a1", 900, false), report("etcd-main-1", "b2", 899, false), report("etcd-main-2", "c3", 900, true)},
+			rollout.RuleQuorumHeadroom, ""},
+		{"a voter lagging holds the handover", []roles.MemberReport{report("etcd-main-0", "a1", 9000, false), report("etcd-main-1", "b2", 1, false), report("etcd-main-2", "c3", 9000, false)},
+			rollout.RuleCatchUp, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := State{Etcd: testEtcd(), StatefulSet: testStatefulSet(), Pods: leaderLast}
+			got, err := Decide(context.Background(), st, &recordingInputs{reports: tc.reports}, roles.SourcePolicyAuto, rollout.DefaultPolicy(), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Decision.Rule != tc.wantRule || got.Decision.HandoverTo != tc.wantTo || len(got.Reports) != len(tc.reports) {
+				t.Fatalf("Decide() = %+v with %d reports, want %s to %q", got.Decision, len(got.Reports), tc.wantRule, tc.wantTo)
+			}
+		})
+	}
+}
+
 func TestMemberTargetsUseTheEtcdClientPort(t *testing.T) {
 	pods := []corev1.Pod{
 		pod("etcd-main-0", newRev, withIP("10.1.0.7")),
