@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
@@ -59,6 +61,9 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 		return true
 	}
 	attempts := failuresOf(o.Pods, from) + 1
+	if pod := findPod(o.Pods, from); pod != nil {
+		r.failures.record(decision.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, attempts)
+	}
 	log.Info("Leadership handover failed", "attempt", attempts, "outcome", outcome, "error", err.Error())
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "HandoverFailed",
 		"moving leadership from %s to %s failed after %s (%s, attempt %d of %d): %v",
@@ -185,6 +190,55 @@ func failuresOf(pods []corev1.Pod, name string) int {
 		}
 	}
 	return 0
+}
+
+// handoverFailures is the in-memory copy of the failure counts, by cluster and pod UID. A new pod
+// (a new UID) starts from nothing, like its annotation; a restart forgets it, and the annotation
+// remains.
+type handoverFailures struct {
+	mu        sync.Mutex
+	byCluster map[string]map[types.UID]int
+}
+
+func (f *handoverFailures) record(cluster string, uid types.UID, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byCluster[cluster] == nil {
+		f.byCluster[cluster] = map[types.UID]int{}
+	}
+	f.byCluster[cluster][uid] = max(f.byCluster[cluster][uid], n)
+}
+
+// apply returns the cluster's pods with each pod's failure annotation at least what is
+// remembered, so the planner sees failures that could not be written to the pod. Entries of
+// pods that are gone are dropped.
+func (f *handoverFailures) apply(cluster string, pods []corev1.Pod) []corev1.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	remembered := f.byCluster[cluster]
+	if len(remembered) == 0 {
+		return pods
+	}
+	out := make([]corev1.Pod, len(pods))
+	present := map[types.UID]bool{}
+	for i, p := range pods {
+		out[i] = p
+		present[p.UID] = true
+		if n := remembered[p.UID]; n > failuresOf(pods[i:i+1], p.Name) {
+			copied := p.DeepCopy()
+			if copied.Annotations == nil {
+				copied.Annotations = map[string]string{}
+			}
+			copied.Annotations[rollout.AnnotationHandoverFailures] = strconv.Itoa(n)
+			out[i] = *copied
+		}
+	}
+	for uid := range remembered {
+		if !present[uid] {
+			delete(remembered, uid)
+		}
+	}
+	return out
 }
 
 // recordHandoverFailure writes the failure count on the leader's pod; the UID and

@@ -9,8 +9,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
 func TestHandoverOutcome(t *testing.T) {
@@ -42,5 +46,30 @@ func TestMemberID(t *testing.T) {
 		if _, err := memberID(reports, name); err == nil {
 			t.Errorf("memberID(%s) found an ID", name)
 		}
+	}
+}
+
+// TestRememberedFailuresReachThePlanner: a failure that could not be written to the pod still
+// counts, for that pod only, and is forgotten with the pod.
+func TestRememberedFailuresReachThePlanner(t *testing.T) {
+	f := handoverFailures{byCluster: map[string]map[types.UID]int{}}
+	leader := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-0", UID: "u0", Annotations: map[string]string{rollout.AnnotationHandoverFailures: "1"}}}
+	other := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-1", UID: "u1"}}
+	f.record("shoot/etcd-main", "u0", 3)
+	got := f.apply("shoot/etcd-main", []corev1.Pod{leader, other})
+	if failuresOf(got, "etcd-main-0") != 3 || failuresOf(got, "etcd-main-1") != 0 {
+		t.Fatalf("failures after apply: %v, %v", got[0].Annotations, got[1].Annotations)
+	}
+	if leader.Annotations[rollout.AnnotationHandoverFailures] != "1" {
+		t.Errorf("apply changed the pod read from the apiserver")
+	}
+	if got := f.apply("shoot/other", []corev1.Pod{other}); failuresOf(got, "etcd-main-1") != 0 || len(f.byCluster["shoot/etcd-main"]) != 1 {
+		t.Errorf("another cluster's pods changed what is remembered")
+	}
+	replaced := leader
+	replaced.UID = "u0-new"
+	replaced.Annotations = nil
+	if got := f.apply("shoot/etcd-main", []corev1.Pod{replaced, other}); failuresOf(got, "etcd-main-0") != 0 || len(f.byCluster["shoot/etcd-main"]) != 0 {
+		t.Errorf("the new pod inherited the old one's failures")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +75,9 @@ type Config struct {
 type Reconciler struct {
 	cfg Config
 	now func() time.Time
+	// failures remembers failed handovers by pod UID, should recording them on the pod fail
+	// (handover.go): the bound on attempts holds either way.
+	failures handoverFailures
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -89,7 +93,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.HandoverTimeout == 0 {
 		cfg.HandoverTimeout = 5 * time.Second
 	}
-	return &Reconciler{cfg: cfg, now: cfg.Clock}
+	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]int{}}}
 }
 
 // RBAC: the StatefulSet, pods and leases are read fresh (get, list) and watched through the cache;
@@ -141,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	pods = r.failures.apply(decision.ClusterKey(etcd.Namespace, etcd.Name), pods)
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
 		roleInputs{r: r}, r.cfg.RoleSource, r.cfg.Policy, r.now())
 	if err != nil {
