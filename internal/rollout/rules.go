@@ -95,7 +95,8 @@ func describeClass(c ContainerClass) string {
 }
 
 // ruleNoPodTerminating (step 3): a pod on its way out is already a member short; removing a
-// participating one on top could cost the quorum.
+// participating one on top could cost the quorum. With concurrency the step 3 rules hold only
+// once the quorum's headroom is used up (view.holdsForBudget).
 func ruleNoPodTerminating(v *view) verdict {
 	if len(v.terminating) == 0 || !v.holdsForBudget() {
 		return verdict{}
