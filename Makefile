@@ -6,6 +6,8 @@ KUBERNETES_VERSION ?= 1.36.4
 ETCD_VERSIONS      ?= 3.6.8 3.7.3
 HELM_VERSION       ?= 3.22.0
 CONTROLLER_TOOLS_VERSION ?= 0.23.0
+# The S3-compatible server the backup tests upload to (test/s3server).
+VERSITYGW_VERSION  ?= 1.8.0
 
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
@@ -41,7 +43,8 @@ host-deps: ## The node simulator needs iproute2 and iptables (network namespaces
 tools: host-deps ## Build/link every external binary the tests and the demo run.
 	@$(STAGE) "tools (first run ~6m)" bash -ec '$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION); \
 	  $(foreach v,$(ETCD_VERSIONS),$(BUILD) etcd $(v);) \
-	  $(BUILD) kubernetes $(KUBERNETES_VERSION); $(BUILD) helm $(HELM_VERSION)'
+	  $(BUILD) kubernetes $(KUBERNETES_VERSION); $(BUILD) helm $(HELM_VERSION); \
+	  $(BUILD) versitygw $(VERSITYGW_VERSION)'
 
 # The manager's RBAC rules, generated from the +kubebuilder:rbac markers of the code that makes the
 # calls; the chart renders them (files/rbac/*/role.yaml), so the markers are the one source.

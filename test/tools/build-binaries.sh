@@ -6,6 +6,7 @@
 #   build-binaries.sh etcd <version>         -> etcd-<version> (and etcdctl-<version>)
 #   build-binaries.sh helm <version>         -> helm
 #   build-binaries.sh controller-gen <version> -> controller-gen
+#   build-binaries.sh versitygw <version>    -> versitygw (an S3 gateway over a directory, for backups)
 set -euo pipefail
 
 what=$1 version=$2
@@ -68,6 +69,9 @@ helm)
   ;;
 controller-gen)
   GOBIN=$cache/bin go install "sigs.k8s.io/controller-tools/cmd/controller-gen@v$version"
+  ;;
+versitygw)
+  GOBIN=$cache/bin go install -trimpath -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@v$version"
   ;;
 *) echo "unknown tool set: $what" >&2; exit 2 ;;
 esac
