@@ -38,10 +38,17 @@ func runMemberAgent(args []string) int {
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", memberagent.DefaultCallTimeout, "bound on each status call to the member")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")
+	var backupOpts backupOptions
+	backupOpts.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
+		return 2
+	}
+	backupCfg, err := backupOpts.config(cfg.Namespace)
+	if backupCfg.Provider != "" && err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 		return 2
 	}
@@ -66,6 +73,12 @@ func runMemberAgent(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if backupCfg.Provider != "" {
+		if err := startBackup(ctx, backupCfg, cfg, backupOpts.metricsAddr, leases, log); err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
+			return 1
+		}
+	}
 	if err := agent.Run(ctx); err != nil {
 		log.Error(err, "Member agent failed")
 		return 1

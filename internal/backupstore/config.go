@@ -20,7 +20,7 @@ const (
 var providers = map[string]Provider{
 	"aws": ProviderS3, "S3": ProviderS3, "s3": ProviderS3,
 	"stackit": ProviderS3,
-	"Local": ProviderLocal, "local": ProviderLocal,
+	"Local":   ProviderLocal, "local": ProviderLocal,
 }
 
 // druidOnly are the providers etcd-druid knows that are not implemented here.
@@ -86,7 +86,9 @@ type Config struct {
 	Provider  string
 	Container string
 	Prefix    string
-	Secret    map[string][]byte
+	// EndpointOverride is spec.backup.store.endpointOverride: it replaces the Secret's endpoint.
+	EndpointOverride string
+	Secret           map[string][]byte
 	// LocalRoot is where the Local provider's volume is mounted; the container is a directory
 	// below it.
 	LocalRoot string
@@ -173,10 +175,24 @@ func New(cfg Config) (Store, error) {
 		}
 		return NewLocal(cfg.LocalRoot, cfg.Container, cfg.Prefix)
 	default:
-		s, err := ParseS3Secret(cfg.Secret)
+		s, err := ParseS3Secret(WithEndpointOverride(cfg.Secret, cfg.EndpointOverride))
 		if err != nil {
 			return nil, err
 		}
 		return NewS3(s, cfg.Container, cfg.Prefix)
 	}
+}
+
+// WithEndpointOverride is the Secret's data with spec.backup.store.endpointOverride, when set, in
+// place of its endpoint; data itself is not changed.
+func WithEndpointOverride(data map[string][]byte, override string) map[string][]byte {
+	if override == "" {
+		return data
+	}
+	out := make(map[string][]byte, len(data)+1)
+	for k, v := range data {
+		out[k] = v
+	}
+	out[KeyEndpoint] = []byte(override)
+	return out
 }

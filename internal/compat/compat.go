@@ -14,14 +14,26 @@ import (
 
 // Reasons why a field is ignored, one per group of fields.
 const (
-	ReasonNoBackups      = "no backups yet: etcd-conductor runs no backup-restore sidecar"
-	ReasonOwnSelector    = "member pods are selected by the operator's own labels, which never change"
-	ReasonOwnClaimName   = "the data volume claim template is always named data"
-	ReasonOwnSecurity    = "the member containers' security context is the operator's, never root"
-	ReasonMembersArePods = "members are always pods of the Etcd's StatefulSet"
-	ReasonNoWrapper      = "etcd runs without etcd-druid's etcd-wrapper"
-	ReasonMTLSOnly       = "clients authenticate with mTLS; etcd's own user authentication is not configured"
+	ReasonNoBackupStore     = "no backups are taken without spec.backup.store.provider"
+	ReasonBackupSidecarOnly = "etcd-backup-restore's own settings: the member-agent takes the snapshots, uncompressed, without a server or compaction job"
+	ReasonOwnSelector       = "member pods are selected by the operator's own labels, which never change"
+	ReasonOwnClaimName      = "the data volume claim template is always named data"
+	ReasonOwnSecurity       = "the member containers' security context is the operator's, never root"
+	ReasonMembersArePods    = "members are always pods of the Etcd's StatefulSet"
+	ReasonNoWrapper         = "etcd runs without etcd-druid's etcd-wrapper"
+	ReasonMTLSOnly          = "clients authenticate with mTLS; etcd's own user authentication is not configured"
 )
+
+// backupFieldsActedOn are the spec.backup keys the member-agent's backups use.
+var backupFieldsActedOn = map[string]bool{
+	"store": true, "fullSnapshotSchedule": true, "deltaSnapshotPeriod": true,
+	"garbageCollectionPolicy": true, "maxBackupsLimitBasedGC": true, "garbageCollectionPeriod": true,
+}
+
+// backupStoreSet is etcd-druid's test for backups being configured: a store with a provider.
+func backupStoreSet(b *druidv1alpha1.BackupSpec) bool {
+	return b.Store != nil && b.Store.Provider != nil && *b.Store.Provider != ""
+}
 
 // Field is a set field the operator ignores.
 type Field struct {
@@ -44,7 +56,12 @@ func Ignored(spec *druidv1alpha1.EtcdSpec) []Field {
 	add(spec.Selector != nil, "spec.selector", ReasonOwnSelector)
 	if spec.Backup != nil {
 		for _, key := range setKeys(spec.Backup) {
-			add(true, "spec.backup."+key, ReasonNoBackups)
+			switch {
+			case !backupStoreSet(spec.Backup):
+				add(true, "spec.backup."+key, ReasonNoBackupStore)
+			case !backupFieldsActedOn[key]:
+				add(true, "spec.backup."+key, ReasonBackupSidecarOnly)
+			}
 		}
 	}
 	add(spec.VolumeClaimTemplate != nil, "spec.volumeClaimTemplate", ReasonOwnClaimName)

@@ -24,15 +24,28 @@ func TestIgnored(t *testing.T) {
 			}, SharedConfig: &druidv1alpha1.SharedConfig{AutoCompactionMode: ptr.To(druidv1alpha1.CompactionPeriodic)}},
 		},
 		{
-			name: "each backup field set is named",
+			name: "backup fields the member-agent does not use are named, the others not",
 			spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{
-				Port:                ptr.To(int32(8080)),
-				DeltaSnapshotPeriod: &metav1.Duration{},
-				Store:               &druidv1alpha1.StoreSpec{Prefix: "p"},
+				Port:                    ptr.To(int32(8080)),
+				DeltaSnapshotPeriod:     &metav1.Duration{},
+				Store:                   &druidv1alpha1.StoreSpec{Prefix: "p", Provider: ptr.To(druidv1alpha1.StorageProvider("aws"))},
+				FullSnapshotSchedule:    ptr.To("0 * * * *"),
+				GarbageCollectionPolicy: ptr.To(druidv1alpha1.GarbageCollectionPolicy("LimitBased")),
+				MaxBackupsLimitBasedGC:  ptr.To(int32(3)),
+				GarbageCollectionPeriod: &metav1.Duration{},
+				SnapshotCompression:     &druidv1alpha1.CompressionSpec{},
 			}},
-			want: []string{"spec.backup.deltaSnapshotPeriod", "spec.backup.port", "spec.backup.store"},
+			want: []string{"spec.backup.compression", "spec.backup.port"},
 		},
 		{name: "empty backup names nothing", spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{}}},
+		{
+			name: "without a store provider every backup field is named",
+			spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{
+				FullSnapshotSchedule: ptr.To("0 * * * *"),
+				Store:                &druidv1alpha1.StoreSpec{Prefix: "p"},
+			}},
+			want: []string{"spec.backup.fullSnapshotSchedule", "spec.backup.store"},
+		},
 		{
 			name: "druid-only knobs",
 			spec: druidv1alpha1.EtcdSpec{
@@ -69,11 +82,11 @@ func TestSummary(t *testing.T) {
 		t.Errorf("Summary(nil) = %q, want empty", got)
 	}
 	got := Summary([]Field{
-		{Path: "spec.backup.port", Reason: ReasonNoBackups},
-		{Path: "spec.backup.store", Reason: ReasonNoBackups},
+		{Path: "spec.backup.port", Reason: ReasonBackupSidecarOnly},
+		{Path: "spec.backup.store", Reason: ReasonBackupSidecarOnly},
 		{Path: "spec.selector", Reason: ReasonOwnSelector},
 	})
-	want := "3 field(s) accepted but ignored: spec.backup.port, spec.backup.store (" + ReasonNoBackups + "); spec.selector (" + ReasonOwnSelector + ")"
+	want := "3 field(s) accepted but ignored: spec.backup.port, spec.backup.store (" + ReasonBackupSidecarOnly + "); spec.selector (" + ReasonOwnSelector + ")"
 	if got != want {
 		t.Errorf("Summary = %q\nwant      %q", got, want)
 	}

@@ -188,6 +188,7 @@ func validateSettings(e *druidv1alpha1.Etcd) []Problem {
 	if t := e.Spec.Etcd.EtcdDefragTimeout; t != nil && t.Duration <= 0 {
 		add(ErrInvalidDuration, "spec.etcd.etcdDefragTimeout is %s: it must be positive", t.Duration)
 	}
+	problems = append(problems, validateBackup(e)...)
 	return problems
 }
 

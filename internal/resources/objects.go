@@ -162,6 +162,7 @@ func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 		ResourceNames: MemberNames(e),
 		Verbs:         []string{"patch"},
 	}}
+	role.Rules = append(role.Rules, snapshotLeaseRule(e)...)
 	return role
 }
 

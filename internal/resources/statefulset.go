@@ -139,6 +139,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
 	applySchedulingConstraints(&template.Spec, e)
+	applyBackup(&template.Spec, e)
 	return template, nil
 }
 

@@ -231,7 +231,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		firstTemplate = sts.Spec.Template
 		return true, ""
 	})
-	eventWithReason(t, env, ns, name, "FieldsIgnored", "spec.backup.fullSnapshotSchedule", "spec.backup.port", "no backups yet")
+	eventWithReason(t, env, ns, name, "FieldsIgnored", "spec.backup.fullSnapshotSchedule", "spec.backup.port", "no backups are taken")
 
 	// A bad schedule and a bad retention: reported, and the members' template stays as it was.
 	if err := env.Client().Get(ctx, key, etcd); err != nil {

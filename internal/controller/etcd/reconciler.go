@@ -132,6 +132,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
 	}
 	r.reportIgnoredFields(ctx, etcd)
+	warnings := r.checkBackupStore(ctx, etcd)
+	for _, p := range warnings {
+		log.Info("Backup store unusable; the cluster is reconciled without working backups", "code", p.Code, "problem", p.Message)
+		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonInvalidBackupStore, p.Message)
+	}
 
 	var foreign []resources.Problem
 	for _, step := range []struct {
@@ -147,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		{"ConfigMap", r.syncConfigMap, false},
 		{"Services", r.syncServices, false},
 		{"MemberLeases", r.syncMemberLeases, false},
+		{"SnapshotLeases", r.syncSnapshotLeases, false},
 		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
 		{"StatefulSet", r.syncStatefulSet, true},
 	} {
@@ -179,6 +185,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
 			req.NamespacedName, len(foreign), foreign[0].Message)
 	}
+	if len(warnings) > 0 {
+		// Converged, with backups that cannot work: say so, and look again (Secrets are not
+		// watched).
+		return ctrl.Result{RequeueAfter: invalidInputRetry}, r.recordOutcomeConverged(ctx, etcd, warnings)
+	}
 	return ctrl.Result{}, r.recordOutcome(ctx, etcd, nil)
 }
 
@@ -206,6 +217,16 @@ func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []r
 // recordOutcome writes the status fields this reconciler owns (status.WriterEtcd:
 // observedGeneration, lastErrors) with one merge patch.
 func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
+	return r.writeOutcome(ctx, etcd, problems, len(problems) == 0)
+}
+
+// recordOutcomeConverged records a converged spec that still has problems which block nothing
+// (a backup store the members cannot use).
+func (r *Reconciler) recordOutcomeConverged(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
+	return r.writeOutcome(ctx, etcd, problems, true)
+}
+
+func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem, converged bool) error {
 	now := metav1.Now()
 	return status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
 		var lastErrors []druidv1alpha1.LastError
@@ -213,7 +234,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd
 			lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: now})
 		}
 		s.LastErrors = lastErrors
-		if len(problems) == 0 {
+		if converged {
 			generation := etcd.Generation
 			s.ObservedGeneration = &generation
 		}

@@ -43,7 +43,10 @@ type Inputs struct {
 	StatefulSet *appsv1.StatefulSet // nil when not created yet
 	Pods        []corev1.Pod
 	Leases      []coordinationv1.Lease
-	Now         time.Time
+	// FullSnapshotLease and DeltaSnapshotLease are nil without backups (or before they exist).
+	FullSnapshotLease  *coordinationv1.Lease
+	DeltaSnapshotLease *coordinationv1.Lease
+	Now                time.Time
 }
 
 // Compute returns the Etcd status fields this controller owns, keeping lastTransitionTime of
@@ -124,6 +127,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 		}
 	}
+	conds = append(conds, backupConditions(o)...)
 	conds = setConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)

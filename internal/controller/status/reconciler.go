@@ -92,13 +92,28 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inp
 		return o, fmt.Errorf("listing member leases: %w", err)
 	}
 	o.Leases = resources.ControlledLeases(etcd, leases.Items)
+	if resources.BackupEnabled(etcd) {
+		snapLeases := &coordinationv1.LeaseList{}
+		if err := r.client.List(ctx, snapLeases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SnapshotLeaseLabels(etcd))); err != nil {
+			return o, fmt.Errorf("listing snapshot leases: %w", err)
+		}
+		controlled := resources.ControlledLeases(etcd, snapLeases.Items)
+		o.FullSnapshotLease = snapshotLease(controlled, resources.FullSnapshotLeaseName(etcd))
+		o.DeltaSnapshotLease = snapshotLease(controlled, resources.DeltaSnapshotLeaseName(etcd))
+	}
 	return o, nil
 }
 
 // conditionsOwnedElsewhere keeps the conditions other controllers write (ScaleOperationInProgress
 // belongs to the membership controller), which a merge patch of the list would otherwise drop.
 func conditionsOwnedElsewhere(current, computed []druidv1alpha1.Condition) []druidv1alpha1.Condition {
-	mine := map[druidv1alpha1.ConditionType]bool{}
+	// The backup conditions are this controller's even when it computed none (backups turned
+	// off): they go rather than stay behind, stale.
+	mine := map[druidv1alpha1.ConditionType]bool{
+		druidv1alpha1.ConditionTypeBackupReady:              true,
+		druidv1alpha1.ConditionTypeFullSnapshotBackupReady:  true,
+		druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady: true,
+	}
 	for _, c := range computed {
 		mine[c.Type] = true
 	}

@@ -75,7 +75,9 @@ type ClientService struct {
 	TrafficDistribution *string `json:"trafficDistribution,omitempty"`
 }
 
-// BackupSpec is etcd-druid's backup-restore sidecar configuration. Accepted, not acted upon.
+// BackupSpec is etcd-druid's backup configuration. The member-agent acts on store,
+// fullSnapshotSchedule, deltaSnapshotPeriod, garbageCollectionPolicy, maxBackupsLimitBasedGC and
+// garbageCollectionPeriod; the other fields are accepted and ignored (internal/compat).
 type BackupSpec struct {
 	// +optional
 	Port *int32 `json:"port,omitempty"`
@@ -132,10 +134,11 @@ type BackupSpec struct {
 type StoreSpec struct {
 	// +optional
 	Container *string `json:"container,omitempty"`
+	// EndpointOverride replaces the endpoint the Secret names (S3-compatible stores).
 	// +optional
 	EndpointOverride *string `json:"endpointOverride,omitempty"`
-	// Prefix is where in the store the backups go. Optional here although etcd-druid requires
-	// it: the operator does not use it, so it does not insist on it.
+	// Prefix is where in the container the backups go (etcd-druid requires it; empty here
+	// means the container's root).
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
 	// +optional

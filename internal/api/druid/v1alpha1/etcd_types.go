@@ -84,7 +84,7 @@ type EtcdSpec struct {
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
-	// Backup configures etcd-druid's backup-restore sidecar. Accepted and ignored (no backups yet).
+	// Backup configures the snapshots the leading member's agent takes to an object store.
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
 
@@ -292,6 +292,12 @@ const (
 	// ConditionTypeScaleOperationInProgress is True while the membership controller moves the
 	// members towards spec.replicas (etcd-druid's name); its reason is the step it is on.
 	ConditionTypeScaleOperationInProgress ConditionType = "ScaleOperationInProgress"
+	// ConditionTypeBackupReady is True while both snapshot kinds below are (etcd-druid's name).
+	ConditionTypeBackupReady ConditionType = "BackupReady"
+	// ConditionTypeFullSnapshotBackupReady is True while the last full snapshot is on schedule.
+	ConditionTypeFullSnapshotBackupReady ConditionType = "FullSnapshotBackupReady"
+	// ConditionTypeDeltaSnapshotBackupReady is True while delta snapshots keep up with their period.
+	ConditionTypeDeltaSnapshotBackupReady ConditionType = "DeltaSnapshotBackupReady"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"

@@ -1,0 +1,491 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/robfig/cron/v3"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+)
+
+// Member is what the loop asks its own etcd member.
+type Member interface {
+	Status(ctx context.Context) (etcdclient.MemberStatus, error)
+	Revision(ctx context.Context) (int64, error)
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
+	Events(ctx context.Context, from, to int64) ([]snapshot.Event, error)
+}
+
+// Config is the backup part of the member-agent's flags.
+type Config struct {
+	Provider, Container, Prefix string
+	EndpointOverride            string
+	// SecretDir is the mounted backup Secret, read again every round (a mounted Secret changes
+	// in place); empty for a Local store without a Secret.
+	SecretDir string
+	// LocalRoot is where the Local provider's volume is mounted.
+	LocalRoot string
+	// SpoolDir holds a full snapshot while it is hashed and uploaded.
+	SpoolDir     string
+	FullSchedule string
+	DeltaPeriod  time.Duration
+	GCPeriod     time.Duration
+	GCPolicy     snapshot.Policy
+	// FullLease and DeltaLease are the snapshot Leases' names in Namespace.
+	FullLease, DeltaLease, Namespace string
+	// Tick is how often the loop looks at what is due.
+	Tick time.Duration
+	// SnapshotTimeout bounds taking and uploading one full snapshot.
+	SnapshotTimeout time.Duration
+}
+
+// Validate reports every missing or unusable setting. A bad provider is not an error here: the
+// loop reports it on the Leases, so it shows in the Etcd's status rather than as a crash loop.
+func (c Config) Validate() error {
+	var errs []error
+	for _, f := range []struct{ flag, v string }{
+		{"full-snapshot-lease", c.FullLease},
+		{"delta-snapshot-lease", c.DeltaLease}, {"backup-spool-dir", c.SpoolDir},
+	} {
+		if f.v == "" {
+			errs = append(errs, fmt.Errorf("--%s is required with --backup-provider", f.flag))
+		}
+	}
+	if _, err := ParseSchedule(c.FullSchedule); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Runner is the backup loop of one member-agent.
+type Runner struct {
+	cfg      Config
+	settings Settings
+	member   Member
+	leases   leaseWriter
+	metrics  *Metrics
+	log      logr.Logger
+	now      func() time.Time
+
+	store       backupstore.Store
+	storeSecret string // fingerprint of the Secret the store was built from
+
+	leading bool
+	term    uint64
+	loaded  bool
+	lastRev int64
+	state   State
+	backoff time.Duration
+	// lastReported throttles failure reports: the same message is written at most every 30 s.
+	lastReported     string
+	lastReportedTime time.Time
+}
+
+// NewRunner prepares the loop; it contacts nothing.
+func NewRunner(cfg Config, member Member, leases coordinationv1client.LeasesGetter, metrics *Metrics, log logr.Logger) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sched, _ := ParseSchedule(cfg.FullSchedule)
+	if cfg.Tick <= 0 {
+		cfg.Tick = 2 * time.Second
+	}
+	if cfg.SnapshotTimeout <= 0 {
+		cfg.SnapshotTimeout = 15 * time.Minute
+	}
+	return &Runner{
+		cfg:      cfg,
+		settings: Settings{FullSchedule: sched, DeltaPeriod: cfg.DeltaPeriod, GCPeriod: cfg.GCPeriod},
+		member:   member,
+		leases:   leaseWriter{leases: leases.Leases(cfg.Namespace)},
+		metrics:  metrics,
+		log:      log.WithName("backup"),
+		now:      time.Now,
+	}, nil
+}
+
+// ParseSchedule reads the full snapshot schedule (standard cron, as the Etcd's other
+// schedules); empty is etcd-druid's default.
+func ParseSchedule(s string) (cron.Schedule, error) {
+	if s == "" {
+		s = resources.DefaultFullSnapshotSchedule
+	}
+	return resources.ParseSchedule(s)
+}
+
+// Run loops until ctx ends.
+func (r *Runner) Run(ctx context.Context) {
+	r.log.Info("Backup loop started", "provider", r.cfg.Provider, "container", r.cfg.Container, "prefix", r.cfg.Prefix,
+		"fullSnapshotSchedule", r.cfg.FullSchedule, "deltaSnapshotPeriod", r.cfg.DeltaPeriod)
+	ticker := time.NewTicker(r.cfg.Tick)
+	defer ticker.Stop()
+	for {
+		r.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Step does at most one action.
+func (r *Runner) Step(ctx context.Context) {
+	st, err := r.member.Status(ctx)
+	if err != nil || !st.IsLeader() {
+		if r.leading {
+			r.log.Info("No longer leading: snapshots are the new leader's")
+		}
+		r.leading = false
+		r.metrics.leader.Set(0)
+		return
+	}
+	if !r.leading || st.RaftTerm != r.term {
+		r.log.Info("Leading: taking over the snapshots", "raftTerm", st.RaftTerm)
+		r.leading, r.term, r.loaded = true, st.RaftTerm, false
+		r.state = State{}
+		r.backoff = 0
+	}
+	r.metrics.leader.Set(1)
+	store, err := r.openStore()
+	if err != nil {
+		r.fail(ctx, ReasonStoreInvalid, err, snapshot.KindFull, snapshot.KindDelta)
+		return
+	}
+	if !r.loaded {
+		if err := r.load(ctx, store); err != nil {
+			r.fail(ctx, storeReason(err), err, snapshot.KindFull, snapshot.KindDelta)
+			return
+		}
+	}
+	if full, _, err := r.leases.read(ctx, r.cfg.FullLease); err == nil && full.Requested != "" && full.Requested != full.Handled {
+		r.state.OnDemand = full.Requested
+	}
+	r.state.Leader = true
+	now := r.now()
+	d := Decide(r.state, r.settings, now)
+	switch d.Action {
+	case ActionFull:
+		r.log.Info("Taking a full snapshot", "rule", d.Rule, "reason", d.Reason)
+		r.full(ctx, store, d.Rule)
+	case ActionDelta:
+		r.delta(ctx, store, d.Rule)
+	case ActionGC:
+		r.gc(ctx, store)
+	}
+}
+
+// load reads what the store holds: the latest chain decides where deltas continue from.
+func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
+	objs, err := store.List(ctx, snapshot.Dir)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	snaps, _ := snapshot.ParseAll(keys)
+	chain, ok := snapshot.Latest(snaps)
+	r.state.HaveFull = ok
+	if ok {
+		r.lastRev = chain.EndRevision()
+		r.state.LastFull = chain.Full.CreatedOn
+		r.state.LastDelta = r.now()
+		r.log.Info("Store read", "store", store.String(), "latestFull", chain.Full.Name(), "deltas", len(chain.Deltas), "revision", r.lastRev)
+		if chain.Gap != "" {
+			r.log.Info("Store has a gap after the latest chain; the next delta continues from its end", "gap", chain.Gap)
+		}
+	}
+	r.loaded = true
+	return nil
+}
+
+func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string) {
+	start := r.now()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.SnapshotTimeout)
+	defer cancel()
+	// The revision read before the snapshot starts is a lower bound of what it holds: deltas
+	// from rev+1 on may repeat a few events the database already has, which replays to the
+	// same state, and never miss one.
+	rev, err := r.member.Revision(ctx)
+	if err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
+		return
+	}
+	spool, size, sum, err := r.spool(ctx)
+	if spool != "" {
+		defer os.Remove(spool)
+	}
+	if err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
+		return
+	}
+	snap := snapshot.Full(rev, start)
+	f, err := os.Open(spool)
+	if err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
+		return
+	}
+	defer f.Close()
+	obj, err := store.Put(ctx, snap.Key(), f, size, sum)
+	if err != nil {
+		r.fail(ctx, storeReason(err), err, snapshot.KindFull)
+		r.metrics.duration.WithLabelValues(string(snapshot.KindFull), "failed").Observe(r.now().Sub(start).Seconds())
+		return
+	}
+	elapsed := r.now().Sub(start)
+	handled := r.state.OnDemand
+	r.state.HaveFull, r.state.LastFull, r.state.LastDelta, r.state.NeedFull, r.state.OnDemand = true, start, start, false, ""
+	r.lastRev = rev
+	r.succeeded(snapshot.KindFull, rule, obj.Size, start, elapsed)
+	r.log.Info("Full snapshot uploaded", "key", obj.Key, "revision", rev, "bytes", obj.Size, "duration", elapsed.Round(time.Millisecond),
+		"MBps", fmt.Sprintf("%.1f", float64(obj.Size)/1e6/elapsed.Seconds()))
+	r.record(ctx, r.cfg.FullLease, rev, start, obj, handled)
+	// A delta lease still at an older revision would look stale: the full snapshot covers it.
+	r.record(ctx, r.cfg.DeltaLease, rev, start, obj, "")
+}
+
+// spool copies the member's snapshot to a file, hashing it on the way.
+func (r *Runner) spool(ctx context.Context) (path string, size int64, sum string, err error) {
+	rc, err := r.member.Snapshot(ctx)
+	if err != nil {
+		return "", 0, "", err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(r.cfg.SpoolDir, "full-snapshot-*")
+	if err != nil {
+		return "", 0, "", fmt.Errorf("spool snapshot: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err = io.Copy(io.MultiWriter(f, h), rc)
+	if err != nil {
+		return f.Name(), 0, "", fmt.Errorf("read snapshot stream: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return f.Name(), 0, "", fmt.Errorf("spool snapshot: %w", err)
+	}
+	return f.Name(), size, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string) {
+	start := r.now()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.SnapshotTimeout)
+	defer cancel()
+	cur, err := r.member.Revision(ctx)
+	if err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		return
+	}
+	if cur <= r.lastRev {
+		// Nothing written since: the backup is as fresh as it can be; say so on the Lease.
+		r.state.LastDelta = start
+		r.record(ctx, r.cfg.DeltaLease, r.lastRev, start, backupstore.Object{}, "")
+		r.metrics.latest.WithLabelValues(string(snapshot.KindDelta)).Set(float64(start.Unix()))
+		return
+	}
+	events, err := r.member.Events(ctx, r.lastRev+1, cur)
+	if errors.Is(err, etcdclient.ErrCompacted) {
+		r.log.Info("Events since the last snapshot are compacted; the next snapshot is a full one", "from", r.lastRev+1)
+		r.state.NeedFull = true
+		return
+	}
+	if err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		return
+	}
+	var buf bytes.Buffer
+	if err := snapshot.EncodeDelta(&buf, r.lastRev+1, cur, events); err != nil {
+		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		return
+	}
+	snap := snapshot.Delta(r.lastRev+1, cur, start)
+	obj, err := store.Put(ctx, snap.Key(), bytes.NewReader(buf.Bytes()), int64(buf.Len()), backupstore.SHA256Hex(buf.Bytes()))
+	if err != nil {
+		r.fail(ctx, storeReason(err), err, snapshot.KindDelta)
+		r.metrics.duration.WithLabelValues(string(snapshot.KindDelta), "failed").Observe(r.now().Sub(start).Seconds())
+		return
+	}
+	elapsed := r.now().Sub(start)
+	r.lastRev, r.state.LastDelta = cur, start
+	r.succeeded(snapshot.KindDelta, rule, obj.Size, start, elapsed)
+	r.log.V(1).Info("Delta snapshot uploaded", "key", obj.Key, "events", len(events), "bytes", obj.Size)
+	r.record(ctx, r.cfg.DeltaLease, cur, start, obj, "")
+}
+
+func (r *Runner) gc(ctx context.Context, store backupstore.Store) {
+	r.state.LastGC = r.now()
+	objs, err := store.List(ctx, snapshot.Dir)
+	if err != nil {
+		r.log.Info("Garbage collection could not list the store", "error", err.Error())
+		return
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	snaps, _ := snapshot.ParseAll(keys)
+	for _, d := range snapshot.GarbageCollect(snaps, r.cfg.GCPolicy, r.now()) {
+		if err := store.Delete(ctx, d.Snapshot.Key()); err != nil {
+			r.log.Info("Garbage collection could not delete a snapshot", "key", d.Snapshot.Key(), "error", err.Error())
+			continue
+		}
+		r.metrics.deleted.WithLabelValues(d.Rule).Inc()
+		r.log.Info("Snapshot garbage-collected", "key", d.Snapshot.Key(), "rule", d.Rule, "reason", d.Reason)
+	}
+}
+
+// record writes a snapshot Lease, fenced: only while this member still leads in the term the
+// loop started under, so an agent that lost leadership mid-snapshot never moves the Leases.
+func (r *Runner) record(ctx context.Context, lease string, rev int64, at time.Time, obj backupstore.Object, handled string) {
+	st, err := r.member.Status(ctx)
+	if err != nil || !st.IsLeader() || st.RaftTerm != r.term {
+		r.log.Info("Leadership changed during the snapshot; leaving the Lease to the new leader", "lease", lease, "revision", rev)
+		r.leading = false
+		return
+	}
+	if err := r.leases.recordSnapshot(ctx, lease, rev, at, obj.Key, obj.Size, handled); err != nil {
+		r.log.Info("Snapshot Lease not updated", "lease", lease, "error", err.Error())
+		return
+	}
+	r.lastReported = ""
+}
+
+func (r *Runner) succeeded(kind snapshot.Kind, rule string, size int64, at time.Time, elapsed time.Duration) {
+	r.backoff = 0
+	r.state.RetryAt = time.Time{}
+	r.metrics.size.WithLabelValues(string(kind)).Set(float64(size))
+	r.metrics.latest.WithLabelValues(string(kind)).Set(float64(at.Unix()))
+	r.metrics.taken.WithLabelValues(string(kind), rule).Inc()
+	r.metrics.duration.WithLabelValues(string(kind), "succeeded").Observe(elapsed.Seconds())
+}
+
+// fail backs off, counts the failure and reports it on the Leases of kinds.
+func (r *Runner) fail(ctx context.Context, reason string, err error, kinds ...snapshot.Kind) {
+	now := r.now()
+	r.backoff = min(max(2*r.backoff, 2*time.Second), time.Minute)
+	if r.settings.DeltaPeriod > 0 {
+		r.backoff = min(r.backoff, r.settings.DeltaPeriod)
+	}
+	r.state.RetryAt = now.Add(r.backoff)
+	if reason != ReasonSnapshotFailed {
+		// Whatever the store held may have changed meanwhile: read it afresh once it answers.
+		r.loaded = false
+	}
+	msg := err.Error()
+	for _, k := range kinds {
+		r.metrics.failures.WithLabelValues(string(k), reason).Inc()
+	}
+	if msg == r.lastReported && now.Sub(r.lastReportedTime) < 30*time.Second {
+		return
+	}
+	r.log.Info("Backup failed", "reason", reason, "error", msg, "retryIn", r.backoff)
+	for _, k := range kinds {
+		lease := r.cfg.FullLease
+		if k == snapshot.KindDelta {
+			lease = r.cfg.DeltaLease
+		}
+		if err := r.leases.recordFailure(ctx, lease, reason, msg, now); err != nil {
+			r.log.Info("Could not report the failure on the Lease", "lease", lease, "error", err.Error())
+			return
+		}
+	}
+	r.lastReported, r.lastReportedTime = msg, now
+}
+
+// openStore builds the store from the flags and the Secret as mounted now, again only when the
+// Secret's content changed.
+func (r *Runner) openStore() (backupstore.Store, error) {
+	data, err := readSecretDir(r.cfg.SecretDir)
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint(data)
+	if r.store != nil && fp == r.storeSecret {
+		return r.store, nil
+	}
+	store, err := backupstore.New(backupstore.Config{
+		Provider: r.cfg.Provider, Container: r.cfg.Container, Prefix: r.cfg.Prefix,
+		EndpointOverride: r.cfg.EndpointOverride, Secret: data, LocalRoot: r.cfg.LocalRoot,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.store, r.storeSecret, r.loaded = store, fp, false
+	return store, nil
+}
+
+// readSecretDir reads the keys of a mounted Secret (kubelet's ..data links and dot files are
+// not keys).
+func readSecretDir(dir string) (map[string][]byte, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("backup secret: %w", err)
+	}
+	data := map[string][]byte{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		info, err := os.Stat(path)
+		if err != nil || info.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("backup secret key %s: %w", e.Name(), err)
+		}
+		data[e.Name()] = b
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("backup secret: no keys in %s (is the Secret missing?)", dir)
+	}
+	return data, nil
+}
+
+func fingerprint(data map[string][]byte) string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%x;", k, data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// storeReason tells a store that could not be reached from other upload failures.
+func storeReason(err error) string {
+	var perr *backupstore.ProviderError
+	var serr *backupstore.SecretError
+	switch {
+	case errors.As(err, &perr), errors.As(err, &serr):
+		return ReasonStoreInvalid
+	case backupstore.IsUnreachable(err):
+		return ReasonStoreUnreachable
+	}
+	return ReasonUploadFailed
+}

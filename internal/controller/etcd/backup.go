@@ -1,0 +1,95 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// ErrBackupStore is a backup store the members cannot use: an unknown provider, a missing or
+// unusable Secret. It is reported, not blocking: the cluster is reconciled and keeps serving,
+// only its backups fail (and BackupReady says so).
+const ErrBackupStore = "ERR_BACKUP_STORE"
+
+// EventReasonInvalidBackupStore marks the Warning Event of an ErrBackupStore problem.
+const EventReasonInvalidBackupStore = "InvalidBackupStore"
+
+// syncSnapshotLeases creates the full and delta snapshot Leases the leading member-agent
+// writes, and hands an on-demand full snapshot request (the Etcd's
+// etcd-conductor.io/full-snapshot annotation) on to the full snapshot Lease.
+func (r *Reconciler) syncSnapshotLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	if !resources.BackupEnabled(etcd) {
+		return nil
+	}
+	request := etcd.Annotations[backup.AnnotationFullSnapshot]
+	for _, name := range []string{resources.FullSnapshotLeaseName(etcd), resources.DeltaSnapshotLeaseName(etcd)} {
+		desired := resources.SnapshotLease(etcd, name)
+		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		full := name == resources.FullSnapshotLeaseName(etcd)
+		if err := r.apply(ctx, etcd, obj, func() {
+			obj.Labels = desired.Labels
+			if full && request != "" && obj.Annotations[backup.AnnotationFullSnapshotRequest] != request {
+				if obj.Annotations == nil {
+					obj.Annotations = map[string]string{}
+				}
+				obj.Annotations[backup.AnnotationFullSnapshotRequest] = request
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkBackupStore says what keeps the members from using the backup store, as far as the
+// operator can tell without contacting it: the provider, and the Secret's keys.
+func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	if !resources.BackupEnabled(etcd) {
+		return nil
+	}
+	store := etcd.Spec.Backup.Store
+	problem := func(format string, args ...any) []resources.Problem {
+		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(format, args...)}}
+	}
+	provider, err := backupstore.ParseProvider(string(*store.Provider))
+	if err != nil {
+		return problem("spec.backup.store.provider: %v; backups are not taken, the cluster is unaffected", err)
+	}
+	if store.Container == nil || *store.Container == "" {
+		return problem("spec.backup.store.container is not set: the %s store needs a bucket or directory", provider)
+	}
+	if provider == backupstore.ProviderLocal {
+		return nil
+	}
+	if store.SecretRef == nil || store.SecretRef.Name == "" {
+		return problem("spec.backup.store.secretRef is not set: the %s store needs credentials (%s, %s)", provider, backupstore.KeyAccessKeyID, backupstore.KeySecretAccessKey)
+	}
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
+	if err := r.secrets.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return problem("backup Secret %s named in spec.backup.store.secretRef does not exist", key)
+		}
+		return problem("reading backup Secret %s: %v", key, err)
+	}
+	if _, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(store.EndpointOverride, ""))); err != nil {
+		var serr *backupstore.SecretError
+		if errors.As(err, &serr) {
+			return problem("backup Secret %s: key %s: %s", key, serr.Key, serr.Reason)
+		}
+		return problem("backup Secret %s: %v", key, err)
+	}
+	return nil
+}

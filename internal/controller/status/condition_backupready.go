@@ -1,0 +1,172 @@
+package status
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
+
+// Backup condition reasons (etcd-druid's, plus the member-agent's failure reasons, e.g.
+// StoreUnreachable, StoreInvalid, UploadFailed, SnapshotFailed, taken from the snapshot Leases).
+const (
+	ReasonSnapshotUploadedOnSchedule = "SnapshotUploadedOnSchedule"
+	ReasonSnapshotMissedSchedule     = "SnapshotMissedSchedule"
+	ReasonBackupSucceeded            = "BackupSucceeded"
+	ReasonBackupUnknown              = "Unknown"
+	ReasonDeltaSnapshotsOff          = "DeltaSnapshotsDisabled"
+)
+
+// fullSnapshotGrace is how late a scheduled full snapshot may be before it counts as missed: it
+// takes time to stream and upload a large database.
+const fullSnapshotGrace = 5 * time.Minute
+
+// deltaSnapshotTolerance is the least time a delta snapshot may be overdue; otherwise three
+// periods, as etcd-druid.
+const deltaSnapshotTolerance = 30 * time.Second
+
+// conditionReason is what the API accepts as a condition reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// backupConditions are FullSnapshotBackupReady, DeltaSnapshotBackupReady and BackupReady from
+// the snapshot Leases the leading member-agent writes; none when no backup store is configured.
+// A failure the agent reported after its last good snapshot makes a condition False with the
+// failure's reason at once; otherwise a snapshot that is overdue does. Each message carries the
+// age of the last good snapshot.
+func backupConditions(o Inputs) []druidv1alpha1.Condition {
+	if !resources.BackupEnabled(o.Etcd) {
+		return nil
+	}
+	full := fullSnapshotCondition(o)
+	delta := deltaSnapshotCondition(o)
+	ready := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeBackupReady}
+	switch {
+	case full.Status == druidv1alpha1.ConditionFalse:
+		ready.Status, ready.Reason, ready.Message = full.Status, full.Reason, "full snapshots: "+full.Message
+	case delta.Status == druidv1alpha1.ConditionFalse:
+		ready.Status, ready.Reason, ready.Message = delta.Status, delta.Reason, "delta snapshots: "+delta.Message
+	case full.Status == druidv1alpha1.ConditionTrue && delta.Status == druidv1alpha1.ConditionTrue:
+		ready.Status, ready.Reason, ready.Message = druidv1alpha1.ConditionTrue, ReasonBackupSucceeded, full.Message+"; "+delta.Message
+	default:
+		ready.Status, ready.Reason, ready.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, full.Message+"; "+delta.Message
+	}
+	return []druidv1alpha1.Condition{ready, full, delta}
+}
+
+func fullSnapshotCondition(o Inputs) druidv1alpha1.Condition {
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeFullSnapshotBackupReady}
+	schedule, err := resources.ParseSchedule(resources.FullSnapshotSchedule(o.Etcd))
+	if err != nil {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, err.Error()
+		return c
+	}
+	lease := o.FullSnapshotLease
+	if lease == nil {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "the full snapshot Lease does not exist yet"
+		return c
+	}
+	rec := backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
+	last := describeLast("full snapshot", rec, o.Now)
+	if failing(rec) {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, o.Now), rec.Error, last)
+		return c
+	}
+	since := rec.Time
+	if since.IsZero() {
+		since = lease.CreationTimestamp.Time
+	}
+	due := schedule.Next(since)
+	switch {
+	case rec.Time.IsZero() && o.Now.Before(due.Add(fullSnapshotGrace)) && o.Now.Sub(since) < fullSnapshotGrace:
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "no full snapshot yet"
+	case o.Now.After(due.Add(fullSnapshotGrace)) || rec.Time.IsZero():
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, ReasonSnapshotMissedSchedule, fmt.Sprintf("%s; the next was due at %s", last, due.UTC().Format(time.RFC3339))
+	default:
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionTrue, ReasonSnapshotUploadedOnSchedule, last
+	}
+	return c
+}
+
+func deltaSnapshotCondition(o Inputs) druidv1alpha1.Condition {
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady}
+	period := resources.DeltaSnapshotPeriod(o.Etcd)
+	if period == 0 {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionTrue, ReasonDeltaSnapshotsOff, "delta snapshots are off (deltaSnapshotPeriod 0)"
+		return c
+	}
+	lease := o.DeltaSnapshotLease
+	if lease == nil {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "the delta snapshot Lease does not exist yet"
+		return c
+	}
+	rec := backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
+	last := describeLast("backup", rec, o.Now)
+	if failing(rec) {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, o.Now), rec.Error, last)
+		return c
+	}
+	tolerance := max(3*period, deltaSnapshotTolerance)
+	since := rec.Time
+	if since.IsZero() {
+		// The first delta follows the first full snapshot.
+		since = lease.CreationTimestamp.Time
+		tolerance += fullSnapshotGrace
+	}
+	switch {
+	case o.Now.Sub(since) <= tolerance && rec.Time.IsZero():
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "no snapshot yet"
+	case o.Now.Sub(since) > tolerance:
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, ReasonSnapshotMissedSchedule, fmt.Sprintf("%s; deltaSnapshotPeriod is %s", last, period)
+	default:
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionTrue, ReasonSnapshotUploadedOnSchedule, last
+	}
+	return c
+}
+
+// failing: the agent reported a failure after its last good snapshot.
+func failing(rec backup.SnapshotLeaseRecord) bool {
+	return rec.Error != "" && (rec.Time.IsZero() || rec.ErrorTime.After(rec.Time))
+}
+
+func failureReason(rec backup.SnapshotLeaseRecord) string {
+	if conditionReason.MatchString(rec.ErrorReason) {
+		return rec.ErrorReason
+	}
+	return backup.ReasonUploadFailed
+}
+
+func describeLast(what string, rec backup.SnapshotLeaseRecord, now time.Time) string {
+	if rec.Time.IsZero() || !rec.HasRevision {
+		return "no " + what + " yet"
+	}
+	return fmt.Sprintf("last %s at revision %d, %s ago", what, rec.Revision, age(rec.Time, now))
+}
+
+// age is coarse on purpose: the message is rewritten only when it changes, and a finer age would
+// rewrite the status (and wake every controller watching the Etcd) on each resync.
+func age(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "less than 1m"
+	case d < time.Hour:
+		return d.Truncate(time.Minute).String()
+	default:
+		return d.Truncate(10 * time.Minute).String()
+	}
+}
+
+// snapshotLease finds a Lease by name.
+func snapshotLease(leases []coordinationv1.Lease, name string) *coordinationv1.Lease {
+	for i := range leases {
+		if leases[i].Name == name {
+			return &leases[i]
+		}
+	}
+	return nil
+}
