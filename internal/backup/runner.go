@@ -221,55 +221,69 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 	start := r.now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SnapshotTimeout)
 	defer cancel()
-	// The revision read before the snapshot starts is a lower bound of what it holds: deltas
-	// from rev+1 on may repeat a few events the database already has, which replays to the
-	// same state, and never miss one.
-	rev, err := r.member.Revision(ctx)
+	snap, obj, err := UploadFull(ctx, r.member, store, r.cfg.SpoolDir, start)
 	if err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
-		return
-	}
-	spool, size, sum, err := r.spool(ctx)
-	if spool != "" {
-		defer os.Remove(spool)
-	}
-	if err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
-		return
-	}
-	snap := snapshot.Full(rev, start)
-	f, err := os.Open(spool)
-	if err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindFull)
-		return
-	}
-	defer f.Close()
-	obj, err := store.Put(ctx, snap.Key(), f, size, sum)
-	if err != nil {
-		r.fail(ctx, storeReason(err), err, snapshot.KindFull)
+		reason := ReasonSnapshotFailed
+		if errors.Is(err, errUpload) {
+			reason = storeReason(err)
+		}
+		r.fail(ctx, reason, err, snapshot.KindFull)
 		r.metrics.duration.WithLabelValues(string(snapshot.KindFull), "failed").Observe(r.now().Sub(start).Seconds())
 		return
 	}
 	elapsed := r.now().Sub(start)
 	handled := r.state.OnDemand
 	r.state.HaveFull, r.state.LastFull, r.state.LastDelta, r.state.NeedFull, r.state.OnDemand = true, start, start, false, ""
-	r.lastRev = rev
+	r.lastRev = snap.EndRevision
 	r.succeeded(snapshot.KindFull, rule, obj.Size, start, elapsed)
-	r.log.Info("Full snapshot uploaded", "key", obj.Key, "revision", rev, "bytes", obj.Size, "duration", elapsed.Round(time.Millisecond),
+	r.log.Info("Full snapshot uploaded", "key", obj.Key, "revision", snap.EndRevision, "bytes", obj.Size, "duration", elapsed.Round(time.Millisecond),
 		"MBps", fmt.Sprintf("%.1f", float64(obj.Size)/1e6/elapsed.Seconds()))
-	r.record(ctx, r.cfg.FullLease, rev, start, obj, handled)
+	r.record(ctx, r.cfg.FullLease, snap.EndRevision, start, obj, handled)
 	// A delta lease still at an older revision would look stale: the full snapshot covers it.
-	r.record(ctx, r.cfg.DeltaLease, rev, start, obj, "")
+	r.record(ctx, r.cfg.DeltaLease, snap.EndRevision, start, obj, "")
 }
 
-// spool copies the member's snapshot to a file, hashing it on the way.
-func (r *Runner) spool(ctx context.Context) (path string, size int64, sum string, err error) {
-	rc, err := r.member.Snapshot(ctx)
+// errUpload marks an UploadFull error that came from the store rather than from etcd.
+var errUpload = errors.New("upload")
+
+// UploadFull takes a full snapshot of member (Maintenance.Snapshot), spools it to spoolDir while
+// hashing it, uploads it to store as Full-…-<rev>-<at> and verifies it there. The revision is
+// read before the snapshot starts, so it is a lower bound of what the snapshot holds: deltas
+// from rev+1 on may repeat a few events the database already has, which replays to the same
+// state, and never miss one.
+func UploadFull(ctx context.Context, member Member, store backupstore.Store, spoolDir string, at time.Time) (snapshot.Snapshot, backupstore.Object, error) {
+	rev, err := member.Revision(ctx)
+	if err != nil {
+		return snapshot.Snapshot{}, backupstore.Object{}, err
+	}
+	spool, size, sum, err := spoolSnapshot(ctx, member, spoolDir)
+	if spool != "" {
+		defer os.Remove(spool)
+	}
+	if err != nil {
+		return snapshot.Snapshot{}, backupstore.Object{}, err
+	}
+	f, err := os.Open(spool)
+	if err != nil {
+		return snapshot.Snapshot{}, backupstore.Object{}, err
+	}
+	defer f.Close()
+	snap := snapshot.Full(rev, at)
+	obj, err := store.Put(ctx, snap.Key(), f, size, sum)
+	if err != nil {
+		return snapshot.Snapshot{}, backupstore.Object{}, fmt.Errorf("%w: %w", errUpload, err)
+	}
+	return snap, obj, nil
+}
+
+// spoolSnapshot copies the member's snapshot to a file, hashing it on the way.
+func spoolSnapshot(ctx context.Context, member Member, dir string) (path string, size int64, sum string, err error) {
+	rc, err := member.Snapshot(ctx)
 	if err != nil {
 		return "", 0, "", err
 	}
 	defer rc.Close()
-	f, err := os.CreateTemp(r.cfg.SpoolDir, "full-snapshot-*")
+	f, err := os.CreateTemp(dir, "full-snapshot-*")
 	if err != nil {
 		return "", 0, "", fmt.Errorf("spool snapshot: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -171,10 +172,18 @@ func run(t *testing.T, sc scenario) {
 // the end, so a scenario can run again and again in the same stack (go test -count, make soak);
 // on failure the evidence is printed first.
 func createCluster(ctx context.Context, e *env, prefix string, replicas int32) *stack.EtcdCluster {
+	e.t.Helper()
+	return createClusterWith(ctx, e, prefix, replicas, nil)
+}
+
+// createClusterWith is createCluster with stack.CreateEtcdWith's hook (objects in the namespace,
+// changes to the Etcd before it is created).
+func createClusterWith(ctx context.Context, e *env, prefix string, replicas int32,
+	prepare func(ctx context.Context, namespace string, etcd *druidv1alpha1.Etcd) error) *stack.EtcdCluster {
 	t := e.t
 	t.Helper()
 	image := framework.EtcdImage(fromVersion)
-	cluster, err := e.stack.CreateEtcd(ctx, prefix, etcdName, replicas, image)
+	cluster, err := e.stack.CreateEtcdWith(ctx, prefix, etcdName, replicas, image, prepare)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,13 @@ type EtcdCluster struct {
 // prefix of a generated name, so that a scenario can run many times in one stack; the cluster's
 // Namespace is the name it got. DeleteNamespace removes it again.
 func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas int32, image string) (*EtcdCluster, error) {
+	return s.CreateEtcdWith(ctx, namespace, name, replicas, image, nil)
+}
+
+// CreateEtcdWith is CreateEtcd with a hook that may create more objects in the namespace (a
+// backup Secret, say) and change the Etcd before it is created.
+func (s *Stack) CreateEtcdWith(ctx context.Context, namespace, name string, replicas int32, image string,
+	prepare func(ctx context.Context, namespace string, etcd *druidv1alpha1.Etcd) error) (*EtcdCluster, error) {
 	namespace, err := framework.CreateNamespace(ctx, s.Client, namespace, framework.RestrictedPodSecurity())
 	if err != nil {
 		return nil, err
@@ -53,7 +60,13 @@ func (s *Stack) CreateEtcd(ctx context.Context, namespace, name string, replicas
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Client.Create(ctx, framework.NewEtcd(namespace, name, replicas, image)); err != nil {
+	etcd := framework.NewEtcd(namespace, name, replicas, image)
+	if prepare != nil {
+		if err := prepare(ctx, namespace, etcd); err != nil {
+			return nil, fmt.Errorf("preparing Etcd %s/%s: %w", namespace, name, err)
+		}
+	}
+	if err := s.Client.Create(ctx, etcd); err != nil {
 		return nil, fmt.Errorf("creating Etcd %s/%s: %w", namespace, name, err)
 	}
 	return &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}, nil
