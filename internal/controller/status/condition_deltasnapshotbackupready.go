@@ -45,4 +45,3 @@ func deltaSnapshotCondition(o Inputs) druidv1alpha1.Condition {
 	}
 	return c
 }
-

@@ -44,4 +44,3 @@ func fullSnapshotCondition(o Inputs) druidv1alpha1.Condition {
 	}
 	return c
 }
-
