@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-go clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-go bench-backup clean
 
 all: build
 
@@ -116,8 +116,14 @@ bench: tools build ## Rollout benchmark: every strategy side by side (REPS=3; ~4
 	@$(STAGE) bench go run ./test/bench -reps $(or $(REPS),3) -out $(BENCH_OUT)
 	@$(STAGE) plot go run -C $(PLOT_MODULE) . -dir $(BENCH_OUT)
 
-bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes).
+bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes), backup throughput.
 	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/
+	@$(MAKE) --no-print-directory bench-backup
+
+# Backup (and restore) throughput in MB/s against the keyspace size (8, 32, 128 MiB): a real etcd
+# member over mTLS and a real S3 server (versitygw); about a minute.
+bench-backup: tools
+	go test -run '^$$' -bench . -benchtime 3x ./test/bench/backup/
 
 clean: cluster-down
 	rm -rf $(BIN) .cluster

@@ -1,0 +1,79 @@
+// Package backup measures backup throughput against the keyspace size: a full snapshot streamed
+// from a real etcd member over mTLS, spooled, uploaded to a real S3 server (versitygw) and
+// verified there, exactly as the member-agent does it (backup.UploadFull). Restore throughput
+// belongs beside it, under the same keyspace sizes.
+package backup
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	internalbackup "github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/test/s3server"
+)
+
+// KeyspaceSizesMiB are the database sizes the backup benchmarks run at.
+var KeyspaceSizesMiB = []int{8, 32, 128}
+
+// BenchmarkSnapshot reports MB/s (database bytes per second of stream + spool + upload + verify)
+// for each keyspace size.
+func BenchmarkSnapshot(b *testing.B) {
+	ctx := context.Background()
+	c := etcdtest.Start(b, etcdtest.Config{Members: 1})
+	member, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = member.Close() })
+	conn, err := c.Dial(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	kv := pb.NewKVClient(conn)
+	srv := s3server.StartT(b, "", "bench")
+	store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: "bench", Prefix: "snapshot", Secret: srv.SecretData()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	filled := 0
+	for _, mib := range KeyspaceSizesMiB {
+		filled = Fill(ctx, b, kv, filled, mib)
+		b.Run(fmt.Sprintf("keyspace=%dMiB", mib), func(b *testing.B) {
+			var size int64
+			for b.Loop() {
+				_, obj, err := internalbackup.UploadFull(ctx, member, store, b.TempDir(), time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = obj.Size
+			}
+			perOp := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(size)/1e6, "dbMB")
+			b.ReportMetric(float64(size)/1e6/perOp, "MB/s")
+		})
+	}
+}
+
+// Fill writes 64 KiB values until the keyspace holds mib MiB (from the filled MiB already
+// written) and returns the new total.
+func Fill(ctx context.Context, tb testing.TB, kv pb.KVClient, filled, mib int) int {
+	tb.Helper()
+	value := make([]byte, 64<<10)
+	for i := range value {
+		value[i] = byte(i * 7)
+	}
+	for n := filled * 16; n < mib*16; n++ {
+		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "bench/%06d", n), Value: value}); err != nil {
+			tb.Fatalf("filling the keyspace to %d MiB: %v", mib, err)
+		}
+	}
+	return mib
+}
