@@ -9,6 +9,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -44,6 +45,12 @@ func backupConditions(o Inputs) []druidv1alpha1.Condition {
 	}
 	full := fullSnapshotCondition(o)
 	delta := deltaSnapshotCondition(o)
+	if _, err := backupstore.ParseProvider(string(*o.Etcd.Spec.Backup.Store.Provider)); err != nil {
+		// No agent can build this store; say so without waiting for one to report it.
+		for _, c := range []*druidv1alpha1.Condition{&full, &delta} {
+			c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, backup.ReasonStoreInvalid, err.Error()
+		}
+	}
 	ready := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeBackupReady}
 	switch {
 	case full.Status == druidv1alpha1.ConditionFalse:

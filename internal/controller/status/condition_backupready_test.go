@@ -71,6 +71,11 @@ func TestBackupConditions(t *testing.T) {
 			}
 		})
 	}
+	etcd.Spec.Backup.Store.Provider = ptr.To(druidv1alpha1.StorageProvider("floppy"))
+	conds := backupConditions(Inputs{Etcd: etcd, Now: now})
+	if conds[0].Status != druidv1alpha1.ConditionFalse || conds[0].Reason != backup.ReasonStoreInvalid || !strings.Contains(conds[0].Message, "floppy") {
+		t.Fatalf("unknown provider: BackupReady %+v", conds[0])
+	}
 	etcd.Spec.Backup.Store = nil
 	if conds := backupConditions(Inputs{Etcd: etcd, Now: now}); conds != nil {
 		t.Fatalf("conditions without a store: %+v", conds)
