@@ -193,16 +193,10 @@ func (r *Runner) Step(ctx context.Context) {
 
 // load reads what the store holds: the latest chain decides where deltas continue from.
 func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
-	objs, err := store.List(ctx, snapshot.Dir)
+	chain, ok, err := LatestChain(ctx, store)
 	if err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(objs))
-	for _, o := range objs {
-		keys = append(keys, o.Key)
-	}
-	snaps, _ := snapshot.ParseAll(keys)
-	chain, ok := snapshot.Latest(snaps)
 	r.state.HaveFull = ok
 	if ok {
 		r.lastRev = chain.EndRevision()
@@ -215,6 +209,23 @@ func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
 	}
 	r.loaded = true
 	return nil
+}
+
+// LatestChain lists the store's snapshots and picks the latest full snapshot and the deltas
+// that continue it (snapshot.Latest); ok is false when the store holds no full snapshot. Objects
+// that are not snapshots are ignored.
+func LatestChain(ctx context.Context, store backupstore.Store) (chain snapshot.Chain, ok bool, err error) {
+	objs, err := store.List(ctx, snapshot.Dir)
+	if err != nil {
+		return snapshot.Chain{}, false, err
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	snaps, _ := snapshot.ParseAll(keys)
+	chain, ok = snapshot.Latest(snaps)
+	return chain, ok, nil
 }
 
 func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string) {
