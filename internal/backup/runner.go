@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -489,17 +488,13 @@ func readSecretDir(dir string) (map[string][]byte, error) {
 	return data, nil
 }
 
+// fingerprint tells whether the Secret changed (resources' one stable hash of a key/value map).
 func fingerprint(data map[string][]byte) string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
+	m := make(map[string]string, len(data))
+	for k, v := range data {
+		m[k] = string(v)
 	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%x;", k, data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return resources.ConfigChecksum(m)
 }
 
 // storeReason tells a store that could not be reached from other upload failures.
