@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -437,7 +435,7 @@ func (r *Runner) fail(ctx context.Context, reason string, err error, kinds ...sn
 // openStore builds the store from the flags and the Secret as mounted now, again only when the
 // Secret's content changed.
 func (r *Runner) openStore() (backupstore.Store, error) {
-	data, err := readSecretDir(r.cfg.SecretDir)
+	data, err := backupstore.ReadSecretDir(r.cfg.SecretDir)
 	if err != nil {
 		return nil, err
 	}
@@ -454,38 +452,6 @@ func (r *Runner) openStore() (backupstore.Store, error) {
 	}
 	r.store, r.storeSecret, r.loaded = store, fp, false
 	return store, nil
-}
-
-// readSecretDir reads the keys of a mounted Secret (kubelet's ..data links and dot files are
-// not keys).
-func readSecretDir(dir string) (map[string][]byte, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("backup secret: %w", err)
-	}
-	data := map[string][]byte{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		info, err := os.Stat(path)
-		if err != nil || info.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("backup secret key %s: %w", e.Name(), err)
-		}
-		data[e.Name()] = b
-	}
-	if len(data) == 0 {
-		return nil, fmt.Errorf("backup secret: no keys in %s (is the Secret missing?)", dir)
-	}
-	return data, nil
 }
 
 // fingerprint tells whether the Secret changed (resources' one stable hash of a key/value map).

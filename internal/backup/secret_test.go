@@ -31,17 +31,17 @@ func TestReadSecretDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := readSecretDir(dir)
+	data, err := backupstore.ReadSecretDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(data) != 2 || string(data["accessKeyID"]) != "AKIA" {
 		t.Fatalf("read %v", data)
 	}
-	if _, err := readSecretDir(t.TempDir()); err == nil {
+	if _, err := backupstore.ReadSecretDir(t.TempDir()); err == nil {
 		t.Fatal("an empty directory (an optional Secret that does not exist) read as a Secret")
 	}
-	if data, err := readSecretDir(""); err != nil || data != nil {
+	if data, err := backupstore.ReadSecretDir(""); err != nil || data != nil {
 		t.Fatalf("no Secret configured: %v %v", data, err)
 	}
 }
