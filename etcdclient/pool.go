@@ -53,6 +53,17 @@ func NewPool(o Options) *Pool {
 // Handshakes is the number of TLS handshakes the pool's connections have completed.
 func (p *Pool) Handshakes() uint64 { return p.handshakes.Load() }
 
+// Members is the number of member clients the pool holds open (each one a gRPC connection).
+func (p *Pool) Members() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, members := range p.clusters {
+		n += len(members)
+	}
+	return n
+}
+
 // Query asks every target for its status concurrently and one reachable member for the member
 // list. It returns an error only when no target answered; per-member failures are in
 // MemberStatus.Err.

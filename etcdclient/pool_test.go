@@ -278,6 +278,9 @@ func TestSteadyStateReusesConnections(t *testing.T) {
 	if got := p.Handshakes() - first; got != 0 {
 		t.Fatalf("steady-state Queries made %d new TLS handshakes, want 0", got)
 	}
+	if got := p.Members(); got != len(targets) {
+		t.Fatalf("pool holds %d member clients, want one per member (%d)", got, len(targets))
+	}
 
 	t.Run("rotated client certificate builds new clients", func(t *testing.T) {
 		pair, err := c.CA.ClientCert("rotated")
@@ -310,6 +313,9 @@ func TestSteadyStateReusesConnections(t *testing.T) {
 
 	t.Run("forget drops the clients", func(t *testing.T) {
 		p.Forget(cluster)
+		if got := p.Members(); got != 0 {
+			t.Fatalf("after Forget the pool holds %d member clients, want 0", got)
+		}
 		before := p.Handshakes()
 		query(t, p, c.Client, targets)
 		if got := p.Handshakes() - before; got < uint64(len(targets)) {

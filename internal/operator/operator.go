@@ -104,6 +104,10 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	}
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
 	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
+	if err := registerPoolMetrics(o.Registry, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	underMaintenance := maintenance.NewRegistry()
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
@@ -219,4 +223,16 @@ func durationOrNil(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// registerPoolMetrics exposes how many member connections the pool holds: a fleet's cost in file
+// descriptors and memory grows with it, and the fleet benchmark reports it.
+func registerPoolMetrics(reg prometheus.Registerer, pool *etcdclient.Pool) error {
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "etcd_conductor", Name: "member_clients",
+		Help: "Member clients (gRPC connections) the operator's pool holds open."},
+		func() float64 { return float64(pool.Members()) })
+	if err := reg.Register(open); err != nil {
+		return fmt.Errorf("registering pool metrics: %w", err)
+	}
+	return nil
 }
