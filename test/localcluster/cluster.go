@@ -32,11 +32,9 @@ import (
 // Cold starts take 3–6 s; the machine is shared with parallel compiles.
 const startupTimeout = 3 * time.Minute
 
-// serviceCIDR must not overlap the node simulator's pod subnets (10.213.x.0/24).
-const (
-	serviceCIDR     = "10.0.0.0/24"
-	kubernetesSvcIP = "10.0.0.1"
-)
+// DefaultServiceCIDR holds ~250 ClusterIPs; a fleet benchmark asks for a wider range
+// (Options.ServiceCIDR). It must not overlap the node simulator's pod subnets (10.213.x.0/24).
+const DefaultServiceCIDR = "10.0.0.0/24"
 
 const (
 	saIssuer         = "https://kubernetes.default.svc.cluster.local"
@@ -246,7 +244,11 @@ func (c *Cluster) writePKI() (clientCredentials, error) {
 		return clientCredentials{}, fmt.Errorf("write CA: %w", err)
 	}
 	loopback := net.ParseIP("127.0.0.1")
-	ips := []net.IP{loopback, net.ParseIP(kubernetesSvcIP)}
+	svcIP, err := kubernetesServiceIP(c.opts.ServiceCIDR)
+	if err != nil {
+		return clientCredentials{}, err
+	}
+	ips := []net.IP{loopback, svcIP}
 	if bind := net.ParseIP(c.opts.BindAddress); !bind.Equal(loopback) {
 		ips = append(ips, bind)
 	}
@@ -376,7 +378,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, admin testpki.KeyPair) err
 		"--service-account-issuer=" + saIssuer,
 		"--service-account-key-file=" + p.saKey,
 		"--service-account-signing-key-file=" + p.saKey,
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-cluster-ip-range=" + c.opts.ServiceCIDR,
 		// Nothing serves the kubernetes Service's endpoints; simulated pods
 		// get KUBERNETES_SERVICE_HOST pointing straight at us instead.
 		"--endpoint-reconciler-type=none",

@@ -67,6 +67,9 @@ type Options struct {
 	// Nothing then creates the default ServiceAccounts, so the ServiceAccount
 	// admission plugin is off, as in controller-runtime's envtest.
 	NoControllerManager bool
+	// ServiceCIDR is the apiserver's --service-cluster-ip-range. Default DefaultServiceCIDR
+	// (~250 Services); at most a /12, and clear of the node simulator's 10.213.0.0/16.
+	ServiceCIDR string
 	// CRDs installs the chart's CustomResourceDefinitions before Start
 	// returns, as `helm install` does first.
 	CRDs bool
@@ -122,6 +125,12 @@ func (o Options) withDefaults() (Options, error) {
 	if ip := net.ParseIP(o.BindAddress); ip.IsUnspecified() {
 		return o, fmt.Errorf("bind address %s would listen on every interface; give loopback or a bridge address", o.BindAddress)
 	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = DefaultServiceCIDR
+	}
+	if err := validateServiceCIDR(o.ServiceCIDR); err != nil {
+		return o, err
+	}
 	if len(o.Controllers) == 0 {
 		o.Controllers = DefaultControllers
 	}
@@ -143,4 +152,40 @@ func controllerFlag(names []string) string {
 		out = append(out, n)
 	}
 	return strings.Join(out, ",")
+}
+
+// podSubnets are the node simulator's pod networks (10.213.x.0/24); Services must not overlap them.
+var podSubnets = &net.IPNet{IP: net.IPv4(10, 213, 0, 0).To4(), Mask: net.CIDRMask(16, 32)}
+
+// validateServiceCIDR accepts an IPv4 range the apiserver takes (no larger than a /12, which is
+// kube-apiserver's limit) that stays clear of the simulated pod networks.
+func validateServiceCIDR(cidr string) error {
+	ip, n, err := net.ParseCIDR(cidr)
+	if err != nil || ip.To4() == nil {
+		return fmt.Errorf("service CIDR %q is not an IPv4 CIDR", cidr)
+	}
+	if ones, _ := n.Mask.Size(); ones < 12 || ones > 28 {
+		return fmt.Errorf("service CIDR %s: prefix /%d is outside /12../28", cidr, ones)
+	}
+	if n.Contains(podSubnets.IP) || podSubnets.Contains(n.IP) {
+		return fmt.Errorf("service CIDR %s overlaps the node simulator's pod subnets %s", cidr, podSubnets)
+	}
+	return nil
+}
+
+// kubernetesServiceIP is the first address of the range, which the apiserver gives the
+// `kubernetes` Service; its serving certificate must name it.
+func kubernetesServiceIP(cidr string) (net.IP, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("service CIDR %q: %w", cidr, err)
+	}
+	ip := n.IP.To4()
+	if ip == nil {
+		return nil, fmt.Errorf("service CIDR %s is not IPv4", cidr)
+	}
+	first := make(net.IP, len(ip))
+	copy(first, ip)
+	first[3]++
+	return first, nil
 }

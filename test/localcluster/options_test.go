@@ -55,6 +55,42 @@ func TestWithDefaultsBindAddress(t *testing.T) {
 	}
 }
 
+func TestServiceCIDR(t *testing.T) {
+	bin := fakeBinDir(t)
+	for _, tc := range []struct {
+		cidr, want, wantSvcIP, wantErr string
+	}{
+		{cidr: "", want: DefaultServiceCIDR, wantSvcIP: "10.0.0.1"},
+		{cidr: "10.0.0.0/16", want: "10.0.0.0/16", wantSvcIP: "10.0.0.1"},
+		{cidr: "10.96.0.0/12", want: "10.96.0.0/12", wantSvcIP: "10.96.0.1"},
+		{cidr: "10.0.0.0/8", wantErr: "outside /12"},
+		{cidr: "10.213.4.0/24", wantErr: "overlaps"},
+		{cidr: "10.208.0.0/12", wantErr: "overlaps"},
+		{cidr: "fd00::/112", wantErr: "not an IPv4"},
+		{cidr: "10.0.0.1", wantErr: "not an IPv4 CIDR"},
+	} {
+		t.Run(tc.cidr, func(t *testing.T) {
+			o, err := Options{BinDir: bin, ServiceCIDR: tc.cidr}.withDefaults()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ServiceCIDR != tc.want {
+				t.Errorf("ServiceCIDR = %q, want %q", o.ServiceCIDR, tc.want)
+			}
+			ip, err := kubernetesServiceIP(o.ServiceCIDR)
+			if err != nil || ip.String() != tc.wantSvcIP {
+				t.Errorf("kubernetes Service IP = %v (%v), want %s", ip, err, tc.wantSvcIP)
+			}
+		})
+	}
+}
+
 // recordingTB captures what SkipWithoutBinaries does instead of ending the test.
 type recordingTB struct {
 	testing.TB
