@@ -87,7 +87,7 @@ func run() error {
 	}
 	results := report.Results{
 		Date:    began.UTC().Format(time.RFC3339),
-		Machine: machine(*note),
+		Machine: report.ThisMachine(*note),
 		Reps:    *reps,
 		Settings: report.Settings{
 			FromImage: cfg.fromImage, ToImage: cfg.toImage, WriteRate: cfg.writeRate, WriteTimeoutMs: cfg.writeTimeout.Milliseconds(),
@@ -146,7 +146,7 @@ func run() error {
 		}
 	}
 	results.WallSeconds = time.Since(began).Seconds()
-	results.Machine.LoadAtEnd = loadAverage()
+	results.Machine.LoadAtEnd = report.LoadAverage()
 	logf("%d runs in %s, %d controller-manager restarts", len(results.Runs), time.Since(began).Round(time.Second), kcm.Restarts)
 	return writeOutputs(*outDir, results, timelines)
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bufio"
@@ -6,13 +6,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-
-	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 )
 
-// machine describes this host from /proc, for the results header.
-func machine(note string) report.Machine {
-	m := report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Note: note}
+// ThisMachine describes this host from /proc, for the results header.
+func ThisMachine(note string) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Note: note}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
@@ -22,12 +20,12 @@ func machine(note string) report.Machine {
 			m.MemoryGiB = v / (1 << 20)
 		}
 	}
-	m.LoadAtStart = loadAverage()
+	m.LoadAtStart = LoadAverage()
 	return m
 }
 
-// loadAverage is the 1-minute load average, 0 when unknown.
-func loadAverage() float64 {
+// LoadAverage is the 1-minute load average, 0 when unknown.
+func LoadAverage() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return 0

@@ -1,0 +1,236 @@
+package fleet
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+)
+
+// Report is one `make bench-fleet`: every fleet size, each measured for every binary.
+type Report struct {
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	Machine  report.Machine `json:"machine"`
+	Binaries []Binary       `json:"binaries"`
+	// Sizes holds, per fleet size, one Result per binary in Binaries order.
+	Sizes []SizeResults `json:"sizes"`
+}
+
+// SizeResults are one fleet size's runs.
+type SizeResults struct {
+	N       int      `json:"n"`
+	Results []Result `json:"results"`
+	// Failed holds, per binary label, why its run did not finish (its partial figures are in
+	// Results).
+	Failed map[string]string `json:"failed,omitempty"`
+}
+
+// Targets are issue 15's figures for a fleet of 1,000 Etcds.
+var Targets = struct {
+	RestartSeconds, WritesPerUnchangedEtcd, RSSBytes, P99Seconds float64
+}{RestartSeconds: 30, WritesPerUnchangedEtcd: 0, RSSBytes: 300 << 20, P99Seconds: 0.1}
+
+// WriteFiles writes fleet-<date>.md and fleet-<date>.json into dir and returns the markdown path.
+func (r Report) WriteFiles(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	base := filepath.Join(dir, "fleet-"+r.Started.UTC().Format("2006-01-02T1504"))
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(base+".json", append(data, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	f, err := os.Create(base + ".md")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	r.Markdown(f)
+	return base + ".md", f.Close()
+}
+
+// Markdown prints the side-by-side tables.
+func (r Report) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "# Fleet benchmark %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	m := r.Machine
+	fmt.Fprintf(w, "Machine: %d CPUs (%s), %.0f GiB, %s; load average %.1f at start, %.1f at end. %s\n\n",
+		m.CPUs, m.CPUModel, m.MemoryGiB, m.GoVersion, m.LoadAtStart, m.LoadAtEnd, m.Note)
+	for _, b := range r.Binaries {
+		ref := b.Ref
+		if ref == "" {
+			ref = "current tree"
+		}
+		fmt.Fprintf(w, "- **%s**: %s (%s) `%s`\n", b.Label, ref, shortCommit(b.Commit), b.Path)
+	}
+	fmt.Fprintln(w)
+	for _, size := range r.Sizes {
+		writeSize(w, size)
+	}
+}
+
+func shortCommit(c string) string {
+	// A full hash, possibly followed by "+worktree".
+	if len(c) >= 40 {
+		return c[:12] + c[40:]
+	}
+	return c
+}
+
+func writeSize(w io.Writer, size SizeResults) {
+	res := size.Results
+	if len(res) == 0 {
+		return
+	}
+	first := res[0]
+	pods := "Pending pods (kube-controller-manager's StatefulSet controller, no kubelet)"
+	if !first.Pods {
+		pods = "no pods (no kube-controller-manager)"
+	}
+	fmt.Fprintf(w, "## %d Etcds of %d members — %s\n\n", size.N, first.Replicas, pods)
+	header := "| | "
+	sep := "|---|"
+	for _, r := range res {
+		header += r.Binary.Label + " | "
+		sep += "---|"
+	}
+	fmt.Fprintln(w, strings.TrimSpace(header))
+	fmt.Fprintln(w, sep)
+	n := float64(size.N)
+	row := func(name string, f func(Result) string) {
+		line := "| " + name + " |"
+		for _, r := range res {
+			line += " " + f(r) + " |"
+		}
+		fmt.Fprintln(w, line)
+	}
+	row("converged from creation (s)", func(r Result) string { return timed(r.Converge.Seconds, r.Converge.TimedOut) })
+	row("restart → all reconciled (s)", func(r Result) string { return timed(r.Restart.Seconds, r.Restart.TimedOut) })
+	row("writes per Etcd per restart", func(r Result) string { return fmt.Sprintf("%.2f (%.0f)", r.Restart.Writes/n, r.Restart.Writes) })
+	row("reads per Etcd per restart (no WATCH)", func(r Result) string { return fmt.Sprintf("%.2f (%.0f)", r.Restart.Reads/n, r.Restart.Reads) })
+	row("manager RSS at the end / peak (MB)", func(r Result) string {
+		return fmt.Sprintf("%d / %d", r.Restart.Proc.RSSBytes>>20, r.Restart.Proc.PeakRSSBytes>>20)
+	})
+	row("manager CPU over the restart (s)", func(r Result) string { return fmt.Sprintf("%.1f", r.Restart.Proc.CPUSeconds) })
+	row("reconcile p50 / p99, all controllers (ms)", func(r Result) string {
+		return fmt.Sprintf("%s / %s", ms(r.Restart.AllReconciles.P50Seconds), ms(r.Restart.AllReconciles.P99Seconds))
+	})
+	for _, c := range controllerNames(res) {
+		row(fmt.Sprintf("%s: reconciles, p50 / p99 (ms)", c), func(r Result) string {
+			s, ok := r.Restart.Reconciles[c]
+			if !ok {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f, %s / %s", s.Count, ms(s.P50Seconds), ms(s.P99Seconds))
+		})
+	}
+	row("goroutines", func(r Result) string { return fmt.Sprintf("%.0f", r.Restart.Goroutines) })
+	row("open member connections", func(r Result) string {
+		if r.Restart.MemberClients == nil {
+			return "not exported"
+		}
+		return fmt.Sprintf("%.0f", *r.Restart.MemberClients)
+	})
+	row("image bump during a restart: acted on after (s)", func(r Result) string {
+		if r.Bump == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%s (queue %.0f deep)", timed(r.Bump.ActedSeconds, r.Bump.TimedOut), r.Bump.QueueDepth)
+	})
+	row("load average start → end", func(r Result) string { return fmt.Sprintf("%.1f → %.1f", r.LoadStart, r.LoadEnd) })
+	for label, why := range size.Failed {
+		fmt.Fprintf(w, "\n**%s did not finish**: %s\n", label, why)
+	}
+	fmt.Fprintf(w, "\nRequests per Etcd per restart (apiserver_request_total, idle rate removed; the benchmark's own metric scrapes are the tokenreviews/subjectaccessreviews rows):\n\n")
+	fmt.Fprintln(w, strings.TrimSpace(header))
+	fmt.Fprintln(w, sep)
+	keys := map[RequestKey]bool{}
+	for _, r := range res {
+		for _, c := range r.Restart.Requests {
+			keys[c.RequestKey] = true
+		}
+	}
+	sorted := make([]RequestKey, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].IsWrite() != sorted[j].IsWrite() {
+			return sorted[i].IsWrite()
+		}
+		return sorted[i].String() < sorted[j].String()
+	})
+	for _, k := range sorted {
+		row("`"+k.String()+"`", func(r Result) string {
+			for _, c := range r.Restart.Requests {
+				if c.RequestKey == k {
+					return fmt.Sprintf("%.2f (%.0f)", c.Count/n, c.Count)
+				}
+			}
+			return "0"
+		})
+	}
+	if size.N >= 1000 {
+		fmt.Fprintln(w)
+		for _, r := range res {
+			fmt.Fprintf(w, "- %s against issue 15's targets at %d Etcds: %s\n", r.Binary.Label, size.N, strings.Join(targetVerdicts(r), "; "))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// targetVerdicts says, per target, whether r met it. Writes are counted for the whole fleet:
+// nothing changed, so every write is one an unchanged cluster cost.
+func targetVerdicts(r Result) []string {
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	return []string{
+		fmt.Sprintf("restart ≤ %.0f s: %s (%.1f s)", Targets.RestartSeconds, verdict(!r.Restart.TimedOut && r.Restart.Seconds <= Targets.RestartSeconds), r.Restart.Seconds),
+		fmt.Sprintf("0 writes for unchanged clusters: %s (%.0f)", verdict(r.Restart.Writes == 0), r.Restart.Writes),
+		fmt.Sprintf("RSS < 300 MB: %s (%d MB)", verdict(float64(r.Restart.Proc.RSSBytes) < Targets.RSSBytes), r.Restart.Proc.RSSBytes>>20),
+		fmt.Sprintf("p99 reconcile < 100 ms: %s (%s ms)", verdict(r.Restart.AllReconciles.P99Seconds < Targets.P99Seconds), ms(r.Restart.AllReconciles.P99Seconds)),
+	}
+}
+
+func controllerNames(res []Result) []string {
+	seen := map[string]bool{}
+	for _, r := range res {
+		for c := range r.Restart.Reconciles {
+			seen[c] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func timed(seconds float64, timedOut bool) string {
+	if timedOut {
+		return fmt.Sprintf("> %.0f (timed out)", seconds)
+	}
+	return fmt.Sprintf("%.1f", seconds)
+}
+
+func ms(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", seconds*1000)
+}
