@@ -22,6 +22,8 @@ type Report struct {
 	Binaries []Binary       `json:"binaries"`
 	// Sizes holds, per fleet size, one Result per binary in Binaries order.
 	Sizes []SizeResults `json:"sizes"`
+	// Rollouts is the fleet-wide image bump of real members, one per binary.
+	Rollouts []RolloutResult `json:"rollouts,omitempty"`
 }
 
 // SizeResults are one fleet size's runs.
@@ -77,6 +79,30 @@ func (r Report) Markdown(w io.Writer) {
 	for _, size := range r.Sizes {
 		writeSize(w, size)
 	}
+	writeRollouts(w, r.Rollouts)
+}
+
+func writeRollouts(w io.Writer, rollouts []RolloutResult) {
+	if len(rollouts) == 0 {
+		return
+	}
+	first := rollouts[0]
+	fmt.Fprintf(w, "## Fleet-wide image bump of real members: %d clusters of %d (node simulator, mTLS, etcd %s → %s)\n\n",
+		first.Clusters, first.Replicas, etcdVersion, bumpVersion)
+	fmt.Fprintln(w, "| | last rollout started (s) | every rollout started (s, per cluster) | all members updated and ready (s) |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, r := range rollouts {
+		per := make([]string, len(r.StartSeconds))
+		for i, v := range r.StartSeconds {
+			per[i] = fmt.Sprintf("%.1f", v)
+		}
+		done := timed(r.AllConvergedSeconds, r.TimedOut)
+		if r.Error != "" && !r.TimedOut {
+			done = "failed: " + r.Error
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %s | %s |\n", r.Binary.Label, r.LastStartSeconds, strings.Join(per, ", "), done)
+	}
+	fmt.Fprintln(w)
 }
 
 func shortCommit(c string) string {

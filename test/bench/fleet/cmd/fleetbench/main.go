@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	sizes := flag.String("n", "100,300", "fleet sizes, comma-separated")
+	sizes := flag.String("n", "100,300", "fleet sizes, comma-separated (\"\" or 0: none, only the image bump)")
 	before := flag.String("before", "a25b047", "git ref of the \"before\" manager (built and cached by commit); empty skips it")
 	after := flag.String("after", "", "git ref of the \"after\" manager; empty: the current tree's bin/etcd-conductor")
 	afterConfig := flag.String("after-config", "", "OperatorConfiguration fields (YAML) only the \"after\" binary knows, e.g. 'clientConnection: {qps: 100, burst: 200}'")
@@ -28,22 +28,30 @@ func main() {
 	perNamespace := flag.Int("per-namespace", 10, "Etcds per namespace")
 	noKCM := flag.Bool("no-controller-manager", false, "run no kube-controller-manager: StatefulSets get no pods")
 	bump := flag.Bool("bump", true, "also measure a restart during which one Etcd's image changes")
+	rolloutClusters := flag.Int("rollout-clusters", 5, "clusters of -replicas real members for the fleet-wide image bump (node simulator, needs root); 0 skips it")
+	convergeTimeout := flag.Duration("converge-timeout", 30*time.Minute, "give up on a binary's convergence after this long (reported as timed out)")
+	restartTimeout := flag.Duration("restart-timeout", 20*time.Minute, "give up on a restart (or a bump's wait) after this long (reported as timed out)")
+	afterFirst := flag.Bool("after-first", false, "measure \"after\" before \"before\" at each size (so a short session gets the new figures first)")
 	gates := flag.String("feature-gates", "QuorumAwareUpdatesWithOnDelete=true", "manager feature gates, name=bool,...")
 	out := flag.String("out", "test/bench/results", "directory for fleet-<date>.md and .json")
 	note := flag.String("note", "shared 2-core machine (6 engineers building and testing): figures are noisy", "a line for the results header")
 	flag.Parse()
-	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *gates, *out, *note); err != nil {
+	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *rolloutClusters, *gates, *out, *note,
+		timeouts{converge: *convergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
 		fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamespace int, noKCM, bump bool, gatesFlag, out, note string) error {
+func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamespace int, noKCM, bump bool, rolloutClusters int, gatesFlag, out, note string, t timeouts) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var sizes []int
 	for _, s := range strings.Split(sizesFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if s = strings.TrimSpace(s); s == "" || s == "0" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("-n: %q is not a positive number", s)
 		}
@@ -83,10 +91,19 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 	opts := fleet.Options{
 		Replicas: int32(replicas), PerNamespace: perNamespace, NoControllerManager: noKCM, Bump: bump,
 		FeatureGates: gates, ExtraConfig: map[string]string{"after": afterConfig}, WorkDir: workDir, Log: os.Stdout,
+		ConvergeTimeout: t.converge, RestartTimeout: t.restart,
+	}
+	order := binaries
+	if t.afterFirst {
+		order = make([]fleet.Binary, 0, len(binaries))
+		for i := len(binaries) - 1; i >= 0; i-- {
+			order = append(order, binaries[i])
+		}
 	}
 	for _, n := range sizes {
 		size := fleet.SizeResults{N: n}
-		for _, b := range binaries {
+		byLabel := map[string]fleet.Result{}
+		for _, b := range order {
 			opts.N = n
 			res, err := fleet.Run(ctx, b, opts)
 			if err != nil {
@@ -96,15 +113,31 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 				}
 				size.Failed[b.Label] = err.Error()
 			}
-			size.Results = append(size.Results, res)
+			byLabel[b.Label] = res
 			if ctx.Err() != nil {
 				break
+			}
+		}
+		// The table keeps the binaries' order (before | after) whatever order they ran in.
+		for _, b := range binaries {
+			if res, ok := byLabel[b.Label]; ok {
+				size.Results = append(size.Results, res)
 			}
 		}
 		rep.Sizes = append(rep.Sizes, size)
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if rolloutClusters > 0 && ctx.Err() == nil {
+		rollouts, err := fleet.RunRollouts(ctx, binaries, fleet.RolloutOptions{
+			Clusters: rolloutClusters, Replicas: int32(replicas), FeatureGates: gates,
+			ExtraConfig: opts.ExtraConfig, WorkDir: workDir, Log: os.Stdout,
+		})
+		if err != nil {
+			fmt.Printf("fleet-wide image bump did not run: %v\n", err)
+		}
+		rep.Rollouts = rollouts
 	}
 	rep.Finished = time.Now()
 	rep.Machine.LoadAtEnd = report.LoadAverage()
@@ -115,6 +148,12 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 	}
 	fmt.Printf("written: %s (+ .json); manager logs in %s\n", path, workDir)
 	return ctx.Err()
+}
+
+// timeouts bound the phases of one binary's run.
+type timeouts struct {
+	converge, restart time.Duration
+	afterFirst        bool
 }
 
 func afterBinary(ref string) (fleet.Binary, error) {
