@@ -102,9 +102,11 @@ type Result struct {
 
 // ConvergeResult: from the first create until every Etcd reports its generation observed.
 type ConvergeResult struct {
-	CreateSeconds  float64 `json:"createSeconds"`
-	Seconds        float64 `json:"seconds"`
-	TimedOut       bool    `json:"timedOut,omitempty"`
+	CreateSeconds float64 `json:"createSeconds"`
+	Seconds       float64 `json:"seconds"`
+	TimedOut      bool    `json:"timedOut,omitempty"`
+	// Converged Etcds when the phase ended (all of them unless it timed out).
+	Converged      int     `json:"converged"`
 	WithLastErrors int     `json:"etcdsWithLastErrors"`
 	SettledSeconds float64 `json:"settledSeconds"`
 }
@@ -367,6 +369,7 @@ func (b *bench) converge(ctx context.Context, m *manager) (ConvergeResult, error
 		if err != nil {
 			return r, err
 		}
+		r.Converged = done
 		if done == len(b.etcds) {
 			r.Seconds = time.Since(start).Seconds()
 			r.WithLastErrors = withErrors

@@ -140,7 +140,12 @@ func writeSize(w io.Writer, size SizeResults) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	row("converged from creation (s)", func(r Result) string { return timed(r.Converge.Seconds, r.Converge.TimedOut) })
+	row("converged from creation (s)", func(r Result) string {
+		if r.Converge.TimedOut {
+			return fmt.Sprintf("> %.0f (timed out: %d of %d converged)", r.Converge.Seconds, r.Converge.Converged, size.N)
+		}
+		return timed(r.Converge.Seconds, false)
+	})
 	row("restart → all reconciled (s)", func(r Result) string { return timed(r.Restart.Seconds, r.Restart.TimedOut) })
 	row("writes per Etcd per restart", func(r Result) string { return fmt.Sprintf("%.2f (%.0f)", r.Restart.Writes/n, r.Restart.Writes) })
 	row("reads per Etcd per restart (no WATCH)", func(r Result) string { return fmt.Sprintf("%.2f (%.0f)", r.Restart.Reads/n, r.Restart.Reads) })

@@ -125,6 +125,10 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 			}
 		}
 		rep.Sizes = append(rep.Sizes, size)
+		// Written after every size, so a run cut short keeps what it measured.
+		if _, err := rep.WriteFiles(out); err != nil {
+			return err
+		}
 		if ctx.Err() != nil {
 			break
 		}
