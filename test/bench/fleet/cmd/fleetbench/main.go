@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/etcd-conductor/etcd-conductor/test/bench/fleet"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 )
@@ -36,6 +39,8 @@ func main() {
 	out := flag.String("out", "test/bench/results", "directory for fleet-<date>.md and .json")
 	note := flag.String("note", "shared 2-core machine (6 engineers building and testing): figures are noisy", "a line for the results header")
 	flag.Parse()
+	// The admin clients log nothing worth reading here; the managers' logs are files.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *rolloutClusters, *gates, *out, *note,
 		timeouts{converge: *convergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
 		fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
