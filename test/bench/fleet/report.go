@@ -114,8 +114,20 @@ func shortCommit(c string) string {
 }
 
 func writeSize(w io.Writer, size SizeResults) {
-	res := size.Results
+	// A binary whose run ended before it measured anything has a failure line, not a column
+	// of zeros.
+	var res []Result
+	for _, r := range size.Results {
+		if _, failed := size.Failed[r.Binary.Label]; failed && r.Converge.Seconds == 0 {
+			continue
+		}
+		res = append(res, r)
+	}
 	if len(res) == 0 {
+		fmt.Fprintf(w, "## %d Etcds\n\n", size.N)
+		for label, why := range size.Failed {
+			fmt.Fprintf(w, "**%s did not finish**: %s\n\n", label, why)
+		}
 		return
 	}
 	first := res[0]
@@ -157,7 +169,7 @@ func writeSize(w io.Writer, size SizeResults) {
 		return fmt.Sprintf("%s / %s", ms(r.Restart.AllReconciles.P50Seconds), ms(r.Restart.AllReconciles.P99Seconds))
 	})
 	for _, c := range controllerNames(res) {
-		row(fmt.Sprintf("%s: reconciles, p50 / p99 (ms)", c), func(r Result) string {
+		row(fmt.Sprintf("%s: reconciles over the restart, p50 / p99 (ms)", c), func(r Result) string {
 			s, ok := r.Restart.Reconciles[c]
 			if !ok {
 				return "–"

@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,9 +40,17 @@ func main() {
 	gates := flag.String("feature-gates", "QuorumAwareUpdatesWithOnDelete=true", "manager feature gates, name=bool,...")
 	out := flag.String("out", "test/bench/results", "directory for fleet-<date>.md and .json")
 	note := flag.String("note", "shared 2-core machine (6 engineers building and testing): figures are noisy", "a line for the results header")
+	render := flag.String("render", "", "only print the tables of a results JSON file again (and rewrite its .md)")
 	flag.Parse()
 	// The admin clients log nothing worth reading here; the managers' logs are files.
 	ctrllog.SetLogger(logr.Discard())
+	if *render != "" {
+		if err := rerender(*render); err != nil {
+			fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *rolloutClusters, *gates, *out, *note,
 		timeouts{converge: *convergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
 		fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
@@ -180,4 +190,24 @@ func afterBinary(ref string) (fleet.Binary, error) {
 		}
 	}
 	return b, nil
+}
+
+// rerender prints a results file's tables with this version of the report and rewrites the .md
+// beside it (the JSON holds every figure; the markdown is derived from it).
+func rerender(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep fleet.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	md, err := os.Create(strings.TrimSuffix(path, ".json") + ".md")
+	if err != nil {
+		return err
+	}
+	defer md.Close()
+	rep.Markdown(io.MultiWriter(os.Stdout, md))
+	return md.Close()
 }
