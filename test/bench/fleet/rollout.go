@@ -95,10 +95,15 @@ func rolloutOnce(ctx context.Context, s *stack.Stack, bin Binary, o RolloutOptio
 	from, to := framework.EtcdImage(etcdVersion), framework.EtcdImage(bumpVersion)
 	var clusters []*stack.EtcdCluster
 	defer func() {
-		for _, c := range clusters {
+		// All at once: each deletion waits for its pods to finish.
+		err := forEach(clusters, func(c *stack.EtcdCluster) error {
 			if err := s.DeleteNamespace(context.Background(), c.Namespace); err != nil {
-				logf("deleting %s: %v", c.Namespace, err)
+				return fmt.Errorf("deleting %s: %w", c.Namespace, err)
 			}
+			return nil
+		})
+		if err != nil {
+			logf("%v", err)
 		}
 	}()
 	for i := range o.Clusters {
