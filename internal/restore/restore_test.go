@@ -3,6 +3,7 @@ package restore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -267,6 +269,41 @@ func TestRestore(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("latest chain from a Local store", func(t *testing.T) {
+		store, err := backupstore.NewLocal(t.TempDir(), "backups", "etcd-main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []snapshot.Snapshot{full, d1, d2} {
+			data := src.objects[s.Key()]
+			if _, err := store.Put(ctx, s.Key(), bytes.NewReader(data), int64(len(data)), backupstore.SHA256Hex(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "new.etcd")
+		peer := loopbackPeerURL(t)
+		res, err := FromStore(ctx, store, Options{DataDir: dir, Name: "etcd-1", PeerURL: peer, Token: "t", Log: testr.New(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Revision != end || res.DeltasApplied != 2 {
+			t.Fatalf("restored %s, want revision %d with 2 deltas", res, end)
+		}
+		got, _, _ := startRestored(ctx, t, dir, "etcd-1", peer)
+		sameKeys(t, got, src.keysAt(ctx, t, end))
+	})
+
+	t.Run("empty store", func(t *testing.T) {
+		store, err := backupstore.NewLocal(t.TempDir(), "backups", "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = FromStore(ctx, store, Options{DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t"})
+		if !errors.Is(err, ErrNoFullSnapshot) {
+			t.Fatalf("error %v, want ErrNoFullSnapshot", err)
+		}
+	})
 
 	t.Run("never over data", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "new.etcd")
