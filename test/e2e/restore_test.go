@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+		"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/s3server"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+// restoreDeltaPeriod is the scenario's spec.backup.deltaSnapshotPeriod: the bound on what a
+// restore may lose.
+const restoreDeltaPeriod = 5 * time.Second
+
+// backupEnv is an Etcd backed up to a real S3 server (versitygw) the pods reach on the node
+// simulator's gateway.
+type backupEnv struct {
+	*env
+	store backupstore.Store
+	// lostEarlier are the writes an earlier restore of this cluster lost: not counted again.
+	lostEarlier map[string]bool
+}
+
+// enableBackups points the Etcd's spec.backup at a fresh bucket and waits for the rollout that
+// gives the members their backup flags.
+func enableBackups(ctx context.Context, e *env) *backupEnv {
+	t := e.t
+	t.Helper()
+	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), "backups")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.cluster.Namespace, Name: "etcd-backup"}, Data: srv.SecretData()}
+	if err := e.stack.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: "backups", Prefix: e.cluster.Namespace, Secret: srv.SecretData()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(etcd.DeepCopy())
+	provider := druidv1alpha1.StorageProvider("S3")
+	etcd.Spec.Backup = &druidv1alpha1.BackupSpec{
+		Store: &druidv1alpha1.StoreSpec{Provider: &provider, Container: ptr.To("backups"), Prefix: e.cluster.Namespace,
+			SecretRef: &corev1.SecretReference{Name: secret.Name}},
+		DeltaSnapshotPeriod: &metav1.Duration{Duration: restoreDeltaPeriod},
+	}
+	if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(ctx, "the members to run with their backup flags", func(ctx context.Context) (bool, error) {
+		sts, err := e.cluster.StatefulSet(ctx)
+		if err != nil {
+			return false, err
+		}
+		st, err := e.cluster.State(ctx)
+		if err != nil {
+			return false, err
+		}
+		return sts.Status.UpdateRevision == sts.Status.CurrentRevision && st.Updated == e.cluster.Replicas && st.Ready == e.cluster.Replicas, nil
+	})
+	return &backupEnv{env: e, store: store, lostEarlier: map[string]bool{}}
+}
+
+// snapshots lists what the store holds.
+func (b *backupEnv) snapshots(ctx context.Context) ([]snapshot.Snapshot, error) {
+	objects, err := b.store.List(ctx, snapshot.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, o := range objects {
+		keys = append(keys, o.Key)
+	}
+	snaps, _ := snapshot.ParseAll(keys)
+	return snaps, nil
+}
+
+// waitDeltaAfter waits for a delta snapshot taken after t: the writes acknowledged before t are
+// in the backup.
+func (b *backupEnv) waitDeltaAfter(ctx context.Context, t time.Time) {
+	b.waitFor(ctx, "a delta snapshot after "+t.Format(time.RFC3339), func(ctx context.Context) (bool, error) {
+		snaps, err := b.snapshots(ctx)
+		for _, s := range snaps {
+			if s.Kind == snapshot.KindDelta && s.CreatedOn.After(t) {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+// wipeVolume deletes member i's claim and pod, as after a disk failure: the StatefulSet
+// controller recreates both, the new volume empty.
+func wipeVolume(ctx context.Context, e *env, i int) {
+	claim := "data-" + e.cluster.PodName(i)
+	if err := e.stack.Kube.CoreV1().PersistentVolumeClaims(e.cluster.Namespace).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatalf("deleting claim %s: %v", claim, err)
+	}
+	if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
+		e.t.Fatalf("deleting pod: %v", err)
+	}
+}
+
+var restoredRevision = regexp.MustCompile(`revision (\d+) of (\d+)`)
+
+// restoreOutcome is what one loss-and-restore measured.
+type restoreOutcome struct {
+	name string
+	// rto is from the fault to the first write acknowledged after it.
+	rto time.Duration
+	// sinceDelta is from the last delta the restore applied to the fault; lost the acknowledged
+	// writes missing afterwards (all of them acknowledged after that delta).
+	sinceDelta time.Duration
+	lost, acked int
+	restored    string
+}
+
+// lose wipes the volumes of members, waits until the cluster serves again (restored from the
+// backup by itself) with n members settled, and checks what was kept.
+func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorder, n int, members ...int) restoreOutcome {
+	t := b.t
+	t.Helper()
+	etcd, err := b.cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := etcd.Status.ClusterID
+	b.waitDeltaAfter(ctx, time.Now().Add(time.Second))
+	fault := time.Now()
+	for _, i := range members {
+		wipeVolume(ctx, b.env, i)
+	}
+	// The operator records the new cluster ID; the restoring member reports what it restored
+	// on its Lease.
+	var restorer string
+	b.waitFor(ctx, "a new cluster ID", func(ctx context.Context) (bool, error) {
+		etcd, err := b.cluster.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		return etcd.Status.ClusterID != "" && etcd.Status.ClusterID != oldID, nil
+	})
+	var restored string
+	for i := 0; i < n; i++ {
+		lease, err := b.stack.Kube.CoordinationV1().Leases(b.cluster.Namespace).Get(ctx, b.cluster.PodName(i), metav1.GetOptions{})
+		if err == nil && restoredRevision.MatchString(lease.Annotations[memberagent.AnnotationStartDecision]) {
+			restorer, restored = lease.Name, lease.Annotations[memberagent.AnnotationStartDecision]
+		}
+	}
+	if restored == "" {
+		t.Fatalf("no member Lease reports a restore")
+	}
+	framework.Eventually(t, 3*time.Minute, "membership back at "+strconv.Itoa(n), func(ctx context.Context) (bool, string) {
+		return membershipSettled(ctx, b.env, n)
+	})
+
+	// The last delta applied: the one ending at the restored revision.
+	m := restoredRevision.FindStringSubmatch(restored)
+	rev, _ := strconv.ParseInt(m[1], 10, 64)
+	snaps, err := b.snapshots(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastDelta time.Time
+	for _, s := range snaps {
+		if s.EndRevision == rev && (s.Kind == snapshot.KindDelta || lastDelta.IsZero()) {
+			lastDelta = s.CreatedOn
+		}
+	}
+	if lastDelta.IsZero() {
+		t.Fatalf("no snapshot in the store ends at the restored revision %d: %s", rev, restored)
+	}
+	writes := rec.Writer().Snapshot()
+	out := restoreOutcome{name: name, sinceDelta: fault.Sub(lastDelta), restored: restorer + ": " + restored}
+	for _, a := range writes.Acked {
+		if a.At.After(fault) {
+			out.rto = a.At.Sub(fault)
+			break
+		}
+	}
+	// Every write acknowledged before the last delta was taken must be there; one acknowledged
+	// after it may be lost (that is the RPO).
+	lost, err := workload.VerifyAcknowledged(ctx, b.cluster.Endpoints()(), b.cluster.PKI.ClientMaterial(), writes)
+	if err != nil {
+		t.Fatalf("auditing acknowledged writes: %v", err)
+	}
+	ackedAt := map[string]time.Time{}
+	for _, a := range writes.Acked {
+		ackedAt[a.Key] = a.At
+		if a.At.Before(fault) {
+			out.acked++
+		}
+	}
+	var lostNow []string
+	for _, k := range lost {
+		if !b.lostEarlier[k] {
+			lostNow = append(lostNow, k)
+			b.lostEarlier[k] = true
+		}
+	}
+	lost = lostNow
+	for _, k := range lost {
+		if ackedAt[k].Before(lastDelta) {
+			t.Errorf("write %s acknowledged at %s, before the last delta snapshot (%s), was lost", k, ackedAt[k].Format(time.RFC3339Nano), lastDelta.Format(time.RFC3339))
+		}
+	}
+	out.lost = len(lost)
+	if out.rto == 0 {
+		t.Errorf("no write was acknowledged after the restore")
+	}
+	fmt.Printf("e2e restore %-12s rto=%-7s writesLost=%d of %d (acked in the %s between the last delta and the fault; deltaSnapshotPeriod %s) restored by %s\n",
+		name, out.rto.Round(100*time.Millisecond), out.lost, out.acked, out.sinceDelta.Round(100*time.Millisecond), restoreDeltaPeriod, out.restored)
+	return out
+}
+
+// TestRestoreFromBackup: a single-node cluster that loses its volume restores on start; scaled to
+// three, it loses two of three volumes (quorum lost with a majority without data, DEP-01
+// scenario 10) and comes back by itself from the backup. One cluster for both, to keep the
+// suite short.
+func TestRestoreFromBackup(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	createCluster(ctx, e, "e2e-restore-", 1)
+	b := enableBackups(ctx, e)
+	rec := startRecorder(ctx, t, e.cluster, 1)
+
+	b.lose(ctx, "single-node", rec, 1, 0)
+
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(etcd.DeepCopy())
+	etcd.Spec.Replicas = 3
+	if err := s.Client.Patch(ctx, etcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 3*time.Minute, "scaled to 3", func(ctx context.Context) (bool, string) {
+		return membershipSettled(ctx, e, 3)
+	})
+	b.lose(ctx, "majority-lost", rec, 3, 1, 2)
+
+	report, recErr := rec.Stop(ctx)
+	if recErr != nil {
+		t.Errorf("recorder: %v", recErr)
+	}
+	t.Logf("writer: %s", report.Summary())
+	logEvents(ctx, t, e)
+}
