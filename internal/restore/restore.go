@@ -109,11 +109,14 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	res.HashChecked = n%512 == sha256.Size
 
 	db := full
+	var source *versions
 	if len(o.Chain.Deltas) > 0 {
 		replayed := filepath.Join(work, "replayed.db")
-		if err := replay(ctx, o, &res, full, res.HashChecked, filepath.Join(work, "replay.etcd"), replayed); err != nil {
+		v, err := replay(ctx, o, &res, full, res.HashChecked, filepath.Join(work, "replay.etcd"), replayed)
+		if err != nil {
 			return res, err
 		}
+		source = &v
 		db = replayed
 		res.HashChecked = true // the replayed database's snapshot carries its hash
 	} else {
@@ -126,6 +129,11 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	if err := restoreDB(db, staged, o.Name, o.PeerURL, o.Token, !res.HashChecked); err != nil {
 		return res, fmt.Errorf("restoring %s as member %s: %w", filepath.Base(db), o.Name, err)
+	}
+	if source != nil {
+		if err := matchVersions(staged, *source); err != nil {
+			return res, fmt.Errorf("bringing the replayed data back to the backup's versions (%s): %w", source, err)
+		}
 	}
 	if st, err := etcdutlsnapshot.NewV3(zap.NewNop()).Status(filepath.Join(staged, "member", "snap", "db")); err == nil {
 		res.Keys, res.DBBytes = st.TotalKey, st.TotalSize
@@ -186,16 +194,21 @@ func restoreDB(db, dir, name, peerURL, token string, skipHash bool) error {
 const replayName = "replay"
 
 // replay restores the full snapshot into dir, starts it as a loopback-only single-member etcd,
-// applies the deltas and writes a snapshot of the result to out.
-func replay(ctx context.Context, o Options, res *Result, full string, hashed bool, dir, out string) error {
+// applies the deltas and writes a snapshot of the result to out. It returns the storage and
+// cluster versions the full snapshot recorded.
+func replay(ctx context.Context, o Options, res *Result, full string, hashed bool, dir, out string) (versions, error) {
+	var source versions
 	peerPort, clientPort, err := freePorts()
 	if err != nil {
-		return err
+		return source, err
 	}
 	peer := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", peerPort)}
 	cli := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", clientPort)}
 	if err := restoreDB(full, dir, replayName, peer.String(), "replay", !hashed); err != nil {
-		return fmt.Errorf("restoring full snapshot %s: %w", o.Chain.Full.Name(), err)
+		return source, fmt.Errorf("restoring full snapshot %s: %w", o.Chain.Full.Name(), err)
+	}
+	if source, err = readVersions(filepath.Join(dir, "member", "snap", "db")); err != nil {
+		return source, err
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = replayName
@@ -210,17 +223,17 @@ func replay(ctx context.Context, o Options, res *Result, full string, hashed boo
 	cfg.UnsafeNoFsync = true
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return fmt.Errorf("starting the replay member: %w", err)
+		return source, fmt.Errorf("starting the replay member: %w", err)
 	}
 	defer e.Close()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		return fmt.Errorf("replay member: %w", err)
+		return source, fmt.Errorf("replay member: %w", err)
 	case <-ctx.Done():
-		return ctx.Err()
+		return source, ctx.Err()
 	case <-time.After(time.Minute):
-		return errors.New("replay member did not become ready within a minute")
+		return source, errors.New("replay member did not become ready within a minute")
 	}
 	c := v3client.New(e.Server)
 	defer c.Close()
@@ -244,7 +257,7 @@ func replay(ctx context.Context, o Options, res *Result, full string, hashed boo
 		applied, err := apply(ctx, c, f.Events, &res.Revision)
 		res.EventsApplied += applied
 		if err != nil {
-			return fmt.Errorf("replaying delta %s: %w", d.Name(), err)
+			return source, fmt.Errorf("replaying delta %s: %w", d.Name(), err)
 		}
 		res.DeltasApplied++
 		o.Log.V(1).Info("Delta replayed", "delta", d.Name(), "events", applied, "revision", res.Revision)
@@ -253,9 +266,9 @@ func replay(ctx context.Context, o Options, res *Result, full string, hashed boo
 		res.Stopped = o.Chain.Gap
 	}
 	if err := saveSnapshot(ctx, c, out); err != nil {
-		return fmt.Errorf("snapshot of the replayed data: %w", err)
+		return source, fmt.Errorf("snapshot of the replayed data: %w", err)
 	}
-	return nil
+	return source, nil
 }
 
 func readDelta(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), d snapshot.Snapshot, read *int64) (snapshot.DeltaFile, error) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,12 +38,16 @@ type source struct {
 	fullRev int64
 }
 
-func startSource(t *testing.T) *source {
+func startSource(t *testing.T) *source { return startSourceVersion(t, etcdtest.DefaultVersion) }
+
+func startSourceTB(t testing.TB) *source { return startSourceVersion(t, etcdtest.DefaultVersion) }
+
+func startSourceVersion(t testing.TB, version string) *source {
 	t.Helper()
-	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
+	if _, err := etcdtest.EtcdBinary(version); err != nil {
 		t.Skip(err)
 	}
-	c := etcdtest.Start(t, etcdtest.Config{Members: 1})
+	c := etcdtest.Start(t, etcdtest.Config{Members: 1, Version: version})
 	cc, err := c.Dial(0)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +59,7 @@ func startSource(t *testing.T) *source {
 }
 
 // write puts n keys under prefix, deletes every fifth and runs one multi-key transaction.
-func (s *source) write(ctx context.Context, t *testing.T, prefix string, n int) int64 {
+func (s *source) write(ctx context.Context, t testing.TB, prefix string, n int) int64 {
 	t.Helper()
 	for i := range n {
 		if _, err := s.kv.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), fmt.Sprintf("value-%d-%s", i, bytes.Repeat([]byte("x"), i%100))); err != nil {
@@ -74,7 +79,7 @@ func (s *source) write(ctx context.Context, t *testing.T, prefix string, n int) 
 	return resp.Header.Revision
 }
 
-func (s *source) full(ctx context.Context, t *testing.T) snapshot.Snapshot {
+func (s *source) full(ctx context.Context, t testing.TB) snapshot.Snapshot {
 	t.Helper()
 	resp, err := s.kv.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
@@ -102,7 +107,7 @@ func (s *source) full(ctx context.Context, t *testing.T) snapshot.Snapshot {
 }
 
 // delta records the events of revisions from..to as one delta object.
-func (s *source) delta(ctx context.Context, t *testing.T, from, to int64) snapshot.Snapshot {
+func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapshot.Snapshot {
 	t.Helper()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -146,7 +151,7 @@ func (s *source) open(_ context.Context, key string) (io.ReadCloser, error) {
 }
 
 // keysAt is every key and value of the source at revision rev.
-func (s *source) keysAt(ctx context.Context, t *testing.T, rev int64) map[string]string {
+func (s *source) keysAt(ctx context.Context, t testing.TB, rev int64) map[string]string {
 	t.Helper()
 	resp, err := s.kv.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
 	if err != nil {
@@ -199,7 +204,7 @@ func startRestored(ctx context.Context, t *testing.T, dir, name, peerURL string)
 	return kvs(resp), resp.Header.Revision, uint64(e.Server.Cluster().ID())
 }
 
-func loopbackPeerURL(t *testing.T) string {
+func loopbackPeerURL(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -318,4 +323,67 @@ func TestRestore(t *testing.T) {
 			t.Errorf("the existing data was touched: %v", err)
 		}
 	})
+}
+
+// TestRestoreKeepsTheBackupsVersions: deltas are replayed on the etcd this binary embeds (3.7),
+// yet a backup of a 3.6 member must restore into data a 3.6 member starts from.
+func TestRestoreKeepsTheBackupsVersions(t *testing.T) {
+	const version = "3.6.8"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSourceVersion(t, version)
+	src.write(ctx, t, "before", 50)
+	full := src.full(ctx, t)
+	end := src.write(ctx, t, "after", 50)
+	d := src.delta(ctx, t, full.EndRevision+1, end)
+	dir := filepath.Join(t.TempDir(), "new.etcd")
+	peer := loopbackPeerURL(t)
+	res, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d}}, Open: src.open, DataDir: dir, Name: "etcd-0", PeerURL: peer, Token: "t", Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := readVersions(filepath.Join(dir, "member", "snap", "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.storage.String() != "3.6.0" || v.cluster == nil || v.cluster.String() != "3.6.0" {
+		t.Errorf("restored %s; want storage and cluster 3.6.0 (the backup's)", v)
+	}
+	// The member's own etcd starts from it (loopback, plain: only this test talks to it).
+	binary, _ := etcdtest.EtcdBinary(version)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := "http://" + l.Addr().String()
+	l.Close()
+	cmd := exec.CommandContext(ctx, binary, "--name=etcd-0", "--data-dir="+dir, "--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--listen-client-urls="+client, "--advertise-client-urls="+client, "--initial-cluster=etcd-0="+peer)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got *clientv3.GetResponse
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		got, err = c.Get(rctx, "\x00", clientv3.WithFromKey())
+		rcancel()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("etcd %s did not serve the restored data: %v\n%s", version, err, out.String())
+	}
+	if got.Header.Revision != res.Revision {
+		t.Errorf("etcd %s serves revision %d, restored %d", version, got.Header.Revision, res.Revision)
+	}
+	sameKeys(t, kvs(got), src.keysAt(ctx, t, end))
 }
