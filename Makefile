@@ -116,8 +116,10 @@ bench: tools build ## Rollout benchmark: every strategy side by side (REPS=3; ~4
 	@$(STAGE) bench go run ./test/bench -reps $(or $(REPS),3) -out $(BENCH_OUT)
 	@$(STAGE) plot go run -C $(PLOT_MODULE) . -dir $(BENCH_OUT)
 
-bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes).
+bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a warm reconcile (0 handshakes), restore throughput.
 	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/
+	@# Restore throughput (MB/s) against the keyspace size; each run restores a real snapshot.
+	go test -run '^$$' -bench . -benchtime 3x ./internal/restore/
 
 # Full snapshot throughput in MB/s against the keyspace size (4, 16, 64 MiB, as the restore
 # benchmark): a real etcd member over mTLS and a real S3 server (versitygw); under a minute.
