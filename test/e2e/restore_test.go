@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,7 +123,8 @@ var restoredRevision = regexp.MustCompile(`revision (\d+) of (\d+)`)
 // restoreOutcome is what one loss-and-restore measured.
 type restoreOutcome struct {
 	name string
-	// rto is from the fault to the first write acknowledged after it.
+	// rto is the write outage: from the last write acknowledged before the restore to the first
+	// after it.
 	rto time.Duration
 	// sinceDelta is from the last delta the restore applied to the fault; lost the acknowledged
 	// writes missing afterwards (all of them acknowledged after that delta).
@@ -187,11 +189,20 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 		t.Fatalf("no snapshot in the store ends at the restored revision %d: %s", rev, restored)
 	}
 	writes := rec.Writer().Snapshot()
-	out := restoreOutcome{name: name, sinceDelta: fault.Sub(lastDelta), restored: restorer + ": " + restored}
+	summary := restored
+	if _, after, ok := strings.Cut(restored, "; restored: "); ok {
+		summary = after
+	}
+	out := restoreOutcome{name: name, sinceDelta: fault.Sub(lastDelta), restored: restorer + ": " + summary}
+	// The outage: the longest gap between acknowledgements around the fault (the last write the
+	// old cluster took to the first the restored one took).
+	var prev time.Time
 	for _, a := range writes.Acked {
-		if a.At.After(fault) {
-			out.rto = a.At.Sub(fault)
-			break
+		if !prev.IsZero() && a.At.After(fault) && a.At.Sub(prev) > out.rto {
+			out.rto = a.At.Sub(prev)
+		}
+		if a.At.After(fault.Add(-time.Second)) {
+			prev = a.At
 		}
 	}
 	// Every write acknowledged before the last delta was taken must be there; one acknowledged

@@ -140,6 +140,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := recovery.Plan(o)
 	log.V(1).Info("Recovery decision", "action", d.Action, "rule", d.Rule, "reason", d.Reason)
 	actErr := r.act(ctx, etcd, o, &d)
+	if apierrors.IsConflict(actErr) {
+		// The Etcd changed since it was read (the status controller writes often): decide again
+		// on fresh state, without reporting a failure.
+		return ctrl.Result{Requeue: true}, nil
+	}
 	if actErr != nil {
 		d.Reason = fmt.Sprintf("%s: failed: %v", d.Reason, actErr)
 	}
@@ -297,6 +302,9 @@ func (r *Reconciler) annotateEtcd(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		etcd.Annotations[AnnotationRecovery] = value
 	}
 	if err := r.cfg.Client.Patch(ctx, etcd, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("recording the recovery on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
 	}
 	return nil
