@@ -30,6 +30,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
@@ -273,6 +274,17 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
 		}
+		// DEP-01: a full snapshot of the restored cluster, so later restores start from it and
+		// not from the old cluster's chain.
+		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			backup.AnnotationFullSnapshot: "restored-" + o.InProgress.Token}}})
+		if err != nil {
+			return err
+		}
+		if err := r.cfg.Client.Patch(ctx, etcd, client.RawPatch(types.MergePatchType, raw)); err != nil {
+			return fmt.Errorf("requesting a full snapshot of the restored cluster: %w", err)
+		}
+		d.Reason += "; a full snapshot of it is requested"
 	case recovery.ActionReplacePod:
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: d.Pod}}
 		if err := r.cfg.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
