@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -23,59 +22,42 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
-// restoreDeltaPeriod is the scenario's spec.backup.deltaSnapshotPeriod: the bound on what a
-// restore may lose.
-const restoreDeltaPeriod = 5 * time.Second
-
 // backupEnv is an Etcd backed up to a real S3 server (versitygw) the pods reach on the node
 // simulator's gateway.
 type backupEnv struct {
 	*env
 	store backupstore.Store
+	// deltaPeriod is the Etcd's spec.backup.deltaSnapshotPeriod: the bound on what a restore may
+	// lose.
+	deltaPeriod time.Duration
 	// lostEarlier are the writes an earlier restore of this cluster lost: not counted again.
 	lostEarlier map[string]bool
 }
 
-// enableBackups points the Etcd's spec.backup at a fresh bucket and waits for the rollout that
-// gives the members their backup flags.
-func enableBackups(ctx context.Context, e *env) *backupEnv {
+// createBackedUpCluster creates an Etcd backed up to a fresh bucket (backupSpec) and waits until
+// it has converged.
+func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas int32) *backupEnv {
 	t := e.t
 	t.Helper()
-	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), "backups")
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.cluster.Namespace, Name: "etcd-backup"}, Data: srv.SecretData()}
-	if err := e.stack.Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: "backups", Prefix: e.cluster.Namespace, Secret: srv.SecretData()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcd, err := e.cluster.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(etcd.DeepCopy())
-	provider := druidv1alpha1.StorageProvider("S3")
-	etcd.Spec.Backup = &druidv1alpha1.BackupSpec{
-		Store: &druidv1alpha1.StoreSpec{Provider: &provider, Container: ptr.To("backups"), Prefix: e.cluster.Namespace,
-			SecretRef: &corev1.SecretReference{Name: secret.Name}},
-		DeltaSnapshotPeriod: &metav1.Duration{Duration: restoreDeltaPeriod},
-	}
-	if err := e.stack.Client.Patch(ctx, etcd, patch); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor(ctx, "the members to run with their backup flags", func(ctx context.Context) (bool, error) {
-		sts, err := e.cluster.StatefulSet(ctx)
-		if err != nil {
-			return false, err
+	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), backupBucket)
+	b := &backupEnv{env: e, lostEarlier: map[string]bool{}}
+	var storePrefix string
+	createClusterWith(ctx, e, prefix, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
+		storePrefix = ns + "/" + etcd.Name
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
+		if err := e.stack.Client.Create(ctx, secret); err != nil {
+			return err
 		}
-		st, err := e.cluster.State(ctx)
-		if err != nil {
-			return false, err
-		}
-		return sts.Status.UpdateRevision == sts.Status.CurrentRevision && st.Updated == e.cluster.Replicas && st.Ready == e.cluster.Replicas, nil
+		etcd.Spec.Backup = backupSpec(storePrefix, secret.Name)
+		b.deltaPeriod = etcd.Spec.Backup.DeltaSnapshotPeriod.Duration
+		return nil
 	})
-	return &backupEnv{env: e, store: store, lostEarlier: map[string]bool{}}
+	store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: backupBucket, Prefix: storePrefix, Secret: srv.SecretData()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.store = store
+	return b
 }
 
 // snapshots lists what the store holds.
@@ -236,7 +218,7 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 		t.Errorf("no write was acknowledged after the restore")
 	}
 	fmt.Printf("e2e restore %-12s rto=%-7s writesLost=%d of %d (acked in the %s between the last delta and the fault; deltaSnapshotPeriod %s) restored by %s\n",
-		name, out.rto.Round(100*time.Millisecond), out.lost, out.acked, out.sinceDelta.Round(100*time.Millisecond), restoreDeltaPeriod, out.restored)
+		name, out.rto.Round(100*time.Millisecond), out.lost, out.acked, out.sinceDelta.Round(100*time.Millisecond), b.deltaPeriod, out.restored)
 	return out
 }
 
@@ -250,8 +232,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	defer cancel()
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	createCluster(ctx, e, "e2e-restore-", 1)
-	b := enableBackups(ctx, e)
+	b := createBackedUpCluster(ctx, e, "e2e-restore-", 1)
 	rec := startRecorder(ctx, t, e.cluster, 1)
 
 	b.lose(ctx, "single-node", rec, 1, 0)
