@@ -52,6 +52,11 @@ type RestoreRequest struct {
 	Token string `json:"token"`
 	// Reason is the operator's, with its numbers.
 	Reason string `json:"reason,omitempty"`
+	// OldClusterID, QuorumLostAt and StartedAt are the operator's record of the recovery (this
+	// annotation is where it keeps it, so an operator restart resumes the recovery).
+	OldClusterID string `json:"oldClusterID,omitempty"`
+	QuorumLostAt string `json:"quorumLostAt,omitempty"`
+	StartedAt    string `json:"startedAt,omitempty"`
 }
 
 // StartAction is what the init step does.

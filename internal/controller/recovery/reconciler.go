@@ -5,8 +5,10 @@
 // spec.replicas to the membership controller (learners). internal/recovery decides; this
 // package observes and acts, one step per reconcile.
 //
-// The recovery under way is recorded in the Etcd's AnnotationRecovery, so an operator restart
-// resumes it; every step is an Event and the RecoveryInProgress condition.
+// The recovery under way is recorded in the restore request on the restoring member's Lease
+// (memberagent.AnnotationRestore), so an operator restart resumes it and the operator needs no
+// write access to the Etcd's spec or metadata; every step is an Event and the
+// RecoveryInProgress condition.
 package recovery
 
 import (
@@ -38,9 +40,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
-
-// AnnotationRecovery on an Etcd records the recovery under way (recovery.State, JSON).
-const AnnotationRecovery = "etcd-conductor.io/recovery"
 
 // DefaultGrace is how long quorum must have been lost before a restore starts: long enough for
 // a member that restarts or is rescheduled to come back with its data.
@@ -90,7 +89,7 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 	return etcd.Namespace + "/" + etcd.Name + "/recovery"
 }
 
-// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
@@ -170,12 +169,17 @@ func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, 
 		BackupConfigured:  backupConfigured(etcd),
 		NewToken:          fmt.Sprintf("%s-%s-restored-%d", etcd.Namespace, etcd.Name, now.Unix()),
 	}
-	if raw := etcd.Annotations[AnnotationRecovery]; raw != "" {
-		var s recovery.State
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return o, fmt.Errorf("annotation %s of Etcd %s/%s is unreadable (%q): %w", AnnotationRecovery, etcd.Namespace, etcd.Name, raw, err)
+	for _, l := range leases {
+		raw := l.Annotations[memberagent.AnnotationRestore]
+		if raw == "" {
+			continue
 		}
-		o.InProgress = &s
+		var req memberagent.RestoreRequest
+		if err := json.Unmarshal([]byte(raw), &req); err != nil {
+			return o, fmt.Errorf("annotation %s of Lease %s/%s is unreadable (%q): %w", memberagent.AnnotationRestore, l.Namespace, l.Name, raw, err)
+		}
+		o.InProgress = &recovery.State{Member: req.Member, Token: req.Token, OldClusterID: req.OldClusterID, QuorumLostAt: req.QuorumLostAt, StartedAt: req.StartedAt}
+		break
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
 		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
@@ -240,34 +244,16 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 	switch d.Action {
 	case recovery.ActionStart:
 		s := *d.State
-		s.StartedAt = now.Format(time.RFC3339Nano)
-		s.QuorumLostAt = now.Add(-o.QuorumLostFor).Format(time.RFC3339Nano)
-		raw, err := json.Marshal(s)
+		req, err := json.Marshal(memberagent.RestoreRequest{Member: s.Member, Token: s.Token, Reason: d.Reason, OldClusterID: s.OldClusterID,
+			StartedAt: now.Format(time.RFC3339Nano), QuorumLostAt: now.Add(-o.QuorumLostFor).Format(time.RFC3339Nano)})
 		if err != nil {
 			return err
 		}
-		// The Etcd first: if asking the member fails, the next reconcile asks again from the
-		// recorded state; never a request without a record.
-		if err := r.annotateEtcd(ctx, etcd, string(raw)); err != nil {
-			return err
-		}
-		req, err := json.Marshal(memberagent.RestoreRequest{Member: s.Member, Token: s.Token, Reason: d.Reason})
-		if err != nil {
-			return err
-		}
-		if err := r.annotateLease(ctx, etcd.Namespace, s.Member, string(req)); err != nil {
+		// The request is the record: written once, on the member's own Lease.
+		if err := r.annotateLease(ctx, etcd.Namespace, s.Member, memberagent.AnnotationRestore, string(req)); err != nil {
 			return err
 		}
 		log.Info("Asked a member to restore from the backup", "member", s.Member, "token", s.Token)
-	case recovery.ActionWait:
-		// A request lost to a failed Lease patch is written again while the restore is awaited.
-		if d.Rule == recovery.RuleRestoring && o.InProgress != nil {
-			req, err := json.Marshal(memberagent.RestoreRequest{Member: o.InProgress.Member, Token: o.InProgress.Token, Reason: "recovery in progress"})
-			if err != nil {
-				return err
-			}
-			return r.ensureLeaseRequest(ctx, etcd.Namespace, o.InProgress.Member, string(req))
-		}
 	case recovery.ActionRecordClusterID:
 		patch := client.MergeFrom(etcd.DeepCopy())
 		etcd.Status.ClusterID = d.ClusterID
@@ -275,14 +261,12 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
 		}
 		// DEP-01: a full snapshot of the restored cluster, so later restores start from it and
-		// not from the old cluster's chain.
-		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-			backup.AnnotationFullSnapshot: "restored-" + o.InProgress.Token}}})
-		if err != nil {
-			return err
-		}
-		if err := r.cfg.Client.Patch(ctx, etcd, client.RawPatch(types.MergePatchType, raw)); err != nil {
-			return fmt.Errorf("requesting a full snapshot of the restored cluster: %w", err)
+		// not from the old cluster's chain. Asked on the full snapshot Lease, where the leading
+		// member-agent takes requests.
+		if backupConfigured(etcd) {
+			if err := r.annotateLease(ctx, etcd.Namespace, resources.FullSnapshotLeaseName(etcd), backup.AnnotationFullSnapshotRequest, "restored-"+o.InProgress.Token); err != nil {
+				return fmt.Errorf("requesting a full snapshot of the restored cluster: %w", err)
+			}
 		}
 		d.Reason += "; a full snapshot of it is requested"
 	case recovery.ActionReplacePod:
@@ -291,63 +275,29 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			return fmt.Errorf("deleting pod %s: %w", d.Pod, err)
 		}
 	case recovery.ActionFinish:
-		if err := r.annotateLease(ctx, etcd.Namespace, o.InProgress.Member, ""); err != nil {
-			return err
-		}
 		if lostAt, err := time.Parse(time.RFC3339Nano, o.InProgress.QuorumLostAt); err == nil {
 			d.Reason += fmt.Sprintf("; quorum was lost for %s until the restored member led", now.Sub(lostAt).Round(time.Second))
 		}
-		return r.annotateEtcd(ctx, etcd, "")
+		return r.annotateLease(ctx, etcd.Namespace, o.InProgress.Member, memberagent.AnnotationRestore, "")
 	}
 	return nil
 }
 
-// annotateEtcd sets (value "" removes) the recovery record.
-func (r *Reconciler) annotateEtcd(ctx context.Context, etcd *druidv1alpha1.Etcd, value string) error {
-	patch := client.MergeFromWithOptions(etcd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if value == "" {
-		delete(etcd.Annotations, AnnotationRecovery)
-	} else {
-		if etcd.Annotations == nil {
-			etcd.Annotations = map[string]string{}
-		}
-		etcd.Annotations[AnnotationRecovery] = value
-	}
-	if err := r.cfg.Client.Patch(ctx, etcd, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			return err
-		}
-		return fmt.Errorf("recording the recovery on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
-	}
-	return nil
-}
-
-// annotateLease writes (value "" removes) the restore request on a member's Lease.
-func (r *Reconciler) annotateLease(ctx context.Context, namespace, name, value string) error {
+// annotateLease writes (value "" removes) an annotation on one of the Etcd's Leases.
+func (r *Reconciler) annotateLease(ctx context.Context, namespace, name, key, value string) error {
 	var v any = value
 	if value == "" {
 		v = nil
 	}
-	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{memberagent.AnnotationRestore: v}}})
+	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
 	if err != nil {
 		return err
 	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if err := r.cfg.Client.Patch(ctx, lease, client.RawPatch(types.MergePatchType, raw)); err != nil && !(value == "" && apierrors.IsNotFound(err)) {
-		return fmt.Errorf("writing the restore request on Lease %s/%s: %w", namespace, name, err)
+		return fmt.Errorf("writing %s on Lease %s/%s: %w", key, namespace, name, err)
 	}
 	return nil
-}
-
-func (r *Reconciler) ensureLeaseRequest(ctx context.Context, namespace, name, value string) error {
-	lease := &coordinationv1.Lease{}
-	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, lease); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if lease.Annotations[memberagent.AnnotationRestore] != "" {
-		return nil
-	}
-	return r.annotateLease(ctx, namespace, name, value)
 }
 
 func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
