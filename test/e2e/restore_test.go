@@ -130,6 +130,12 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 	for _, i := range members {
 		wipeVolume(ctx, b.env, i)
 	}
+	// What the store holds at the fault: the restored cluster's own snapshots (and garbage
+	// collection) change it later.
+	atFault, err := b.snapshots(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The operator records the new cluster ID; the restoring member reports what it restored
 	// on its Lease.
 	var restorer string
@@ -157,13 +163,9 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 	// The last delta applied: the one ending at the restored revision.
 	m := restoredRevision.FindStringSubmatch(restored)
 	rev, _ := strconv.ParseInt(m[1], 10, 64)
-	snaps, err := b.snapshots(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var lastDelta time.Time
-	for _, s := range snaps {
-		if s.EndRevision == rev && (s.Kind == snapshot.KindDelta || lastDelta.IsZero()) {
+	for _, s := range atFault {
+		if s.EndRevision == rev && !s.CreatedOn.After(fault) && (s.Kind == snapshot.KindDelta || lastDelta.IsZero()) {
 			lastDelta = s.CreatedOn
 		}
 	}
