@@ -123,8 +123,10 @@ FLEET_BEFORE ?= a25b047
 bench-fleet: tools build ## Fleet benchmark: convergence, restart cost, requests per Etcd, RSS/CPU, before | after.
 	@$(STAGE) bench-fleet go run ./test/bench/fleet/cmd/fleetbench -n $(FLEET_N) -before '$(FLEET_BEFORE)' -out $(BENCH_OUT) $(FLEET_FLAGS)
 
-bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries and a warm reconcile (0 handshakes).
+bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a warm reconcile (0 handshakes), restore throughput.
 	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/
+	@# Restore throughput (MB/s) against the keyspace size; each run restores a real snapshot.
+	go test -run '^$$' -bench . -benchtime 3x ./internal/restore/
 
 # Full snapshot throughput in MB/s against the keyspace size (4, 16, 64 MiB, as the restore
 # benchmark): a real etcd member over mTLS and a real S3 server (versitygw); under a minute.

@@ -119,10 +119,13 @@ func runMemberInit(args []string) int {
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", memberagent.DefaultInitPollInterval, "how often a waiting init step asks again")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")
+	var restore restoreOptions
+	restore.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg.EtcdFlags = fs.Args()
+	cfg.BackupStore = restore.opener()
 	cfg.Environment = map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "ETCD_") {

@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -32,6 +34,13 @@ const (
 	// AnnotationDataLostMemberID names (hex) the member ID whose data the pod no longer has; the
 	// operator replaces exactly that member.
 	AnnotationDataLostMemberID = "etcd-conductor.io/data-lost-member-id"
+	// AnnotationRestore on a member Lease is the operator's request that this member restore the
+	// cluster from the backup (a RestoreRequest in JSON); the init step reads it from the Lease
+	// it patches.
+	AnnotationRestore = "etcd-conductor.io/restore-from-backup"
+	// StartRuleRestoreFailed is reported when a restore was attempted and failed; the init step
+	// tries again at the next poll.
+	StartRuleRestoreFailed = "restore/failed"
 
 	DefaultInitPollInterval = 2 * time.Second
 )
@@ -54,6 +63,9 @@ type InitConfig struct {
 	// Environment holds the shared ETCD_* settings from the ConfigMap. Flags win.
 	EtcdFlags   []string
 	Environment map[string]string
+	// BackupStore opens the Etcd's backup store; nil when the pod has none configured (then the
+	// member never restores).
+	BackupStore func(context.Context) (backupstore.Store, error)
 }
 
 // Initializer decides how the member starts and writes its etcd configuration.
@@ -62,6 +74,8 @@ type Initializer struct {
 	leases coordinationv1client.LeaseInterface
 	log    logr.Logger
 	now    func() time.Time
+	// restoreRequest is the operator's request last read from the Lease.
+	restoreRequest *RestoreRequest
 }
 
 // NewInitializer checks cfg; leases may be nil (no reporting).
@@ -122,6 +136,8 @@ func (i *Initializer) Run(ctx context.Context) error {
 			Data:             InspectDataDir(dataDir),
 			BootstrapState:   settings["initial-cluster-state"],
 			BootstrapCluster: settings["initial-cluster"],
+			Restore:          i.restoreRequest,
+			BackupConfigured: i.cfg.BackupStore != nil,
 		}
 		obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
 		d := DecideStart(obs)
@@ -135,11 +151,23 @@ func (i *Initializer) Run(ctx context.Context) error {
 			}
 			i.log.Info("Data dir kept aside", "from", dataDir, "to", aside)
 			continue
+		case StartRestore:
+			res, err := i.restore(ctx, dataDir, obs, d)
+			if err != nil {
+				i.log.Error(err, "Restore from the backup failed; trying again")
+				i.report(ctx, StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()})
+				if !i.sleep(ctx) {
+					return ctx.Err()
+				}
+				continue
+			}
+			d.Reason += "; restored: " + res.String()
+			i.log.Info("Restored from the backup", "result", res.String(), "stoppedEarly", res.Stopped)
+			i.report(ctx, d)
+			settings["initial-cluster-token"] = d.Token
 		case StartWait:
-			select {
-			case <-ctx.Done():
+			if !i.sleep(ctx) {
 				return ctx.Err()
-			case <-time.After(i.cfg.PollInterval):
 			}
 			continue
 		}
@@ -147,6 +175,24 @@ func (i *Initializer) Run(ctx context.Context) error {
 		settings["initial-cluster-state"] = d.ClusterState
 		return writeEtcdConfig(i.cfg.ConfigFile, settings)
 	}
+}
+
+func (i *Initializer) sleep(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(i.cfg.PollInterval):
+		return true
+	}
+}
+
+// restore rebuilds the data dir from the latest backup as the single member of a new cluster.
+func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObservation, d StartDecision) (restore.Result, error) {
+	store, err := i.cfg.BackupStore(ctx)
+	if err != nil {
+		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
+	}
+	return restore.FromStore(ctx, store, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
 }
 
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the
@@ -204,8 +250,19 @@ func (i *Initializer) report(ctx context.Context, d StartDecision) {
 	if err != nil {
 		return
 	}
-	if _, err := i.leases.Patch(ctx, i.cfg.Lease, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	lease, err := i.leases.Patch(ctx, i.cfg.Lease, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
 		i.log.Info("Could not report the start decision on the Lease", "error", err.Error())
+		return
+	}
+	i.restoreRequest = nil
+	if raw := lease.Annotations[AnnotationRestore]; raw != "" {
+		var r RestoreRequest
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			i.log.Info("Ignoring an unreadable restore request on the Lease", "value", raw, "error", err.Error())
+			return
+		}
+		i.restoreRequest = &r
 	}
 }
 

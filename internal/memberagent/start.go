@@ -34,6 +34,29 @@ type StartObservation struct {
 	// formed once, "existing" after. BootstrapCluster is the initial cluster for "new".
 	BootstrapState   string
 	BootstrapCluster string
+	// Restore is the operator's request, read from this member's Lease, that this member restore
+	// the cluster from the backup (nil: none). The operator asks only when quorum is lost and a
+	// majority of the members has no data (DEP-01 operator scenario 10).
+	Restore *RestoreRequest
+	// BackupConfigured: the member can read the Etcd's backup store.
+	BackupConfigured bool
+}
+
+// RestoreRequest is what the operator writes on the Lease of the member that is to restore
+// (AnnotationRestore, JSON).
+type RestoreRequest struct {
+	// Member is the pod asked; a request naming another pod is ignored.
+	Member string `json:"member"`
+	// Token is the new cluster's initial-cluster-token: a new cluster ID, so no member of the
+	// old cluster can ever talk to the new one.
+	Token string `json:"token"`
+	// Reason is the operator's, with its numbers.
+	Reason string `json:"reason,omitempty"`
+	// OldClusterID, QuorumLostAt and StartedAt are the operator's record of the recovery (this
+	// annotation is where it keeps it, so an operator restart resumes the recovery).
+	OldClusterID string `json:"oldClusterID,omitempty"`
+	QuorumLostAt string `json:"quorumLostAt,omitempty"`
+	StartedAt    string `json:"startedAt,omitempty"`
 }
 
 // StartAction is what the init step does.
@@ -50,6 +73,9 @@ const (
 	StartMoveAside StartAction = "move-data-aside"
 	// StartWait: nothing safe to do yet; ask again later.
 	StartWait StartAction = "wait"
+	// StartRestore: restore the data dir from the backup as a new single-member cluster, then
+	// start from it (the other members join it later as learners).
+	StartRestore StartAction = "restore"
 )
 
 // StartRule ids are stable: they are logged and written to the member's Lease, where the
@@ -64,6 +90,8 @@ const (
 	StartRuleNotAdded       = "wait/not-added"
 	StartRuleBootstrap      = "bootstrap/new"
 	StartRuleClusterUnknown = "wait/cluster-unreachable"
+	StartRuleRestore        = "restore/from-backup"
+	StartRuleRestoreNoStore = "wait/restore-no-backup-store"
 )
 
 // StartDecision is the init step's answer.
@@ -78,6 +106,8 @@ type StartDecision struct {
 	// LostMemberID is the member ID whose data is gone, for StartRuleDataLost: the operator
 	// removes exactly this member and adds the pod again.
 	LostMemberID uint64
+	// Token is the new cluster's initial-cluster-token, for StartRestore.
+	Token string
 }
 
 // DecideStart is the per-member start decision. It never starts "new" next to a cluster that
@@ -112,6 +142,16 @@ func DecideStart(o StartObservation) StartDecision {
 		}
 		return StartDecision{Action: StartJoin, Rule: StartRuleJoin, ClusterState: "existing", InitialCluster: o.initialCluster(),
 			Reason: fmt.Sprintf("the cluster lists this member as %x, not started yet: joining the %d members", self.ID, len(o.Members))}
+	}
+	// No data and no leader: the cluster has no quorum this member could join. Restore only when
+	// the operator asked this very member (it counted a majority without data).
+	if r := o.Restore; r != nil && r.Member == o.Name && r.Token != "" {
+		if !o.BackupConfigured {
+			return StartDecision{Action: StartWait, Rule: StartRuleRestoreNoStore,
+				Reason: "the operator asked this member to restore from the backup, but the pod has no backup store configured"}
+		}
+		return StartDecision{Action: StartRestore, Rule: StartRuleRestore, ClusterState: "new", InitialCluster: o.Name + "=" + o.PeerURL, Token: r.Token,
+			Reason: fmt.Sprintf("no data, no leader answers, and the operator asked this member to restore from the backup as a new single-member cluster (%s)", r.Reason)}
 	}
 	if o.BootstrapState == "new" {
 		return StartDecision{Action: StartNew, Rule: StartRuleBootstrap, ClusterState: "new", InitialCluster: o.BootstrapCluster,

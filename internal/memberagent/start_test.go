@@ -2,6 +2,7 @@ package memberagent
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,24 @@ func TestDecideStart(t *testing.T) {
 		{name: "corrupt data is kept aside",
 			o:      StartObservation{Data: DataCorrupt, LeaderAnswered: true, Members: lostSelf},
 			action: StartMoveAside, rule: StartRuleCorrupt},
+		{name: "asked to restore, no data, no leader: restore as a new single-member cluster",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			action: StartRestore, rule: StartRuleRestore, state: "new", cluster: "etcd-2=" + selfPeer},
+		{name: "asked to restore without a backup store: wait",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			action: StartWait, rule: StartRuleRestoreNoStore},
+		{name: "a restore request for another member is ignored",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-1", Token: "t2"}},
+			action: StartWait, rule: StartRuleClusterUnknown},
+		{name: "asked to restore but a leader answers: join instead",
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			action: StartJoin, rule: StartRuleJoin},
+		{name: "asked to restore with valid data: restart, never restore over data",
+			o:      StartObservation{Data: DataValid, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			action: StartAsIs, rule: StartRuleRestart},
+		{name: "asked to restore with corrupt data: keep it aside first",
+			o:      StartObservation{Data: DataCorrupt, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			action: StartMoveAside, rule: StartRuleCorrupt},
 		{name: "data of a removed member is kept aside",
 			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: two},
 			action: StartMoveAside, rule: StartRuleRemovedMember},
@@ -83,6 +102,54 @@ func TestDecideStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecideStartNeverRestoresUnsafely walks every combination of the inputs that matter: a
+// restore happens only without data, with no leader answering, when asked by name, with a store;
+// and never leaves data behind (move aside first).
+func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
+	lists := map[string][]etcdclient.Member{
+		"none":    nil,
+		"others":  {started("etcd-0", 1), started("etcd-1", 2)},
+		"self":    {started("etcd-0", 1), started("etcd-2", 3)},
+		"learner": {started("etcd-0", 1), {ID: 3, PeerURLs: []string{selfPeer}, IsLearner: true}},
+	}
+	requests := map[string]*RestoreRequest{
+		"none": nil, "self": {Member: "etcd-2", Token: "t"}, "other": {Member: "etcd-0", Token: "t"}, "no-token": {Member: "etcd-2"},
+	}
+	n := 0
+	for _, data := range []DataState{DataEmpty, DataValid, DataCorrupt} {
+		for _, leader := range []bool{false, true} {
+			for ln, members := range lists {
+				for rn, req := range requests {
+					for _, store := range []bool{false, true} {
+						for _, state := range []string{"new", "existing"} {
+							n++
+							o := StartObservation{Name: "etcd-2", PeerURL: selfPeer, Data: data, LeaderAnswered: leader, Members: members,
+								Restore: req, BackupConfigured: store, BootstrapState: state}
+							d := DecideStart(o)
+							where := fmt.Sprintf("data=%s leader=%v members=%s request=%s store=%v state=%s: %s [%s]", data, leader, ln, rn, store, state, d.Action, d.Rule)
+							if d.Action == StartRestore {
+								if data != DataEmpty || leader || rn != "self" || !store {
+									t.Errorf("restored unsafely: %s", where)
+								}
+								if d.Token != "t" || d.ClusterState != "new" || d.InitialCluster != "etcd-2="+selfPeer {
+									t.Errorf("restore not as a single-member cluster with the new token: %s %+v", where, d)
+								}
+							}
+							if data == DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
+								t.Errorf("asked to restore and safe to, but did not: %s", where)
+							}
+							if d.Action == StartNew && (leader || state != "new") {
+								t.Errorf("new cluster next to a leader or after the cluster formed: %s", where)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d combinations", n)
 }
 
 func TestInspectDataDir(t *testing.T) {

@@ -163,6 +163,10 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := registerRecovery(mgr, o, recorder, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("adding health check: %w", err)

@@ -5,6 +5,8 @@ package resources
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -85,6 +87,19 @@ func PodDisruptionBudgetName(e *druidv1alpha1.Etcd) string { return e.Name }
 // MemberName is the pod, etcd member and Lease name of ordinal i.
 func MemberName(e *druidv1alpha1.Etcd, ordinal int) string {
 	return fmt.Sprintf("%s-%d", e.Name, ordinal)
+}
+
+// OrdinalOf is the ordinal of member (pod) name of e, false when name is no member name of e.
+func OrdinalOf(e *druidv1alpha1.Etcd, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, e.Name+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false
+	}
+	return n, true
 }
 
 // MemberNames lists the member names for the desired replicas. Callers validate the count first

@@ -140,6 +140,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 	}
 	applySchedulingConstraints(&template.Spec, e)
 	applyBackup(&template.Spec, e)
+	applyRestore(&template.Spec)
 	return template, nil
 }
 

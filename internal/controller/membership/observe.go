@@ -34,23 +34,11 @@ func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
 			}
 		}
 	}
-	ordinal, ok := ordinalOf(etcd, name)
+	ordinal, ok := resources.OrdinalOf(etcd, name)
 	if !ok {
 		return name, -1
 	}
 	return name, ordinal
-}
-
-func ordinalOf(etcd *druidv1alpha1.Etcd, name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, etcd.Name+"-")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || strconv.Itoa(n) != rest {
-		return 0, false
-	}
-	return n, true
 }
 
 // observe builds the planner's input from the Etcd, the StatefulSet, pods, leases and what the

@@ -298,6 +298,10 @@ const (
 	ConditionTypeFullSnapshotBackupReady ConditionType = "FullSnapshotBackupReady"
 	// ConditionTypeDeltaSnapshotBackupReady is True while delta snapshots keep up with their period.
 	ConditionTypeDeltaSnapshotBackupReady ConditionType = "DeltaSnapshotBackupReady"
+	// RecoveryInProgress is True while the recovery controller restores a cluster that lost
+	// quorum and a majority of its members' data from the backup (not an etcd-druid condition);
+	// its reason is the step it is on.
+	ConditionTypeRecoveryInProgress ConditionType = "RecoveryInProgress"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"

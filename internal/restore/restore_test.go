@@ -1,0 +1,389 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+)
+
+// source is a real etcd member (mTLS) whose history the tests back up by hand: a full snapshot
+// through Maintenance.Snapshot, deltas from a watch, as the backup sidecar does.
+type source struct {
+	kv      clientv3.KV
+	watch   clientv3.Watcher
+	maint   pb.MaintenanceClient
+	objects map[string][]byte
+	// fullRev is the revision of the full snapshot.
+	fullRev int64
+}
+
+func startSource(t *testing.T) *source { return startSourceVersion(t, etcdtest.DefaultVersion) }
+
+func startSourceTB(t testing.TB) *source { return startSourceVersion(t, etcdtest.DefaultVersion) }
+
+func startSourceVersion(t testing.TB, version string) *source {
+	t.Helper()
+	if _, err := etcdtest.EtcdBinary(version); err != nil {
+		t.Skip(err)
+	}
+	c := etcdtest.Start(t, etcdtest.Config{Members: 1, Version: version})
+	cc, err := c.Dial(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := clientv3.NewWatchFromWatchClient(pb.NewWatchClient(cc), nil)
+	t.Cleanup(func() { w.Close() })
+	return &source{kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,
+		maint: pb.NewMaintenanceClient(cc), objects: map[string][]byte{}}
+}
+
+// write puts n keys under prefix, deletes every fifth and runs one multi-key transaction.
+func (s *source) write(ctx context.Context, t testing.TB, prefix string, n int) int64 {
+	t.Helper()
+	for i := range n {
+		if _, err := s.kv.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), fmt.Sprintf("value-%d-%s", i, bytes.Repeat([]byte("x"), i%100))); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 4 {
+			if _, err := s.kv.Delete(ctx, fmt.Sprintf("%s/%04d", prefix, i-2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	resp, err := s.kv.Txn(ctx).Then(clientv3.OpPut(prefix+"/txn-a", "a"), clientv3.OpPut(prefix+"/txn-b", "b"),
+		clientv3.OpDelete(fmt.Sprintf("%s/%04d", prefix, 0))).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+func (s *source) full(ctx context.Context, t testing.TB) snapshot.Snapshot {
+	t.Helper()
+	resp, err := s.kv.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := s.maint.Snapshot(ctx, &pb.SnapshotRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for {
+		chunk, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, chunk.Blob...)
+	}
+	s.fullRev = resp.Header.Revision
+	snap := snapshot.Full(s.fullRev, time.Now())
+	s.objects[snap.Key()] = data
+	return snap
+}
+
+// delta records the events of revisions from..to as one delta object.
+func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapshot.Snapshot {
+	t.Helper()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var events []snapshot.Event
+	for resp := range s.watch.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from)) {
+		if err := resp.Err(); err != nil {
+			t.Fatal(err)
+		}
+		done := false
+		for _, e := range resp.Events {
+			if e.Kv.ModRevision > to {
+				done = true
+				break
+			}
+			ev := snapshot.Event{Type: snapshot.EventPut, Key: e.Kv.Key, Value: e.Kv.Value, ModRevision: e.Kv.ModRevision}
+			if e.Type == mvccpb.DELETE {
+				ev = snapshot.Event{Type: snapshot.EventDelete, Key: e.Kv.Key, ModRevision: e.Kv.ModRevision}
+			}
+			events = append(events, ev)
+			done = e.Kv.ModRevision == to
+		}
+		if done {
+			break
+		}
+	}
+	var buf bytes.Buffer
+	if err := snapshot.EncodeDelta(&buf, from, to, events); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot.Delta(from, to, time.Now())
+	s.objects[snap.Key()] = buf.Bytes()
+	return snap
+}
+
+func (s *source) open(_ context.Context, key string) (io.ReadCloser, error) {
+	data, ok := s.objects[key]
+	if !ok {
+		return nil, fmt.Errorf("object %s: %w", key, os.ErrNotExist)
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// keysAt is every key and value of the source at revision rev.
+func (s *source) keysAt(ctx context.Context, t testing.TB, rev int64) map[string]string {
+	t.Helper()
+	resp, err := s.kv.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(rev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kvs(resp)
+}
+
+func kvs(resp *clientv3.GetResponse) map[string]string {
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out
+}
+
+// startRestored runs etcd's server on the restored data dir (loopback only) and returns every
+// key, the revision and the cluster ID it serves.
+func startRestored(ctx context.Context, t *testing.T, dir, name, peerURL string) (map[string]string, int64, uint64) {
+	t.Helper()
+	peer, _ := url.Parse(peerURL)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := url.URL{Scheme: "http", Host: l.Addr().String()}
+	l.Close()
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = name, dir
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cli}, []url.URL{cli}
+	cfg.InitialCluster = name + "=" + peerURL
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("restored member not ready")
+	}
+	c := v3client.New(e.Server)
+	defer c.Close()
+	resp, err := c.Get(ctx, "\x00", clientv3.WithFromKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kvs(resp), resp.Header.Revision, uint64(e.Server.Cluster().ID())
+}
+
+func loopbackPeerURL(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
+
+func sameKeys(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("restored %d keys, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("key %s: restored %q, want %q", k, got[k], v)
+			return
+		}
+	}
+}
+
+func TestRestore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSource(t)
+	src.write(ctx, t, "before", 200)
+	full := src.full(ctx, t)
+	mid := src.write(ctx, t, "delta1", 60)
+	d1 := src.delta(ctx, t, full.EndRevision+1, mid)
+	end := src.write(ctx, t, "delta2", 60)
+	d2 := src.delta(ctx, t, mid+1, end)
+
+	corrupt := snapshot.Delta(d2.StartRevision, d2.EndRevision, d2.CreatedOn.Add(time.Second))
+	d2data := src.objects[d2.Key()]
+	src.objects[corrupt.Key()] = d2data[:len(d2data)/2] // an upload cut short
+	missing := snapshot.Delta(d2.StartRevision, d2.EndRevision, d2.CreatedOn.Add(2*time.Second))
+
+	for _, tc := range []struct {
+		name    string
+		chain   snapshot.Chain
+		wantRev int64
+		stopped bool
+	}{
+		{name: "full snapshot only", chain: snapshot.Chain{Full: full}, wantRev: full.EndRevision},
+		{name: "full snapshot and two deltas", chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d1, d2}}, wantRev: end},
+		{name: "corrupt second delta stops at the first", chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d1, corrupt}}, wantRev: mid, stopped: true},
+		{name: "missing second delta stops at the first", chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d1, missing}}, wantRev: mid, stopped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "new.etcd")
+			peer := loopbackPeerURL(t)
+			res, err := Restore(ctx, Options{Chain: tc.chain, Open: src.open, DataDir: dir, Name: "etcd-0", PeerURL: peer, Token: "restored", Log: testr.New(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restored: %s", res)
+			if res.Revision != tc.wantRev || (res.Stopped != "") != tc.stopped {
+				t.Fatalf("revision %d stopped %q, want revision %d stopped=%v", res.Revision, res.Stopped, tc.wantRev, tc.stopped)
+			}
+			got, rev, _ := startRestored(ctx, t, dir, "etcd-0", peer)
+			if rev != tc.wantRev {
+				t.Errorf("restored member serves revision %d, want %d (the source's)", rev, tc.wantRev)
+			}
+			sameKeys(t, got, src.keysAt(ctx, t, tc.wantRev))
+			if _, err := os.Stat(dir + ".restore-work"); !os.IsNotExist(err) {
+				t.Errorf("scratch dir left behind: %v", err)
+			}
+		})
+	}
+
+	t.Run("latest chain from a Local store", func(t *testing.T) {
+		store, err := backupstore.NewLocal(t.TempDir(), "backups", "etcd-main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []snapshot.Snapshot{full, d1, d2} {
+			data := src.objects[s.Key()]
+			if _, err := store.Put(ctx, s.Key(), bytes.NewReader(data), int64(len(data)), backupstore.SHA256Hex(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "new.etcd")
+		peer := loopbackPeerURL(t)
+		res, err := FromStore(ctx, store, Options{DataDir: dir, Name: "etcd-1", PeerURL: peer, Token: "t", Log: testr.New(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Revision != end || res.DeltasApplied != 2 {
+			t.Fatalf("restored %s, want revision %d with 2 deltas", res, end)
+		}
+		got, _, _ := startRestored(ctx, t, dir, "etcd-1", peer)
+		sameKeys(t, got, src.keysAt(ctx, t, end))
+	})
+
+	t.Run("empty store", func(t *testing.T) {
+		store, err := backupstore.NewLocal(t.TempDir(), "backups", "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = FromStore(ctx, store, Options{DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t"})
+		if !errors.Is(err, ErrNoFullSnapshot) {
+			t.Fatalf("error %v, want ErrNoFullSnapshot", err)
+		}
+	})
+
+	t.Run("never over data", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "new.etcd")
+		if err := os.MkdirAll(filepath.Join(dir, "member", "wal"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full}, Open: src.open, DataDir: dir, Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "x"})
+		if err == nil {
+			t.Fatal("restored over a member directory")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "member", "wal")); err != nil {
+			t.Errorf("the existing data was touched: %v", err)
+		}
+	})
+}
+
+// TestRestoreKeepsTheBackupsVersions: deltas are replayed on the etcd this binary embeds (3.7),
+// yet a backup of a 3.6 member must restore into data a 3.6 member starts from.
+func TestRestoreKeepsTheBackupsVersions(t *testing.T) {
+	const version = "3.6.8"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSourceVersion(t, version)
+	src.write(ctx, t, "before", 50)
+	full := src.full(ctx, t)
+	end := src.write(ctx, t, "after", 50)
+	d := src.delta(ctx, t, full.EndRevision+1, end)
+	dir := filepath.Join(t.TempDir(), "new.etcd")
+	peer := loopbackPeerURL(t)
+	res, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d}}, Open: src.open, DataDir: dir, Name: "etcd-0", PeerURL: peer, Token: "t", Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := readVersions(filepath.Join(dir, "member", "snap", "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.storage.String() != "3.6.0" || v.cluster == nil || v.cluster.String() != "3.6.0" {
+		t.Errorf("restored %s; want storage and cluster 3.6.0 (the backup's)", v)
+	}
+	// The member's own etcd starts from it (loopback, plain: only this test talks to it).
+	binary, _ := etcdtest.EtcdBinary(version)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := "http://" + l.Addr().String()
+	l.Close()
+	cmd := exec.CommandContext(ctx, binary, "--name=etcd-0", "--data-dir="+dir, "--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--listen-client-urls="+client, "--advertise-client-urls="+client, "--initial-cluster=etcd-0="+peer)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got *clientv3.GetResponse
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		got, err = c.Get(rctx, "\x00", clientv3.WithFromKey())
+		rcancel()
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("etcd %s did not serve the restored data: %v\n%s", version, err, out.String())
+	}
+	if got.Header.Revision != res.Revision {
+		t.Errorf("etcd %s serves revision %d, restored %d", version, got.Header.Revision, res.Revision)
+	}
+	sameKeys(t, kvs(got), src.keysAt(ctx, t, end))
+}
