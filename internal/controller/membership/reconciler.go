@@ -28,6 +28,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -317,55 +318,44 @@ func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev
 // recordClusterID writes status.clusterID: from now on members without data join, never
 // bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to "existing").
 func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, id string) error {
-	patch := client.MergeFrom(etcd.DeepCopy())
-	etcd.Status.ClusterID = id
-	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
-		return fmt.Errorf("recording cluster ID of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+		s.ClusterID = id
+	}); err != nil {
+		return fmt.Errorf("recording cluster ID: %w", err)
 	}
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed; members without data now join it", id)
 	return nil
 }
 
 // report sets the ScaleOperationInProgress condition and emits an Event for every action and
-// for every change of what the controller waits on.
+// for every change of what the controller waits on. The condition goes through status.Patch,
+// which sends nothing when it is already as decided.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
-	status := druidv1alpha1.ConditionFalse
+	condStatus := druidv1alpha1.ConditionFalse
 	if d.InProgress() || d.Rule == RuleLearnerNotReady || d.Rule == RuleClusterSettling {
-		status = druidv1alpha1.ConditionTrue
+		condStatus = druidv1alpha1.ConditionTrue
 	}
 	reason := d.Rule.CamelCase()
+	message := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
 	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
-	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != d.Reason
 	acted := d.Action != membership.ActionWait && d.Action != membership.ActionDone
-	if acted || (changed && (prev == nil || prev.Reason != reason)) {
+	if acted || prev == nil || prev.Reason != reason {
 		eventType := corev1.EventTypeNormal
 		if actErr != nil || isRefusal(d.Rule) {
 			eventType = corev1.EventTypeWarning
 		}
-		r.cfg.Recorder.Event(etcd, eventType, reason, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
+		r.cfg.Recorder.Event(etcd, eventType, reason, message)
 	}
-	if !changed {
-		return nil
+	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
+		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
+	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = status.SetCondition(s.Conditions, cond)
+	})
+	if apierrors.IsConflict(err) {
+		return nil // the next reconcile writes it on fresh state
 	}
-	now := metav1.NewTime(r.now())
-	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: status,
-		Reason: reason, Message: fmt.Sprintf("%s [%s]", d.Reason, d.Rule), LastUpdateTime: now, LastTransitionTime: now}
-	if prev != nil && prev.Status == status {
-		cond.LastTransitionTime = prev.LastTransitionTime
-	}
-	patch := client.MergeFromWithOptions(etcd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	var conds []druidv1alpha1.Condition
-	for _, c := range etcd.Status.Conditions {
-		if c.Type != cond.Type {
-			conds = append(conds, c)
-		}
-	}
-	etcd.Status.Conditions = append(conds, cond)
-	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // the next reconcile writes it on fresh state
-		}
-		return fmt.Errorf("recording membership decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	if err != nil {
+		return fmt.Errorf("recording membership decision: %w", err)
 	}
 	return nil
 }
