@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -70,6 +71,10 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
+// secretCacheTTL bounds how long a member client key pair read from its Secrets is used before
+// it is read again.
+const secretCacheTTL = 10 * time.Minute
+
 // New creates the manager and registers the etcd, status, ondelete and membership controllers.
 func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	cfg := o.Config
@@ -109,6 +114,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, err
 	}
 	underMaintenance := maintenance.NewRegistry()
+	// The member client key pairs Etcds name, read at most every secretCacheTTL (or again when
+	// the members refuse them): see memberaccess.SecretCache.
+	secrets := memberaccess.NewSecretCache(mgr.GetAPIReader(), secretCacheTTL)
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
@@ -134,6 +142,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	onDelete := ondelete.NewReconciler(ondelete.Config{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
+		Secrets:          secrets,
 		Recorder:         recorder,
 		Members:          pool,
 		Metrics:          onDeleteMetrics,
@@ -151,6 +160,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
+		Secrets:          secrets,
 		Recorder:         recorder,
 		Members:          pool,
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),

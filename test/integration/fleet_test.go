@@ -176,4 +176,7 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 	if writes := log.matching(apiRequest.write); len(writes) > 0 {
 		t.Errorf("the restarted operator sent %d write(s) for a settled Etcd, want 0:\n%s", len(writes), strings.Join(writes, "\n"))
 	}
+	if reads := log.matching(apiRequest.uncachedRead); len(reads) > 0 {
+		t.Errorf("the restarted operator sent %d uncached read(s) for a settled Etcd, want 0:\n%s", len(reads), strings.Join(reads, "\n"))
+	}
 }

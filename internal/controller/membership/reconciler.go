@@ -28,7 +28,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -45,8 +47,13 @@ type Members interface {
 
 // Config holds the controller's dependencies.
 type Config struct {
-	Client   client.Client
-	Reader   client.Reader
+	// Client reads through the informer cache and writes; Reader reads uncached, before an
+	// action is taken.
+	Client client.Client
+	Reader client.Reader
+	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
+	// Reader each time.
+	Secrets  *memberaccess.SecretCache
 	Recorder record.EventRecorder
 	Members  Members
 	// DefaultClientTLS loads the operator-wide client key pair, for Etcds that name none.
@@ -101,49 +108,37 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile runs one membership step:
-//  1. read the Etcd, its StatefulSet, pods and member Leases (fresh, uncached);
+//  1. read the Etcd, its StatefulSet, pods and member Leases from the informer cache;
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
 //     ID once the cluster has formed;
-//  3. plan (internal/membership) and carry out at most one action;
-//  4. report: the ScaleOperationInProgress condition and an Event per action or refusal.
+//  3. plan (internal/membership); when the plan is an action, read the Etcd, StatefulSet, pods
+//     and Leases again uncached and plan again on them, so no action is ever taken on a lagging
+//     informer, while a settled cluster (the plan waits or is done) costs no uncached read;
+//  4. carry out at most one action;
+//  5. report: the ScaleOperationInProgress condition and an Event per action or refusal.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	etcd := &druidv1alpha1.Etcd{}
-	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, etcd); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/membership")
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !etcd.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	sts := &appsv1.StatefulSet{}
-	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
-		// The Etcd reconciler creates it; its creation wakes us.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(sts, etcd) {
-		return ctrl.Result{}, nil
-	}
-	pods, err := r.pods(ctx, sts)
-	if err != nil {
+	view, err := r.read(ctx, r.cfg.Client, req.NamespacedName)
+	if err != nil || view == nil {
 		return ctrl.Result{}, err
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
-	}
+	etcd := view.etcd
 
-	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	var creds conductortls.ClientMaterial
+	var credsErr error
 	var cs *etcdclient.ClusterStatus
-	tgts := memberaccess.Targets(etcd, pods)
+	tgts := memberaccess.Targets(etcd, view.pods)
+	if len(tgts) > 0 {
+		creds, credsErr = memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	}
 	if credsErr == nil && len(tgts) > 0 {
 		got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
 		if err == nil {
 			cs = &got
 		} else {
 			log.V(1).Info("No member answered", "error", err.Error())
+			// Perhaps the key pair or CA was rotated: read them again next time.
+			r.forgetSecrets(etcd)
 		}
 	}
 	if id := clusterID(cs); id != "" && etcd.Status.ClusterID == "" {
@@ -152,18 +147,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	observed := observe(etcd, sts, pods, leases.Items, cs)
-	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
-	r.ageForeign(clusterKey(etcd), observed.Members)
-	decision := membership.Plan(observed)
-	if credsErr != nil && !observed.MembersKnown {
-		decision.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
+	decision := r.plan(view, cs, credsErr)
+	if decision.Action != membership.ActionWait && decision.Action != membership.ActionDone {
+		// An action: decide again on what the apiserver holds now.
+		fresh, err := r.read(ctx, r.cfg.Reader, req.NamespacedName)
+		if err != nil || fresh == nil {
+			return ctrl.Result{}, err
+		}
+		view, etcd = fresh, fresh.etcd
+		tgts = memberaccess.Targets(etcd, view.pods)
+		decision = r.plan(view, cs, credsErr)
 	}
+	sts := view.sts
 	log.V(1).Info("Membership decision", "action", decision.Action, "rule", decision.Rule, "reason", decision.Reason)
 
-	result := ctrl.Result{RequeueAfter: r.cfg.StepInterval}
-	if decision.Action == membership.ActionDone {
-		result.RequeueAfter = r.cfg.SettledInterval
+	result := ctrl.Result{RequeueAfter: r.cfg.StepInterval, Priority: priority.For(true)}
+	if decision.Action == membership.ActionDone || len(tgts) == 0 {
+		// Settled, or no member to ask (no pod has an address yet: a pod event wakes us when
+		// one has): a poll now and then, behind clusters with something to do.
+		result = ctrl.Result{RequeueAfter: r.cfg.SettledInterval, Priority: priority.For(false)}
 	}
 	actErr := r.act(ctx, etcd, sts, tgts, creds, cs, decision)
 	if actErr != nil {
@@ -297,22 +299,70 @@ func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Ta
 	return r.cfg.Members.Member(clusterKey(etcd), creds, tgts, leader.Name)
 }
 
-func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	list := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	var owned []corev1.Pod
-	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
-			owned = append(owned, pod)
+// clusterView is one look at an Etcd and what the controller observes of it in Kubernetes.
+type clusterView struct {
+	etcd   *druidv1alpha1.Etcd
+	sts    *appsv1.StatefulSet
+	pods   []corev1.Pod
+	leases []coordinationv1.Lease
+}
+
+// read reads the Etcd, its StatefulSet, pods and member Leases through reader (the cache or the
+// apiserver). Nil means there is nothing to do: the Etcd is gone or being deleted, or its
+// StatefulSet does not exist yet (its creation wakes us) or is not its own.
+func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.NamespacedName) (*clusterView, error) {
+	etcd := &druidv1alpha1.Etcd{}
+	if err := reader.Get(ctx, key, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.cfg.Members.Forget(key.Namespace + "/" + key.Name + "/membership")
 		}
+		return nil, client.IgnoreNotFound(err)
 	}
-	return owned, nil
+	if !etcd.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(sts, etcd) {
+		return nil, nil
+	}
+	pods, err := decision.ReadMemberPods(ctx, reader, sts)
+	if err != nil {
+		return nil, err
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return nil, fmt.Errorf("listing member leases: %w", err)
+	}
+	return &clusterView{etcd: etcd, sts: sts, pods: pods, leases: leases.Items}, nil
+}
+
+// plan observes the view with what the members said and plans one step.
+func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, credsErr error) membership.Decision {
+	observed := observe(v.etcd, v.sts, v.pods, v.leases, cs)
+	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
+	r.ageForeign(clusterKey(v.etcd), observed.Members)
+	d := membership.Plan(observed)
+	if credsErr != nil && !observed.MembersKnown {
+		d.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
+	}
+	return d
+}
+
+// secrets is where the member client key pair is read: the Secret cache when there is one.
+func (r *Reconciler) secrets() client.Reader {
+	if r.cfg.Secrets != nil {
+		return r.cfg.Secrets
+	}
+	return r.cfg.Reader
+}
+
+func (r *Reconciler) forgetSecrets(etcd *druidv1alpha1.Etcd) {
+	if r.cfg.Secrets != nil {
+		r.cfg.Secrets.Forget(etcd)
+	}
 }
 
 // recordClusterID writes status.clusterID: from now on members without data join, never
