@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +88,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, err
 	}
 	le := cfg.LeaderElection
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(withClientConnection(restCfg, cfg.ClientConnection), ctrl.Options{
 		Scheme: scheme,
 		Logger: o.Logger,
 		Cache:  cacheOptions(cfg.WatchNamespaces),
@@ -102,7 +103,13 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
 		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
 		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
-		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.AllowSeveralInProcess},
+		Controller: ctrlconfig.Controller{
+			SkipNameValidation: &o.AllowSeveralInProcess,
+			// Clusters with work in flight go ahead of restart no-ops and periodic checks
+			// (internal/controller/priority). It is controller-runtime's default; written out so
+			// an upgrade that changed it would not silently put a rollout behind a whole fleet.
+			UsePriorityQueue: ptr.To(true),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -202,6 +209,15 @@ func RolloutPolicy(c configv1alpha1.OnDeleteControllerConfiguration) rollout.Pol
 		p.MaxConcurrent = c.MaxConcurrentMemberUpdates
 	}
 	return p
+}
+
+// withClientConnection returns a copy of restCfg with the configured client-side rate limit
+// (clientConnection.qps and burst), which every client of the manager shares.
+func withClientConnection(restCfg *rest.Config, c configv1alpha1.ClientConnectionConfiguration) *rest.Config {
+	out := rest.CopyConfig(restCfg)
+	out.QPS = c.QPS
+	out.Burst = c.Burst
+	return out
 }
 
 // cacheOptions limits the informers to the watched namespaces, when any are configured, so that

@@ -179,4 +179,21 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 	if reads := log.matching(apiRequest.uncachedRead); len(reads) > 0 {
 		t.Errorf("the restarted operator sent %d uncached read(s) for a settled Etcd, want 0:\n%s", len(reads), strings.Join(reads, "\n"))
 	}
+
+	// Freshness stays where it is a safety question: once a pod may be deleted (the image bumped,
+	// every pod outdated), the OnDelete controller reads the StatefulSet and pods uncached
+	// before it deletes one.
+	if err := framework.SetEtcdImage(ctx, env.Client(), etcd, framework.EtcdImage("3.7.3")); err != nil {
+		t.Fatal(err)
+	}
+	freshRead := func(r apiRequest) bool {
+		return r.uncachedRead() && strings.HasSuffix(r.url.Path, "/statefulsets/etcd-main")
+	}
+	podDeleted := func(r apiRequest) bool {
+		return r.method == http.MethodDelete && strings.Contains(r.url.Path, "/pods/")
+	}
+	framework.Eventually(t, timeout, "a pod deleted after an uncached read", func(context.Context) (bool, string) {
+		reads, deletes := log.matching(freshRead), log.matching(podDeleted)
+		return len(reads) > 0 && len(deletes) > 0, fmt.Sprintf("%d uncached StatefulSet reads, %d pod deletions", len(reads), len(deletes))
+	})
 }
