@@ -80,8 +80,8 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 }
 
 // RBAC: exactly the calls below. Owned objects are read through the cache (get, list, watch) and
-// written only when they differ from the desired state (create, update); the garbage collector deletes them with the Etcd,
-// so only member Leases of removed members are deleted here.
+// written only when they differ from the desired state (create, update); the garbage collector
+// deletes them with the Etcd, so only member Leases of removed members are deleted here.
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // SetControllerReference sets blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement

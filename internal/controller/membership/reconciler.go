@@ -124,23 +124,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	etcd := view.etcd
 
-	var creds conductortls.ClientMaterial
-	var credsErr error
-	var cs *etcdclient.ClusterStatus
 	tgts := memberaccess.Targets(etcd, view.pods)
-	if len(tgts) > 0 {
-		creds, credsErr = memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
-	}
-	if credsErr == nil && len(tgts) > 0 {
-		got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
-		if err == nil {
-			cs = &got
-		} else {
-			log.V(1).Info("No member answered", "error", err.Error())
-			// Perhaps the key pair or CA was rotated: read them again next time.
-			r.forgetSecrets(etcd)
-		}
-	}
+	creds, cs, credsErr := r.askMembers(ctx, etcd, tgts)
 	if id := clusterID(cs); id != "" && etcd.Status.ClusterID == "" {
 		if err := r.recordClusterID(ctx, etcd, id); err != nil {
 			return ctrl.Result{}, err
@@ -155,7 +140,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		view, etcd = fresh, fresh.etcd
-		tgts = memberaccess.Targets(etcd, view.pods)
+		if freshTgts := memberaccess.Targets(etcd, view.pods); !sameTargets(tgts, freshTgts) {
+			// Pods came or went since the cache saw them: ask the members those pods are.
+			tgts = freshTgts
+			creds, cs, credsErr = r.askMembers(ctx, etcd, tgts)
+		}
 		decision = r.plan(view, cs, credsErr)
 	}
 	sts := view.sts
@@ -339,6 +328,39 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.N
 	return &clusterView{etcd: etcd, sts: sts, pods: pods, leases: leases.Items}, nil
 }
 
+// askMembers asks the member pods tgts for their status over mTLS, with the Etcd's client key
+// pair; nil status when there is no target or none answered. The error says why the key pair
+// could not be built; the members not answering is no error (the plan waits).
+func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target) (conductortls.ClientMaterial, *etcdclient.ClusterStatus, error) {
+	if len(tgts) == 0 {
+		return conductortls.ClientMaterial{}, nil, nil
+	}
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	if err != nil {
+		return creds, nil, err
+	}
+	got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("No member answered", "error", err.Error())
+		// Perhaps the key pair or CA was rotated: read them again next time.
+		r.forgetSecrets(etcd)
+		return creds, nil, nil
+	}
+	return creds, &got, nil
+}
+
+func sameTargets(a, b []etcdclient.Target) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // plan observes the view with what the members said and plans one step.
 func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, credsErr error) membership.Decision {
 	observed := observe(v.etcd, v.sts, v.pods, v.leases, cs)
@@ -398,11 +420,16 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 	}
 	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
 		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
-	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, cond)
-	})
+	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = status.SetCondition(s.Conditions, cond) }
+	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, set)
 	if apierrors.IsConflict(err) {
-		return nil // the next reconcile writes it on fresh state
+		// The Etcd changed since it was read (the cached copy lags, or another writer): the
+		// OnDelete controller waits on this condition, so write it now on a fresh copy rather
+		// than at the next poll.
+		fresh := &druidv1alpha1.Etcd{}
+		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
+			err = status.Patch(ctx, r.cfg.Client, fresh, status.WriterMembership, set)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("recording membership decision: %w", err)
