@@ -60,8 +60,15 @@ func (c *SecretCache) Get(ctx context.Context, key client.ObjectKey, obj client.
 		return err
 	}
 	c.mu.Lock()
-	c.secrets[key] = cachedSecret{secret: secret.DeepCopy(), readAt: c.now()}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	now := c.now()
+	// Expired entries go here, so Secrets of Etcds since deleted are not held for ever.
+	for k, v := range c.secrets {
+		if now.Sub(v.readAt) >= c.ttl {
+			delete(c.secrets, k)
+		}
+	}
+	c.secrets[key] = cachedSecret{secret: secret.DeepCopy(), readAt: now}
 	return nil
 }
 
