@@ -46,8 +46,9 @@ type MemberPool interface {
 
 // Config holds the controller's dependencies and settings.
 type Config struct {
-	// Client writes (pod deletes, Etcd status); Reader reads StatefulSets and pods uncached, so
-	// every decision is made on what the apiserver holds now, not on a lagging informer.
+	// Client reads through the informer cache and writes (pod deletes, Etcd status); Reader
+	// reads StatefulSets and pods uncached once a pod may be deleted, so every deletion is
+	// decided on what the apiserver holds now, not on a lagging informer.
 	Client client.Client
 	Reader client.Reader
 	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
@@ -101,9 +102,9 @@ func NewReconciler(cfg Config) *Reconciler {
 }
 
 // RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
-// read fresh (get, list), as are the leases;
-// the Etcd is read from the cache; the client key pair is read uncached from its Secrets (get
-// only, never listed); one pod at a time is deleted.
+// read fresh (get, list), as are the leases; the Etcd is read from the cache; the client key pair
+// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); one pod at
+// a time is deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
