@@ -8,7 +8,16 @@
 // periodic checks of settled clusters, whatever the length of the queue.
 package priority
 
-import "sigs.k8s.io/controller-runtime/pkg/handler"
+import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
 
 const (
 	// Busy is the priority of a cluster with work in flight: above events (0).
@@ -24,4 +33,28 @@ func For(busy bool) *int {
 		p = Busy
 	}
 	return &p
+}
+
+// EnqueueInFlight returns an event handler that, on an object's create event (every object of
+// an informer's initial list, as after a restart, and every new one), enqueues it at Busy when
+// inFlight says it has work in flight; it does nothing for any other event. Registered next to a controller's own For,
+// which enqueues every object of that list at handler.LowPriority, it lifts the clusters with a
+// rollout or a scale step under way ahead of the fleet's no-ops (the queue raises an item's
+// priority when it is added again with a higher one). Later changes need no help: they come in
+// at priority 0, above the low-priority backlog.
+func EnqueueInFlight[T client.Object](inFlight func(T) bool) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			obj, ok := e.Object.(T)
+			if !ok || !inFlight(obj) {
+				return
+			}
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: For(true)}, req)
+				return
+			}
+			q.Add(req)
+		},
+	}
 }
