@@ -229,6 +229,14 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	return sts, etcd, pods, nil
 }
 
+// secrets is where the member client key pair is read: the Secret cache when there is one.
+func (r *Reconciler) secrets() client.Reader {
+	if r.cfg.Secrets != nil {
+		return r.cfg.Secrets
+	}
+	return r.cfg.Reader
+}
+
 // deletable tells whether a view holds a pod the controller could delete: one not at the
 // update revision and not terminating. Without an update revision no pod is outdated.
 func deletable(sts *appsv1.StatefulSet, pods []corev1.Pod) bool {
@@ -312,11 +320,7 @@ func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd)
 
 func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r := in.r
-	var secrets client.Reader = r.cfg.Reader
-	if r.cfg.Secrets != nil {
-		secrets = r.cfg.Secrets
-	}
-	creds, err := memberaccess.ClientTLS(ctx, secrets, etcd, r.cfg.DefaultClientTLS)
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
