@@ -34,6 +34,7 @@ func TestManagerRejectsBadConfiguration(t *testing.T) {
 		{"trailing document", header + "---\n" + header, "a second YAML document"},
 		{"empty memberClientTLS", header + "memberClientTLS: {}\n", "missing memberClientTLS.caFile"},
 		{"zero concurrentSyncs", header + "controllers:\n  etcd:\n    concurrentSyncs: 0\n", "controllers.etcd.concurrentSyncs must be positive"},
+		{"client burst below qps", header + "clientConnection: {qps: 200, burst: 10}\n", "clientConnection.burst (10) must be at least clientConnection.qps (200)"},
 		{"missing file", "", "no such file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -70,6 +72,10 @@ func NewScheme() (*runtime.Scheme, error) {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
+// secretCacheTTL bounds how long a member client key pair read from its Secrets is used before
+// it is read again.
+const secretCacheTTL = 10 * time.Minute
+
 // New creates the manager and registers the etcd, status, ondelete and membership controllers.
 func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	cfg := o.Config
@@ -82,7 +88,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, err
 	}
 	le := cfg.LeaderElection
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(withClientConnection(restCfg, cfg.ClientConnection), ctrl.Options{
 		Scheme: scheme,
 		Logger: o.Logger,
 		Cache:  cacheOptions(cfg.WatchNamespaces),
@@ -97,7 +103,13 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
 		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
 		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
-		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.AllowSeveralInProcess},
+		Controller: ctrlconfig.Controller{
+			SkipNameValidation: &o.AllowSeveralInProcess,
+			// Clusters with work in flight go ahead of restart no-ops and periodic checks
+			// (internal/controller/priority). It is controller-runtime's default; written out so
+			// an upgrade that changed it would not silently put a rollout behind a whole fleet.
+			UsePriorityQueue: ptr.To(true),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -109,6 +121,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, err
 	}
 	underMaintenance := maintenance.NewRegistry()
+	// The member client key pairs Etcds name, read at most every secretCacheTTL (or again when
+	// the members refuse them): see memberaccess.SecretCache.
+	secrets := memberaccess.NewSecretCache(mgr.GetAPIReader(), secretCacheTTL)
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
@@ -134,6 +149,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	onDelete := ondelete.NewReconciler(ondelete.Config{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
+		Secrets:          secrets,
 		Recorder:         recorder,
 		Members:          pool,
 		Metrics:          onDeleteMetrics,
@@ -151,6 +167,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
+		Secrets:          secrets,
 		Recorder:         recorder,
 		Members:          pool,
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
@@ -196,6 +213,15 @@ func RolloutPolicy(c configv1alpha1.OnDeleteControllerConfiguration) rollout.Pol
 		p.MaxConcurrent = c.MaxConcurrentMemberUpdates
 	}
 	return p
+}
+
+// withClientConnection returns a copy of restCfg with the configured client-side rate limit
+// (clientConnection.qps and burst), which every client of the manager shares.
+func withClientConnection(restCfg *rest.Config, c configv1alpha1.ClientConnectionConfiguration) *rest.Config {
+	out := rest.CopyConfig(restCfg)
+	out.QPS = c.QPS
+	out.Burst = c.Burst
+	return out
 }
 
 // cacheOptions limits the informers to the watched namespaces, when any are configured, so that

@@ -90,6 +90,21 @@ func TestInvalidValuesAreRejected(t *testing.T) {
 			want:   []string{"/controllers/ondelete/handover/timeout"},
 		},
 		{
+			name:   "zero client qps",
+			values: "clientConnection:\n  qps: 0\n",
+			want:   []string{"/clientConnection/qps"},
+		},
+		{
+			name:   "misspelled client connection setting",
+			values: "clientConnection:\n  QPS: 50\n",
+			want:   []string{"/clientConnection", "QPS", "not allowed"},
+		},
+		{
+			name:   "client burst below qps",
+			values: "clientConnection:\n  qps: 200\n  burst: 150\n",
+			want:   []string{"clientConnection.burst (150) must be at least clientConnection.qps (200)"},
+		},
+		{
 			name:   "misspelled top-level key",
 			values: "memberClientTls:\n  secretName: x\n",
 			want:   []string{"memberClientTls", "not allowed"},

@@ -82,14 +82,17 @@ func TestRenderedConfigIsAcceptedByManager(t *testing.T) {
 		memberRoleSource configv1alpha1.MemberRoleSource
 		watchNamespaces  []string
 		metricsSecret    string
+		qps              float32
+		burst            int
 	}
 	wants := map[string]want{
-		"default":      {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto},
-		"ondelete-tls": {onDelete: true, tlsSecret: "etcd-conductor-member-client-tls", etcdSyncs: 5, ondeleteSyncs: 2, memberRoleSource: configv1alpha1.MemberRoleSourceAuto},
+		"default": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto, qps: 100, burst: 150},
+		"ondelete-tls": {onDelete: true, tlsSecret: "etcd-conductor-member-client-tls", etcdSyncs: 5, ondeleteSyncs: 2, memberRoleSource: configv1alpha1.MemberRoleSourceAuto,
+			qps: 50.5, burst: 80},
 		"ha-monitoring": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceLeaseOnly,
-			metricsSecret: "etcd-conductor-metrics-tls"},
+			metricsSecret: "etcd-conductor-metrics-tls", qps: 100, burst: 150},
 		"namespaced": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto,
-			watchNamespaces: []string{"team-a", "team-b"}},
+			watchNamespaces: []string{"team-a", "team-b"}, qps: 100, burst: 150},
 	}
 	for _, tc := range renderCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +114,9 @@ func TestRenderedConfigIsAcceptedByManager(t *testing.T) {
 			}
 			if got := cfg.Controllers.OnDelete.MemberRoleSource; got != w.memberRoleSource {
 				t.Errorf("controllers.ondelete.memberRoleSource = %q, want %q", got, w.memberRoleSource)
+			}
+			if cc := cfg.ClientConnection; cc.QPS != w.qps || cc.Burst != w.burst {
+				t.Errorf("clientConnection = %+v, want qps %v burst %d", cc, w.qps, w.burst)
 			}
 			le := cfg.LeaderElection
 			if !le.Enabled || le.ResourceNamespace != releaseNamespace || le.ResourceName == "" {

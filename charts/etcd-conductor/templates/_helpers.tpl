@@ -70,6 +70,9 @@ leaderElection:
   enabled: {{ .Values.leaderElection.enabled }}
   resourceNamespace: {{ .Release.Namespace }}
   resourceName: {{ include "etcd-conductor.fullname" . }}-leader-election
+clientConnection:
+  qps: {{ .Values.clientConnection.qps }}
+  burst: {{ .Values.clientConnection.burst }}
 controllers:
   etcd:
     concurrentSyncs: {{ .Values.controllers.etcd.concurrentSyncs }}

@@ -38,7 +38,7 @@ func (r *Reconciler) syncSnapshotLeases(ctx context.Context, etcd *druidv1alpha1
 		desired := resources.SnapshotLease(etcd, name)
 		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 		full := name == resources.FullSnapshotLeaseName(etcd)
-		if err := r.apply(ctx, etcd, obj, func() {
+		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
 			if full && request != "" && obj.Annotations[backup.AnnotationFullSnapshotRequest] != request {
 				if obj.Annotations == nil {

@@ -80,8 +80,8 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 }
 
 // RBAC: exactly the calls below. Owned objects are read through the cache (get, list, watch) and
-// written with CreateOrUpdate (create, update); the garbage collector deletes them with the Etcd,
-// so only member Leases of removed members are deleted here.
+// written only when they differ from the desired state (create, update); the garbage collector
+// deletes them with the Etcd, so only member Leases of removed members are deleted here.
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // SetControllerReference sets blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
@@ -132,7 +132,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
 	}
 	r.reportIgnoredFields(ctx, etcd)
-	warnings := r.checkBackupStore(ctx, etcd)
+	var warnings []resources.Problem
+	if !secretsValidated(etcd) {
+		// The backup Secret too is read only when the spec changed or a problem was recorded
+		// (see secretsValidated).
+		warnings = r.checkBackupStore(ctx, etcd)
+	}
 	for _, p := range warnings {
 		log.Info("Backup store unusable; the cluster is reconciled without working backups", "code", p.Code, "problem", p.Message)
 		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonInvalidBackupStore, p.Message)
@@ -195,6 +200,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
 	problems := resources.ValidateSpec(etcd)
+	if !secretsValidated(etcd) {
+		problems = append(problems, r.validateSecrets(ctx, etcd)...)
+	}
+	if len(problems) == 0 {
+		problems = r.checkQuotaAgainstDB(ctx, etcd)
+	}
+	return problems
+}
+
+// validateSecrets reads the TLS Secrets the Etcd names, uncached, and checks them.
+func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	var problems []resources.Problem
 	for _, want := range resources.RequiredSecrets(etcd) {
 		secret := &corev1.Secret{}
 		err := r.secrets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
@@ -208,10 +225,23 @@ func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []r
 		}
 		problems = append(problems, resources.ValidateSecret(etcd.Namespace, want, secret)...)
 	}
-	if len(problems) == 0 {
-		problems = r.checkQuotaAgainstDB(ctx, etcd)
-	}
 	return problems
+}
+
+// secretsValidated tells whether the TLS Secrets this generation of the Etcd names were already
+// read and found valid: the Etcd reconciler recorded the generation as observed with no error,
+// which it does only after validate passed. The objects it writes depend on the Secrets' names
+// (spec, so the generation) and never on their content, so reading them again could change no
+// write: it is skipped, and a settled Etcd costs no Secret read.
+//
+// Why not a cache: the operator may only get Secrets (least privilege, no list or watch), so
+// it cannot learn cheaply that one changed; an uncached read per reconcile costs five GETs per
+// Etcd, on every restart of the manager for the whole fleet. A changed spec, a recorded error or
+// a new generation reads them again; a Secret broken later is reported by what uses it (the
+// members fail their TLS handshake, the controllers that dial them record it).
+func secretsValidated(etcd *druidv1alpha1.Etcd) bool {
+	s := etcd.Status
+	return s.ObservedGeneration != nil && *s.ObservedGeneration == etcd.Generation && len(s.LastErrors) == 0
 }
 
 // recordOutcome writes the status fields this reconciler owns (status.WriterEtcd:
@@ -231,7 +261,14 @@ func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	return status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
 		var lastErrors []druidv1alpha1.LastError
 		for _, p := range problems {
-			lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: now})
+			observedAt := now
+			// A problem still there keeps when it was first seen: a retry rewrites nothing.
+			for _, prev := range s.LastErrors {
+				if prev.Code == p.Code && prev.Description == p.Message {
+					observedAt = prev.ObservedAt
+				}
+			}
+			lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: observedAt})
 		}
 		s.LastErrors = lastErrors
 		if converged {
@@ -245,16 +282,37 @@ func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd,
 // already exists and is not controlled by this Etcd (by UID; a deleted Etcd of the same name
 // counts as another) is left untouched and a *foreignObjectError returned. Taking it over would
 // overwrite what its owner put there, and garbage collection would delete it with the Etcd.
-func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj client.Object, mutate func()) error {
-	_, err := controllerutil.CreateOrUpdate(ctx, r.client, obj, func() error {
-		// CreateOrUpdate has read obj; a resourceVersion means it exists.
-		if obj.GetResourceVersion() != "" && !metav1.IsControlledBy(obj, etcd) {
-			return r.foreignObject(obj)
+//
+// An object that already holds what mutate writes is not sent at all (resources.UpToDate, with
+// the hash of desired, what mutate writes, recorded on the object): a reconcile with nothing to
+// change, such as every reconcile of a fleet after an operator restart, writes nothing. The
+// object is read from the informer cache, as before.
+func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj client.Object, desired any, mutate func()) error {
+	hash, err := resources.DesiredHash(desired)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
 		}
 		mutate()
-		return controllerutil.SetControllerReference(etcd, obj, r.client.Scheme())
-	})
-	return err
+		resources.SetAppliedHash(obj, hash)
+		if err := controllerutil.SetControllerReference(etcd, obj, r.client.Scheme()); err != nil {
+			return err
+		}
+		return r.client.Create(ctx, obj)
+	}
+	if !metav1.IsControlledBy(obj, etcd) {
+		return r.foreignObject(obj)
+	}
+	before := obj.DeepCopyObject()
+	mutate()
+	resources.SetAppliedHash(obj, hash)
+	if resources.UpToDate(before, obj) {
+		return nil
+	}
+	return r.client.Update(ctx, obj)
 }
 
 // foreignObjectError reports an object that carries one of the Etcd's names but is not its own.
@@ -287,18 +345,18 @@ func (r *Reconciler) foreignObject(obj client.Object) *foreignObjectError {
 func (r *Reconciler) syncServiceAccount(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 	desired := resources.ServiceAccount(etcd)
 	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-	return r.apply(ctx, etcd, obj, func() { obj.Labels = desired.Labels })
+	return r.apply(ctx, etcd, obj, desired, func() { obj.Labels = desired.Labels })
 }
 
 func (r *Reconciler) syncMemberAgentRBAC(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 	role := resources.MemberAgentRole(etcd)
 	roleObj := role.DeepCopy()
-	if err := r.apply(ctx, etcd, roleObj, func() { roleObj.Labels = role.Labels; roleObj.Rules = role.Rules }); err != nil {
+	if err := r.apply(ctx, etcd, roleObj, role, func() { roleObj.Labels = role.Labels; roleObj.Rules = role.Rules }); err != nil {
 		return err
 	}
 	binding := resources.MemberAgentRoleBinding(etcd)
 	bindingObj := binding.DeepCopy()
-	return r.apply(ctx, etcd, bindingObj, func() {
+	return r.apply(ctx, etcd, bindingObj, binding, func() {
 		bindingObj.Labels = binding.Labels
 		bindingObj.RoleRef = binding.RoleRef // immutable, and never changes for an Etcd
 		bindingObj.Subjects = binding.Subjects
@@ -308,13 +366,13 @@ func (r *Reconciler) syncMemberAgentRBAC(ctx context.Context, etcd *druidv1alpha
 func (r *Reconciler) syncConfigMap(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 	desired := resources.ConfigMap(etcd)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-	return r.apply(ctx, etcd, obj, func() { obj.Labels = desired.Labels; obj.Data = desired.Data })
+	return r.apply(ctx, etcd, obj, desired, func() { obj.Labels = desired.Labels; obj.Data = desired.Data })
 }
 
 func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 	for _, desired := range []*corev1.Service{resources.PeerService(etcd), resources.ClientService(etcd)} {
 		obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-		err := r.apply(ctx, etcd, obj, func() {
+		err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
 			// Merged, not replaced: others (kubectl, cloud controllers) annotate Services too.
 			obj.Annotations = resources.MergeAnnotations(obj.Annotations, desired.Annotations)
@@ -343,7 +401,7 @@ func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.E
 		want[member] = true
 		desired := resources.MemberLease(etcd, member)
 		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-		if err := r.apply(ctx, etcd, obj, func() {
+		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
 			obj.Spec.LeaseDurationSeconds = desired.Spec.LeaseDurationSeconds
 		}); err != nil {
@@ -370,7 +428,7 @@ func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1a
 	desired := resources.PodDisruptionBudget(etcd)
 	obj := desired.DeepCopy()
 	obj.Spec = desired.Spec
-	return r.apply(ctx, etcd, obj, func() {
+	return r.apply(ctx, etcd, obj, desired, func() {
 		obj.Labels = desired.Labels
 		obj.Spec.MinAvailable = desired.Spec.MinAvailable
 		obj.Spec.Selector = desired.Spec.Selector
@@ -385,7 +443,14 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	before := ""
 	var claims []corev1.PersistentVolumeClaim
-	if err := r.apply(ctx, etcd, obj, func() {
+	// Replicas and the fields immutable after creation are written only at creation: a change of
+	// spec.replicas alone is the membership controller's to carry out and rewrites nothing here.
+	written := struct {
+		Labels, Annotations map[string]string
+		Template            corev1.PodTemplateSpec
+		UpdateStrategy      appsv1.StatefulSetUpdateStrategy
+	}{desired.Labels, desired.Annotations, desired.Spec.Template, desired.Spec.UpdateStrategy}
+	if err := r.apply(ctx, etcd, obj, written, func() {
 		before = string(obj.Spec.UpdateStrategy.Type)
 		claims = obj.Spec.VolumeClaimTemplates
 		resources.ApplyMutableStatefulSetSpec(obj, desired)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -50,6 +51,8 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 			),
 		}).
 		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, clusterIDRecorded))).
+		// After a restart, Etcds whose spec changed meanwhile go ahead of the settled fleet.
+		Watches(&druidv1alpha1.Etcd{}, priority.EnqueueInFlight(specChanged)).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
@@ -62,4 +65,9 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		Complete(r)
+}
+
+// specChanged: the Etcd's spec changed since it was last converged.
+func specChanged(etcd *druidv1alpha1.Etcd) bool {
+	return etcd.Status.ObservedGeneration == nil || *etcd.Status.ObservedGeneration != etcd.Generation
 }

@@ -28,6 +28,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -44,8 +47,13 @@ type Members interface {
 
 // Config holds the controller's dependencies.
 type Config struct {
-	Client   client.Client
-	Reader   client.Reader
+	// Client reads through the informer cache and writes; Reader reads uncached, before an
+	// action is taken.
+	Client client.Client
+	Reader client.Reader
+	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
+	// Reader each time.
+	Secrets  *memberaccess.SecretCache
 	Recorder record.EventRecorder
 	Members  Members
 	// DefaultClientTLS loads the operator-wide client key pair, for Etcds that name none.
@@ -100,69 +108,53 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile runs one membership step:
-//  1. read the Etcd, its StatefulSet, pods and member Leases (fresh, uncached);
+//  1. read the Etcd, its StatefulSet, pods and member Leases from the informer cache;
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
 //     ID once the cluster has formed;
-//  3. plan (internal/membership) and carry out at most one action;
-//  4. report: the ScaleOperationInProgress condition and an Event per action or refusal.
+//  3. plan (internal/membership); when the plan is an action, read the Etcd, StatefulSet, pods
+//     and Leases again uncached and plan again on them, so no action is ever taken on a lagging
+//     informer, while a settled cluster (the plan waits or is done) costs no uncached read;
+//  4. carry out at most one action;
+//  5. report: the ScaleOperationInProgress condition and an Event per action or refusal.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	etcd := &druidv1alpha1.Etcd{}
-	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, etcd); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/membership")
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !etcd.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	sts := &appsv1.StatefulSet{}
-	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
-		// The Etcd reconciler creates it; its creation wakes us.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !metav1.IsControlledBy(sts, etcd) {
-		return ctrl.Result{}, nil
-	}
-	pods, err := r.pods(ctx, sts)
-	if err != nil {
+	view, err := r.read(ctx, r.cfg.Client, req.NamespacedName)
+	if err != nil || view == nil {
 		return ctrl.Result{}, err
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
-	}
+	etcd := view.etcd
 
-	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
-	var cs *etcdclient.ClusterStatus
-	tgts := memberaccess.Targets(etcd, pods)
-	if credsErr == nil && len(tgts) > 0 {
-		got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
-		if err == nil {
-			cs = &got
-		} else {
-			log.V(1).Info("No member answered", "error", err.Error())
-		}
-	}
+	tgts := memberaccess.Targets(etcd, view.pods)
+	creds, cs, credsErr := r.askMembers(ctx, etcd, tgts)
 	if id := clusterID(cs); id != "" && etcd.Status.ClusterID == "" {
 		if err := r.recordClusterID(ctx, etcd, id); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 
-	observed := observe(etcd, sts, pods, leases.Items, cs)
-	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
-	r.ageForeign(clusterKey(etcd), observed.Members)
-	decision := membership.Plan(observed)
-	if credsErr != nil && !observed.MembersKnown {
-		decision.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
+	decision := r.plan(view, cs, credsErr)
+	if decision.Action != membership.ActionWait && decision.Action != membership.ActionDone {
+		// An action: decide again on what the apiserver holds now.
+		fresh, err := r.read(ctx, r.cfg.Reader, req.NamespacedName)
+		if err != nil || fresh == nil {
+			return ctrl.Result{}, err
+		}
+		view, etcd = fresh, fresh.etcd
+		if freshTgts := memberaccess.Targets(etcd, view.pods); !sameTargets(tgts, freshTgts) {
+			// Pods came or went since the cache saw them: ask the members those pods are.
+			tgts = freshTgts
+			creds, cs, credsErr = r.askMembers(ctx, etcd, tgts)
+		}
+		decision = r.plan(view, cs, credsErr)
 	}
+	sts := view.sts
 	log.V(1).Info("Membership decision", "action", decision.Action, "rule", decision.Rule, "reason", decision.Reason)
 
-	result := ctrl.Result{RequeueAfter: r.cfg.StepInterval}
-	if decision.Action == membership.ActionDone {
-		result.RequeueAfter = r.cfg.SettledInterval
+	result := ctrl.Result{RequeueAfter: r.cfg.StepInterval, Priority: priority.For(true)}
+	if decision.Action == membership.ActionDone || len(tgts) == 0 {
+		// Settled, or no member to ask (no pod has an address yet: a pod event wakes us when
+		// one has): a poll now and then, behind clusters with something to do.
+		result = ctrl.Result{RequeueAfter: r.cfg.SettledInterval, Priority: priority.For(false)}
 	}
 	actErr := r.act(ctx, etcd, sts, tgts, creds, cs, decision)
 	if actErr != nil {
@@ -296,76 +288,151 @@ func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Ta
 	return r.cfg.Members.Member(clusterKey(etcd), creds, tgts, leader.Name)
 }
 
-func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+// clusterView is one look at an Etcd and what the controller observes of it in Kubernetes.
+type clusterView struct {
+	etcd   *druidv1alpha1.Etcd
+	sts    *appsv1.StatefulSet
+	pods   []corev1.Pod
+	leases []coordinationv1.Lease
+}
+
+// read reads the Etcd, its StatefulSet, pods and member Leases through reader (the cache or the
+// apiserver). Nil means there is nothing to do: the Etcd is gone or being deleted, or its
+// StatefulSet does not exist yet (its creation wakes us) or is not its own.
+func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.NamespacedName) (*clusterView, error) {
+	etcd := &druidv1alpha1.Etcd{}
+	if err := reader.Get(ctx, key, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.cfg.Members.Forget(key.Namespace + "/" + key.Name + "/membership")
+		}
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !etcd.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(sts, etcd) {
+		return nil, nil
+	}
+	pods, err := decision.ReadMemberPods(ctx, reader, sts)
 	if err != nil {
-		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+		return nil, err
 	}
-	list := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	leases := &coordinationv1.LeaseList{}
+	if err := reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return nil, fmt.Errorf("listing member leases: %w", err)
 	}
-	var owned []corev1.Pod
-	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
-			owned = append(owned, pod)
+	return &clusterView{etcd: etcd, sts: sts, pods: pods, leases: leases.Items}, nil
+}
+
+// askMembers asks the member pods tgts for their status over mTLS, with the Etcd's client key
+// pair; nil status when there is no target or none answered. The error says why the key pair
+// could not be built; the members not answering is no error (the plan waits).
+func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target) (conductortls.ClientMaterial, *etcdclient.ClusterStatus, error) {
+	if len(tgts) == 0 {
+		return conductortls.ClientMaterial{}, nil, nil
+	}
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	if err != nil {
+		return creds, nil, err
+	}
+	got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("No member answered", "error", err.Error())
+		// Perhaps the key pair or CA was rotated: read them again next time.
+		r.forgetSecrets(etcd)
+		return creds, nil, nil
+	}
+	return creds, &got, nil
+}
+
+func sameTargets(a, b []etcdclient.Target) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
 	}
-	return owned, nil
+	return true
+}
+
+// plan observes the view with what the members said and plans one step.
+func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, credsErr error) membership.Decision {
+	observed := observe(v.etcd, v.sts, v.pods, v.leases, cs)
+	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
+	r.ageForeign(clusterKey(v.etcd), observed.Members)
+	d := membership.Plan(observed)
+	if credsErr != nil && !observed.MembersKnown {
+		d.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
+	}
+	return d
+}
+
+// secrets is where the member client key pair is read: the Secret cache when there is one.
+func (r *Reconciler) secrets() client.Reader {
+	if r.cfg.Secrets != nil {
+		return r.cfg.Secrets
+	}
+	return r.cfg.Reader
+}
+
+func (r *Reconciler) forgetSecrets(etcd *druidv1alpha1.Etcd) {
+	if r.cfg.Secrets != nil {
+		r.cfg.Secrets.Forget(etcd)
+	}
 }
 
 // recordClusterID writes status.clusterID: from now on members without data join, never
 // bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to "existing").
 func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, id string) error {
-	patch := client.MergeFrom(etcd.DeepCopy())
-	etcd.Status.ClusterID = id
-	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
-		return fmt.Errorf("recording cluster ID of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+		s.ClusterID = id
+	}); err != nil {
+		return fmt.Errorf("recording cluster ID: %w", err)
 	}
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed; members without data now join it", id)
 	return nil
 }
 
 // report sets the ScaleOperationInProgress condition and emits an Event for every action and
-// for every change of what the controller waits on.
+// for every change of what the controller waits on. The condition goes through status.Patch,
+// which sends nothing when it is already as decided.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
-	status := druidv1alpha1.ConditionFalse
+	condStatus := druidv1alpha1.ConditionFalse
 	if d.InProgress() || d.Rule == RuleLearnerNotReady || d.Rule == RuleClusterSettling {
-		status = druidv1alpha1.ConditionTrue
+		condStatus = druidv1alpha1.ConditionTrue
 	}
 	reason := d.Rule.CamelCase()
+	message := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
 	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
-	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != d.Reason
 	acted := d.Action != membership.ActionWait && d.Action != membership.ActionDone
-	if acted || (changed && (prev == nil || prev.Reason != reason)) {
+	if acted || prev == nil || prev.Reason != reason {
 		eventType := corev1.EventTypeNormal
 		if actErr != nil || isRefusal(d.Rule) {
 			eventType = corev1.EventTypeWarning
 		}
-		r.cfg.Recorder.Event(etcd, eventType, reason, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
+		r.cfg.Recorder.Event(etcd, eventType, reason, message)
 	}
-	if !changed {
-		return nil
-	}
-	now := metav1.NewTime(r.now())
-	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: status,
-		Reason: reason, Message: fmt.Sprintf("%s [%s]", d.Reason, d.Rule), LastUpdateTime: now, LastTransitionTime: now}
-	if prev != nil && prev.Status == status {
-		cond.LastTransitionTime = prev.LastTransitionTime
-	}
-	patch := client.MergeFromWithOptions(etcd.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	var conds []druidv1alpha1.Condition
-	for _, c := range etcd.Status.Conditions {
-		if c.Type != cond.Type {
-			conds = append(conds, c)
+	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
+		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
+	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = status.SetCondition(s.Conditions, cond) }
+	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, set)
+	if apierrors.IsConflict(err) {
+		// The Etcd changed since it was read (the cached copy lags, or another writer): the
+		// OnDelete controller waits on this condition, so write it now on a fresh copy rather
+		// than at the next poll.
+		fresh := &druidv1alpha1.Etcd{}
+		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
+			err = status.Patch(ctx, r.cfg.Client, fresh, status.WriterMembership, set)
 		}
 	}
-	etcd.Status.Conditions = append(conds, cond)
-	if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // the next reconcile writes it on fresh state
-		}
-		return fmt.Errorf("recording membership decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
+	if err != nil {
+		return fmt.Errorf("recording membership decision: %w", err)
 	}
 	return nil
 }

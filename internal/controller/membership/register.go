@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 )
 
@@ -25,8 +27,16 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentSyncs}).
 		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// After a restart, clusters with a membership change under way go ahead of the fleet.
+		Watches(&druidv1alpha1.Etcd{}, priority.EnqueueInFlight(scaleInFlight)).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&coordinationv1.Lease{}, builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(status.EtcdForPod)).
 		Complete(r)
+}
+
+// scaleInFlight: a membership step is under way, or the spec (perhaps spec.replicas) changed and
+// was not acted on yet.
+func scaleInFlight(etcd *druidv1alpha1.Etcd) bool {
+	return ScaleInProgress(etcd) || etcd.Generation != ptr.Deref(etcd.Status.ObservedGeneration, 0)
 }

@@ -82,7 +82,7 @@ func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etc
 	if err != nil {
 		return err
 	}
-	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		return fmt.Errorf("member client TLS: %w", err)
 	}

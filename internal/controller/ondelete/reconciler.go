@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
@@ -45,10 +46,14 @@ type MemberPool interface {
 
 // Config holds the controller's dependencies and settings.
 type Config struct {
-	// Client writes (pod deletes, Etcd status); Reader reads StatefulSets and pods uncached, so
-	// every decision is made on what the apiserver holds now, not on a lagging informer.
-	Client   client.Client
-	Reader   client.Reader
+	// Client reads through the informer cache and writes (pod deletes, Etcd status); Reader
+	// reads StatefulSets and pods uncached once a pod may be deleted, so every deletion is
+	// decided on what the apiserver holds now, not on a lagging informer.
+	Client client.Client
+	Reader client.Reader
+	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
+	// Reader each time.
+	Secrets  *memberaccess.SecretCache
 	Recorder record.EventRecorder
 	Members  MemberPool
 	Metrics  *Metrics
@@ -96,9 +101,10 @@ func NewReconciler(cfg Config) *Reconciler {
 	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]int{}}}
 }
 
-// RBAC: the StatefulSet, pods and leases are read fresh (get, list) and watched through the cache;
-// the Etcd is read from the cache; the client key pair is read uncached from its Secrets (get
-// only, never listed); one pod at a time is deleted.
+// RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
+// read fresh (get, list), as are the leases; the Etcd is read from the cache; the client key pair
+// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); one pod at
+// a time is deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
@@ -108,7 +114,12 @@ func NewReconciler(cfg Config) *Reconciler {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile runs one step of a quorum-safe rollout:
-//  1. read the StatefulSet, its owning Etcd and its pods (fresh);
+//  1. read the StatefulSet, its owning Etcd and its pods from the informer cache; when that view
+//     holds a pod the controller could delete (outdated and not terminating), read the
+//     StatefulSet and pods again uncached and go on with those, so a deletion is only ever
+//     decided on what the apiserver holds now. A cluster whose cached view has no such pod
+//     (settled, or only waiting for pods to come back) costs no uncached read: a lagging cache
+//     can only hide a pod to delete, and the event that updates it reconciles again;
 //  2. decide (internal/decision, the pipeline `plan` runs too): plan, and when the choice is
 //     among participating members, read the member leases, ask the members over mTLS, resolve
 //     roles (internal/roles) and plan again (internal/rollout);
@@ -120,30 +131,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	start := r.now()
 	log := logr.FromContextOrDiscard(ctx)
 
-	sts := &appsv1.StatefulSet{}
-	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, sts); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
-			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !isManagedOnDelete(sts) {
-		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
-		return ctrl.Result{}, nil
-	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
-	if err != nil || etcd == nil {
+	sts, etcd, pods, err := r.read(ctx, r.cfg.Client, req)
+	if err != nil || sts == nil {
 		return ctrl.Result{}, err
 	}
 	if membership.ScaleInProgress(etcd) {
 		// One change at a time: the membership controller yields to a rollout between its steps.
 		log.V(1).Info("Membership change in progress; not replacing pods now")
-		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
+		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
 	}
-	pods, err := decision.ReadMemberPods(ctx, r.cfg.Reader, sts)
-	if err != nil {
-		return ctrl.Result{}, err
+	if deletable(sts, pods) {
+		if sts, etcd, pods, err = r.read(ctx, r.cfg.Reader, req); err != nil || sts == nil {
+			return ctrl.Result{}, err
+		}
 	}
 	pods = r.failures.apply(decision.ClusterKey(etcd.Namespace, etcd.Name), pods)
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
@@ -162,12 +162,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		"reason", d.Reason, "roleSource", resolution.Source)
 	r.observeLags(etcd, outcome)
 
-	result := ctrl.Result{}
+	result := ctrl.Result{Priority: priority.For(inFlight(d))}
 	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
 		// A defragmenting member serves nothing but may still look ready: taking another
 		// member away now could leave no quorum. The defragmentation is bounded by its timeout.
 		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
-		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
+		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
 	}
 	switch d.Action {
 	case rollout.ActionDelete:
@@ -175,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				// The pod changed or went since we read it: decide again on fresh state.
 				log.Info("Pod changed before deletion; deciding again", "pods", d.Pods, "error", err.Error())
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{Requeue: true, Priority: priority.For(true)}, nil
 			}
 			return ctrl.Result{}, err
 		}
@@ -200,6 +200,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return result, err
 	}
 	return result, nil
+}
+
+// read reads the StatefulSet and its pods through reader (the cache or the apiserver) and the
+// owning Etcd from the cache. A nil StatefulSet means there is nothing to do: it is gone, not
+// managed with OnDelete, or has no Etcd owner.
+func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Request) (*appsv1.StatefulSet, *druidv1alpha1.Etcd, []corev1.Pod, error) {
+	sts := &appsv1.StatefulSet{}
+	if err := reader.Get(ctx, req.NamespacedName, sts); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
+			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+		}
+		return nil, nil, nil, client.IgnoreNotFound(err)
+	}
+	if !isManagedOnDelete(sts) {
+		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+		return nil, nil, nil, nil
+	}
+	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	if err != nil || etcd == nil {
+		return nil, nil, nil, err
+	}
+	pods, err := decision.ReadMemberPods(ctx, reader, sts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sts, etcd, pods, nil
+}
+
+// secrets is where the member client key pair is read: the Secret cache when there is one.
+func (r *Reconciler) secrets() client.Reader {
+	if r.cfg.Secrets != nil {
+		return r.cfg.Secrets
+	}
+	return r.cfg.Reader
+}
+
+// deletable tells whether a view holds a pod the controller could delete: one not at the
+// update revision and not terminating. Without an update revision no pod is outdated.
+func deletable(sts *appsv1.StatefulSet, pods []corev1.Pod) bool {
+	o := rollout.Observe(sts, pods, nil)
+	if o.UpdateRevision == "" {
+		return false
+	}
+	for _, p := range o.Pods {
+		if rollout.IsOutdated(p, o.UpdateRevision) && !p.Terminating {
+			return true
+		}
+	}
+	return false
+}
+
+// inFlight tells whether a rollout is under way: a pod outdated, terminating or missing.
+func inFlight(d rollout.Decision) bool {
+	return d.Action != rollout.ActionDone
 }
 
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.
@@ -265,7 +320,7 @@ func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd)
 
 func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r := in.r
-	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
@@ -278,6 +333,10 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
+		if r.cfg.Secrets != nil {
+			// Perhaps the key pair or CA was rotated: read them again next time.
+			r.cfg.Secrets.Forget(etcd)
+		}
 		return nil, err
 	}
 	return roles.ReportsFromClusterStatus(cs), nil

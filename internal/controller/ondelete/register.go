@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -37,6 +39,18 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrentSyncs}).
 		For(&appsv1.StatefulSet{}, builder.WithPredicates(managed, revisionOrStrategyChanged)).
+		// After a restart, clusters with a rollout in flight go ahead of the settled fleet.
+		Watches(&appsv1.StatefulSet{}, priority.EnqueueInFlight(rolloutInFlight), builder.WithPredicates(managed)).
 		Owns(&corev1.Pod{}).
 		Complete(r)
+}
+
+// rolloutInFlight tells from a StatefulSet's status alone whether pods remain to be replaced:
+// fewer pods at the update revision than replicas.
+func rolloutInFlight(sts *appsv1.StatefulSet) bool {
+	replicas := int32(1)
+	if sts.Spec.Replicas != nil {
+		replicas = *sts.Spec.Replicas
+	}
+	return sts.Status.UpdateRevision != "" && sts.Status.UpdatedReplicas < replicas
 }

@@ -199,3 +199,83 @@ func TestPatchRefusesFieldsOfOtherWriters(t *testing.T) {
 		})
 	}
 }
+
+func TestSetConditionKeepsTimesAndOthers(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	scale := druidv1alpha1.ConditionTypeScaleOperationInProgress
+	ready := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionTrue,
+		Reason: ReasonQuorate, LastTransitionTime: t0, LastUpdateTime: t0}
+	prev := []druidv1alpha1.Condition{ready,
+		{Type: scale, Status: druidv1alpha1.ConditionFalse, Reason: "Done", Message: "m", LastTransitionTime: t0, LastUpdateTime: t0}}
+	for _, tc := range []struct {
+		name             string
+		cond             druidv1alpha1.Condition
+		wantTransitionAt metav1.Time
+		wantUpdateAt     metav1.Time
+	}{
+		{"unchanged", druidv1alpha1.Condition{Type: scale, Status: druidv1alpha1.ConditionFalse, Reason: "Done", Message: "m"}, t0, t0},
+		{"new message", druidv1alpha1.Condition{Type: scale, Status: druidv1alpha1.ConditionFalse, Reason: "Done", Message: "other"}, t0, t1},
+		{"new status", druidv1alpha1.Condition{Type: scale, Status: druidv1alpha1.ConditionTrue, Reason: "AddLearner", Message: "m"}, t1, t1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cond.LastUpdateTime = t1
+			got := SetCondition(prev, tc.cond)
+			if len(got) != 2 || got[0] != ready || got[1].Type != scale {
+				t.Fatalf("SetCondition() = %+v, want Ready untouched and %s replaced in place", got, scale)
+			}
+			if !got[1].LastTransitionTime.Equal(&tc.wantTransitionAt) || !got[1].LastUpdateTime.Equal(&tc.wantUpdateAt) {
+				t.Errorf("times = %s / %s, want %s / %s", got[1].LastTransitionTime, got[1].LastUpdateTime, tc.wantTransitionAt, tc.wantUpdateAt)
+			}
+			if prev[1].Message != "m" || !prev[1].LastUpdateTime.Equal(&t0) {
+				t.Error("SetCondition changed its input")
+			}
+		})
+	}
+	if got := SetCondition(nil, druidv1alpha1.Condition{Type: scale, Status: druidv1alpha1.ConditionTrue, LastUpdateTime: t1}); len(got) != 1 || !got[0].LastTransitionTime.Equal(&t1) {
+		t.Errorf("SetCondition() on no conditions = %+v", got)
+	}
+}
+
+func TestPatchRefusesConditionsOfOtherWriters(t *testing.T) {
+	etcd := &druidv1alpha1.Etcd{}
+	etcd.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionTrue}}
+	// No client: the write must be refused before it would be used.
+	err := Patch(t.Context(), nil, etcd, WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = SetCondition(s.Conditions, druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse})
+	})
+	if err == nil {
+		t.Fatal("Patch() let the membership controller write the Ready condition")
+	}
+	if etcd.Status.Conditions[0].Status != druidv1alpha1.ConditionTrue {
+		t.Errorf("refused change left on the object: %+v", etcd.Status.Conditions)
+	}
+}
+
+func TestPatchSendsNothingWhenNothingChanged(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	etcd := &druidv1alpha1.Etcd{}
+	etcd.Status.LastOperation = &druidv1alpha1.LastOperation{Type: OperationRollout, State: OperationSucceeded, LastUpdateTime: at}
+	etcd.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress,
+		Status: druidv1alpha1.ConditionFalse, Reason: "Done", LastTransitionTime: at, LastUpdateTime: at}}
+	for _, tc := range []struct {
+		w   Writer
+		set func(*druidv1alpha1.EtcdStatus)
+	}{
+		{WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
+			s.LastOperation = &druidv1alpha1.LastOperation{Type: OperationRollout, State: OperationSucceeded, LastUpdateTime: at}
+		}},
+		{WriterEtcd, func(s *druidv1alpha1.EtcdStatus) { s.LastErrors = []druidv1alpha1.LastError{} }}, // empty, as nil
+		{WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+			s.Conditions = SetCondition(s.Conditions, druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress,
+				Status: druidv1alpha1.ConditionFalse, Reason: "Done", LastUpdateTime: metav1.NewTime(at.Add(time.Hour))})
+		}},
+	} {
+		t.Run(string(tc.w), func(t *testing.T) {
+			// No client: a write would panic.
+			if err := Patch(t.Context(), nil, etcd.DeepCopy(), tc.w, tc.set); err != nil {
+				t.Fatalf("Patch() = %v", err)
+			}
+		})
+	}
+}

@@ -11,20 +11,40 @@ import (
 )
 
 // Writer names one of the controllers that write Etcd status. Each owns a disjoint set of
-// fields and writes them with one merge patch per reconcile, so the writers never overwrite
-// each other:
+// fields, conditions by type, and writes them through Patch, the one status writing path, so the
+// writers never overwrite each other:
 //
 //   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
-//   - WriterStatus (the status controller): members, conditions, replicas, readyReplicas,
-//     currentReplicas, ready, selector.
+//   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
+//     ready, selector and the conditions Ready, AllMembersReady, AllMembersUpdated and the
+//     backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
+//   - WriterMembership (the membership controller): clusterID and the condition
+//     ScaleOperationInProgress.
 type Writer string
 
 const (
-	WriterEtcd     Writer = "etcd"
-	WriterOnDelete Writer = "ondelete"
-	WriterStatus   Writer = "status"
+	WriterEtcd       Writer = "etcd"
+	WriterOnDelete   Writer = "ondelete"
+	WriterStatus     Writer = "status"
+	WriterMembership Writer = "membership"
 )
+
+// conditionOwners names the writer of each condition type.
+var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
+	druidv1alpha1.ConditionTypeReady:                    WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersReady:          WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersUpdated:        WriterStatus,
+	druidv1alpha1.ConditionTypeBackupReady:              WriterStatus,
+	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:  WriterStatus,
+	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady: WriterStatus,
+	druidv1alpha1.ConditionTypeScaleOperationInProgress: WriterMembership,
+}
+
+// OwnsCondition tells whether w writes conditions of type t.
+func (w Writer) OwnsCondition(t druidv1alpha1.ConditionType) bool {
+	return conditionOwners[t] == w
+}
 
 // withoutOwned clears, in a copy of s, the fields w owns; what is left must not change in a write.
 func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStatus, error) {
@@ -34,16 +54,32 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 	case WriterOnDelete:
 		s.LastOperation = nil
 	case WriterStatus:
-		s.Members, s.Conditions, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector = nil, nil, 0, 0, 0, nil, nil
+		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector = nil, 0, 0, 0, nil, nil
+	case WriterMembership:
+		s.ClusterID = ""
 	default:
 		return s, fmt.Errorf("unknown Etcd status writer %q", w)
 	}
+	var others []druidv1alpha1.Condition
+	for _, c := range s.Conditions {
+		if !w.OwnsCondition(c.Type) {
+			others = append(others, c)
+		}
+	}
+	s.Conditions = others
 	return s, nil
 }
 
 // Patch sets, through set, the status fields w owns on etcd and writes them with one merge
-// patch. A set that touches a field w does not own is a programming error and is refused
-// before anything is written.
+// patch, only when something changed: a reconcile that finds the status as it should be sends
+// nothing (set must keep times of what did not change, see setConditions). A set that touches a
+// field or condition w does not own is a programming error and is refused before anything is
+// written.
+//
+// A merge patch replaces the whole conditions list, which several writers share: when the patch
+// carries the list it is sent with the resourceVersion it was computed on (optimistic lock), so
+// a condition another writer added meanwhile is never dropped; the conflict is returned and the
+// reconcile retries on fresh state.
 func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Writer, set func(*druidv1alpha1.EtcdStatus)) error {
 	before := etcd.DeepCopy()
 	set(&etcd.Status)
@@ -56,8 +92,37 @@ func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Wri
 		etcd.Status = before.Status
 		return fmt.Errorf("the %s controller changed Etcd status fields it does not own", w)
 	}
-	if err := c.Status().Patch(ctx, etcd, client.MergeFrom(before)); err != nil {
+	patch := client.MergeFrom(before)
+	if data, err := patch.Data(etcd); err == nil && string(data) == "{}" {
+		// Nothing changed (nil and empty lists marshal alike, so compare what would be sent).
+		return nil
+	}
+	if !equality.Semantic.DeepEqual(before.Status.Conditions, etcd.Status.Conditions) {
+		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	}
+	if err := c.Status().Patch(ctx, etcd, patch); err != nil {
 		return fmt.Errorf("patching status of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
 	}
 	return nil
+}
+
+// SetCondition puts cond into conds in place of the condition of its type, or appends it,
+// keeping its lastTransitionTime while its status stays and its lastUpdateTime while nothing of
+// it changes, so writing the same condition again changes nothing.
+func SetCondition(conds []druidv1alpha1.Condition, cond druidv1alpha1.Condition) []druidv1alpha1.Condition {
+	merged := setConditions(conds, cond.LastUpdateTime, cond)[0]
+	out := make([]druidv1alpha1.Condition, 0, len(conds)+1)
+	replaced := false
+	for _, c := range conds {
+		if c.Type == cond.Type {
+			out = append(out, merged)
+			replaced = true
+			continue
+		}
+		out = append(out, c)
+	}
+	if !replaced {
+		out = append(out, merged)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -58,7 +60,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	if err := Patch(ctx, r.client, etcd, WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
 		s.Members = computed.Members
-		s.Conditions = append(computed.Conditions, conditionsOwnedElsewhere(s.Conditions, computed.Conditions)...)
+		// Merged by type, keeping the order and the conditions other writers own
+		// (ScaleOperationInProgress belongs to the membership controller).
+		computedTypes := map[druidv1alpha1.ConditionType]bool{}
+		for _, c := range computed.Conditions {
+			computedTypes[c.Type] = true
+			s.Conditions = SetCondition(s.Conditions, c)
+		}
+		// A condition of this controller it computed none of now (the backup conditions, once
+		// backups are turned off) goes rather than stays behind, stale.
+		s.Conditions = slices.DeleteFunc(s.Conditions, func(c druidv1alpha1.Condition) bool {
+			return WriterStatus.OwnsCondition(c.Type) && !computedTypes[c.Type]
+		})
 		s.Replicas = computed.Replicas
 		s.ReadyReplicas = computed.ReadyReplicas
 		s.CurrentReplicas = computed.CurrentReplicas
@@ -67,7 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: resyncInterval}, nil
+	// The resync only notices Leases expiring; changes that matter come as events, ahead of it.
+	return ctrl.Result{RequeueAfter: resyncInterval, Priority: priority.For(false)}, nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inputs, error) {
@@ -102,26 +116,4 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inp
 		o.DeltaSnapshotLease = snapshotLease(controlled, resources.DeltaSnapshotLeaseName(etcd))
 	}
 	return o, nil
-}
-
-// conditionsOwnedElsewhere keeps the conditions other controllers write (ScaleOperationInProgress
-// belongs to the membership controller), which a merge patch of the list would otherwise drop.
-func conditionsOwnedElsewhere(current, computed []druidv1alpha1.Condition) []druidv1alpha1.Condition {
-	// The backup conditions are this controller's even when it computed none (backups turned
-	// off): they go rather than stay behind, stale.
-	mine := map[druidv1alpha1.ConditionType]bool{
-		druidv1alpha1.ConditionTypeBackupReady:              true,
-		druidv1alpha1.ConditionTypeFullSnapshotBackupReady:  true,
-		druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady: true,
-	}
-	for _, c := range computed {
-		mine[c.Type] = true
-	}
-	var out []druidv1alpha1.Condition
-	for _, c := range current {
-		if !mine[c.Type] {
-			out = append(out, c)
-		}
-	}
-	return out
 }

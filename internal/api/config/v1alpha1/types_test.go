@@ -164,6 +164,12 @@ featureGates:
 		{"nested key without value", header + "controllers:\n  etcd:\n", "controllers.etcd has no value"},
 		{"empty file", "", "the configuration is empty"},
 		{"empty metricsBindAddress", header + "metricsBindAddress: \"\"\n", `metricsBindAddress must not be empty ("0" disables it)`},
+		{"zero qps", header + "clientConnection:\n  qps: 0\n", "clientConnection.qps must be positive, got 0"},
+		{"negative qps", header + "clientConnection:\n  qps: -5\n", "clientConnection.qps must be positive, got -5"},
+		{"negative burst", header + "clientConnection:\n  burst: -1\n", "clientConnection.burst must be positive, got -1"},
+		{"burst below qps", header + "clientConnection: {qps: 200, burst: 150}\n", "clientConnection.burst (150) must be at least clientConnection.qps (200)"},
+		{"wrong-case clientConnection key", header + "clientConnection:\n  QPS: 50\n", `unknown field "clientConnection.QPS"`},
+		{"qps not a number", header + "clientConnection:\n  qps: fast\n", "clientConnection.qps"},
 	} {
 		tests = append(tests, decodeCase{name: tc.name, data: tc.data, wantErr: tc.wantErr})
 	}
@@ -177,6 +183,18 @@ featureGates:
 		{name: "trailing empty document", data: header + "---\n", check: accepted},
 		{name: "comments around the document", data: "# operator\n" + header + "# end\n---\n# nothing here\n", check: accepted},
 		{name: "JSON", data: `{"apiVersion":"config.druid.gardener.cloud/v1alpha1","kind":"OperatorConfiguration"}`, check: accepted},
+		{name: "client connection", data: header + "clientConnection: {qps: 50.5, burst: 80}\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if c.ClientConnection.QPS != 50.5 || c.ClientConnection.Burst != 80 {
+					t.Errorf("clientConnection not decoded: %+v", c.ClientConnection)
+				}
+			}},
+		{name: "client connection defaults", data: header,
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if c.ClientConnection.QPS != DefaultClientQPS || c.ClientConnection.Burst != DefaultClientBurst {
+					t.Errorf("clientConnection defaults not applied: %+v", c.ClientConnection)
+				}
+			}},
 		{name: "complete client TLS and leader election timings", data: header +
 			"memberClientTLS: {caFile: /tls/ca.crt, certFile: /tls/tls.crt, keyFile: /tls/tls.key}\n" +
 			"leaderElection: {enabled: true, leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 5s}\n",
