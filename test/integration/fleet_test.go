@@ -146,7 +146,9 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 			return false, err.Error()
 		}
 		s := got.Status
-		if s.ObservedGeneration == nil || *s.ObservedGeneration != got.Generation || len(s.Members) != 3 ||
+		// currentReplicas comes from the pods' revisions, written once the StatefulSet controller
+		// has labelled them: a restart before that would have one real change to write.
+		if s.ObservedGeneration == nil || *s.ObservedGeneration != got.Generation || len(s.Members) != 3 || s.CurrentReplicas != 3 ||
 			s.LastOperation == nil || s.LastOperation.State != status.OperationSucceeded ||
 			druidv1alpha1.FindCondition(s.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress) == nil {
 			return false, fmt.Sprintf("status = %+v", s)
