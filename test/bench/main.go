@@ -50,6 +50,7 @@ func run() error {
 		stall         = flag.Duration("stall", 30*time.Second, "a rollout with no progress (and no pod terminating) for this long is recorded as not completed")
 		timeout       = flag.Duration("timeout", 4*time.Minute, "upper bound of any one rollout")
 		rate          = flag.Float64("rate", 40, "writer Puts per second")
+		idle          = flag.Duration("idle", 5*time.Second, "idle baseline before each bump: instruments running, no rollout; its longest write gap is the run's jitter")
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
 	)
@@ -84,6 +85,7 @@ func run() error {
 	cfg := config{
 		fromImage: framework.EtcdImage("3.6.8"), toImage: framework.EtcdImage("3.7.3"),
 		writeRate: *rate, writeTimeout: 200 * time.Millisecond, stall: *stall, timeout: *timeout,
+		idleBaseline: *idle,
 	}
 	results := report.Results{
 		Date:    began.UTC().Format(time.RFC3339),

@@ -33,6 +33,9 @@ type config struct {
 	stall, timeout time.Duration
 	// rawDir, when set, receives each run's full workload report (every sample) as JSON.
 	rawDir string
+	// idleBaseline is the window before the bump with the instruments running and no rollout;
+	// its longest write gap is the run's idle jitter.
+	idleBaseline time.Duration
 }
 
 // runEnv is what a scenario's hooks act on during one run.
@@ -113,28 +116,27 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		phases.mark("fault")
 	}
 
-	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout})
+	// Figures count from the moment the fault has settled and the instruments work (a stable
+	// leader, a quorum seen, a write acknowledged): their first connections on a busy machine and
+	// the election a killed member caused are not the rollout's doing.
+	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
+		Writer: workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
+	})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer instruments.Stop(90 * time.Second) // a run that fails on the way; only the first Stop measures
 	rec := instruments.Recorder
 	e.recorder = rec
-
-	// Figures count from the moment the instruments work (a quorum seen, a write acknowledged):
-	// their first connections on a busy machine are not the rollout's doing.
-	warm, err := waitWarm(ctx, rec)
-	if err != nil {
-		return fail("%v", err)
-	}
 	phases.mark("instruments")
-	time.Sleep(time.Second) // a baseline before anything happens
+	time.Sleep(cfg.idleBaseline) // the idle baseline: a window with no rollout, measured
 	if sc.beforeBump != nil {
 		if err := sc.beforeBump(ctx, e); err != nil {
 			return fail("preparing the bump: %v", err)
 		}
 	}
 	bumped := time.Now()
+	instruments.Bumped(bumped)
 	if err := cluster.SetImage(ctx, cfg.toImage); err != nil {
 		return fail("bumping the image: %v", err)
 	}
@@ -148,7 +150,6 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	measured := instruments.Stop(90 * time.Second)
 	rep0, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	phases.mark("audit")
-	rep0 = sinceWarm(rep0, warm)
 	if cfg.rawDir != "" {
 		if err := writeRaw(filepath.Join(cfg.rawDir, ns+".json"), bumped, rep0, deletions); err != nil {
 			logf("  %v", err)
@@ -170,6 +171,10 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	}
 	run.Note = strings.Join(notes, "; ")
 	run.QuorumLossMs = rep0.QuorumLossMs
+	run.QuorumUnconfirmedMs = rep0.QuorumUnconfirmedMs
+	run.ProbeTimeouts, run.ProbeRefusals = rep0.ProbeTimeouts, rep0.ProbeRefusals
+	run.WriteTimeouts, run.WriteRefusals = rep0.WriteTimeouts, rep0.WriteRefusals
+	run.IdleJitterMs, run.LeaderStepGapMs = measured.IdleJitterMs, measured.LeaderStepGapMs
 	run.LongestWriteGapMs = rep0.LongestWriteGapMs
 	run.FailedWrites = rep0.FailedWrites
 	run.AckedWrites = rep0.AckedWrites
@@ -234,66 +239,6 @@ func writeRaw(path string, bumped time.Time, rep workload.Report, deletions []st
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
-}
-
-// waitWarm waits until the quorum monitor saw a quorum and the writer got a write acknowledged,
-// and returns when.
-func waitWarm(ctx context.Context, rec *workload.Recorder) (time.Time, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		q, w := rec.Quorum().Snapshot(), rec.Writer().Snapshot()
-		if q.Rounds > 0 && !q.InLoss && w.AckedWrites > 0 {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("instruments not working 30 s after start: %d quorum rounds (in loss: %v), %d writes acknowledged",
-				q.Rounds, q.InLoss, w.AckedWrites)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// sinceWarm recounts the figures the instruments' own start-up could have touched (quorum loss,
-// failed writes, the longest write gap) from warm on.
-func sinceWarm(rep workload.Report, warm time.Time) workload.Report {
-	end := rep.Stopped
-	rep.QuorumLossMs, rep.LongestQuorumLossMs = 0, 0
-	for _, l := range rep.QuorumLosses {
-		from, to := l.Start, l.End
-		if to.IsZero() {
-			to = end
-		}
-		if from.Before(warm) {
-			from = warm
-		}
-		if ms := to.Sub(from).Milliseconds(); ms > 0 {
-			rep.QuorumLossMs += ms
-			rep.LongestQuorumLossMs = max(rep.LongestQuorumLossMs, ms)
-		}
-	}
-	failed := 0
-	for _, f := range rep.WriteFailures {
-		if !f.At.Before(warm) {
-			failed++
-		}
-	}
-	rep.FailedWrites = failed
-	if !rep.LongestWriteGapStart.IsZero() && rep.LongestWriteGapStart.Before(warm) {
-		// The longest gap began before warm: take the longest between acknowledgements after it
-		// (and from the last one to the stop, as the writer counts it).
-		var longest time.Duration
-		prev := warm
-		for _, l := range rep.WriteLatencies {
-			if l.At.Before(warm) {
-				continue
-			}
-			longest = max(longest, l.At.Sub(prev))
-			prev = l.At
-		}
-		longest = max(longest, end.Sub(prev))
-		rep.LongestWriteGapMs = longest.Milliseconds()
-	}
-	return rep
 }
 
 // phases times the steps of a run, for the log.

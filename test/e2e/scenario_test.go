@@ -78,7 +78,18 @@ type scenario struct {
 	// bumpImage is the image to bump to (default toVersion); finalImage is what the rollout ends
 	// on when afterBump changes it again (default bumpImage).
 	bumpImage, finalImage string
+	// quorumLost: the fault leaves no quorum, so the instruments start without waiting for a
+	// leader to settle on.
+	quorumLost bool
+	// noQuorumLoss fails the scenario on any quorum loss (members' refusals; client-side probe
+	// timeouts are reported apart) and on any deletion, by whichever controller, that the
+	// auditor flags.
+	noQuorumLoss bool
 }
+
+// idleBaseline is the window before the bump in which the instruments run with no rollout: its
+// longest write gap is the run's idle jitter, the yardstick for the gap at the leader step.
+const idleBaseline = 2 * time.Second
 
 // run executes one scenario and prints its figures.
 func run(t *testing.T, sc scenario) {
@@ -94,23 +105,29 @@ func run(t *testing.T, sc scenario) {
 	cluster := createCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
 	checkMembersNonRoot(ctx, t, cluster)
 
-	// The fault comes first and the instruments start after it: the figures measure the
-	// rollout under the fault, not the fault itself.
+	// The fault comes first and the instruments start once it has settled (a stable leader a
+	// quorum agrees on): the figures measure the rollout under the fault, not the fault itself.
 	if sc.beforeBump != nil {
 		sc.beforeBump(ctx, e)
 	}
-	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
+	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
+		Writer:     workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		QuorumLost: sc.quorumLost,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
 	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
-	time.Sleep(time.Second) // a baseline before anything happens
+	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
+		instruments.Settled.Took.Round(10*time.Millisecond), instruments.Settled.Leader, instruments.Settled.Term, instruments.Settled.Answering)
+	time.Sleep(idleBaseline) // the idle baseline: a measurement window, not a wait for a condition
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)
 	}
 	bumped := time.Now()
+	instruments.Bumped(bumped)
 	if err := cluster.SetImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +142,7 @@ func run(t *testing.T, sc scenario) {
 		t.Fatalf("rollout did not complete: %v", err)
 	}
 	rollout := time.Since(bumped)
-	time.Sleep(time.Second) // let the writer show the cluster is serving again
+	e.waitServing(ctx, instruments.Recorder, time.Now())
 
 	if replicas > 1 {
 		checkRolesFromMembers(ctx, t, e)
@@ -134,14 +151,19 @@ func run(t *testing.T, sc scenario) {
 	measured := instruments.Stop(90 * time.Second)
 	report, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
-	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
-		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d timeoutUnconfirmedMs=%-6d longestWriteGapMs=%-6d leaderStepGapMs=%-5d idleJitterMs=%-5d failedWrites=%-4d (timeouts=%d refusals=%d) ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.QuorumUnconfirmedMs, report.LongestWriteGapMs,
+		measured.LeaderStepGapMs, measured.IdleJitterMs, report.FailedWrites, report.WriteTimeouts, report.WriteRefusals,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
 
 	recordFigures(sc.name, figures{
-		rollout: rollout, quorumLossMs: report.QuorumLossMs, longestWriteGapMs: report.LongestWriteGapMs,
+		rollout: rollout, quorumLossMs: report.QuorumLossMs, unconfirmedMs: report.QuorumUnconfirmedMs,
+		longestWriteGapMs: report.LongestWriteGapMs, leaderStepGapMs: measured.LeaderStepGapMs, idleJitterMs: measured.IdleJitterMs,
 		failedWrites: report.FailedWrites, leaderChanges: report.LeaderChanges,
 	})
+	if sc.noQuorumLoss && report.QuorumLossMs != 0 {
+		t.Errorf("quorum lost for %d ms (members' refusals; %d ms more unconfirmed by probe timeouts)", report.QuorumLossMs, report.QuorumUnconfirmedMs)
+	}
 
 	checkWrites(t, report, recErr)
 	if auditErr != nil {
@@ -151,7 +173,10 @@ func run(t *testing.T, sc scenario) {
 		t.Logf("leader epoch at %s: term %d leader %s", ep.At.Sub(bumped).Round(10*time.Millisecond), ep.Term, ep.Leader)
 	}
 	for _, q := range report.QuorumLosses {
-		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
+	}
+	for _, q := range report.QuorumUnconfirmed {
+		t.Logf("quorum unconfirmed (probe timeouts) from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
 	}
 	for _, d := range deletions {
 		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy)
@@ -159,12 +184,24 @@ func run(t *testing.T, sc scenario) {
 		case d.Violation == "":
 		case d.Strategy == appsv1.OnDeleteStatefulSetStrategyType:
 			t.Errorf("participating pod %s deleted by the OnDelete controller while: %s", d.Pod, d.Violation)
+		case sc.noQuorumLoss:
+			t.Errorf("under %s participating pod %s deleted while: %s", d.Strategy, d.Pod, d.Violation)
 		default:
 			// The Kubernetes StatefulSet controller's doing (the gate was off): the very
 			// behaviour this operator replaces, reported but not ours to fail on.
 			t.Logf("under %s the StatefulSet controller deleted participating %s while: %s", d.Strategy, d.Pod, d.Violation)
 		}
 	}
+}
+
+// waitServing waits until the writer has a write acknowledged after since: the cluster serves
+// again after the rollout.
+func (e *env) waitServing(ctx context.Context, rec *workload.Recorder, since time.Time) {
+	e.t.Helper()
+	e.waitFor(ctx, "a write acknowledged after the rollout", func(context.Context) (bool, error) {
+		w := rec.Writer().Snapshot()
+		return len(w.Acked) > 0 && w.Acked[len(w.Acked)-1].At.After(since), nil
+	})
 }
 
 // createCluster creates an Etcd of replicas members at fromVersion in a namespace of its own

@@ -2,8 +2,13 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
@@ -84,7 +89,7 @@ func TestRolloutMemberKilledMidRollout(t *testing.T) {
 func TestRolloutTwoMembersDead(t *testing.T) {
 	// Quorum is already lost before the bump: the rollout must still complete (dead members
 	// first) and the cluster recover.
-	run(t, scenario{name: "two-dead",
+	run(t, scenario{name: "two-dead", quorumLost: true,
 		beforeBump: func(ctx context.Context, e *env) { kill(0)(ctx, e); kill(1)(ctx, e) },
 		afterBump:  fixed(0, 1)})
 }
@@ -108,18 +113,52 @@ func TestRolloutTemplateChangedAgain(t *testing.T) {
 	}})
 }
 
+// TestRolloutGateOffThenOn turns the gate off while a member our controller replaced has not
+// rejoined yet: OnDelete is kept until it has (a hold in status and Events), then the
+// StatefulSet controller takes over; the gate goes on again after its first pod. No quorum loss,
+// and no deletion, by either controller, while another member was terminating or not back.
 func TestRolloutGateOffThenOn(t *testing.T) {
-	run(t, scenario{name: "gate-off-then-on", afterBump: func(ctx context.Context, e *env) {
-		e.waitUpdated(ctx, 1)
+	run(t, scenario{name: "gate-off-then-on", noQuorumLoss: true, afterBump: func(ctx context.Context, e *env) {
+		e.waitFor(ctx, "the first member pod deleted by the OnDelete controller", func(ctx context.Context) (bool, error) {
+			st, err := e.cluster.State(ctx)
+			return err == nil && st.UpdateRevision != "" && (st.Terminating > 0 || st.Updated >= 1), err
+		})
 		off := e.opts
 		off.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": false}
 		e.restartOperator(off)
+		e.waitFor(ctx, "the StatefulSet handed to RollingUpdate", func(ctx context.Context) (bool, error) {
+			sts, err := e.cluster.StatefulSet(ctx)
+			return err == nil && sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType, err
+		})
+		holds := e.eventsWithReasonPrefix(ctx, "HoldOndelete")
+		if len(holds) == 0 {
+			t.Errorf("no HoldOndelete* Event: the switch to RollingUpdate was not held")
+		}
+		for _, h := range holds {
+			t.Logf("hold: %s", h)
+		}
 		// The StatefulSet controller takes over; give it one pod, then hand back.
 		e.waitUpdated(ctx, 2)
 		on := e.opts
 		on.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}
 		e.restartOperator(on)
 	}})
+}
+
+// eventsWithReasonPrefix lists "reason: message" of the cluster's Events whose reason starts with prefix.
+func (e *env) eventsWithReasonPrefix(ctx context.Context, prefix string) []string {
+	e.t.Helper()
+	events := &corev1.EventList{}
+	if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range events.Items {
+		if strings.HasPrefix(ev.Reason, prefix) {
+			out = append(out, ev.Reason+": "+ev.Message)
+		}
+	}
+	return out
 }
 
 func TestRolloutBadImageThenFixed(t *testing.T) {

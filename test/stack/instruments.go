@@ -9,27 +9,56 @@ import (
 )
 
 // Instruments measure one rollout: the writer and monitors (workload.Recorder) and the deletion
-// auditor, started together after the fault so that the figures are the rollout's.
+// auditor, started together after the fault has settled so that the figures are the rollout's.
 type Instruments struct {
 	Recorder *workload.Recorder
-	auditor  *DeletionAuditor
-	stopped  bool
+	// Settled is what the cluster looked like when the instruments started.
+	Settled workload.Settled
+	// Warm is when the instruments first saw a quorum and an acknowledged write: figures count
+	// from then.
+	Warm    time.Time
+	auditor *DeletionAuditor
+	bumped  time.Time
+	stopped bool
+}
+
+// InstrumentOptions configures StartInstruments.
+type InstrumentOptions struct {
+	Writer workload.WriterOptions
+	// QuorumLost: the fault took the quorum away, so there is no leader to settle on and no
+	// quorum to warm up against; the instruments start at once.
+	QuorumLost bool
 }
 
 // Measured is what the instruments saw; an error says a part of it is incomplete.
 type Measured struct {
+	// Report counts from Warm on.
 	Report      workload.Report
 	RecorderErr error
 	Deletions   []Deletion
 	AuditErr    error
+	// IdleJitterMs is the longest write gap from Warm to the bump (Bumped): the baseline with no
+	// rollout, on this machine in this run. Zero when Bumped was not called.
+	IdleJitterMs int64
+	// LeaderStepGapMs is the longest write gap around a leader change (workload.Report.LeaderStepGapMs).
+	LeaderStepGapMs int64
 }
 
-// StartInstruments starts a writer at w's rate, the quorum and leader monitors (readiness by
-// /readyz) and the deletion auditor against the cluster.
-func (c *EtcdCluster) StartInstruments(ctx context.Context, w workload.WriterOptions) (*Instruments, error) {
+// StartInstruments waits until the cluster has settled after a fault (a stable leader a quorum
+// agrees on, workload.WaitSettled), then starts a writer, the quorum and leader monitors
+// (readiness by /readyz) and the deletion auditor, and waits until they work.
+func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions) (*Instruments, error) {
+	in := &Instruments{}
+	if !o.QuorumLost {
+		settled, err := workload.WaitSettled(ctx, c.Endpoints(), c.PKI.ClientMaterial(), workload.SettleOptions{Expected: c.Replicas})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the fault to settle: %w", err)
+		}
+		in.Settled = settled
+	}
 	rec, err := workload.NewRecorder(c.Endpoints(), c.PKI.ClientMaterial(), workload.RecorderOptions{
 		Expected: c.Replicas,
-		Writer:   w,
+		Writer:   o.Writer,
 		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
 	})
 	if err != nil {
@@ -38,13 +67,25 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, w workload.WriterOpt
 	if err := rec.Start(ctx); err != nil {
 		return nil, fmt.Errorf("starting the recorder: %w", err)
 	}
+	in.Recorder = rec
 	auditor, err := c.AuditDeletions(ctx)
 	if err != nil {
 		_, _ = rec.Stop(ctx)
 		return nil, fmt.Errorf("watching deletions: %w", err)
 	}
-	return &Instruments{Recorder: rec, auditor: auditor}, nil
+	in.auditor = auditor
+	in.Warm = time.Now()
+	if !o.QuorumLost {
+		if in.Warm, err = rec.WaitWarm(ctx, 30*time.Second); err != nil {
+			in.Stop(10 * time.Second)
+			return nil, err
+		}
+	}
+	return in, nil
 }
+
+// Bumped records when the rollout began: the idle baseline ends there.
+func (in *Instruments) Bumped(at time.Time) { in.bumped = at }
 
 // Stop stops the instruments, the recorder within budget (its audit of the acknowledged writes
 // waits for a linearizable read), and returns what they measured. Only the first call measures.
@@ -57,6 +98,11 @@ func (in *Instruments) Stop(budget time.Duration) Measured {
 	defer cancel()
 	var m Measured
 	m.Report, m.RecorderErr = in.Recorder.Stop(ctx)
+	m.Report = m.Report.Since(in.Warm)
 	m.Deletions, m.AuditErr = in.auditor.Stop()
+	if !in.bumped.IsZero() {
+		m.IdleJitterMs = m.Report.LongestWriteGapWithin(in.Warm, in.bumped)
+	}
+	m.LeaderStepGapMs = m.Report.LeaderStepGapMs()
 	return m
 }
