@@ -99,10 +99,10 @@ type Run struct {
 	IdleJitterMs    int64 `json:"idleJitterMs"`
 	FailedWrites    int   `json:"failedWrites"`
 	// WriteTimeouts and WriteRefusals split FailedWrites: the client's deadline, or a member's error.
-	WriteTimeouts int `json:"writeTimeouts"`
-	WriteRefusals int `json:"writeRefusals"`
-	AckedWrites       int   `json:"ackedWrites"`
-	LostAckedWrites   int   `json:"lostAckedWrites"`
+	WriteTimeouts   int `json:"writeTimeouts"`
+	WriteRefusals   int `json:"writeRefusals"`
+	AckedWrites     int `json:"ackedWrites"`
+	LostAckedWrites int `json:"lostAckedWrites"`
 	// AuditError is set when the acknowledged writes could not be read back; LostAckedWrites
 	// is then meaningless.
 	AuditError     string `json:"auditError,omitempty"`
