@@ -11,10 +11,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
@@ -366,31 +362,14 @@ func timeline(strategy string, run *report.Run, members []string, bumped time.Ti
 	return t
 }
 
-// cleanUp deletes the run's namespace (stack.DeleteNamespace: through the namespace controller,
-// claims and the simulator's volumes with it), so a long benchmark does not fill the disk. The
-// pods go first at once: a hung member would otherwise sit out its grace period.
+// cleanUp removes the members at once (stack.RemoveMembers) and deletes the run's namespace
+// (stack.DeleteNamespace: through the namespace controller, claims and the simulator's volumes
+// with it), so a long benchmark does not fill the disk.
 func cleanUp(s *stack.Stack, c *stack.EtcdCluster) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// The Etcd first, or the StatefulSet would recreate the pods deleted below.
-	if etcd, err := c.Get(ctx); err == nil {
-		if err := s.Client.Delete(ctx, etcd); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting the Etcd: %w", err)
-		}
-	}
-	pods := s.Kube.CoreV1().Pods(c.Namespace)
-	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, p := range list.Items {
-			_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		}
-		return len(list.Items) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("pods of %s still there: %w", c.Namespace, err)
+	if err := s.RemoveMembers(ctx, c); err != nil {
+		return err
 	}
 	return s.DeleteNamespace(ctx, c.Namespace)
 }

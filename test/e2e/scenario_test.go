@@ -226,11 +226,18 @@ func createClusterWith(ctx context.Context, e *env, prefix string, replicas int3
 	}
 	e.cluster = cluster
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		// The members go now; the namespace in the background (teardowns.wait in TestMain):
+		// each scenario's namespace is its own, so the next scenario need not wait for it.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := e.stack.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+		if err := e.stack.RemoveMembers(ctx, cluster); err != nil {
 			t.Errorf("cleaning up: %v", err)
 		}
+		teardowns.start(cluster.Namespace, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			return e.stack.DeleteNamespace(ctx, cluster.Namespace)
+		})
 	})
 	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
 	if err := cluster.WaitConverged(ctx, image); err != nil {

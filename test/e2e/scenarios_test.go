@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
@@ -113,26 +114,55 @@ func TestRolloutTemplateChangedAgain(t *testing.T) {
 	}})
 }
 
-// TestRolloutGateOffThenOn turns the gate off while a member our controller replaced has not
-// rejoined yet: OnDelete is kept until it has (a hold in status and Events), then the
-// StatefulSet controller takes over; the gate goes on again after its first pod. No quorum loss,
-// and no deletion, by either controller, while another member was terminating or not back.
+// TestRolloutGateOffThenOn turns the gate off while the member our controller replaced has not
+// rejoined yet (its new etcd crashes on start until the test lifts that): OnDelete is kept, with
+// the reason in status and an Event, until it has; then the StatefulSet controller takes over,
+// and the gate goes on again after its first pod. No quorum loss, and no deletion, by either
+// controller, while another member was terminating or not back.
 func TestRolloutGateOffThenOn(t *testing.T) {
 	run(t, scenario{name: "gate-off-then-on", noQuorumLoss: true, afterBump: func(ctx context.Context, e *env) {
-		e.waitFor(ctx, "the first member pod deleted by the OnDelete controller", func(ctx context.Context) (bool, error) {
-			st, err := e.cluster.State(ctx)
-			return err == nil && st.UpdateRevision != "" && (st.Terminating > 0 || st.Updated >= 1), err
+		for i := 0; i < e.cluster.Replicas; i++ {
+			e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+		}
+		e.waitFor(ctx, "a member pod replaced by the OnDelete controller and not back", func(ctx context.Context) (bool, error) {
+			sts, err := e.cluster.StatefulSet(ctx)
+			if err != nil || sts.Status.UpdateRevision == "" {
+				return false, err
+			}
+			pods, err := e.cluster.Pods(ctx)
+			for _, p := range pods {
+				if p.Labels[appsv1.StatefulSetRevisionLabel] == sts.Status.UpdateRevision && !framework.PodReady(&p) {
+					return true, nil
+				}
+			}
+			return false, err
 		})
 		off := e.opts
 		off.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": false}
 		e.restartOperator(off)
+		e.waitFor(ctx, "the hold in status (AllMembersUpdated reason UpdateStrategyHeld)", func(ctx context.Context) (bool, error) {
+			etcd, err := e.cluster.Get(ctx)
+			if err != nil {
+				return false, err
+			}
+			c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
+			if c == nil || c.Reason != "UpdateStrategyHeld" {
+				return false, nil
+			}
+			t.Logf("status while held: %s: %s", c.Reason, c.Message)
+			return true, nil
+		})
+		if sts, err := e.cluster.StatefulSet(ctx); err != nil || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			t.Fatalf("the StatefulSet left OnDelete while a replaced member was not back (err %v)", err)
+		}
+		fixed(0, 1, 2)(ctx, e)
 		e.waitFor(ctx, "the StatefulSet handed to RollingUpdate", func(ctx context.Context) (bool, error) {
 			sts, err := e.cluster.StatefulSet(ctx)
 			return err == nil && sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType, err
 		})
-		holds := e.eventsWithReasonPrefix(ctx, "HoldOndelete")
+		holds := e.eventsWithReasonPrefix(ctx, "HoldOndeleteUpdatedNotReady")
 		if len(holds) == 0 {
-			t.Errorf("no HoldOndelete* Event: the switch to RollingUpdate was not held")
+			t.Errorf("no HoldOndeleteUpdatedNotReady Event")
 		}
 		for _, h := range holds {
 			t.Logf("hold: %s", h)
