@@ -19,8 +19,8 @@ func TestOrderRestartsTheControllerManagerAtMostOnce(t *testing.T) {
 		gateOn bool
 		want   []string
 	}{
-		{"gate on: maxUnavailable first", true, []string{report.StrategyRollingUpdateMaxUnavailable, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyRollingUpdate}},
-		{"gate off: plain RollingUpdate first", false, []string{report.StrategyRollingUpdate, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyRollingUpdateMaxUnavailable}},
+		{"gate on: maxUnavailable first", true, []string{report.StrategyRollingUpdateMaxUnavailable, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyOnDeleteConcurrent, report.StrategyRollingUpdate}},
+		{"gate off: plain RollingUpdate first", false, []string{report.StrategyRollingUpdate, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyOnDeleteConcurrent, report.StrategyRollingUpdateMaxUnavailable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := order(report.Strategies, tc.gateOn)

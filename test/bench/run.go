@@ -211,7 +211,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 			run.InvariantViolations++
 		}
 	}
-	if sc.id == report.ScenarioStaleRole {
+	if report.IsStaleRole(sc.id) {
 		outdated := func(i int) bool {
 			return rollout.IsOutdated(rollout.PodState{Revision: deletions[i].Revision}, state.UpdateRevision)
 		}

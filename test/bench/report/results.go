@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Scenario and strategy ids, as the issue names them and rollout.json carries them.
@@ -15,9 +16,21 @@ const (
 	StrategyRollingUpdateMaxUnavailable = "rolling-update-maxunavailable"
 	StrategyOnDeleteLease               = "ondelete-lease"
 	StrategyOnDeleteDirect              = "ondelete-direct"
+	// StrategyOnDeleteConcurrent is ours with several participating members replaced at once,
+	// within the quorum's headroom (maxConcurrentMemberUpdates).
+	StrategyOnDeleteConcurrent = "ondelete-concurrent"
 
+	// ScenarioStaleRole ends the id of the stale-role scenarios ("3-stale-role", ...).
 	ScenarioStaleRole = "stale-role"
 )
+
+// IsStaleRole says whether a scenario id is one of the stale-role scenarios.
+func IsStaleRole(scenario string) bool { return strings.HasSuffix(scenario, ScenarioStaleRole) }
+
+// Ours says whether a strategy is this operator's.
+func Ours(strategy string) bool {
+	return strategy == StrategyOnDeleteDirect || strategy == StrategyOnDeleteConcurrent || strategy == StrategyOnDeleteLease
+}
 
 // Results is rollout.json.
 type Results struct {
@@ -67,6 +80,9 @@ type Settings struct {
 	WriteRate      float64 `json:"writeRate"`
 	WriteTimeoutMs int64   `json:"writeTimeoutMs"`
 	QuorumProbe    string  `json:"quorumProbe"`
+	// IdleBaselineSeconds is the window before each bump with the instruments running and no
+	// rollout; its longest write gap is that run's idle jitter.
+	IdleBaselineSeconds float64 `json:"idleBaselineSeconds"`
 	// StallSeconds: a rollout that makes no progress (no pod updated or becoming ready, none
 	// terminating) for this long is recorded as not completed; TimeoutSeconds bounds any rollout.
 	StallSeconds   float64 `json:"stallSeconds"`
