@@ -31,8 +31,8 @@ type strategy struct {
 	// maxUnavailable patches rollingUpdate.maxUnavailable: 1 into the StatefulSet and needs the
 	// controller-manager gate.
 	maxUnavailable bool
-	// configure adjusts the operator's configuration beyond gates and role source.
-	configure func(*configv1alpha1.OperatorConfiguration)
+	// tune adjusts the OnDelete controller's configuration beyond the role source.
+	tune func(*configv1alpha1.OnDeleteControllerConfiguration)
 }
 
 // benchConcurrency is ours with concurrency: as many participating members at once as the
@@ -45,7 +45,7 @@ var strategies = map[string]strategy{
 	report.StrategyOnDeleteLease:               {id: report.StrategyOnDeleteLease, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceLeaseOnly},
 	report.StrategyOnDeleteDirect:              {id: report.StrategyOnDeleteDirect, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto},
 	report.StrategyOnDeleteConcurrent: {id: report.StrategyOnDeleteConcurrent, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto,
-		configure: setConcurrency(benchConcurrency)},
+		tune: setConcurrency(benchConcurrency)},
 }
 
 // kcmGate wants the controller-manager gate on (true), off (false), or does not care (nil).
