@@ -67,6 +67,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		FeatureGates:        st.gates(),
 		MemberRoleSource:    st.roleSource,
 		MemberAgentInterval: sc.agentInterval,
+		OnDelete:            st.tune,
 	})
 	if err != nil {
 		return fail("starting the operator: %v", err)

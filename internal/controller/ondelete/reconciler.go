@@ -170,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
 		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, nil
 	}
-	if d.Action == rollout.ActionDelete {
+	if d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover {
 		if hold, err := r.strategyHold(ctx, sts); err != nil || hold != "" {
 			// The gate is off and the Etcd reconciler hands the StatefulSet to RollingUpdate once
 			// the step in flight has finished: starting another step now would race it.
