@@ -117,7 +117,8 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	// leader, a quorum seen, a write acknowledged): their first connections on a busy machine and
 	// the election a killed member caused are not the rollout's doing.
 	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
-		Writer: workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
+		Writer:      workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
+		Concurrency: st.concurrency,
 	})
 	if err != nil {
 		return fail("%v", err)

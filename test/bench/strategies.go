@@ -33,6 +33,8 @@ type strategy struct {
 	maxUnavailable bool
 	// tune adjusts the OnDelete controller's configuration beyond the role source.
 	tune func(*configv1alpha1.OnDeleteControllerConfiguration)
+	// concurrency is the maxConcurrentMemberUpdates tune sets, for the deletion auditor.
+	concurrency int
 }
 
 // benchConcurrency is ours with concurrency: as many participating members at once as the
@@ -45,7 +47,7 @@ var strategies = map[string]strategy{
 	report.StrategyOnDeleteLease:               {id: report.StrategyOnDeleteLease, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceLeaseOnly},
 	report.StrategyOnDeleteDirect:              {id: report.StrategyOnDeleteDirect, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto},
 	report.StrategyOnDeleteConcurrent: {id: report.StrategyOnDeleteConcurrent, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto,
-		tune: setConcurrency(benchConcurrency)},
+		tune: setConcurrency(benchConcurrency), concurrency: benchConcurrency},
 }
 
 // kcmGate wants the controller-manager gate on (true), off (false), or does not care (nil).

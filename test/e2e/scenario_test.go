@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -32,6 +33,8 @@ type env struct {
 	cluster  *stack.EtcdCluster
 	operator *framework.RunningOperator
 	opts     framework.OperatorOptions
+	// instruments run from after the fault until the end of the rollout.
+	instruments *stack.Instruments
 }
 
 // restartOperator stops the operator and starts it again (with opts, e.g. other gates), as a pod
@@ -72,6 +75,8 @@ type scenario struct {
 	replicas int32
 	// beforeBump injects the fault the rollout starts under.
 	beforeBump func(ctx context.Context, e *env)
+	// atBump acts with the instruments running, right before the image changes.
+	atBump func(ctx context.Context, e *env)
 	// afterBump acts during the rollout (kill a member, restart the operator, change the
 	// template again, ...).
 	afterBump func(ctx context.Context, e *env)
@@ -85,6 +90,14 @@ type scenario struct {
 	// timeouts are reported apart) and on any deletion, by whichever controller, that the
 	// auditor flags.
 	noQuorumLoss bool
+	// oneLeaderChange fails the scenario unless leadership moved exactly once.
+	oneLeaderChange bool
+	// wantEvents are Event reasons that must have been recorded on the cluster's namespace.
+	wantEvents []string
+	// tune adjusts the OnDelete controller's configuration; concurrency is the
+	// maxConcurrentMemberUpdates it sets, for the deletion auditor.
+	tune        func(*configv1alpha1.OnDeleteControllerConfiguration)
+	concurrency int
 }
 
 // idleBaseline is the window before the bump in which the instruments run with no rollout: its
@@ -100,7 +113,7 @@ func run(t *testing.T, sc scenario) {
 	if replicas == 0 {
 		replicas = 3
 	}
-	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}, OnDelete: sc.tune}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
 	cluster := createCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
 	checkMembersNonRoot(ctx, t, cluster)
@@ -111,20 +124,25 @@ func run(t *testing.T, sc scenario) {
 		sc.beforeBump(ctx, e)
 	}
 	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
-		Writer:     workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		QuorumLost: sc.quorumLost,
+		Writer:      workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		QuorumLost:  sc.quorumLost,
+		Concurrency: sc.concurrency,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
 	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
+	e.instruments = instruments
 	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
 		instruments.Settled.Took.Round(10*time.Millisecond), instruments.Settled.Leader, instruments.Settled.Term, instruments.Settled.Answering)
 	time.Sleep(idleBaseline) // the idle baseline: a measurement window, not a wait for a condition
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)
+	}
+	if sc.atBump != nil {
+		sc.atBump(ctx, e)
 	}
 	bumped := time.Now()
 	instruments.Bumped(bumped)
@@ -163,6 +181,18 @@ func run(t *testing.T, sc scenario) {
 	})
 	if sc.noQuorumLoss && report.QuorumLossMs != 0 {
 		t.Errorf("quorum lost for %d ms (members' refusals; %d ms more unconfirmed by probe timeouts)", report.QuorumLossMs, report.QuorumUnconfirmedMs)
+	}
+	if sc.oneLeaderChange && report.LeaderChanges != 1 {
+		t.Errorf("%d leader changes, want exactly 1 (the handover)", report.LeaderChanges)
+	}
+	for _, reason := range sc.wantEvents {
+		events := e.eventsWithReasonPrefix(ctx, reason)
+		if len(events) == 0 {
+			t.Errorf("no %s Event", reason)
+		}
+		for _, ev := range events {
+			t.Logf("event %s", ev)
+		}
 	}
 
 	checkWrites(t, report, recErr)

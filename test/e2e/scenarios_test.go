@@ -8,8 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
@@ -46,8 +48,10 @@ func (e *env) waitUpdated(ctx context.Context, n int) {
 	})
 }
 
+// TestRolloutHealthy: followers first, then leadership moved to an updated member (MoveLeader)
+// before the leader's pod goes: exactly one leader change and no quorum loss.
 func TestRolloutHealthy(t *testing.T) {
-	run(t, scenario{name: "healthy"})
+	run(t, scenario{name: "healthy", noQuorumLoss: true, oneLeaderChange: true, wantEvents: []string{"LeadershipHandedOver"}})
 }
 
 func TestRolloutOneMemberDead(t *testing.T) {
@@ -227,4 +231,108 @@ func TestRolloutSingleNode(t *testing.T) {
 
 func TestRolloutFiveMembersOneDead(t *testing.T) {
 	run(t, scenario{name: "5-one-dead", replicas: 5, beforeBump: kill(0), afterBump: fixed(0)})
+}
+
+// TestRolloutLaggingFollower: right before the bump the follower the controller replaces last is
+// cut off from the leader, so it falls behind while it still counts as ready. Replacing the other
+// follower then would leave the leader with a voter that lags: the catch-up gate waits, with the
+// lag in status; once the partition heals the rollout goes on.
+func TestRolloutLaggingFollower(t *testing.T) {
+	var lagging string
+	run(t, scenario{name: "lagging-follower",
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) { c.MaxAppliedIndexLag = ptr.To[int64](10) },
+		atBump: func(ctx context.Context, e *env) {
+			leader := e.instruments.Settled.Leader
+			for i := e.cluster.Replicas - 1; i >= 0 && lagging == ""; i-- {
+				if e.cluster.PodName(i) != leader {
+					lagging = e.cluster.PodName(i)
+				}
+			}
+			leaderIP, err := e.stack.Sim.PodIP(e.cluster.Namespace + "/" + leader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.stack.Sim.PartitionFrom(e.cluster.Namespace+"/"+lagging, leaderIP); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s cut off from leader %s (%s)", lagging, leader, leaderIP)
+		},
+		afterBump: func(ctx context.Context, e *env) {
+			e.waitFor(ctx, "the catch-up gate in status (AllMembersUpdated reason WaitCatchUp)", func(ctx context.Context) (bool, error) {
+				etcd, err := e.cluster.Get(ctx)
+				if err != nil {
+					return false, err
+				}
+				c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
+				if c == nil || c.Reason != "WaitCatchUp" {
+					return false, nil
+				}
+				t.Logf("status: %s: %s", c.Reason, c.Message)
+				if !strings.Contains(c.Message, lagging) {
+					t.Errorf("the wait does not name the lagging member %s", lagging)
+				}
+				return true, nil
+			})
+			if err := e.stack.Sim.Heal(e.cluster.Namespace + "/" + lagging); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
+
+// TestRolloutPartialBatch: 5 members replaced two at a time (the quorum's headroom). Every new
+// etcd crashes on start until lifted, so the first batch stalls; then all but one recover. The
+// stalled member keeps using up part of the headroom: the auditor (batch-aware) checks that no
+// deletion ever left more voters unavailable than the headroom allows, and the rollout finishes
+// once the last one is lifted.
+func TestRolloutPartialBatch(t *testing.T) {
+	run(t, scenario{name: "partial-batch", replicas: 5, concurrency: 2,
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) { c.MaxConcurrentMemberUpdates = 2 },
+		afterBump: func(ctx context.Context, e *env) {
+			for i := 0; i < e.cluster.Replicas; i++ {
+				e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+			}
+			var stalled []int
+			e.waitFor(ctx, "a batch of two replaced members, both not back", func(ctx context.Context) (bool, error) {
+				stalled = e.updatedNotReady(ctx)
+				return len(stalled) >= 2, nil
+			})
+			t.Logf("batch stalled: %v; lifting the fault for all but %s", stalled, e.cluster.PodName(stalled[len(stalled)-1]))
+			for i := 0; i < e.cluster.Replicas; i++ {
+				if i != stalled[len(stalled)-1] {
+					fixed(i)(ctx, e)
+				}
+			}
+			last := stalled[len(stalled)-1]
+			e.waitFor(ctx, "the rollout held by the one member still stalled", func(ctx context.Context) (bool, error) {
+				etcd, err := e.cluster.Get(ctx)
+				if err != nil {
+					return false, err
+				}
+				c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
+				if c == nil || !strings.HasPrefix(c.Reason, "Wait") || !strings.Contains(c.Message, e.cluster.PodName(last)) {
+					return false, nil
+				}
+				t.Logf("status while %s stalls: %s: %s", e.cluster.PodName(last), c.Reason, c.Message)
+				return true, nil
+			})
+			fixed(last)(ctx, e)
+		}})
+}
+
+// updatedNotReady lists the ordinals of pods at the update revision that are not ready.
+func (e *env) updatedNotReady(ctx context.Context) []int {
+	sts, err := e.cluster.StatefulSet(ctx)
+	if err != nil || sts.Status.UpdateRevision == "" {
+		return nil
+	}
+	pods, _ := e.cluster.Pods(ctx)
+	var out []int
+	for i := 0; i < e.cluster.Replicas; i++ {
+		for _, p := range pods {
+			if p.Name == e.cluster.PodName(i) && p.Labels[appsv1.StatefulSetRevisionLabel] == sts.Status.UpdateRevision && !framework.PodReady(&p) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }

@@ -28,6 +28,9 @@ type InstrumentOptions struct {
 	// QuorumLost: the fault took the quorum away, so there is no leader to settle on and no
 	// quorum to warm up against; the instruments start at once.
 	QuorumLost bool
+	// Concurrency is the OnDelete controller's maxConcurrentMemberUpdates, for the deletion
+	// auditor (0: one at a time).
+	Concurrency int
 }
 
 // Measured is what the instruments saw; an error says a part of it is incomplete.
@@ -68,7 +71,7 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions)
 		return nil, fmt.Errorf("starting the recorder: %w", err)
 	}
 	in.Recorder = rec
-	auditor, err := c.AuditDeletions(ctx)
+	auditor, err := c.AuditDeletions(ctx, o.Concurrency)
 	if err != nil {
 		_, _ = rec.Stop(ctx)
 		return nil, fmt.Errorf("watching deletions: %w", err)
