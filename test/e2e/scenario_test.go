@@ -204,6 +204,12 @@ func run(t *testing.T, sc scenario) {
 	}
 	for _, q := range report.QuorumLosses {
 		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
+		// What the members answered then: the evidence behind the figure.
+		for _, p := range report.Participation {
+			if !p.At.Before(q.Start.Add(-100*time.Millisecond)) && !p.At.After(q.Start.Add(time.Duration(q.Ms+100)*time.Millisecond)) {
+				t.Logf("  at %s %s participating=%v %s %s", p.At.Sub(bumped).Round(time.Millisecond), p.Member, p.Participating, p.Class, p.Error)
+			}
+		}
 	}
 	for _, q := range report.QuorumUnconfirmed {
 		t.Logf("quorum unconfirmed (probe timeouts) from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
