@@ -2,7 +2,8 @@
 // QuorumAwareUpdatesWithOnDelete gate and the rollout in flight. Turning the gate off hands the
 // rollout to the Kubernetes StatefulSet controller, which deletes the next outdated pod at once,
 // whatever the member the OnDelete controller replaced is doing; so OnDelete is kept until that
-// step has finished: no member pod terminating, none missing, every updated pod ready again.
+// step has finished: no member pod terminating, none missing, every updated pod ready again (or no
+// rollout in flight: every pod at the update revision).
 // Decide is pure: no I/O, no clock.
 package updatestrategy
 
@@ -84,7 +85,11 @@ func Decide(in Input) Decision {
 	}
 	var terminating, notReady []string
 	present := map[string]bool{}
+	outdated := 0
 	for _, p := range in.Pods {
+		if in.UpdateRevision == "" || p.Revision != in.UpdateRevision {
+			outdated++
+		}
 		present[p.Name] = true
 		switch {
 		case p.Terminating:
@@ -104,12 +109,15 @@ func Decide(in Input) Decision {
 			Reason: fmt.Sprintf("keeping OnDelete although feature gate QuorumAwareUpdatesWithOnDelete is off: "+format+
 				"; RollingUpdate once no member pod is terminating, missing or updated but not ready [%s]", append(args, rule)...)}
 	}
+	// With every pod at the update revision RollingUpdate has nothing to delete, whatever the
+	// members' health: a member down after a rollout must not keep OnDelete forever.
+	inFlight := outdated > 0
 	switch {
-	case len(terminating) > 0:
+	case inFlight && len(terminating) > 0:
 		return hold(RuleHoldTerminating, "%s terminating", list(terminating))
-	case len(missing) > 0:
+	case inFlight && len(missing) > 0:
 		return hold(RuleHoldMissing, "%s deleted and not recreated yet", list(missing))
-	case len(notReady) > 0:
+	case inFlight && len(notReady) > 0:
 		return hold(RuleHoldUpdatedNotReady, "%s at revision %s and not ready (not back in the quorum)", list(notReady), in.UpdateRevision)
 	case !in.HoldRecorded:
 		return hold(RuleHoldAnnounce, "telling the OnDelete controller to start no step before the switch")

@@ -50,6 +50,8 @@ func TestDecide(t *testing.T) {
 			Pods: pods("etcd-0:etcd-old:", "etcd-1:etcd-new:r", "etcd-2:etcd-old:r")}, rolling, RuleGateOff, ""},
 		{"settled but hold not recorded yet", Input{Current: onDelete, Members: members3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r", "etcd-2:etcd-old:r")}, onDelete, RuleHoldAnnounce, "OnDelete controller"},
+		{"no rollout in flight: a member down does not hold", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+			Pods: pods("etcd-0:etcd-new:", "etcd-1:etcd-new:r", "etcd-2:etcd-new:t")}, rolling, RuleGateOff, ""},
 		{"settled and recorded", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r", "etcd-2:etcd-old:r")}, rolling, RuleGateOff, ""},
 	} {
@@ -96,11 +98,12 @@ func TestDecideNeverHandsOverMidStep(t *testing.T) {
 		if in.Current != onDelete || d.Type != rolling {
 			continue
 		}
-		midStep := !in.HoldRecorded || len(in.Pods) < len(in.Members)
+		rollingOut, midStep := false, len(in.Pods) < len(in.Members)
 		for _, p := range in.Pods {
+			rollingOut = rollingOut || in.UpdateRevision == "" || p.Revision != in.UpdateRevision
 			midStep = midStep || p.Terminating || (in.UpdateRevision != "" && p.Revision == in.UpdateRevision && !p.Ready)
 		}
-		if midStep {
+		if !in.HoldRecorded || (rollingOut && midStep) {
 			t.Fatalf("handed over to RollingUpdate mid-step: %+v → %+v", in, d)
 		}
 	}
