@@ -53,6 +53,7 @@ func run() error {
 		idle          = flag.Duration("idle", 5*time.Second, "idle baseline before each bump: instruments running, no rollout; its longest write gap is the run's jitter")
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
+		summarize     = flag.Bool("summarize", false, "run nothing: write rollout.md from the runs in <out>/rollout.json so far")
 	)
 	flag.Parse()
 	if *reps < 1 {
@@ -70,6 +71,13 @@ func run() error {
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
+	}
+	if *summarize {
+		results, err := report.ReadJSON(filepath.Join(*outDir, "rollout.json"))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(*outDir, "rollout.md"), []byte(report.Markdown(results)), 0o644)
 	}
 	scenarios, err := selectScenarios(*onlyScenarios, *onlyStrats)
 	if err != nil {

@@ -128,6 +128,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	e.recorder = rec
 	phases.mark("instruments")
 	time.Sleep(cfg.idleBaseline) // the idle baseline: a window with no rollout, measured
+	instruments.IdleEnd(time.Now())
 	if sc.beforeBump != nil {
 		if err := sc.beforeBump(ctx, e); err != nil {
 			return fail("preparing the bump: %v", err)

@@ -137,6 +137,7 @@ func run(t *testing.T, sc scenario) {
 	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
 		instruments.Settled.Took.Round(10*time.Millisecond), instruments.Settled.Leader, instruments.Settled.Term, instruments.Settled.Answering)
 	time.Sleep(idleBaseline) // the idle baseline: a measurement window, not a wait for a condition
+	instruments.IdleEnd(time.Now())
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)

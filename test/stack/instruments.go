@@ -16,10 +16,11 @@ type Instruments struct {
 	Settled workload.Settled
 	// Warm is when the instruments first saw a quorum and an acknowledged write: figures count
 	// from then.
-	Warm    time.Time
-	auditor *DeletionAuditor
-	bumped  time.Time
-	stopped bool
+	Warm      time.Time
+	auditor   *DeletionAuditor
+	bumped    time.Time
+	idleEnded time.Time
+	stopped   bool
 }
 
 // InstrumentOptions configures StartInstruments.
@@ -35,7 +36,7 @@ type InstrumentOptions struct {
 
 // Measured is what the instruments saw; an error says a part of it is incomplete.
 type Measured struct {
-	// Report counts from Warm on.
+	// Report counts from Warm on, or from the bump when Bumped was called.
 	Report      workload.Report
 	RecorderErr error
 	Deletions   []Deletion
@@ -87,8 +88,17 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions)
 	return in, nil
 }
 
-// Bumped records when the rollout began: the idle baseline ends there.
-func (in *Instruments) Bumped(at time.Time) { in.bumped = at }
+// IdleEnd records the end of the idle baseline when a scenario acts between it and the bump;
+// Bumped records when the rollout began (the idle baseline ends there unless IdleEnd said so).
+func (in *Instruments) IdleEnd(at time.Time) { in.idleEnded = at }
+func (in *Instruments) Bumped(at time.Time)  { in.bumped = at }
+
+func (in *Instruments) idleEnd() time.Time {
+	if !in.idleEnded.IsZero() {
+		return in.idleEnded
+	}
+	return in.bumped
+}
 
 // Stop stops the instruments, the recorder within budget (its audit of the acknowledged writes
 // waits for a linearizable read), and returns what they measured. Only the first call measures.
@@ -104,7 +114,10 @@ func (in *Instruments) Stop(budget time.Duration) Measured {
 	m.Report = m.Report.Since(in.Warm)
 	m.Deletions, m.AuditErr = in.auditor.Stop()
 	if !in.bumped.IsZero() {
-		m.IdleJitterMs = m.Report.LongestWriteGapWithin(in.Warm, in.bumped)
+		m.IdleJitterMs = m.Report.LongestWriteGapWithin(in.Warm, in.idleEnd())
+		// The rollout's figures: whatever a scenario did with the instruments running before the
+		// bump (the stale-role scenario moves leadership) is not the rollout's.
+		m.Report = m.Report.Since(in.bumped)
 	}
 	m.LeaderStepGapMs = m.Report.LeaderStepGapMs()
 	return m

@@ -33,7 +33,8 @@ func (r *Recorder) WaitWarm(ctx context.Context, timeout time.Duration) (time.Ti
 }
 
 // Since recounts the figures the instruments' own start-up could have touched (quorum loss and
-// unconfirmed time, failed writes by kind, the longest write gap) from warm on.
+// unconfirmed time, failed writes by kind, the longest write gap, leader changes) from warm on.
+// From the bump on, it gives the rollout's figures alone.
 func (r Report) Since(warm time.Time) Report {
 	end := r.Stopped
 	r.QuorumLossMs, r.LongestQuorumLossMs = clip(r.QuorumLosses, warm, end)
@@ -54,6 +55,12 @@ func (r Report) Since(warm time.Time) Report {
 	}
 	if !r.LongestWriteGapStart.IsZero() && r.LongestWriteGapStart.Before(warm) {
 		r.LongestWriteGapMs = r.LongestWriteGapWithin(warm, end)
+	}
+	r.LeaderChanges = 0
+	for i := 1; i < len(r.LeaderEpochs); i++ {
+		if !r.LeaderEpochs[i].At.Before(warm) && r.LeaderEpochs[i].LeaderID != r.LeaderEpochs[i-1].LeaderID {
+			r.LeaderChanges++
+		}
 	}
 	return r
 }

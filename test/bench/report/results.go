@@ -167,3 +167,16 @@ func WriteJSON(path string, r Results) error {
 	}
 	return nil
 }
+
+// ReadJSON reads a rollout.json, e.g. of a benchmark still running or stopped part-way.
+func ReadJSON(path string) (Results, error) {
+	var r Results
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, fmt.Errorf("reading results: %w", err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return r, nil
+}
