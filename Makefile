@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-fleet bench-go bench-backup clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup clean
 
 all: build
 
@@ -112,8 +112,8 @@ demo: tools build
 
 BENCH_OUT ?= $(REPO)/test/bench/results
 
-bench: tools build ## Rollout benchmark: every strategy side by side (REPS=3; ~40 min, REPS=1 ~15 min).
-	@$(STAGE) bench go run ./test/bench -reps $(or $(REPS),3) -out $(BENCH_OUT)
+bench: tools build ## Rollout benchmark: 3/5/7 members, every strategy side by side (REPS=3; ~70 min, REPS=1 ~25 min). BENCH_ARGS adds flags.
+	@$(STAGE) bench go run ./test/bench -reps $(or $(REPS),3) -out $(BENCH_OUT) $(BENCH_ARGS)
 	@$(STAGE) plot go run -C $(PLOT_MODULE) . -dir $(BENCH_OUT)
 
 # Fleet benchmark (issue 15): N Etcds on the local control plane, the manager of BEFORE (a git ref,
@@ -122,6 +122,11 @@ FLEET_N      ?= 100,300
 FLEET_BEFORE ?= a25b047
 bench-fleet: tools build ## Fleet benchmark: convergence, restart cost, requests per Etcd, RSS/CPU, before | after.
 	@$(STAGE) bench-fleet go run ./test/bench/fleet/cmd/fleetbench -n $(FLEET_N) -before '$(FLEET_BEFORE)' -out $(BENCH_OUT) $(FLEET_FLAGS)
+
+BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/etcd-conductor-bench-smoke
+
+bench-smoke: tools build ## The benchmark's path end to end in ~3 min: 3 members, one dead, RollingUpdate and ours, once.
+	@$(STAGE) bench-smoke go run ./test/bench -reps 1 -idle 2s -scenarios 3-one-dead -strategies rolling-update,ondelete-direct -out $(BENCH_SMOKE_OUT)
 
 bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a warm reconcile (0 handshakes), restore throughput.
 	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/

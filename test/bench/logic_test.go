@@ -19,8 +19,8 @@ func TestOrderRestartsTheControllerManagerAtMostOnce(t *testing.T) {
 		gateOn bool
 		want   []string
 	}{
-		{"gate on: maxUnavailable first", true, []string{report.StrategyRollingUpdateMaxUnavailable, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyRollingUpdate}},
-		{"gate off: plain RollingUpdate first", false, []string{report.StrategyRollingUpdate, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyRollingUpdateMaxUnavailable}},
+		{"gate on: maxUnavailable first", true, []string{report.StrategyRollingUpdateMaxUnavailable, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyOnDeleteConcurrent, report.StrategyRollingUpdate}},
+		{"gate off: plain RollingUpdate first", false, []string{report.StrategyRollingUpdate, report.StrategyOnDeleteLease, report.StrategyOnDeleteDirect, report.StrategyOnDeleteConcurrent, report.StrategyRollingUpdateMaxUnavailable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := order(report.Strategies, tc.gateOn)
@@ -101,28 +101,6 @@ func TestLeaderDeletedWhileFollowersRemained(t *testing.T) {
 				t.Errorf("got %d, want %d", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestSinceWarm(t *testing.T) {
-	warm := at(0)
-	rep := workload.Report{
-		Stopped:              at(10000),
-		QuorumLosses:         []workload.Interval{{Start: at(-1000), End: at(200)}, {Start: at(5000), End: at(5500)}, {Start: at(9800)}},
-		WriteFailures:        []workload.FailedAttempt{{At: at(-900)}, {At: at(-100)}, {At: at(5100)}},
-		LongestWriteGapMs:    1100,
-		LongestWriteGapStart: at(-1000),
-		WriteLatencies:       []workload.LatencySample{{At: at(-1000)}, {At: at(100)}, {At: at(5000)}, {At: at(5700)}, {At: at(9900)}},
-	}
-	got := sinceWarm(rep, warm)
-	if want := int64(200 + 500 + 200); got.QuorumLossMs != want {
-		t.Errorf("QuorumLossMs = %d, want %d", got.QuorumLossMs, want)
-	}
-	if got.FailedWrites != 1 {
-		t.Errorf("FailedWrites = %d, want 1", got.FailedWrites)
-	}
-	if want := int64(4900); got.LongestWriteGapMs != want {
-		t.Errorf("LongestWriteGapMs = %d, want %d (100 ms → 5000 ms)", got.LongestWriteGapMs, want)
 	}
 }
 

@@ -47,11 +47,13 @@ func run() error {
 		outDir        = flag.String("out", "", "results directory (default <repo>/test/bench/results)")
 		onlyScenarios = flag.String("scenarios", "", "comma-separated scenario ids to run (default all)")
 		onlyStrats    = flag.String("strategies", "", "comma-separated strategy ids to run (default all)")
-		stall         = flag.Duration("stall", 30*time.Second, "a rollout with no progress (and no pod terminating) for this long is recorded as not completed")
+		stall         = flag.Duration("stall", 20*time.Second, "a rollout with no progress (and no pod terminating) for this long is recorded as not completed")
 		timeout       = flag.Duration("timeout", 4*time.Minute, "upper bound of any one rollout")
 		rate          = flag.Float64("rate", 40, "writer Puts per second")
+		idle          = flag.Duration("idle", 5*time.Second, "idle baseline before each bump: instruments running, no rollout; its longest write gap is the run's jitter")
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
+		summarize     = flag.Bool("summarize", false, "run nothing: write rollout.md from the runs in <out>/rollout.json so far")
 	)
 	flag.Parse()
 	if *reps < 1 {
@@ -70,6 +72,13 @@ func run() error {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
 	}
+	if *summarize {
+		results, err := report.ReadJSON(filepath.Join(*outDir, "rollout.json"))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(*outDir, "rollout.md"), []byte(report.Markdown(results)), 0o644)
+	}
 	scenarios, err := selectScenarios(*onlyScenarios, *onlyStrats)
 	if err != nil {
 		return err
@@ -84,6 +93,7 @@ func run() error {
 	cfg := config{
 		fromImage: framework.EtcdImage("3.6.8"), toImage: framework.EtcdImage("3.7.3"),
 		writeRate: *rate, writeTimeout: 200 * time.Millisecond, stall: *stall, timeout: *timeout,
+		idleBaseline: *idle,
 	}
 	results := report.Results{
 		Date:    began.UTC().Format(time.RFC3339),
@@ -91,7 +101,7 @@ func run() error {
 		Reps:    *reps,
 		Settings: report.Settings{
 			FromImage: cfg.fromImage, ToImage: cfg.toImage, WriteRate: cfg.writeRate, WriteTimeoutMs: cfg.writeTimeout.Milliseconds(),
-			QuorumProbe: "readyz", StallSeconds: cfg.stall.Seconds(), TimeoutSeconds: cfg.timeout.Seconds(),
+			QuorumProbe: "readyz", IdleBaselineSeconds: cfg.idleBaseline.Seconds(), StallSeconds: cfg.stall.Seconds(), TimeoutSeconds: cfg.timeout.Seconds(),
 			StaleRoleLeaseRenewal: staleRoleAgentInterval,
 		},
 		Runs: []report.Run{},
@@ -188,8 +198,9 @@ func describe(r report.Run) string {
 	if !r.Completed {
 		state = fmt.Sprintf("NOT completed after %.1fs", r.RolloutSeconds)
 	}
-	s := fmt.Sprintf("%s: quorumLoss=%dms longestWriteGap=%dms failed=%d acked=%d lost=%d leaderChanges=%d deletions=%d (participating %d, violations %d)",
-		state, r.QuorumLossMs, r.LongestWriteGapMs, r.FailedWrites, r.AckedWrites, r.LostAckedWrites, r.LeaderChanges,
+	s := fmt.Sprintf("%s: quorumLoss=%dms unconfirmedByTimeouts=%dms leaderStepGap=%dms idleJitter=%dms longestWriteGap=%dms failed=%d (timeouts %d, refusals %d) acked=%d lost=%d leaderChanges=%d deletions=%d (participating %d, violations %d)",
+		state, r.QuorumLossMs, r.QuorumUnconfirmedMs, r.LeaderStepGapMs, r.IdleJitterMs, r.LongestWriteGapMs, r.FailedWrites,
+		r.WriteTimeouts, r.WriteRefusals, r.AckedWrites, r.LostAckedWrites, r.LeaderChanges,
 		r.Deletions, r.ParticipatingDeletions, r.InvariantViolations)
 	if r.LeaderDeletedWhileFollowersRemained != nil {
 		s += fmt.Sprintf(" leaderDeletedWhileFollowersRemained=%d", *r.LeaderDeletedWhileFollowersRemained)
@@ -211,7 +222,7 @@ func selectScenarios(onlyScenarios, onlyStrategies string) ([]scenario, error) {
 	known := map[string]bool{}
 	for _, sc := range allScenarios() {
 		known[sc.id] = true
-		if len(wantSc) > 0 && !wantSc[sc.id] {
+		if (len(wantSc) > 0 && !wantSc[sc.id]) || (len(wantSc) == 0 && sc.onRequest) {
 			continue
 		}
 		if len(wantSt) > 0 {

@@ -11,10 +11,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
@@ -33,6 +29,9 @@ type config struct {
 	stall, timeout time.Duration
 	// rawDir, when set, receives each run's full workload report (every sample) as JSON.
 	rawDir string
+	// idleBaseline is the window before the bump with the instruments running and no rollout;
+	// its longest write gap is the run's idle jitter.
+	idleBaseline time.Duration
 }
 
 // runEnv is what a scenario's hooks act on during one run.
@@ -68,6 +67,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		FeatureGates:        st.gates(),
 		MemberRoleSource:    st.roleSource,
 		MemberAgentInterval: sc.agentInterval,
+		OnDelete:            st.tune,
 	})
 	if err != nil {
 		return fail("starting the operator: %v", err)
@@ -113,28 +113,29 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		phases.mark("fault")
 	}
 
-	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout})
+	// Figures count from the moment the fault has settled and the instruments work (a stable
+	// leader, a quorum seen, a write acknowledged): their first connections on a busy machine and
+	// the election a killed member caused are not the rollout's doing.
+	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
+		Writer:      workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
+		Concurrency: st.concurrency,
+	})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer instruments.Stop(90 * time.Second) // a run that fails on the way; only the first Stop measures
 	rec := instruments.Recorder
 	e.recorder = rec
-
-	// Figures count from the moment the instruments work (a quorum seen, a write acknowledged):
-	// their first connections on a busy machine are not the rollout's doing.
-	warm, err := waitWarm(ctx, rec)
-	if err != nil {
-		return fail("%v", err)
-	}
 	phases.mark("instruments")
-	time.Sleep(time.Second) // a baseline before anything happens
+	time.Sleep(cfg.idleBaseline) // the idle baseline: a window with no rollout, measured
+	instruments.IdleEnd(time.Now())
 	if sc.beforeBump != nil {
 		if err := sc.beforeBump(ctx, e); err != nil {
 			return fail("preparing the bump: %v", err)
 		}
 	}
 	bumped := time.Now()
+	instruments.Bumped(bumped)
 	if err := cluster.SetImage(ctx, cfg.toImage); err != nil {
 		return fail("bumping the image: %v", err)
 	}
@@ -148,7 +149,6 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	measured := instruments.Stop(90 * time.Second)
 	rep0, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	phases.mark("audit")
-	rep0 = sinceWarm(rep0, warm)
 	if cfg.rawDir != "" {
 		if err := writeRaw(filepath.Join(cfg.rawDir, ns+".json"), bumped, rep0, deletions); err != nil {
 			logf("  %v", err)
@@ -170,6 +170,10 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	}
 	run.Note = strings.Join(notes, "; ")
 	run.QuorumLossMs = rep0.QuorumLossMs
+	run.QuorumUnconfirmedMs = rep0.QuorumUnconfirmedMs
+	run.ProbeTimeouts, run.ProbeRefusals = rep0.ProbeTimeouts, rep0.ProbeRefusals
+	run.WriteTimeouts, run.WriteRefusals = rep0.WriteTimeouts, rep0.WriteRefusals
+	run.IdleJitterMs, run.LeaderStepGapMs = measured.IdleJitterMs, measured.LeaderStepGapMs
 	run.LongestWriteGapMs = rep0.LongestWriteGapMs
 	run.FailedWrites = rep0.FailedWrites
 	run.AckedWrites = rep0.AckedWrites
@@ -210,7 +214,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 			run.InvariantViolations++
 		}
 	}
-	if sc.id == report.ScenarioStaleRole {
+	if report.IsStaleRole(sc.id) {
 		outdated := func(i int) bool {
 			return rollout.IsOutdated(rollout.PodState{Revision: deletions[i].Revision}, state.UpdateRevision)
 		}
@@ -234,66 +238,6 @@ func writeRaw(path string, bumped time.Time, rep workload.Report, deletions []st
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
-}
-
-// waitWarm waits until the quorum monitor saw a quorum and the writer got a write acknowledged,
-// and returns when.
-func waitWarm(ctx context.Context, rec *workload.Recorder) (time.Time, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		q, w := rec.Quorum().Snapshot(), rec.Writer().Snapshot()
-		if q.Rounds > 0 && !q.InLoss && w.AckedWrites > 0 {
-			return time.Now(), nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("instruments not working 30 s after start: %d quorum rounds (in loss: %v), %d writes acknowledged",
-				q.Rounds, q.InLoss, w.AckedWrites)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// sinceWarm recounts the figures the instruments' own start-up could have touched (quorum loss,
-// failed writes, the longest write gap) from warm on.
-func sinceWarm(rep workload.Report, warm time.Time) workload.Report {
-	end := rep.Stopped
-	rep.QuorumLossMs, rep.LongestQuorumLossMs = 0, 0
-	for _, l := range rep.QuorumLosses {
-		from, to := l.Start, l.End
-		if to.IsZero() {
-			to = end
-		}
-		if from.Before(warm) {
-			from = warm
-		}
-		if ms := to.Sub(from).Milliseconds(); ms > 0 {
-			rep.QuorumLossMs += ms
-			rep.LongestQuorumLossMs = max(rep.LongestQuorumLossMs, ms)
-		}
-	}
-	failed := 0
-	for _, f := range rep.WriteFailures {
-		if !f.At.Before(warm) {
-			failed++
-		}
-	}
-	rep.FailedWrites = failed
-	if !rep.LongestWriteGapStart.IsZero() && rep.LongestWriteGapStart.Before(warm) {
-		// The longest gap began before warm: take the longest between acknowledgements after it
-		// (and from the last one to the stop, as the writer counts it).
-		var longest time.Duration
-		prev := warm
-		for _, l := range rep.WriteLatencies {
-			if l.At.Before(warm) {
-				continue
-			}
-			longest = max(longest, l.At.Sub(prev))
-			prev = l.At
-		}
-		longest = max(longest, end.Sub(prev))
-		rep.LongestWriteGapMs = longest.Milliseconds()
-	}
-	return rep
 }
 
 // phases times the steps of a run, for the log.
@@ -421,31 +365,14 @@ func timeline(strategy string, run *report.Run, members []string, bumped time.Ti
 	return t
 }
 
-// cleanUp deletes the run's namespace (stack.DeleteNamespace: through the namespace controller,
-// claims and the simulator's volumes with it), so a long benchmark does not fill the disk. The
-// pods go first at once: a hung member would otherwise sit out its grace period.
+// cleanUp removes the members at once (stack.RemoveMembers) and deletes the run's namespace
+// (stack.DeleteNamespace: through the namespace controller, claims and the simulator's volumes
+// with it), so a long benchmark does not fill the disk.
 func cleanUp(s *stack.Stack, c *stack.EtcdCluster) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// The Etcd first, or the StatefulSet would recreate the pods deleted below.
-	if etcd, err := c.Get(ctx); err == nil {
-		if err := s.Client.Delete(ctx, etcd); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting the Etcd: %w", err)
-		}
-	}
-	pods := s.Kube.CoreV1().Pods(c.Namespace)
-	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, p := range list.Items {
-			_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		}
-		return len(list.Items) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("pods of %s still there: %w", c.Namespace, err)
+	if err := s.RemoveMembers(ctx, c); err != nil {
+		return err
 	}
 	return s.DeleteNamespace(ctx, c.Namespace)
 }

@@ -31,13 +31,23 @@ type strategy struct {
 	// maxUnavailable patches rollingUpdate.maxUnavailable: 1 into the StatefulSet and needs the
 	// controller-manager gate.
 	maxUnavailable bool
+	// tune adjusts the OnDelete controller's configuration beyond the role source.
+	tune func(*configv1alpha1.OnDeleteControllerConfiguration)
+	// concurrency is the maxConcurrentMemberUpdates tune sets, for the deletion auditor.
+	concurrency int
 }
+
+// benchConcurrency is ours with concurrency: as many participating members at once as the
+// quorum's headroom allows (2 of 5, 3 of 7), never the leader.
+const benchConcurrency = 3
 
 var strategies = map[string]strategy{
 	report.StrategyRollingUpdate:               {id: report.StrategyRollingUpdate},
 	report.StrategyRollingUpdateMaxUnavailable: {id: report.StrategyRollingUpdateMaxUnavailable, maxUnavailable: true},
 	report.StrategyOnDeleteLease:               {id: report.StrategyOnDeleteLease, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceLeaseOnly},
 	report.StrategyOnDeleteDirect:              {id: report.StrategyOnDeleteDirect, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto},
+	report.StrategyOnDeleteConcurrent: {id: report.StrategyOnDeleteConcurrent, onDelete: true, roleSource: configv1alpha1.MemberRoleSourceAuto,
+		tune: setConcurrency(benchConcurrency), concurrency: benchConcurrency},
 }
 
 // kcmGate wants the controller-manager gate on (true), off (false), or does not care (nil).

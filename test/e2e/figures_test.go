@@ -14,7 +14,10 @@ import (
 type figures struct {
 	rollout           time.Duration
 	quorumLossMs      int64
+	unconfirmedMs     int64
 	longestWriteGapMs int64
+	leaderStepGapMs   int64
+	idleJitterMs      int64
 	failedWrites      int
 	leaderChanges     int
 }
@@ -56,7 +59,10 @@ func printSpread(w io.Writer) {
 	}{
 		{"rollout", func(f figures) float64 { return f.rollout.Seconds() }, "s"},
 		{"quorum loss", func(f figures) float64 { return float64(f.quorumLossMs) }, "ms"},
+		{"unconfirmed (timeouts)", func(f figures) float64 { return float64(f.unconfirmedMs) }, "ms"},
 		{"longest write gap", func(f figures) float64 { return float64(f.longestWriteGapMs) }, "ms"},
+		{"gap at leader step", func(f figures) float64 { return float64(f.leaderStepGapMs) }, "ms"},
+		{"idle jitter", func(f figures) float64 { return float64(f.idleJitterMs) }, "ms"},
 		{"failed writes", func(f figures) float64 { return float64(f.failedWrites) }, ""},
 		{"leader changes", func(f figures) float64 { return float64(f.leaderChanges) }, ""},
 	}

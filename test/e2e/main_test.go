@@ -7,6 +7,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -37,10 +39,43 @@ func sharedStack(t *testing.T) *stack.Stack {
 	return shared.s
 }
 
+// teardowns are the namespace deletions still under way; TestMain waits for them before the
+// stack stops.
+var teardowns backgroundTeardowns
+
+type backgroundTeardowns struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (b *backgroundTeardowns) start(what string, fn func() error) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := fn(); err != nil {
+			b.mu.Lock()
+			b.errs = append(b.errs, fmt.Errorf("%s: %w", what, err))
+			b.mu.Unlock()
+		}
+	}()
+}
+
+func (b *backgroundTeardowns) wait() error {
+	b.wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return errors.Join(b.errs...)
+}
+
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	printSpread(os.Stdout)
+	if err := teardowns.wait(); err != nil {
+		os.Stderr.WriteString("deleting scenario namespaces: " + err.Error() + "\n")
+		code = 1
+	}
 	if shared.s != nil {
 		if err := shared.s.Stop(); err != nil {
 			os.Stderr.WriteString("stopping the stack: " + err.Error() + "\n")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -32,6 +33,8 @@ type env struct {
 	cluster  *stack.EtcdCluster
 	operator *framework.RunningOperator
 	opts     framework.OperatorOptions
+	// instruments run from after the fault until the end of the rollout.
+	instruments *stack.Instruments
 }
 
 // restartOperator stops the operator and starts it again (with opts, e.g. other gates), as a pod
@@ -72,13 +75,34 @@ type scenario struct {
 	replicas int32
 	// beforeBump injects the fault the rollout starts under.
 	beforeBump func(ctx context.Context, e *env)
+	// atBump acts with the instruments running, right before the image changes.
+	atBump func(ctx context.Context, e *env)
 	// afterBump acts during the rollout (kill a member, restart the operator, change the
 	// template again, ...).
 	afterBump func(ctx context.Context, e *env)
 	// bumpImage is the image to bump to (default toVersion); finalImage is what the rollout ends
 	// on when afterBump changes it again (default bumpImage).
 	bumpImage, finalImage string
+	// quorumLost: the fault leaves no quorum, so the instruments start without waiting for a
+	// leader to settle on.
+	quorumLost bool
+	// noQuorumLoss fails the scenario on any quorum loss (members' refusals; client-side probe
+	// timeouts are reported apart) and on any deletion, by whichever controller, that the
+	// auditor flags.
+	noQuorumLoss bool
+	// oneLeaderChange fails the scenario unless leadership moved exactly once.
+	oneLeaderChange bool
+	// wantEvents are Event reasons that must have been recorded on the cluster's namespace.
+	wantEvents []string
+	// tune adjusts the OnDelete controller's configuration; concurrency is the
+	// maxConcurrentMemberUpdates it sets, for the deletion auditor.
+	tune        func(*configv1alpha1.OnDeleteControllerConfiguration)
+	concurrency int
 }
+
+// idleBaseline is the window before the bump in which the instruments run with no rollout: its
+// longest write gap is the run's idle jitter, the yardstick for the gap at the leader step.
+const idleBaseline = 2 * time.Second
 
 // run executes one scenario and prints its figures.
 func run(t *testing.T, sc scenario) {
@@ -89,28 +113,40 @@ func run(t *testing.T, sc scenario) {
 	if replicas == 0 {
 		replicas = 3
 	}
-	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
+	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}, OnDelete: sc.tune}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
 	cluster := createCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
 	checkMembersNonRoot(ctx, t, cluster)
 
-	// The fault comes first and the instruments start after it: the figures measure the
-	// rollout under the fault, not the fault itself.
+	// The fault comes first and the instruments start once it has settled (a stable leader a
+	// quorum agrees on): the figures measure the rollout under the fault, not the fault itself.
 	if sc.beforeBump != nil {
 		sc.beforeBump(ctx, e)
 	}
-	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
+	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
+		Writer:      workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		QuorumLost:  sc.quorumLost,
+		Concurrency: sc.concurrency,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
 	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
-	time.Sleep(time.Second) // a baseline before anything happens
+	e.instruments = instruments
+	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
+		instruments.Settled.Took.Round(10*time.Millisecond), instruments.Settled.Leader, instruments.Settled.Term, instruments.Settled.Answering)
+	time.Sleep(idleBaseline) // the idle baseline: a measurement window, not a wait for a condition
+	instruments.IdleEnd(time.Now())
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)
 	}
+	if sc.atBump != nil {
+		sc.atBump(ctx, e)
+	}
 	bumped := time.Now()
+	instruments.Bumped(bumped)
 	if err := cluster.SetImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}
@@ -125,23 +161,42 @@ func run(t *testing.T, sc scenario) {
 		t.Fatalf("rollout did not complete: %v", err)
 	}
 	rollout := time.Since(bumped)
-	time.Sleep(time.Second) // let the writer show the cluster is serving again
+	e.waitServing(ctx, instruments.Recorder, time.Now())
 
-	if replicas > 1 {
+	// With the quorum already lost no member participates once its readiness has caught up, so
+	// every deletion may be a non-participating one: no role is needed then.
+	if replicas > 1 && !sc.quorumLost {
 		checkRolesFromMembers(ctx, t, e)
 	}
 
 	measured := instruments.Stop(90 * time.Second)
 	report, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
 	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
-	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
-		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d timeoutUnconfirmedMs=%-6d longestWriteGapMs=%-6d leaderStepGapMs=%-5d idleJitterMs=%-5d failedWrites=%-4d (timeouts=%d refusals=%d) ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.QuorumUnconfirmedMs, report.LongestWriteGapMs,
+		measured.LeaderStepGapMs, measured.IdleJitterMs, report.FailedWrites, report.WriteTimeouts, report.WriteRefusals,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
 
 	recordFigures(sc.name, figures{
-		rollout: rollout, quorumLossMs: report.QuorumLossMs, longestWriteGapMs: report.LongestWriteGapMs,
+		rollout: rollout, quorumLossMs: report.QuorumLossMs, unconfirmedMs: report.QuorumUnconfirmedMs,
+		longestWriteGapMs: report.LongestWriteGapMs, leaderStepGapMs: measured.LeaderStepGapMs, idleJitterMs: measured.IdleJitterMs,
 		failedWrites: report.FailedWrites, leaderChanges: report.LeaderChanges,
 	})
+	if sc.noQuorumLoss {
+		checkNoQuorumLoss(t, report)
+	}
+	if sc.oneLeaderChange && report.LeaderChanges != 1 {
+		t.Errorf("%d leader changes, want exactly 1 (the handover)", report.LeaderChanges)
+	}
+	for _, reason := range sc.wantEvents {
+		events := e.eventsWithReasonPrefix(ctx, reason)
+		if len(events) == 0 {
+			t.Errorf("no %s Event", reason)
+		}
+		for _, ev := range events {
+			t.Logf("event %s", ev)
+		}
+	}
 
 	checkWrites(t, report, recErr)
 	if auditErr != nil {
@@ -151,7 +206,16 @@ func run(t *testing.T, sc scenario) {
 		t.Logf("leader epoch at %s: term %d leader %s", ep.At.Sub(bumped).Round(10*time.Millisecond), ep.Term, ep.Leader)
 	}
 	for _, q := range report.QuorumLosses {
-		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
+		// What the members answered then: the evidence behind the figure.
+		for _, p := range report.Participation {
+			if !p.At.Before(q.Start.Add(-100*time.Millisecond)) && !p.At.After(q.Start.Add(time.Duration(q.Ms+100)*time.Millisecond)) {
+				t.Logf("  at %s %s participating=%v %s %s", p.At.Sub(bumped).Round(time.Millisecond), p.Member, p.Participating, p.Class, p.Error)
+			}
+		}
+	}
+	for _, q := range report.QuorumUnconfirmed {
+		t.Logf("quorum unconfirmed (probe timeouts) from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
 	}
 	for _, d := range deletions {
 		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy)
@@ -159,12 +223,50 @@ func run(t *testing.T, sc scenario) {
 		case d.Violation == "":
 		case d.Strategy == appsv1.OnDeleteStatefulSetStrategyType:
 			t.Errorf("participating pod %s deleted by the OnDelete controller while: %s", d.Pod, d.Violation)
+		case sc.noQuorumLoss:
+			t.Errorf("under %s participating pod %s deleted while: %s", d.Strategy, d.Pod, d.Violation)
 		default:
 			// The Kubernetes StatefulSet controller's doing (the gate was off): the very
 			// behaviour this operator replaces, reported but not ours to fail on.
 			t.Logf("under %s the StatefulSet controller deleted participating %s while: %s", d.Strategy, d.Pod, d.Violation)
 		}
 	}
+}
+
+// handoverBlip is the longest refusal at a leader change that checkNoQuorumLoss lets pass: two
+// probe rounds. While leadership moves (MoveLeader included) the members answer linearizable
+// reads, and so /readyz, with "leader changed" for a few milliseconds; a probe round that lands
+// there counts one whole round (75 ms, the monitor's resolution).
+const handoverBlip = 2 * workload.DefaultPollInterval
+
+// checkNoQuorumLoss fails on any quorum loss the members' refusals prove, except a blip of at
+// most handoverBlip within a second of a leader change, which it logs.
+func checkNoQuorumLoss(t *testing.T, report workload.Report) {
+	t.Helper()
+	for _, q := range report.QuorumLosses {
+		atLeaderChange := false
+		for i := 1; i < len(report.LeaderEpochs); i++ {
+			if d := q.Start.Sub(report.LeaderEpochs[i].At); d > -time.Second && d < time.Second {
+				atLeaderChange = true
+			}
+		}
+		if atLeaderChange && time.Duration(q.Ms)*time.Millisecond <= handoverBlip {
+			t.Logf("quorum refused for %d ms at a leader change (one probe round during the transfer)", q.Ms)
+			continue
+		}
+		t.Errorf("quorum lost for %d ms (members' refusals; %d ms in all, %d ms more unconfirmed by probe timeouts)",
+			q.Ms, report.QuorumLossMs, report.QuorumUnconfirmedMs)
+	}
+}
+
+// waitServing waits until the writer has a write acknowledged after since: the cluster serves
+// again after the rollout.
+func (e *env) waitServing(ctx context.Context, rec *workload.Recorder, since time.Time) {
+	e.t.Helper()
+	e.waitFor(ctx, "a write acknowledged after the rollout", func(context.Context) (bool, error) {
+		w := rec.Writer().Snapshot()
+		return len(w.Acked) > 0 && w.Acked[len(w.Acked)-1].At.After(since), nil
+	})
 }
 
 // createCluster creates an Etcd of replicas members at fromVersion in a namespace of its own
@@ -189,11 +291,18 @@ func createClusterWith(ctx context.Context, e *env, prefix string, replicas int3
 	}
 	e.cluster = cluster
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		// The members go now; the namespace in the background (teardowns.wait in TestMain):
+		// each scenario's namespace is its own, so the next scenario need not wait for it.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := e.stack.DeleteNamespace(ctx, cluster.Namespace); err != nil {
+		if err := e.stack.RemoveMembers(ctx, cluster); err != nil {
 			t.Errorf("cleaning up: %v", err)
 		}
+		teardowns.start(cluster.Namespace, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			return e.stack.DeleteNamespace(ctx, cluster.Namespace)
+		})
 	})
 	t.Cleanup(func() { dumpOnFailure(t, e) }) // runs first: the namespace still holds the evidence
 	if err := cluster.WaitConverged(ctx, image); err != nil {

@@ -2,9 +2,17 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
@@ -40,8 +48,10 @@ func (e *env) waitUpdated(ctx context.Context, n int) {
 	})
 }
 
+// TestRolloutHealthy: followers first, then leadership moved to an updated member (MoveLeader)
+// before the leader's pod goes: exactly one leader change and no quorum loss.
 func TestRolloutHealthy(t *testing.T) {
-	run(t, scenario{name: "healthy"})
+	run(t, scenario{name: "healthy", noQuorumLoss: true, oneLeaderChange: true, wantEvents: []string{"LeadershipHandedOver"}})
 }
 
 func TestRolloutOneMemberDead(t *testing.T) {
@@ -84,7 +94,7 @@ func TestRolloutMemberKilledMidRollout(t *testing.T) {
 func TestRolloutTwoMembersDead(t *testing.T) {
 	// Quorum is already lost before the bump: the rollout must still complete (dead members
 	// first) and the cluster recover.
-	run(t, scenario{name: "two-dead",
+	run(t, scenario{name: "two-dead", quorumLost: true,
 		beforeBump: func(ctx context.Context, e *env) { kill(0)(ctx, e); kill(1)(ctx, e) },
 		afterBump:  fixed(0, 1)})
 }
@@ -108,18 +118,81 @@ func TestRolloutTemplateChangedAgain(t *testing.T) {
 	}})
 }
 
+// TestRolloutGateOffThenOn turns the gate off while the member our controller replaced has not
+// rejoined yet (its new etcd crashes on start until the test lifts that): OnDelete is kept, with
+// the reason in status and an Event, until it has; then the StatefulSet controller takes over,
+// and the gate goes on again after its first pod. No quorum loss, and no deletion, by either
+// controller, while another member was terminating or not back.
 func TestRolloutGateOffThenOn(t *testing.T) {
-	run(t, scenario{name: "gate-off-then-on", afterBump: func(ctx context.Context, e *env) {
-		e.waitUpdated(ctx, 1)
+	run(t, scenario{name: "gate-off-then-on", noQuorumLoss: true, afterBump: func(ctx context.Context, e *env) {
+		for i := 0; i < e.cluster.Replicas; i++ {
+			e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+		}
+		e.waitFor(ctx, "a member pod replaced by the OnDelete controller and not back", func(ctx context.Context) (bool, error) {
+			sts, err := e.cluster.StatefulSet(ctx)
+			if err != nil || sts.Status.UpdateRevision == "" {
+				return false, err
+			}
+			pods, err := e.cluster.Pods(ctx)
+			for _, p := range pods {
+				if p.Labels[appsv1.StatefulSetRevisionLabel] == sts.Status.UpdateRevision && !framework.PodReady(&p) {
+					return true, nil
+				}
+			}
+			return false, err
+		})
 		off := e.opts
 		off.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": false}
 		e.restartOperator(off)
+		e.waitFor(ctx, "the hold in status (AllMembersUpdated reason UpdateStrategyHeld)", func(ctx context.Context) (bool, error) {
+			etcd, err := e.cluster.Get(ctx)
+			if err != nil {
+				return false, err
+			}
+			c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
+			if c == nil || c.Reason != "UpdateStrategyHeld" {
+				return false, nil
+			}
+			t.Logf("status while held: %s: %s", c.Reason, c.Message)
+			return true, nil
+		})
+		if sts, err := e.cluster.StatefulSet(ctx); err != nil || sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			t.Fatalf("the StatefulSet left OnDelete while a replaced member was not back (err %v)", err)
+		}
+		fixed(0, 1, 2)(ctx, e)
+		e.waitFor(ctx, "the StatefulSet handed to RollingUpdate", func(ctx context.Context) (bool, error) {
+			sts, err := e.cluster.StatefulSet(ctx)
+			return err == nil && sts.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType, err
+		})
+		holds := e.eventsWithReasonPrefix(ctx, "HoldOndeleteUpdatedNotReady")
+		if len(holds) == 0 {
+			t.Errorf("no HoldOndeleteUpdatedNotReady Event")
+		}
+		for _, h := range holds {
+			t.Logf("hold: %s", h)
+		}
 		// The StatefulSet controller takes over; give it one pod, then hand back.
 		e.waitUpdated(ctx, 2)
 		on := e.opts
 		on.FeatureGates = map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}
 		e.restartOperator(on)
 	}})
+}
+
+// eventsWithReasonPrefix lists "reason: message" of the cluster's Events whose reason starts with prefix.
+func (e *env) eventsWithReasonPrefix(ctx context.Context, prefix string) []string {
+	e.t.Helper()
+	events := &corev1.EventList{}
+	if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range events.Items {
+		if strings.HasPrefix(ev.Reason, prefix) {
+			out = append(out, ev.Reason+": "+ev.Message)
+		}
+	}
+	return out
 }
 
 func TestRolloutBadImageThenFixed(t *testing.T) {
@@ -158,4 +231,133 @@ func TestRolloutSingleNode(t *testing.T) {
 
 func TestRolloutFiveMembersOneDead(t *testing.T) {
 	run(t, scenario{name: "5-one-dead", replicas: 5, beforeBump: kill(0), afterBump: fixed(0)})
+}
+
+// TestRolloutLaggingFollower: a member the rollout has replaced is cut off from the leader just
+// before the controller decides on the next step, so it lags while it still counts as ready (a
+// member whose /readyz fails for long enough becomes not ready instead, and an outdated lagging
+// member is simply replaced first). Replacing the next follower would leave the lagging member as
+// one of the two voters the quorum needs: the catch-up gate waits, with the lag in status; once the
+// partition heals the rollout goes on. The controller is stopped while the replaced member comes
+// back, so its next decision comes after the partition, not before.
+func TestRolloutLaggingFollower(t *testing.T) {
+	run(t, scenario{name: "lagging-follower",
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) { c.MaxAppliedIndexLag = ptr.To[int64](10) },
+		afterBump: func(ctx context.Context, e *env) {
+			leader := e.instruments.Settled.Leader
+			for i := 0; i < e.cluster.Replicas; i++ {
+				e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+			}
+			e.waitFor(ctx, "the first member replaced (its etcd crashing)", func(ctx context.Context) (bool, error) {
+				return len(e.updatedNotReady(ctx)) > 0, nil
+			})
+			if err := e.operator.Stop(); err != nil {
+				t.Fatalf("stopping the operator: %v", err)
+			}
+			fixed(0, 1, 2)(ctx, e)
+			var lagging string
+			e.waitFor(ctx, "the replaced member back", func(ctx context.Context) (bool, error) {
+				lagging = e.updatedReady(ctx, leader)
+				return lagging != "", nil
+			})
+			leaderIP, err := e.stack.Sim.PodIP(e.cluster.Namespace + "/" + leader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.stack.Sim.PartitionFrom(e.cluster.Namespace+"/"+lagging, leaderIP); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s cut off from leader %s (%s)", lagging, leader, leaderIP)
+			e.operator = framework.StartOperator(t, e.stack.Cluster.RESTConfig(), e.opts)
+			e.waitFor(ctx, "the catch-up gate in status (AllMembersUpdated reason WaitCatchUp)", func(ctx context.Context) (bool, error) {
+				etcd, err := e.cluster.Get(ctx)
+				if err != nil {
+					return false, err
+				}
+				c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated)
+				if c == nil || c.Reason != "WaitCatchUp" {
+					return false, nil
+				}
+				t.Logf("status: %s: %s", c.Reason, c.Message)
+				if !strings.Contains(c.Message, lagging) {
+					t.Errorf("the wait does not name the lagging member %s", lagging)
+				}
+				return true, nil
+			})
+			if err := e.stack.Sim.Heal(e.cluster.Namespace + "/" + lagging); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
+
+// updatedReady names a pod other than except that runs the update revision and is ready.
+func (e *env) updatedReady(ctx context.Context, except string) string {
+	sts, err := e.cluster.StatefulSet(ctx)
+	if err != nil || sts.Status.UpdateRevision == "" {
+		return ""
+	}
+	pods, _ := e.cluster.Pods(ctx)
+	for _, p := range pods {
+		if p.Name != except && p.DeletionTimestamp == nil && p.Labels[appsv1.StatefulSetRevisionLabel] == sts.Status.UpdateRevision && framework.PodReady(&p) {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// TestRolloutPartialBatch: 5 members replaced two at a time (the quorum's headroom). Every new
+// etcd crashes on start until lifted, so the first batch stalls; then all but one recover. The
+// stalled member keeps using up part of the headroom: the auditor (batch-aware) checks that no
+// deletion ever left more voters unavailable than the headroom allows, and the rollout finishes
+// once the last one is lifted.
+func TestRolloutPartialBatch(t *testing.T) {
+	run(t, scenario{name: "partial-batch", replicas: 5, concurrency: 2,
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) { c.MaxConcurrentMemberUpdates = 2 },
+		afterBump: func(ctx context.Context, e *env) {
+			for i := 0; i < e.cluster.Replicas; i++ {
+				e.stack.Sim.CrashOnStart(e.cluster.PodKey(i), etcdContainer, true)
+			}
+			var stalled []int
+			e.waitFor(ctx, "a batch of two replaced members, both not back", func(ctx context.Context) (bool, error) {
+				stalled = e.updatedNotReady(ctx)
+				return len(stalled) >= 2, nil
+			})
+			t.Logf("batch stalled: %v; lifting the fault for all but %s", stalled, e.cluster.PodName(stalled[len(stalled)-1]))
+			for i := 0; i < e.cluster.Replicas; i++ {
+				if i != stalled[len(stalled)-1] {
+					fixed(i)(ctx, e)
+				}
+			}
+			last := stalled[len(stalled)-1]
+			e.waitFor(ctx, "every other member replaced and back while one stalls", func(ctx context.Context) (bool, error) {
+				st, err := e.cluster.State(ctx)
+				stalledNow := e.updatedNotReady(ctx)
+				return err == nil && st.Updated == e.cluster.Replicas && st.Terminating == 0 &&
+					len(stalledNow) == 1 && stalledNow[0] == last, err
+			})
+			if etcd, err := e.cluster.Get(ctx); err == nil {
+				if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersUpdated); c != nil {
+					t.Logf("status while %s stalls: %s: %s", e.cluster.PodName(last), c.Reason, c.Message)
+				}
+			}
+			fixed(last)(ctx, e)
+		}})
+}
+
+// updatedNotReady lists the ordinals of pods at the update revision that are not ready.
+func (e *env) updatedNotReady(ctx context.Context) []int {
+	sts, err := e.cluster.StatefulSet(ctx)
+	if err != nil || sts.Status.UpdateRevision == "" {
+		return nil
+	}
+	pods, _ := e.cluster.Pods(ctx)
+	var out []int
+	for i := 0; i < e.cluster.Replicas; i++ {
+		for _, p := range pods {
+			if p.Name == e.cluster.PodName(i) && p.Labels[appsv1.StatefulSetRevisionLabel] == sts.Status.UpdateRevision && !framework.PodReady(&p) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }

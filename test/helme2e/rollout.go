@@ -133,7 +133,7 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 
 	// The instruments start after the fault: the figures measure the rollout under it.
-	instruments, err := cluster.StartInstruments(ctx, workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond})
+	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{Writer: workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond}})
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,22 @@ func (s *Simulator) Partition(pod string) error {
 	return pn.partition()
 }
 
-// Heal undoes Partition.
+// PartitionFrom drops the traffic between the pod and the given peer IPs, in both directions;
+// everything else (other pods, kubelet probes, host clients) still gets through. A member
+// partitioned from one peer stays reachable by the operator and the monitors.
+func (s *Simulator) PartitionFrom(pod string, peerIPs ...string) error {
+	w, err := s.worker(pod)
+	if err != nil {
+		return err
+	}
+	pn := w.network()
+	if pn == nil {
+		return fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn.apply(peerRules(peerIPs))
+}
+
+// Heal undoes Partition and PartitionFrom.
 func (s *Simulator) Heal(pod string) error {
 	w, err := s.worker(pod)
 	if err != nil {

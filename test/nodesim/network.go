@@ -166,6 +166,10 @@ type podNetwork struct {
 	hostVeth string
 	ip       net.IP
 	host     int
+
+	mu sync.Mutex
+	// extra are the rules apply added, for heal (partitionRules included, harmlessly).
+	extra [][]string
 }
 
 func (p *podNetwork) nsPath() string { return netnsDir + "/" + p.netns }
@@ -244,8 +248,22 @@ var partitionRules = [][]string{
 	{"OUTPUT", "-o", "eth0", "-j", "DROP"},
 }
 
-func (p *podNetwork) partition() error {
-	for _, r := range partitionRules {
+// peerRules drop what goes between the pod and each of ips.
+func peerRules(ips []string) [][]string {
+	var rules [][]string
+	for _, ip := range ips {
+		rules = append(rules, []string{"INPUT", "-i", "eth0", "-s", ip, "-j", "DROP"}, []string{"OUTPUT", "-o", "eth0", "-d", ip, "-j", "DROP"})
+	}
+	return rules
+}
+
+func (p *podNetwork) partition() error { return p.apply(partitionRules) }
+
+// apply inserts the rules not yet in place; heal removes them again.
+func (p *podNetwork) apply(rules [][]string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rules {
 		check := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-C"}, r...)
 		if run("ip", check...) == nil {
 			continue
@@ -254,12 +272,15 @@ func (p *podNetwork) partition() error {
 		if err := run("ip", add...); err != nil {
 			return fmt.Errorf("partitioning %s: %w", p.netns, err)
 		}
+		p.extra = append(p.extra, r)
 	}
 	return nil
 }
 
 func (p *podNetwork) heal() error {
-	for _, r := range partitionRules {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range append(partitionRules, p.extra...) {
 		for {
 			del := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-D"}, r...)
 			if run("ip", del...) != nil {
@@ -267,6 +288,7 @@ func (p *podNetwork) heal() error {
 			}
 		}
 	}
+	p.extra = nil
 	return nil
 }
 

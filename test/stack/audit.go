@@ -48,12 +48,16 @@ type DeletionAuditor struct {
 	strategy       appsv1.StatefulSetUpdateStrategyType
 	deletions      []Deletion
 	watchErr       error
+	// concurrent is how many participating members the controller may replace at once within
+	// the quorum's headroom (1: DEP-07 as written).
+	concurrent int
 }
 
-// AuditDeletions starts watching. Stop returns what it saw.
-func (c *EtcdCluster) AuditDeletions(ctx context.Context) (*DeletionAuditor, error) {
+// AuditDeletions starts watching. Stop returns what it saw. concurrent > 1 judges against
+// quorum-headroom batches of that size (see judge); 0 or 1 against DEP-07's one at a time.
+func (c *EtcdCluster) AuditDeletions(ctx context.Context, concurrent int) (*DeletionAuditor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}}
+	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}, concurrent: max(concurrent, 1)}
 	selector := fmt.Sprintf("%s=%s,%s=%s", resources.LabelInstance, c.Name, resources.LabelManagedBy, resources.ManagerName)
 	podWatch, err := c.stack.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -131,7 +135,10 @@ func (a *DeletionAuditor) observe(t watch.EventType, pod *corev1.Pod) {
 	a.pods[pod.Name] = pod.DeepCopy()
 }
 
-// judge evaluates a deletion against the state just before it.
+// judge evaluates a deletion against the state just before it. One at a time (DEP-07): a
+// participating pod must not go while another is terminating, missing, or updated and not
+// participating. With concurrency: it must not go when, with it, more voters would be unavailable
+// (not participating, terminating or missing) than the batch size and the quorum's headroom allow.
 func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 	observed := framework.ObservePod(pod)
 	d := Deletion{At: time.Now(), Pod: pod.Name, Participating: observed.Participating,
@@ -156,7 +163,35 @@ func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 		}
 	}
 	sort.Strings(problems)
+	if a.concurrent > 1 {
+		return a.judgeBatch(pod, d)
+	}
 	d.Violation = strings.Join(problems, ", ")
+	return d
+}
+
+func (a *DeletionAuditor) judgeBatch(pod *corev1.Pod, d Deletion) Deletion {
+	replicas := a.cluster.Replicas
+	allowed := min(a.concurrent, replicas-(replicas/2+1))
+	var unavailable []string
+	for i := 0; i < replicas; i++ {
+		name := a.cluster.PodName(i)
+		other, ok := a.pods[name]
+		switch {
+		case name == pod.Name:
+		case !ok:
+			unavailable = append(unavailable, name+" missing")
+		case other.DeletionTimestamp != nil:
+			unavailable = append(unavailable, name+" terminating")
+		case !framework.ObservePod(other).Participating:
+			unavailable = append(unavailable, name+" not participating")
+		}
+	}
+	if len(unavailable)+1 > allowed {
+		sort.Strings(unavailable)
+		d.Violation = fmt.Sprintf("%d voters unavailable with it, batch size and headroom allow %d: %s",
+			len(unavailable)+1, allowed, strings.Join(unavailable, ", "))
+	}
 	return d
 }
 

@@ -15,8 +15,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -87,6 +90,33 @@ func (s *Stack) DeleteNamespace(ctx context.Context, namespace string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("namespace %s is gone but the node simulator still holds %v: %w", namespace, left, err)
+	}
+	return nil
+}
+
+// RemoveMembers deletes the Etcd, then its pods at once (grace period 0, until none is left):
+// the namespace controller then finds no pod to wait for (a terminating pod makes it requeue the
+// namespace after the pod's whole grace period, ~45 s per namespace), and a hung member does not
+// sit out its grace period. The Etcd goes first, or the StatefulSet would recreate the pods.
+func (s *Stack) RemoveMembers(ctx context.Context, c *EtcdCluster) error {
+	if etcd, err := c.Get(ctx); err == nil {
+		if err := s.Client.Delete(ctx, etcd); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the Etcd: %w", err)
+		}
+	}
+	pods := s.Kube.CoreV1().Pods(c.Namespace)
+	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range list.Items {
+			_ = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		return len(list.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods of %s still there: %w", c.Namespace, err)
 	}
 	return nil
 }

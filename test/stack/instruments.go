@@ -9,27 +9,60 @@ import (
 )
 
 // Instruments measure one rollout: the writer and monitors (workload.Recorder) and the deletion
-// auditor, started together after the fault so that the figures are the rollout's.
+// auditor, started together after the fault has settled so that the figures are the rollout's.
 type Instruments struct {
 	Recorder *workload.Recorder
-	auditor  *DeletionAuditor
-	stopped  bool
+	// Settled is what the cluster looked like when the instruments started.
+	Settled workload.Settled
+	// Warm is when the instruments first saw a quorum and an acknowledged write: figures count
+	// from then.
+	Warm      time.Time
+	auditor   *DeletionAuditor
+	bumped    time.Time
+	idleEnded time.Time
+	stopped   bool
+}
+
+// InstrumentOptions configures StartInstruments.
+type InstrumentOptions struct {
+	Writer workload.WriterOptions
+	// QuorumLost: the fault took the quorum away, so there is no leader to settle on and no
+	// quorum to warm up against; the instruments start at once.
+	QuorumLost bool
+	// Concurrency is the OnDelete controller's maxConcurrentMemberUpdates, for the deletion
+	// auditor (0: one at a time).
+	Concurrency int
 }
 
 // Measured is what the instruments saw; an error says a part of it is incomplete.
 type Measured struct {
+	// Report counts from Warm on, or from the bump when Bumped was called.
 	Report      workload.Report
 	RecorderErr error
 	Deletions   []Deletion
 	AuditErr    error
+	// IdleJitterMs is the longest write gap from Warm to the bump (Bumped): the baseline with no
+	// rollout, on this machine in this run. Zero when Bumped was not called.
+	IdleJitterMs int64
+	// LeaderStepGapMs is the longest write gap around a leader change (workload.Report.LeaderStepGapMs).
+	LeaderStepGapMs int64
 }
 
-// StartInstruments starts a writer at w's rate, the quorum and leader monitors (readiness by
-// /readyz) and the deletion auditor against the cluster.
-func (c *EtcdCluster) StartInstruments(ctx context.Context, w workload.WriterOptions) (*Instruments, error) {
+// StartInstruments waits until the cluster has settled after a fault (a stable leader a quorum
+// agrees on, workload.WaitSettled), then starts a writer, the quorum and leader monitors
+// (readiness by /readyz) and the deletion auditor, and waits until they work.
+func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions) (*Instruments, error) {
+	in := &Instruments{}
+	if !o.QuorumLost {
+		settled, err := workload.WaitSettled(ctx, c.Endpoints(), c.PKI.ClientMaterial(), workload.SettleOptions{Expected: c.Replicas})
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the fault to settle: %w", err)
+		}
+		in.Settled = settled
+	}
 	rec, err := workload.NewRecorder(c.Endpoints(), c.PKI.ClientMaterial(), workload.RecorderOptions{
 		Expected: c.Replicas,
-		Writer:   w,
+		Writer:   o.Writer,
 		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
 	})
 	if err != nil {
@@ -38,12 +71,33 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, w workload.WriterOpt
 	if err := rec.Start(ctx); err != nil {
 		return nil, fmt.Errorf("starting the recorder: %w", err)
 	}
-	auditor, err := c.AuditDeletions(ctx)
+	in.Recorder = rec
+	auditor, err := c.AuditDeletions(ctx, o.Concurrency)
 	if err != nil {
 		_, _ = rec.Stop(ctx)
 		return nil, fmt.Errorf("watching deletions: %w", err)
 	}
-	return &Instruments{Recorder: rec, auditor: auditor}, nil
+	in.auditor = auditor
+	in.Warm = time.Now()
+	if !o.QuorumLost {
+		if in.Warm, err = rec.WaitWarm(ctx, 30*time.Second); err != nil {
+			in.Stop(10 * time.Second)
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// IdleEnd records the end of the idle baseline when a scenario acts between it and the bump;
+// Bumped records when the rollout began (the idle baseline ends there unless IdleEnd said so).
+func (in *Instruments) IdleEnd(at time.Time) { in.idleEnded = at }
+func (in *Instruments) Bumped(at time.Time)  { in.bumped = at }
+
+func (in *Instruments) idleEnd() time.Time {
+	if !in.idleEnded.IsZero() {
+		return in.idleEnded
+	}
+	return in.bumped
 }
 
 // Stop stops the instruments, the recorder within budget (its audit of the acknowledged writes
@@ -57,6 +111,14 @@ func (in *Instruments) Stop(budget time.Duration) Measured {
 	defer cancel()
 	var m Measured
 	m.Report, m.RecorderErr = in.Recorder.Stop(ctx)
+	m.Report = m.Report.Since(in.Warm)
 	m.Deletions, m.AuditErr = in.auditor.Stop()
+	if !in.bumped.IsZero() {
+		m.IdleJitterMs = m.Report.LongestWriteGapWithin(in.Warm, in.idleEnd())
+		// The rollout's figures: whatever a scenario did with the instruments running before the
+		// bump (the stale-role scenario moves leadership) is not the rollout's.
+		m.Report = m.Report.Since(in.bumped)
+	}
+	m.LeaderStepGapMs = m.Report.LeaderStepGapMs()
 	return m
 }

@@ -128,11 +128,24 @@ type QuorumResult struct {
 	Stopped  time.Time `json:"stopped,omitzero"`
 	Rounds   int       `json:"rounds"`
 
+	// QuorumLossMs counts the rounds in which the members' own answers prove there was no
+	// quorum: fewer than a quorum answered "ok", and even counting every probe that timed out as
+	// "ok" would not make one. A refusal is an answer: not ready, no leader, connection refused.
 	QuorumLossMs        int64      `json:"quorumLossMs"`
 	LongestQuorumLossMs int64      `json:"longestQuorumLossMs"`
 	Losses              []Interval `json:"losses,omitempty"`
 	// InLoss is true when the last round found no quorum.
 	InLoss bool `json:"inLoss"`
+	// UnconfirmedMs counts the rounds in which fewer than a quorum answered "ok" only because
+	// probes ran into the client's own deadline: on a busy host that is the host, not
+	// necessarily the cluster, so it is reported apart from QuorumLossMs, never dropped.
+	UnconfirmedMs        int64      `json:"unconfirmedMs"`
+	LongestUnconfirmedMs int64      `json:"longestUnconfirmedMs"`
+	Unconfirmed          []Interval `json:"unconfirmed,omitempty"`
+	InUnconfirmed        bool       `json:"inUnconfirmed"`
+	// ProbeTimeouts and ProbeRefusals count failed probes by kind, over all rounds and members.
+	ProbeTimeouts int `json:"probeTimeouts"`
+	ProbeRefusals int `json:"probeRefusals"`
 
 	Participation []ParticipationSample `json:"participation,omitempty"`
 	Counts        []CountSample         `json:"counts,omitempty"`
@@ -200,17 +213,24 @@ func (m *QuorumMonitor) Snapshot() QuorumResult {
 	res.Losses = append([]Interval(nil), m.res.Losses...)
 	res.Participation = append([]ParticipationSample(nil), m.res.Participation...)
 	res.Counts = append([]CountSample(nil), m.res.Counts...)
-	if n := len(res.Losses); n > 0 && res.Losses[n-1].End.IsZero() {
-		end := res.Stopped
-		if end.IsZero() {
-			end = time.Now()
-		}
-		open := &res.Losses[n-1]
-		open.Ms = end.Sub(open.Start).Milliseconds()
-		res.QuorumLossMs += open.Ms
-		res.LongestQuorumLossMs = max(res.LongestQuorumLossMs, open.Ms)
+	end := res.Stopped
+	if end.IsZero() {
+		end = time.Now()
 	}
+	closeOpen(res.Losses, end, &res.QuorumLossMs, &res.LongestQuorumLossMs)
+	res.Unconfirmed = append([]Interval(nil), m.res.Unconfirmed...)
+	closeOpen(res.Unconfirmed, end, &res.UnconfirmedMs, &res.LongestUnconfirmedMs)
 	return res
+}
+
+// closeOpen counts an interval still open at the end of spans up to end, into total and longest.
+func closeOpen(spans []Interval, end time.Time, total, longest *int64) {
+	if n := len(spans); n > 0 && spans[n-1].End.IsZero() {
+		open := &spans[n-1]
+		open.Ms = end.Sub(open.Start).Milliseconds()
+		*total += open.Ms
+		*longest = max(*longest, open.Ms)
+	}
 }
 
 func (m *QuorumMonitor) run(ctx context.Context) {
@@ -298,12 +318,18 @@ func (m *QuorumMonitor) record(at time.Time, observed []probeResult) {
 	defer m.mu.Unlock()
 	m.res.Rounds++
 	seen := make(map[string]bool, len(observed))
-	count := 0
+	count, timedOut := 0, 0
 	for _, r := range observed {
 		ok := r.err == nil
 		seen[r.member] = true
-		if ok {
+		switch {
+		case ok:
 			count++
+		case classify(r.err) == ClassDeadline:
+			timedOut++
+			m.res.ProbeTimeouts++
+		default:
+			m.res.ProbeRefusals++
 		}
 		if last, known := m.members[r.member]; !known || last != ok {
 			m.members[r.member] = ok
@@ -326,23 +352,38 @@ func (m *QuorumMonitor) record(at time.Time, observed []probeResult) {
 	}
 	m.count = count
 
-	lost := count < m.res.Quorum
-	n := len(m.res.Losses)
+	lost := count+timedOut < m.res.Quorum
+	unconfirmed := !lost && count < m.res.Quorum
+	if track(&m.res.Losses, &m.res.InLoss, &m.res.QuorumLossMs, &m.res.LongestQuorumLossMs, at, lost, count) {
+		if lost {
+			m.opts.Logger.Info("quorum lost", "participating", count, "timedOut", timedOut, "quorum", m.res.Quorum)
+		} else {
+			m.opts.Logger.Info("quorum regained", "participating", count, "quorum", m.res.Quorum)
+		}
+	}
+	track(&m.res.Unconfirmed, &m.res.InUnconfirmed, &m.res.UnconfirmedMs, &m.res.LongestUnconfirmedMs, at, unconfirmed, count)
+}
+
+// track folds one round's verdict (in: the round is inside such an interval) into spans and
+// reports whether an interval opened or closed.
+func track(spans *[]Interval, inside *bool, total, longest *int64, at time.Time, in bool, count int) bool {
+	n := len(*spans)
+	defer func() { *inside = in }()
 	switch {
-	case lost && !m.res.InLoss:
-		m.res.Losses = append(m.res.Losses, Interval{Start: at, MinParticipating: count})
-		m.opts.Logger.Info("quorum lost", "participating", count, "quorum", m.res.Quorum)
-	case lost:
-		m.res.Losses[n-1].MinParticipating = min(m.res.Losses[n-1].MinParticipating, count)
-	case m.res.InLoss:
-		l := &m.res.Losses[n-1]
+	case in && !*inside:
+		*spans = append(*spans, Interval{Start: at, MinParticipating: count})
+		return true
+	case in:
+		(*spans)[n-1].MinParticipating = min((*spans)[n-1].MinParticipating, count)
+	case *inside:
+		l := &(*spans)[n-1]
 		l.End = at
 		l.Ms = at.Sub(l.Start).Milliseconds()
-		m.res.QuorumLossMs += l.Ms
-		m.res.LongestQuorumLossMs = max(m.res.LongestQuorumLossMs, l.Ms)
-		m.opts.Logger.Info("quorum regained", "participating", count, "quorum", m.res.Quorum, "lossMs", l.Ms)
+		*total += l.Ms
+		*longest = max(*longest, l.Ms)
+		return true
 	}
-	m.res.InLoss = lost
+	return false
 }
 
 func (m *QuorumMonitor) appendParticipation(s ParticipationSample) {

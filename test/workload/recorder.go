@@ -46,14 +46,25 @@ type Report struct {
 	DurationMs int64     `json:"durationMs"`
 	Expected   int       `json:"expected"`
 
-	QuorumLossMs        int64 `json:"quorumLossMs"`
-	LongestQuorumLossMs int64 `json:"longestQuorumLossMs"`
+	// QuorumLossMs is proven by the members' own refusals; QuorumUnconfirmedMs is time without a
+	// confirmed quorum because probes timed out on the client side (see QuorumResult).
+	QuorumLossMs               int64 `json:"quorumLossMs"`
+	LongestQuorumLossMs        int64 `json:"longestQuorumLossMs"`
+	QuorumUnconfirmedMs        int64 `json:"quorumUnconfirmedMs"`
+	LongestQuorumUnconfirmedMs int64 `json:"longestQuorumUnconfirmedMs"`
+	ProbeTimeouts              int   `json:"probeTimeouts"`
+	ProbeRefusals              int   `json:"probeRefusals"`
 
 	LongestWriteGapMs    int64     `json:"longestWriteGapMs"`
 	LongestWriteGapStart time.Time `json:"longestWriteGapStart,omitzero"`
 	LongestWriteGapEnd   time.Time `json:"longestWriteGapEnd,omitzero"`
 	FailedWrites         int       `json:"failedWrites"`
-	AckedWrites          int       `json:"ackedWrites"`
+	// WriteTimeouts are failed attempts that ran into the client's deadline; WriteRefusals those
+	// a member answered with an error (no leader, leader changed, stopped, unavailable, ...).
+	// Attempts cut short by the stop are neither.
+	WriteTimeouts int `json:"writeTimeouts"`
+	WriteRefusals int `json:"writeRefusals"`
+	AckedWrites   int `json:"ackedWrites"`
 	// LostAckedWrites counts acknowledged keys the audit did not find with their value. It is
 	// only meaningful when AuditError is empty.
 	LostAckedWrites int      `json:"lostAckedWrites"`
@@ -66,6 +77,8 @@ type Report struct {
 
 	FailuresByClass map[ErrorClass]int `json:"failuresByClass,omitempty"`
 	QuorumLosses    []Interval         `json:"quorumLosses,omitempty"`
+	// QuorumUnconfirmed are the intervals counted in QuorumUnconfirmedMs.
+	QuorumUnconfirmed []Interval `json:"quorumUnconfirmed,omitempty"`
 	// WriteGaps are the gaps between acknowledgements longer than the GapThreshold.
 	WriteGaps      []Interval            `json:"writeGaps,omitempty"`
 	WriteLatencies []LatencySample       `json:"writeLatencies,omitempty"`
@@ -79,9 +92,10 @@ type Report struct {
 // Summary is the report on one line for humans.
 func (r Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %s (%s): acked=%d failed=%d lost=%d longestWriteGap=%dms quorumLoss=%dms (longest %dms) leaderChanges=%d termIncrements=%d",
-		r.Run, (time.Duration(r.DurationMs) * time.Millisecond).String(), r.AckedWrites, r.FailedWrites, r.LostAckedWrites,
-		r.LongestWriteGapMs, r.QuorumLossMs, r.LongestQuorumLossMs, r.LeaderChanges, r.TermIncrements)
+	fmt.Fprintf(&b, "run %s (%s): acked=%d failed=%d (timeouts %d, refusals %d) lost=%d longestWriteGap=%dms quorumLoss=%dms (longest %dms) quorumUnconfirmedByTimeouts=%dms probeTimeouts=%d probeRefusals=%d leaderChanges=%d termIncrements=%d",
+		r.Run, (time.Duration(r.DurationMs) * time.Millisecond).String(), r.AckedWrites, r.FailedWrites, r.WriteTimeouts, r.WriteRefusals,
+		r.LostAckedWrites, r.LongestWriteGapMs, r.QuorumLossMs, r.LongestQuorumLossMs, r.QuorumUnconfirmedMs,
+		r.ProbeTimeouts, r.ProbeRefusals, r.LeaderChanges, r.TermIncrements)
 	if len(r.FailuresByClass) > 0 {
 		classes := make([]string, 0, len(r.FailuresByClass))
 		for c, n := range r.FailuresByClass {
@@ -219,28 +233,35 @@ func buildReport(expected int, w WriteResult, q QuorumResult, l LeaderResult) Re
 		duration = stopped.Sub(started).Milliseconds()
 	}
 	return Report{
-		Run:                  w.Run,
-		Started:              started,
-		Stopped:              stopped,
-		DurationMs:           duration,
-		Expected:             expected,
-		QuorumLossMs:         q.QuorumLossMs,
-		LongestQuorumLossMs:  q.LongestQuorumLossMs,
-		LongestWriteGapMs:    w.LongestGapMs,
-		LongestWriteGapStart: w.LongestGapStart,
-		LongestWriteGapEnd:   w.LongestGapEnd,
-		FailedWrites:         w.FailedWrites,
-		AckedWrites:          w.AckedWrites,
-		LeaderChanges:        l.LeaderChanges,
-		TermIncrements:       l.TermIncrements,
-		DistinctLeaders:      l.DistinctLeaders,
-		FailuresByClass:      w.FailuresByClass,
-		QuorumLosses:         q.Losses,
-		WriteLatencies:       w.Latencies,
-		WriteFailures:        w.Failures,
-		Participation:        q.Participation,
-		Participating:        q.Counts,
-		LeaderEpochs:         l.Epochs,
-		LeaderTimeline:       l.Observations,
+		Run:                        w.Run,
+		Started:                    started,
+		Stopped:                    stopped,
+		DurationMs:                 duration,
+		Expected:                   expected,
+		QuorumLossMs:               q.QuorumLossMs,
+		LongestQuorumLossMs:        q.LongestQuorumLossMs,
+		QuorumUnconfirmedMs:        q.UnconfirmedMs,
+		ProbeTimeouts:              q.ProbeTimeouts,
+		ProbeRefusals:              q.ProbeRefusals,
+		QuorumUnconfirmed:          q.Unconfirmed,
+		WriteTimeouts:              w.FailuresByClass[ClassDeadline],
+		WriteRefusals:              w.FailedWrites - w.FailuresByClass[ClassDeadline] - w.FailuresByClass[ClassCanceled],
+		LongestWriteGapMs:          w.LongestGapMs,
+		LongestWriteGapStart:       w.LongestGapStart,
+		LongestWriteGapEnd:         w.LongestGapEnd,
+		LongestQuorumUnconfirmedMs: q.LongestUnconfirmedMs,
+		FailedWrites:               w.FailedWrites,
+		AckedWrites:                w.AckedWrites,
+		LeaderChanges:              l.LeaderChanges,
+		TermIncrements:             l.TermIncrements,
+		DistinctLeaders:            l.DistinctLeaders,
+		FailuresByClass:            w.FailuresByClass,
+		QuorumLosses:               q.Losses,
+		WriteLatencies:             w.Latencies,
+		WriteFailures:              w.Failures,
+		Participation:              q.Participation,
+		Participating:              q.Counts,
+		LeaderEpochs:               l.Epochs,
+		LeaderTimeline:             l.Observations,
 	}
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -25,22 +26,31 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
 
 // invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
 // again; Secrets are neither watched nor cached.
 const invalidInputRetry = 30 * time.Second
 
+// holdRecheck is how soon a StatefulSet kept on OnDelete against the gate is looked at again:
+// pods are not watched by this reconciler, and the hand-over should follow the step's end closely.
+const holdRecheck = time.Second
+
 // Reconciler converges the objects an Etcd owns.
 type Reconciler struct {
 	client client.Client
-	// secrets reads Secrets from the API server, uncached (see Config.SecretReader).
+	// secrets reads Secrets from the API server, uncached (see Config.SecretReader); also the
+	// member pods while the gate is off and the StatefulSet still OnDelete.
 	secrets  client.Reader
 	recorder record.EventRecorder
 	settings resources.Settings
 	dbSizes  DBSizes
+	gateOn   bool
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -50,6 +60,8 @@ type Config struct {
 	// SecretReader reads the TLS Secrets an Etcd names, straight from the API server (the
 	// manager's APIReader). Through the cached client the first read would start an informer
 	// listing and watching every Secret in reach; the operator is granted only get on Secrets.
+	// Member pods are read through it too when the gate is off (see syncStatefulSet), so the
+	// hand-over to RollingUpdate is decided on what the apiserver holds now.
 	SecretReader     client.Reader
 	Gates            features.Gates
 	MemberAgentImage string
@@ -71,6 +83,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		secrets:  cfg.SecretReader,
 		recorder: recorder,
 		dbSizes:  cfg.DBSizes,
+		gateOn:   cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -95,6 +108,8 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update
+// Pods are listed (uncached) only to decide when a StatefulSet may leave OnDelete.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile brings an Etcd's objects to their desired state:
@@ -109,7 +124,9 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 //  3. record observedGeneration and clear lastErrors.
 //
 // The StatefulSet's spec.updateStrategy.type is written on every pass from the feature gate, so a
-// gate flip (config change + restart) flips it on the next reconcile, deleting no pod.
+// gate flip (config change + restart) flips it on the next reconcile, deleting no pod; except that
+// a gate turned off mid-rollout keeps OnDelete until the step in flight has finished
+// (internal/updatestrategy), rechecked every holdRecheck.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	etcd := &druidv1alpha1.Etcd{}
@@ -144,6 +161,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	var foreign []resources.Problem
+	held := false
+	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		held, err = r.syncStatefulSet(ctx, etcd)
+		return err
+	}
 	for _, step := range []struct {
 		name string
 		fn   func(context.Context, *druidv1alpha1.Etcd) error
@@ -159,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		{"MemberLeases", r.syncMemberLeases, false},
 		{"SnapshotLeases", r.syncSnapshotLeases, false},
 		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
-		{"StatefulSet", r.syncStatefulSet, true},
+		{"StatefulSet", syncStatefulSet, true},
 	} {
 		if step.needsAllBefore && len(foreign) > 0 {
 			log.Info("Not syncing a step while objects it needs belong to something else", "step", step.name)
@@ -190,12 +212,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
 			req.NamespacedName, len(foreign), foreign[0].Message)
 	}
+	result := ctrl.Result{}
+	if held {
+		result.RequeueAfter = holdRecheck
+	}
 	if len(warnings) > 0 {
 		// Converged, with backups that cannot work: say so, and look again (Secrets are not
 		// watched).
-		return ctrl.Result{RequeueAfter: invalidInputRetry}, r.recordOutcomeConverged(ctx, etcd, warnings)
+		result.RequeueAfter = invalidInputRetry
+		if held {
+			result.RequeueAfter = holdRecheck
+		}
+		return result, r.recordOutcomeConverged(ctx, etcd, warnings)
 	}
-	return ctrl.Result{}, r.recordOutcome(ctx, etcd, nil)
+	return result, r.recordOutcome(ctx, etcd, nil)
 }
 
 func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
@@ -435,13 +465,21 @@ func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1a
 	})
 }
 
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-	desired, err := resources.StatefulSet(etcd, r.settings)
+// syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
+// gate (the caller rechecks soon).
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd) (held bool, err error) {
+	strategy, err := r.decideStrategy(ctx, etcd)
 	if err != nil {
-		return err
+		return false, err
+	}
+	settings := r.settings
+	settings.UpdateStrategy = strategy.Type
+	desired, err := resources.StatefulSet(etcd, settings)
+	if err != nil {
+		return false, err
 	}
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-	before := ""
+	before, holdBefore := "", ""
 	var claims []corev1.PersistentVolumeClaim
 	// Replicas and the fields immutable after creation are written only at creation: a change of
 	// spec.replicas alone is the membership controller's to carry out and rewrites nothing here.
@@ -452,14 +490,64 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}{desired.Labels, desired.Annotations, desired.Spec.Template, desired.Spec.UpdateStrategy}
 	if err := r.apply(ctx, etcd, obj, written, func() {
 		before = string(obj.Spec.UpdateStrategy.Type)
+		holdBefore = obj.Annotations[resources.AnnotationUpdateStrategyHold]
 		claims = obj.Spec.VolumeClaimTemplates
 		resources.ApplyMutableStatefulSetSpec(obj, desired)
+		if strategy.Held() {
+			metav1.SetMetaDataAnnotation(&obj.ObjectMeta, resources.AnnotationUpdateStrategyHold, strategy.Reason)
+		} else {
+			delete(obj.Annotations, resources.AnnotationUpdateStrategyHold)
+		}
 	}); err != nil {
-		return err
+		return false, err
 	}
 	r.reportStorageDrift(ctx, etcd, claims, desired.Spec.VolumeClaimTemplates)
+	r.reportStrategyHold(ctx, etcd, holdBefore, strategy)
 	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
-	return nil
+	return strategy.Held(), nil
+}
+
+// decideStrategy reads what internal/updatestrategy needs. Pods are read only when the gate is off
+// and the StatefulSet is still OnDelete: everything else is decided by the gate alone.
+func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etcd) (updatestrategy.Decision, error) {
+	in := updatestrategy.Input{GateOn: r.gateOn}
+	sts := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return updatestrategy.Decide(in), nil
+	case err != nil:
+		return updatestrategy.Decision{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	in.Current = sts.Spec.UpdateStrategy.Type
+	if in.GateOn || in.Current != appsv1.OnDeleteStatefulSetStrategyType || !metav1.IsControlledBy(sts, etcd) {
+		return updatestrategy.Decide(in), nil
+	}
+	_, in.HoldRecorded = sts.Annotations[resources.AnnotationUpdateStrategyHold]
+	in.UpdateRevision = sts.Status.UpdateRevision
+	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
+		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
+	}
+	pods, err := decision.ReadMemberPods(ctx, r.secrets, sts)
+	if err != nil {
+		return updatestrategy.Decision{}, err
+	}
+	for i := range pods {
+		p := &pods[i]
+		in.Pods = append(in.Pods, updatestrategy.Pod{Name: p.Name, Revision: p.Labels[appsv1.StatefulSetRevisionLabel],
+			Terminating: !p.DeletionTimestamp.IsZero(), Ready: status.PodReady(p)})
+	}
+	return updatestrategy.Decide(in), nil
+}
+
+// reportStrategyHold logs and records an Event when a hold starts or its reason changes.
+func (r *Reconciler) reportStrategyHold(ctx context.Context, etcd *druidv1alpha1.Etcd, before string, d updatestrategy.Decision) {
+	if !d.Held() || before == d.Reason {
+		return
+	}
+	logr.FromContextOrDiscard(ctx).Info("Keeping the StatefulSet on OnDelete until the rollout step in flight has finished",
+		"gate", features.QuorumAwareUpdatesWithOnDelete, "rule", d.Rule, "reason", d.Reason)
+	r.recorder.Event(etcd, corev1.EventTypeNormal, rollout.RuleID(d.Rule).CamelCase(), d.Reason)
 }
 
 func (r *Reconciler) reportStrategyChange(ctx context.Context, etcd *druidv1alpha1.Etcd, before, after string) {

@@ -30,6 +30,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -169,6 +170,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
 		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
 	}
+	if d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover {
+		if hold, err := r.strategyHold(ctx, sts); err != nil || hold != "" {
+			// The gate is off and the Etcd reconciler hands the StatefulSet to RollingUpdate once
+			// the step in flight has finished: starting another step now would race it.
+			log.Info("Deletion held: the StatefulSet is being handed to RollingUpdate", "pods", d.Pods, "hold", hold)
+			return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, err
+		}
+	}
 	switch d.Action {
 	case rollout.ActionDelete:
 		if err := r.deletePods(ctx, outcome.Pods, d); err != nil {
@@ -255,6 +264,23 @@ func deletable(sts *appsv1.StatefulSet, pods []corev1.Pod) bool {
 // inFlight tells whether a rollout is under way: a pod outdated, terminating or missing.
 func inFlight(d rollout.Decision) bool {
 	return d.Action != rollout.ActionDone
+}
+
+// strategyHold returns the StatefulSet's hold annotation (resources.AnnotationUpdateStrategyHold)
+// as the apiserver holds it now: read again right before a deletion, since deciding may have
+// taken a while (members asked over the network) and the hold may have been set meanwhile.
+func (r *Reconciler) strategyHold(ctx context.Context, sts *appsv1.StatefulSet) (string, error) {
+	if hold := sts.Annotations[resources.AnnotationUpdateStrategyHold]; hold != "" {
+		return hold, nil
+	}
+	fresh := &appsv1.StatefulSet{}
+	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(sts), fresh); err != nil {
+		return "", fmt.Errorf("re-reading StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
+	}
+	if fresh.UID != sts.UID || fresh.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		return "the StatefulSet was replaced or is no longer OnDelete", nil
+	}
+	return fresh.Annotations[resources.AnnotationUpdateStrategyHold], nil
 }
 
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.

@@ -27,9 +27,12 @@ const (
 	ReasonNotAllMembersReady   = "NotAllMembersReady"
 	ReasonAllMembersUpdated    = "AllMembersUpdated"
 	ReasonNotAllMembersUpdated = "NotAllMembersUpdated"
-	ReasonStatefulSetMissing   = "StatefulSetNotFound"
-	ReasonInvalidReplicas      = "InvalidReplicas"
-	ReasonTooManyMemberPods    = "TooManyMemberPods"
+	// ReasonUpdateStrategyHeld: the gate is off but OnDelete is kept until the step in flight
+	// has finished (internal/updatestrategy); the message says which pod it waits for.
+	ReasonUpdateStrategyHeld = "UpdateStrategyHeld"
+	ReasonStatefulSetMissing = "StatefulSetNotFound"
+	ReasonInvalidReplicas    = "InvalidReplicas"
+	ReasonTooManyMemberPods  = "TooManyMemberPods"
 
 	MemberReasonLeaseSucceeded = "LeaseSucceeded"
 	MemberReasonLeaseExpired   = "LeaseExpired"
@@ -76,7 +79,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			continue
 		}
 		out.Replicas++
-		if podReady(&pod) {
+		if PodReady(&pod) {
 			out.ReadyReplicas++
 		}
 		// Computed from the pods, not the StatefulSet's currentReplicas, which does not advance
@@ -153,7 +156,7 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 	switch {
 	case pod == nil:
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodMissing
-	case !podReady(pod):
+	case !PodReady(pod):
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady
 	case leaseRenewed(lease, now):
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded
@@ -171,7 +174,8 @@ func leaseRenewed(lease *coordinationv1.Lease, now time.Time) bool {
 	return renewed && now.Before(expiry)
 }
 
-func podReady(pod *corev1.Pod) bool {
+// PodReady is the pod's Ready condition: for a member, quorum participation (its readiness probe).
+func PodReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

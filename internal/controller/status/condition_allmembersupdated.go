@@ -52,6 +52,12 @@ func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alph
 	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
 		return c
 	}
+	if hold := sts.Annotations[resources.AnnotationUpdateStrategyHold]; hold != "" {
+		// The gate is off: the OnDelete controller starts no step, so its last decision is stale.
+		c.Reason = ReasonUpdateStrategyHeld
+		c.Message += "; " + hold
+		return c
+	}
 	if op != nil && op.Type == OperationRollout && op.RunID == updateRevision && op.Description != "" {
 		c.Message += "; " + op.Description
 	}

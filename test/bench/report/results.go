@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Scenario and strategy ids, as the issue names them and rollout.json carries them.
@@ -15,9 +16,21 @@ const (
 	StrategyRollingUpdateMaxUnavailable = "rolling-update-maxunavailable"
 	StrategyOnDeleteLease               = "ondelete-lease"
 	StrategyOnDeleteDirect              = "ondelete-direct"
+	// StrategyOnDeleteConcurrent is ours with several participating members replaced at once,
+	// within the quorum's headroom (maxConcurrentMemberUpdates).
+	StrategyOnDeleteConcurrent = "ondelete-concurrent"
 
+	// ScenarioStaleRole ends the id of the stale-role scenarios ("3-stale-role", ...).
 	ScenarioStaleRole = "stale-role"
 )
+
+// IsStaleRole says whether a scenario id is one of the stale-role scenarios.
+func IsStaleRole(scenario string) bool { return strings.HasSuffix(scenario, ScenarioStaleRole) }
+
+// Ours says whether a strategy is this operator's.
+func Ours(strategy string) bool {
+	return strategy == StrategyOnDeleteDirect || strategy == StrategyOnDeleteConcurrent || strategy == StrategyOnDeleteLease
+}
 
 // Results is rollout.json.
 type Results struct {
@@ -67,6 +80,9 @@ type Settings struct {
 	WriteRate      float64 `json:"writeRate"`
 	WriteTimeoutMs int64   `json:"writeTimeoutMs"`
 	QuorumProbe    string  `json:"quorumProbe"`
+	// IdleBaselineSeconds is the window before each bump with the instruments running and no
+	// rollout; its longest write gap is that run's idle jitter.
+	IdleBaselineSeconds float64 `json:"idleBaselineSeconds"`
 	// StallSeconds: a rollout that makes no progress (no pod updated or becoming ready, none
 	// terminating) for this long is recorded as not completed; TimeoutSeconds bounds any rollout.
 	StallSeconds   float64 `json:"stallSeconds"`
@@ -85,11 +101,24 @@ type Run struct {
 	// Note says why a run did not complete, or what else went wrong while measuring.
 	Note string `json:"note,omitempty"`
 
-	QuorumLossMs      int64 `json:"quorumLossMs"`
-	LongestWriteGapMs int64 `json:"longestWriteGapMs"`
-	FailedWrites      int   `json:"failedWrites"`
-	AckedWrites       int   `json:"ackedWrites"`
-	LostAckedWrites   int   `json:"lostAckedWrites"`
+	// QuorumLossMs is proven by the members' own refusals (not ready, no leader, refused);
+	// QuorumUnconfirmedMs is time a quorum was not confirmed only because probes ran into the
+	// client's deadline (a busy host), reported apart and never dropped.
+	QuorumLossMs        int64 `json:"quorumLossMs"`
+	QuorumUnconfirmedMs int64 `json:"quorumUnconfirmedMs"`
+	ProbeTimeouts       int   `json:"probeTimeouts"`
+	ProbeRefusals       int   `json:"probeRefusals"`
+	LongestWriteGapMs   int64 `json:"longestWriteGapMs"`
+	// LeaderStepGapMs is the longest write gap around a leader change; IdleJitterMs the longest
+	// write gap in the idle window before the bump, in the same run.
+	LeaderStepGapMs int64 `json:"leaderStepGapMs"`
+	IdleJitterMs    int64 `json:"idleJitterMs"`
+	FailedWrites    int   `json:"failedWrites"`
+	// WriteTimeouts and WriteRefusals split FailedWrites: the client's deadline, or a member's error.
+	WriteTimeouts   int `json:"writeTimeouts"`
+	WriteRefusals   int `json:"writeRefusals"`
+	AckedWrites     int `json:"ackedWrites"`
+	LostAckedWrites int `json:"lostAckedWrites"`
 	// AuditError is set when the acknowledged writes could not be read back; LostAckedWrites
 	// is then meaningless.
 	AuditError     string `json:"auditError,omitempty"`
@@ -137,4 +166,17 @@ func WriteJSON(path string, r Results) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// ReadJSON reads a rollout.json, e.g. of a benchmark still running or stopped part-way.
+func ReadJSON(path string) (Results, error) {
+	var r Results
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, fmt.Errorf("reading results: %w", err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return r, nil
 }

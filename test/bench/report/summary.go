@@ -47,13 +47,22 @@ type figure struct {
 
 var figures = []figure{
 	{"rollout s", func(r Run) float64 { return r.RolloutSeconds }, func(v float64) string { return fmt.Sprintf("%.1f", v) }, true},
-	{"quorum loss ms", func(r Run) float64 { return float64(r.QuorumLossMs) }, intFormat, true},
-	{"longest write gap ms", func(r Run) float64 { return float64(r.LongestWriteGapMs) }, intFormat, true},
-	{"failed writes", func(r Run) float64 { return float64(r.FailedWrites) }, intFormat, true},
-	{"lost acked writes", func(r Run) float64 { return float64(r.LostAckedWrites) }, intFormat, false},
 	{"leader changes", func(r Run) float64 { return float64(r.LeaderChanges) }, intFormat, false},
+	{"quorum loss ms (refusals)", func(r Run) float64 { return float64(r.QuorumLossMs) }, intFormat, false},
+	{"unconfirmed ms (probe timeouts)", func(r Run) float64 { return float64(r.QuorumUnconfirmedMs) }, intFormat, false},
+	{"failed writes: timeouts", func(r Run) float64 { return float64(r.WriteTimeouts) }, intFormat, false},
+	{"failed writes: refusals", func(r Run) float64 { return float64(r.WriteRefusals) }, intFormat, false},
+	{"write gap at leader step ms", func(r Run) float64 { return float64(r.LeaderStepGapMs) }, intFormat, false},
+	{"idle jitter ms", func(r Run) float64 { return float64(r.IdleJitterMs) }, intFormat, false},
+	{"step gap ≤ 3× jitter", nil, nil, false}, // rendered specially: runs that pass
+	{"longest write gap ms", func(r Run) float64 { return float64(r.LongestWriteGapMs) }, intFormat, false},
+	{"lost acked writes", func(r Run) float64 { return float64(r.LostAckedWrites) }, intFormat, false},
 	{"deletions (participating)", nil, nil, false}, // rendered specially
 }
+
+// stepWithinJitter is the proof's bound: the write gap at the leader step within three times
+// the idle jitter of the same run.
+func stepWithinJitter(r Run) bool { return r.LeaderStepGapMs <= 3*r.IdleJitterMs }
 
 func intFormat(v float64) string {
 	if v == math.Trunc(v) {
@@ -64,8 +73,9 @@ func intFormat(v float64) string {
 
 // Strategies in table order; Scenarios likewise. Ids not listed sort after, alphabetically.
 var (
-	Strategies = []string{StrategyRollingUpdate, StrategyRollingUpdateMaxUnavailable, StrategyOnDeleteLease, StrategyOnDeleteDirect}
-	Scenarios  = []string{"3-healthy", "3-one-dead", "3-one-hung", "3-one-partitioned", "5-healthy", "5-one-dead", ScenarioStaleRole}
+	Strategies = []string{StrategyRollingUpdate, StrategyRollingUpdateMaxUnavailable, StrategyOnDeleteLease, StrategyOnDeleteDirect, StrategyOnDeleteConcurrent}
+	Scenarios  = []string{"3-healthy", "3-one-dead", "3-stale-role", "5-healthy", "5-one-dead", "5-stale-role",
+		"7-healthy", "7-one-dead", "7-stale-role", "3-one-hung", "3-one-partitioned"}
 )
 
 // Markdown renders the summary: one row per scenario × strategy with median (min–max) over the
@@ -78,9 +88,22 @@ func Markdown(r Results) string {
 	fmt.Fprintf(&b, "Writer %.0f Puts/s with a %d ms deadline per attempt; quorum probed with %s. "+
 		"A rollout with no progress for %.0f s (no pod updated or becoming ready, none terminating), or not done in %.0f s, counts as not completed.\n\n",
 		r.Settings.WriteRate, r.Settings.WriteTimeoutMs, r.Settings.QuorumProbe, r.Settings.StallSeconds, r.Settings.TimeoutSeconds)
+	fmt.Fprintf(&b, "Each run: the fault is injected, the instruments start once it has settled (a stable leader a quorum agrees on), "+
+		"then %.0f s with no rollout (the idle baseline: its longest write gap is the run's idle jitter), then the bump. "+
+		"Quorum loss counts only rounds the members' own refusals prove (not ready, no leader, refused); rounds unconfirmed only because "+
+		"probes hit the client's %d ms deadline are the separate timeout column. The write gap at the leader step is the longest gap "+
+		"within 1 s before to 0.5 s after each new term's first sighting.\n\n", r.Settings.IdleBaselineSeconds, r.Settings.WriteTimeoutMs)
 	b.WriteString("Cells: median (min–max) over the completed runs; ×RU: ratio of the medians to `rolling-update` in the same scenario " +
 		"(— when either side is missing or RollingUpdate's median is 0).\n\n")
 	b.WriteString(Table(r.Runs))
+	if proof := ProofTable(r.Runs); proof != "" {
+		b.WriteString("\n## Against the proof's bounds (ours)\n\n")
+		b.WriteString("Runs of ours that met each bound, over all runs (completed or not); the rollout ratio is the median " +
+			"against `rolling-update`'s (bound: ≤ 0.6× at 5 members and ≤ 0.5× at 7 with concurrency).\n\n")
+		b.WriteString(proof)
+	}
+	b.WriteString("\n## Every run\n\n")
+	b.WriteString(RunsTable(r.Runs))
 
 	if stuck := incomplete(r.Runs); len(stuck) > 0 {
 		b.WriteString("\nRuns that did not complete:\n\n")
@@ -199,6 +222,16 @@ func Table(runs []Run) string {
 		baseline := completed(groups[key{k.scenario, StrategyRollingUpdate}])
 		row := []string{k.scenario, "`" + k.strategy + "`", fmt.Sprintf("%d/%d", len(done), len(groups[k]))}
 		for _, f := range figures {
+			if f.value == nil && f.title == "step gap ≤ 3× jitter" {
+				n := 0
+				for _, r := range done {
+					if stepWithinJitter(r) {
+						n++
+					}
+				}
+				row = append(row, fmt.Sprintf("%d/%d", n, len(done)))
+				continue
+			}
 			if f.value == nil {
 				row = append(row, cell(stat(done, func(r Run) float64 { return float64(r.Deletions) }), intFormat)+
 					" ("+cell(stat(done, func(r Run) float64 { return float64(r.ParticipatingDeletions) }), intFormat)+")")
@@ -221,11 +254,11 @@ func StaleRoleTable(runs []Run) string {
 	groups, keys := group(runs)
 	var b strings.Builder
 	for _, k := range keys {
-		if k.scenario != ScenarioStaleRole {
+		if !IsStaleRole(k.scenario) {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("| strategy | runs | leader deleted while followers remained (total) | per run | deletions |\n|---|---|---|---|---|\n")
+			b.WriteString("| scenario | strategy | runs | leader deleted while followers remained (total) | per run | deletions |\n|---|---|---|---|---|---|\n")
 		}
 		total, measured := 0, 0
 		var perRun, deletions []string
@@ -239,7 +272,57 @@ func StaleRoleTable(runs []Run) string {
 			total += *r.LeaderDeletedWhileFollowersRemained
 			perRun = append(perRun, fmt.Sprintf("%d", *r.LeaderDeletedWhileFollowersRemained))
 		}
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %s | %s |\n", k.strategy, len(groups[k]), total, strings.Join(perRun, ", "), strings.Join(deletions, ", "))
+		fmt.Fprintf(&b, "| %s | `%s` | %d | %d | %s | %s |\n", k.scenario, k.strategy, len(groups[k]), total, strings.Join(perRun, ", "), strings.Join(deletions, ", "))
+	}
+	return b.String()
+}
+
+// RunsTable lists every run with its own figures, in the order they ran, so the spread behind
+// each median can be read run by run.
+func RunsTable(runs []Run) string {
+	var b strings.Builder
+	b.WriteString("| scenario | strategy | rep | completed | rollout s | leader changes | quorum loss ms | unconfirmed ms | write timeouts | write refusals | gap at leader step ms | idle jitter ms | ≤ 3× | longest gap ms | note |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		within := "no"
+		if stepWithinJitter(r) {
+			within = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %d | %v | %.1f | %d | %d | %d | %d | %d | %d | %d | %s | %d | %s |\n",
+			r.Scenario, r.Strategy, r.Rep, r.Completed, r.RolloutSeconds, r.LeaderChanges, r.QuorumLossMs, r.QuorumUnconfirmedMs,
+			r.WriteTimeouts, r.WriteRefusals, r.LeaderStepGapMs, r.IdleJitterMs, within, r.LongestWriteGapMs, strings.ReplaceAll(r.Note, "|", "/"))
+	}
+	return b.String()
+}
+
+// ProofTable counts, for each scenario × strategy of ours, the runs with exactly one leader
+// change, with no quorum loss proven by refusals, and with the write gap at the leader step within
+// 3× the run's idle jitter, and gives the rollout time's ratio to RollingUpdate.
+func ProofTable(runs []Run) string {
+	groups, keys := group(runs)
+	var b strings.Builder
+	for _, k := range keys {
+		if !Ours(k.strategy) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| scenario | strategy | runs | exactly 1 leader change | 0 ms quorum loss | step gap ≤ 3× jitter | rollout ×RU |\n|---|---|---|---|---|---|---|\n")
+		}
+		all := groups[k]
+		count := func(ok func(Run) bool) string {
+			n := 0
+			for _, r := range all {
+				if ok(r) {
+					n++
+				}
+			}
+			return fmt.Sprintf("%d/%d", n, len(all))
+		}
+		rollout := func(r Run) float64 { return r.RolloutSeconds }
+		ratio := ratioCell(stat(completed(all), rollout), stat(completed(groups[key{k.scenario, StrategyRollingUpdate}]), rollout))
+		fmt.Fprintf(&b, "| %s | `%s` | %d | %s | %s | %s | %s |\n", k.scenario, k.strategy, len(all),
+			count(func(r Run) bool { return r.LeaderChanges == 1 }), count(func(r Run) bool { return r.QuorumLossMs == 0 }),
+			count(stepWithinJitter), ratio)
 	}
 	return b.String()
 }

@@ -49,7 +49,7 @@ func intp(n int) *int { return &n }
 
 func sampleRuns() []Run {
 	return []Run{
-		{Scenario: "3-one-dead", Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, RolloutSeconds: 10, QuorumLossMs: 0, LongestWriteGapMs: 200, FailedWrites: 2, Deletions: 3, ParticipatingDeletions: 2},
+		{Scenario: "3-one-dead", Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, RolloutSeconds: 10, QuorumLossMs: 0, LongestWriteGapMs: 200, LeaderStepGapMs: 200, IdleJitterMs: 50, FailedWrites: 2, Deletions: 3, ParticipatingDeletions: 2},
 		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, RolloutSeconds: 8, QuorumLossMs: 3000, LongestWriteGapMs: 1600, FailedWrites: 20, Deletions: 3, ParticipatingDeletions: 2},
 		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 2, Completed: true, RolloutSeconds: 12, QuorumLossMs: 1000, LongestWriteGapMs: 1400, FailedWrites: 30, Deletions: 3, ParticipatingDeletions: 2},
 		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdateMaxUnavailable, Rep: 1, Completed: false, RolloutSeconds: 31, Note: "no progress for 30s"},
@@ -83,9 +83,10 @@ func TestTable(t *testing.T) {
 	for _, tc := range []struct {
 		name, row, want string
 	}{
-		{"median with spread over two reps", rows[1], "| 10.0 (8.0–12.0) | 1.00× | 2000 (1000–3000) | 1.00× |"},
+		{"median with spread over two reps", rows[1], "| 10.0 (8.0–12.0) | 1.00× | 0 | 2000 (1000–3000) |"},
 		{"incomplete strategy shows no figures", rows[2], "| 0/1 | — | — | — |"},
-		{"ratio to rolling-update's median", rows[3], "| 1/1 | 10.0 | 1.00× | 0 | 0.00× | 200 | 0.13× | 2 | 0.08× |"},
+		{"ratio to rolling-update's median", rows[3], "| 1/1 | 10.0 | 1.00× | 0 | 0 |"},
+		{"leader step within 3× idle jitter", rows[3], "| 0/1 | 200 |"},
 		{"deletions with participating count", rows[3], "| 3 (2) |"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,8 +102,9 @@ func TestMarkdownListsIncompleteRunsAndStaleRoles(t *testing.T) {
 	for _, want := range []string{
 		"2 CPUs, 23.4 GiB memory, Linux 6.1",
 		"- 3-one-dead / rolling-update-maxunavailable rep 1 after 31 s: no progress for 30s",
-		"| `ondelete-lease` | 1 | 1 | 1 | 3 |",
-		"| `ondelete-direct` | 1 | 0 | 0 | 3 |",
+		"| stale-role | `ondelete-lease` | 1 | 1 | 1 | 3 |",
+		"| stale-role | `ondelete-direct` | 1 | 0 | 0 | 3 |",
+		"| 3-one-dead | `ondelete-direct` | 1 | true | 10.0 | 0 | 0 | 0 | 0 | 0 | 200 | 50 | no | 200 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -1,0 +1,103 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func TestReportSince(t *testing.T) {
+	rep := Report{
+		Stopped:              at(10000),
+		QuorumLosses:         []Interval{{Start: at(-1000), End: at(200)}, {Start: at(5000), End: at(5500)}, {Start: at(9800)}},
+		QuorumUnconfirmed:    []Interval{{Start: at(-500), End: at(100)}, {Start: at(7000), End: at(7300)}},
+		WriteFailures:        []FailedAttempt{{At: at(-900), Class: ClassNoLeader}, {At: at(-100), Class: ClassDeadline}, {At: at(5100), Class: ClassDeadline}, {At: at(5200), Class: ClassLeaderChanged}, {At: at(9999), Class: ClassCanceled}},
+		LongestWriteGapMs:    1100,
+		LongestWriteGapStart: at(-1000),
+		WriteLatencies:       []LatencySample{{At: at(-1000)}, {At: at(100)}, {At: at(5000)}, {At: at(5700)}, {At: at(9900)}},
+	}
+	got := rep.Since(at(0))
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"QuorumLossMs", got.QuorumLossMs, 200 + 500 + 200},
+		{"QuorumUnconfirmedMs", got.QuorumUnconfirmedMs, 100 + 300},
+		{"FailedWrites", int64(got.FailedWrites), 3},
+		{"WriteTimeouts", int64(got.WriteTimeouts), 1},
+		{"WriteRefusals", int64(got.WriteRefusals), 1},
+		{"LongestWriteGapMs (100 ms → 5000 ms)", got.LongestWriteGapMs, 4900},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestLeaderStepGap(t *testing.T) {
+	var acks []LatencySample
+	for ms := 0; ms <= 10000; ms += 25 {
+		if ms > 4000 && ms < 4300 { // the election's gap, 4000 → 4300
+			continue
+		}
+		if ms > 8000 && ms < 8200 { // a gap far from any leader change
+			continue
+		}
+		acks = append(acks, LatencySample{At: at(ms)})
+	}
+	rep := Report{Stopped: at(10000), WriteLatencies: acks}
+	if got := rep.LeaderStepGapMs(); got != 0 {
+		t.Errorf("no leader change: gap %d, want 0", got)
+	}
+	rep.LeaderEpochs = []LeaderEpoch{{At: at(0), Term: 2}, {At: at(4400), Term: 3}}
+	if got := rep.LeaderStepGapMs(); got != 300 {
+		t.Errorf("leader step gap %d, want 300 (the 200 ms gap at 8 s is not the leader step's)", got)
+	}
+	if got := rep.LongestWriteGapWithin(at(0), at(3000)); got != 25 {
+		t.Errorf("idle jitter %d, want 25", got)
+	}
+}
+
+// TestQuorumRefusalsApartFromTimeouts: a round is a quorum loss only when the members' own
+// answers prove it; probes that ran into the client's deadline make it unconfirmed instead.
+func TestQuorumRefusalsApartFromTimeouts(t *testing.T) {
+	m, err := NewQuorumMonitor(StaticEndpoints(), conductortls.ClientMaterial{}, QuorumOptions{Expected: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := fmt.Errorf("member etcd-1: %w", context.DeadlineExceeded)
+	refused := fmt.Errorf("member etcd-2: %w", rpctypes.ErrGRPCNoLeader)
+	round := func(ms int, errs ...error) {
+		var rs []probeResult
+		for i, e := range errs {
+			rs = append(rs, probeResult{member: fmt.Sprintf("etcd-%d", i), err: e})
+		}
+		m.record(at(ms), rs)
+	}
+	round(0, nil, nil, nil)
+	round(100, nil, timeout, refused)         // 1 ok + 1 timed out: unconfirmed, not lost
+	round(200, nil, nil, refused)             // quorum again
+	round(300, nil, refused, refused)         // refusals prove the loss
+	round(400, errors.New("x"), timeout, nil) // 1 ok, 1 timed out, 1 refused: unconfirmed
+	round(500, nil, nil, nil)
+	res := m.Snapshot()
+	if res.QuorumLossMs != 100 || len(res.Losses) != 1 {
+		t.Errorf("quorum loss %d ms %v, want 100 ms in one interval", res.QuorumLossMs, res.Losses)
+	}
+	if res.UnconfirmedMs != 200 || len(res.Unconfirmed) != 2 {
+		t.Errorf("unconfirmed %d ms %v, want 200 ms in two intervals", res.UnconfirmedMs, res.Unconfirmed)
+	}
+	if res.ProbeTimeouts != 2 || res.ProbeRefusals != 5 {
+		t.Errorf("probe timeouts %d refusals %d, want 2 and 5", res.ProbeTimeouts, res.ProbeRefusals)
+	}
+}
