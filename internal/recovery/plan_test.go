@@ -37,15 +37,27 @@ func TestPlan(t *testing.T) {
 	}{
 		{name: "healthy", o: Observed{Replicas: 3, Pods: pods(3)}, action: ActionNone, rule: RuleNotNeeded},
 		{name: "quorum lost but a leader answers: never restore while a quorum exists",
-			o: func() Observed { o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}); o.LeaderAnswered = true; return o }(),
+			o: func() Observed {
+				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
+				o.LeaderAnswered = true
+				return o
+			}(),
 			action: ActionNone, rule: RuleLeaderAnswers},
 		{name: "one of three without data: the others bring quorum back",
 			o: lost(Observed{Replicas: 3, Pods: pods(3, 2)}), action: ActionWait, rule: RuleDataRemains},
 		{name: "two of three without data, within the grace",
-			o:      func() Observed { o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}); o.QuorumLostFor = 10 * time.Second; return o }(),
+			o: func() Observed {
+				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
+				o.QuorumLostFor = 10 * time.Second
+				return o
+			}(),
 			action: ActionWait, rule: RuleGrace},
 		{name: "two of three without data, no backup store",
-			o:      func() Observed { o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}); o.BackupConfigured = false; return o }(),
+			o: func() Observed {
+				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
+				o.BackupConfigured = false
+				return o
+			}(),
 			action: ActionWait, rule: RuleNoBackup},
 		{name: "two of three without data: restore the lowest of them",
 			o: lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}), action: ActionStart, rule: RuleStart,
@@ -61,7 +73,11 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "single node that lost its volume", o: lost(Observed{Replicas: 1, Pods: pods(1, 0)}), action: ActionStart, rule: RuleStart},
 		{name: "in progress, nobody leads yet",
-			o: func() Observed { o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}); o.InProgress = inProgress; return o }(),
+			o: func() Observed {
+				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
+				o.InProgress = inProgress
+				return o
+			}(),
 			action: ActionWait, rule: RuleRestoring},
 		{name: "in progress, the old cluster answers as leader: still waiting",
 			o: func() Observed {

@@ -101,6 +101,9 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // carries it out.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
+	if quiet, err := r.nothingToRecover(ctx, req); err != nil || quiet {
+		return ctrl.Result{RequeueAfter: r.cfg.SettledInterval}, err
+	}
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, etcd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -158,6 +161,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.cfg.StepInterval}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.cfg.SettledInterval}, nil
+}
+
+// nothingToRecover decides from the informer cache alone, so that a fleet of healthy (or never
+// bootstrapped) clusters costs no uncached read and no member query: there is nothing to recover
+// unless the cluster has bootstrapped (status.clusterID) and either its Ready condition says
+// quorum is lost or a recovery is recorded (RecoveryInProgress True, or a restore request on a
+// member Lease, which must be finished and cleared even after quorum is back).
+func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bool, error) {
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/recovery")
+		}
+		return true, client.IgnoreNotFound(err)
+	}
+	if etcd.Status.ClusterID == "" {
+		return true, nil
+	}
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		return false, nil
+	}
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress); c != nil &&
+		c.Status == druidv1alpha1.ConditionTrue {
+		return false, nil
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := r.cfg.Client.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return false, fmt.Errorf("listing member leases from the cache: %w", err)
+	}
+	for _, l := range leases.Items {
+		if l.Annotations[memberagent.AnnotationRestore] != "" {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) (recovery.Observed, error) {
@@ -331,8 +370,11 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	}
 	reason := d.Rule.CamelCase()
 	message := fmt.Sprintf("%s [%s]", d.Reason, d.Rule)
-	changed := prev == nil || prev.Status != cond || prev.Reason != reason || prev.Message != message
+	// A wait's message counts the seconds since quorum was lost: rewriting it on every pass
+	// would be a status write every StepInterval for nothing. It is written when the rule or
+	// the status changes, or an action was taken; lastUpdateTime says as of when.
 	acted := d.Action != recovery.ActionWait && d.Action != recovery.ActionNone
+	changed := prev == nil || prev.Status != cond || prev.Reason != reason || (acted && prev.Message != message)
 	if acted || (changed && (prev == nil || prev.Reason != reason)) {
 		eventType := corev1.EventTypeNormal
 		if actErr != nil || d.Rule == recovery.RuleNoBackup || d.Rule == recovery.RuleStart || d.Rule == recovery.RuleReplaceOldPod {
