@@ -44,8 +44,11 @@ func TestFleetSmoke(t *testing.T) {
 	if r.TimedOut || r.Seconds <= 0 {
 		t.Errorf("restart not measured: %.1fs, timed out %t", r.Seconds, r.TimedOut)
 	}
-	if len(r.Requests) == 0 || r.Reads == 0 {
-		t.Errorf("no apiserver requests counted over the restart (a starting manager at least lists): %+v", r.Requests)
+	// A settled fleet costs the restarted manager no read that is counted (its informers list
+	// through streaming WATCHes), but scraping its metrics costs a TokenReview and a
+	// SubjectAccessReview: none counted at all means the counting is broken.
+	if len(r.Requests) == 0 {
+		t.Errorf("no apiserver requests counted over the restart (scraping the manager's metrics at least authenticates): %+v", r.Requests)
 	}
 	if r.Proc.RSSBytes == 0 || r.Proc.CPUSeconds == 0 || r.Goroutines == 0 {
 		t.Errorf("process figures missing: %+v, goroutines %.0f", r.Proc, r.Goroutines)
