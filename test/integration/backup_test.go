@@ -24,7 +24,7 @@ import (
 )
 
 // TestBackupWiringAndBadStoresReported: an Etcd with spec.backup gets its member-agents wired
-// (flags, the Secret mounted into the agent alone, the snapshot Leases and the Role's rule on
+// (flags, the Secret mounted into the agent and the init step alone, the snapshot Leases and the Role's rule on
 // them). A missing Secret, a Secret without credentials and an unknown provider are each
 // reported (lastErrors, Event; BackupReady False for the provider) while the Etcd is still
 // reconciled; a good Secret clears them; an on-demand request reaches the full snapshot Lease.
@@ -70,8 +70,10 @@ func TestBackupWiringAndBadStoresReported(t *testing.T) {
 				}
 			}
 		}
-		if strings.Join(agentMounts, ",") != resources.MemberAgentContainerName {
-			return false, fmt.Sprintf("backup Secret mounted into %v, want the member-agent alone", agentMounts)
+		// The init step restores from the store when asked to (it reads the same Secret,
+		// read-only); the etcd container never sees it.
+		if want := resources.MemberInitContainerName + "," + resources.MemberAgentContainerName; strings.Join(agentMounts, ",") != want {
+			return false, fmt.Sprintf("backup Secret mounted into %v, want the member-init and member-agent alone", agentMounts)
 		}
 		for _, v := range pod.Volumes {
 			if v.Name == "backup-secret" && (v.Secret == nil || v.Secret.Optional == nil || !*v.Secret.Optional) {
