@@ -34,6 +34,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
@@ -121,13 +122,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !metav1.IsControlledBy(sts, etcd) || sts.Spec.Replicas == nil || *sts.Spec.Replicas == 0 {
 		return ctrl.Result{}, nil
 	}
-	pods, err := r.pods(ctx, sts)
+	pods, err := decision.ReadMemberPods(ctx, r.cfg.Reader, sts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.cfg.Reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing member leases: %w", err)
+	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Reader, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	var cs *etcdclient.ClusterStatus
 	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
@@ -136,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			cs = &got
 		}
 	}
-	o, err := r.observe(etcd, sts, pods, leases.Items, cs)
+	o, err := r.observe(etcd, sts, pods, leases, cs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -187,11 +188,11 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		c.Status == druidv1alpha1.ConditionTrue {
 		return false, nil
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := r.cfg.Client.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return false, fmt.Errorf("listing member leases from the cache: %w", err)
+	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Client, etcd)
+	if err != nil {
+		return false, err
 	}
-	for _, l := range leases.Items {
+	for _, l := range leases {
 		if l.Annotations[memberagent.AnnotationRestore] != "" {
 			return false, nil
 		}
@@ -337,24 +338,6 @@ func (r *Reconciler) annotateLease(ctx context.Context, namespace, name, key, va
 		return fmt.Errorf("writing %s on Lease %s/%s: %w", key, namespace, name, err)
 	}
 	return nil
-}
-
-func (r *Reconciler) pods(ctx context.Context, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("parsing selector of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	list := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, list, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
-	}
-	var owned []corev1.Pod
-	for _, pod := range list.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
-			owned = append(owned, pod)
-		}
-	}
-	return owned, nil
 }
 
 // report sets the RecoveryInProgress condition and emits an Event for every action and every
