@@ -154,7 +154,7 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 	sharedClientPort := 0
 	for i := 0; i < cfg.Members; i++ {
 		ip := net.IPv4(127, 0, 0, byte(2+i))
-		clientPort, err := freePort(ip)
+		clientPort, err := FreePort(ip.String())
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 			}
 			clientPort = sharedClientPort
 		}
-		peerPort, err := freePort(ip)
+		peerPort, err := FreePort(ip.String())
 		if err != nil {
 			return nil, err
 		}
@@ -411,10 +411,12 @@ func (m *Member) running() bool {
 	}
 }
 
-func freePort(ip net.IP) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+// FreePort asks the kernel for a free TCP port on host. Another process may take it before the
+// caller binds it; callers that start a server on it retry (see localcluster).
+func FreePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", ip, err)
+		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil

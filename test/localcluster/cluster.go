@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
@@ -656,15 +657,4 @@ func (c *Cluster) PIDs() map[string]int {
 }
 
 // freePort is a variable so a test can hand out a taken port.
-var freePort = kernelFreePort
-
-// kernelFreePort asks the kernel for a free port on host. Another process may
-// take it before our child binds it; the child then exits and Start retries.
-func kernelFreePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+var freePort = etcdtest.FreePort

@@ -4,6 +4,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 )
 
 // A port taken between picking and binding makes the child exit; Start
@@ -21,9 +23,9 @@ func TestStartRetriesAfterPortConflict(t *testing.T) {
 		if calls == 1 { // etcd's client port
 			return taken.Addr().(*net.TCPAddr).Port, nil
 		}
-		return kernelFreePort(host)
+		return etcdtest.FreePort(host)
 	}
-	t.Cleanup(func() { freePort = kernelFreePort })
+	t.Cleanup(func() { freePort = etcdtest.FreePort })
 
 	var log strings.Builder
 	c := StartForTest(t, Options{Log: &log})

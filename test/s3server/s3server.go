@@ -69,7 +69,7 @@ func New(opts Options) (*Server, error) {
 	if _, err := os.Stat(filepath.Join(opts.BinDir, Binary)); err != nil {
 		return nil, fmt.Errorf("s3server: %s not in %s (run make tools): %w", Binary, opts.BinDir, err)
 	}
-	port, err := freePort(opts.Host)
+	port, err := etcdtest.FreePort(opts.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -177,15 +177,6 @@ func (s *Server) CreateBucket(ctx context.Context, name string) error {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
 	return nil
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("s3server: free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {
