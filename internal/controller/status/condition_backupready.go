@@ -107,3 +107,20 @@ func snapshotLease(leases []coordinationv1.Lease, name string) *coordinationv1.L
 	}
 	return nil
 }
+
+// readSnapshotLease is what both snapshot conditions start with: a missing Lease is Unknown and
+// a recorded failure is False, each written into c with done set; otherwise it returns the
+// Lease's record and its "last snapshot" phrase for the caller to judge against the schedule.
+func readSnapshotLease(c *druidv1alpha1.Condition, lease *coordinationv1.Lease, what, missing string, now time.Time) (rec backup.SnapshotLeaseRecord, last string, done bool) {
+	if lease == nil {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, missing
+		return rec, "", true
+	}
+	rec = backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
+	last = describeLast(what, rec, now)
+	if failing(rec) {
+		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, now), rec.Error, last)
+		return rec, last, true
+	}
+	return rec, last, false
+}

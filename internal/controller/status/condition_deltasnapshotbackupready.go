@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -18,14 +17,8 @@ func deltaSnapshotCondition(o Inputs) druidv1alpha1.Condition {
 		return c
 	}
 	lease := o.DeltaSnapshotLease
-	if lease == nil {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "the delta snapshot Lease does not exist yet"
-		return c
-	}
-	rec := backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
-	last := describeLast("backup", rec, o.Now)
-	if failing(rec) {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, o.Now), rec.Error, last)
+	rec, last, done := readSnapshotLease(&c, lease, "backup", "the delta snapshot Lease does not exist yet", o.Now)
+	if done {
 		return c
 	}
 	tolerance := max(3*period, deltaSnapshotTolerance)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -19,14 +18,8 @@ func fullSnapshotCondition(o Inputs) druidv1alpha1.Condition {
 		return c
 	}
 	lease := o.FullSnapshotLease
-	if lease == nil {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, "the full snapshot Lease does not exist yet"
-		return c
-	}
-	rec := backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
-	last := describeLast("full snapshot", rec, o.Now)
-	if failing(rec) {
-		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, o.Now), rec.Error, last)
+	rec, last, done := readSnapshotLease(&c, lease, "full snapshot", "the full snapshot Lease does not exist yet", o.Now)
+	if done {
 		return c
 	}
 	since := rec.Time
