@@ -53,26 +53,47 @@ func (v *view) choose() participatingChoice {
 // that lags beyond the catch-up bound goes first (replacing it leaves the caught-up ones), then
 // the lowest ordinal.
 func (v *view) rankParticipating(pods []PodState) []PodState {
-	leader, known := v.leaderIndex()
+	ref, known := v.reference()
 	return rankBy(pods, func(p PodState) int {
 		r, ok := roleRank[p.Role]
 		if !ok {
 			r = roleRank[RoleUnknown]
 		}
 		r *= 2
-		if !(known && p.Role == RoleFollower && v.lagsBehind(p, leader)) {
+		if !(known && p.Role == RoleFollower && v.lagsBehind(p, ref.index)) {
 			r++
 		}
 		return r
 	})
 }
 
-// leaderIndex is the applied index of the participating leader, when it reported one.
-func (v *view) leaderIndex() (uint64, bool) {
-	if p, ok := v.reportingLeader(); ok && p.Member.AppliedIndex > 0 {
-		return p.Member.AppliedIndex, true
+// catchUpReference is the applied index lag is measured against: the participating leader's
+// when it answered, otherwise the highest a participating voter reported. That is a lower bound
+// of the leader's, so a voter found lagging behind it lags the leader at least as much.
+type catchUpReference struct {
+	pod        string
+	index      uint64
+	fromLeader bool
+}
+
+func (r catchUpReference) String() string {
+	if r.fromLeader {
+		return fmt.Sprintf("leader %s's applied index %d", r.pod, r.index)
 	}
-	return 0, false
+	return fmt.Sprintf("applied index %d (%s's, the highest reported: the leader did not report one)", r.index, r.pod)
+}
+
+func (v *view) reference() (catchUpReference, bool) {
+	if p, ok := v.reportingLeader(); ok && p.Member.AppliedIndex > 0 {
+		return catchUpReference{pod: p.Name, index: p.Member.AppliedIndex, fromLeader: true}, true
+	}
+	var best catchUpReference
+	for _, p := range v.pods {
+		if v.inRange(p) && p.Participating && !p.Terminating && !p.Member.Learner && p.Member.Reported && p.Member.AppliedIndex > best.index {
+			best = catchUpReference{pod: p.Name, index: p.Member.AppliedIndex}
+		}
+	}
+	return best, best.index > 0
 }
 
 // reportingLeader is the participating leader that answered. Role resolution names at most
@@ -81,7 +102,7 @@ func (v *view) reportingLeader() (PodState, bool) {
 	var best PodState
 	found := false
 	for _, p := range v.pods {
-		if p.Role == RoleLeader && p.Participating && !p.Terminating && v.inRange(p) && p.Member.Reported &&
+		if p.Role == RoleLeader && p.Participating && !p.Terminating && v.inRange(p) && p.Member.Reported && !p.Member.Learner &&
 			(!found || p.Member.AppliedIndex > best.Member.AppliedIndex) {
 			best, found = p, true
 		}
@@ -89,7 +110,8 @@ func (v *view) reportingLeader() (PodState, bool) {
 	return best, found
 }
 
-// lag is how many entries p has applied fewer than the leader; unknown indexes count as 0.
+// lag is how many entries p has applied fewer than the reference; unknown indexes count as 0
+// here (ruleCatchUp waits for them on its own).
 func lag(p PodState, leader uint64) uint64 {
 	if p.Member.AppliedIndex == 0 || p.Member.AppliedIndex >= leader {
 		return 0
@@ -129,31 +151,39 @@ func ruleQuorumHeadroom(v *view) verdict {
 }
 
 // ruleCatchUp: a participating member goes only if every voter that remains is within the
-// bound of the leader's applied index, so the quorum left does not wait on a slow member.
+// bound of the leader's applied index, so the quorum left does not wait on a slow member. A
+// follower that remains without an applied index (it did not answer Status) cannot be shown
+// caught up, so it is waited for too; only when no member reported one is the gate unchecked (roles from
+// leases), and the deletion's reason says so.
 func ruleCatchUp(v *view) verdict {
 	c := v.choose()
 	if !v.o.Policy.CatchUp || len(c.pods) == 0 {
 		return verdict{}
 	}
-	leaderPod, _ := v.reportingLeader()
-	leader, known := v.leaderIndex()
+	ref, known := v.reference()
 	if !known {
 		return verdict{}
 	}
-	var behind []string
-	var detail []string
+	var behind, detail []string
 	for _, p := range v.remainingVoters(c) {
-		if v.lagsBehind(p, leader) {
+		switch {
+		case (!p.Member.Reported || p.Member.AppliedIndex == 0) && p.Role == RoleLeader:
+			// The leader is what the others catch up with: without its index there is nothing
+			// to wait for. (Should two claim the lead, the one that reported is checked below.)
+		case !p.Member.Reported || p.Member.AppliedIndex == 0:
 			behind = append(behind, p.Name)
-			detail = append(detail, fmt.Sprintf("%s (%d entries behind, applied %d)", p.Name, lag(p, leader), p.Member.AppliedIndex))
+			detail = append(detail, p.Name+" (no applied index: it did not answer Status)")
+		case v.lagsBehind(p, ref.index):
+			behind = append(behind, p.Name)
+			detail = append(detail, fmt.Sprintf("%s (%d entries behind, applied %d)", p.Name, lag(p, ref.index), p.Member.AppliedIndex))
 		}
 	}
 	if len(behind) == 0 {
 		return verdict{}
 	}
 	return wait(RuleCatchUp, behind,
-		"waiting for %s to catch up with leader %s (applied index %d, bound %d entries) before deleting %s; %s",
-		strings.Join(detail, ", "), leaderPod.Name, leader, v.o.Policy.MaxAppliedIndexLag, strings.Join(names(c.pods), ", "), v.summary())
+		"waiting for %s to catch up with %s (bound %d entries) before deleting %s; %s",
+		strings.Join(detail, ", "), ref, v.o.Policy.MaxAppliedIndexLag, strings.Join(names(c.pods), ", "), v.summary())
 }
 
 // catchUpNote says, for a deletion's reason, what the catch-up gate saw.
@@ -161,26 +191,17 @@ func (v *view) catchUpNote(c participatingChoice) string {
 	if !v.o.Policy.CatchUp {
 		return ""
 	}
-	leaderPod, _ := v.reportingLeader()
-	leader, known := v.leaderIndex()
+	ref, known := v.reference()
 	if !known {
-		return "; catch-up unchecked: no applied index from the leader"
+		return "; catch-up unchecked: no member reported an applied index"
 	}
 	var largest uint64
-	unknown := 0
 	remaining := v.remainingVoters(c)
 	for _, p := range remaining {
-		if p.Member.AppliedIndex == 0 {
-			unknown++
-		}
-		largest = max(largest, lag(p, leader))
+		largest = max(largest, lag(p, ref.index))
 	}
-	note := fmt.Sprintf("; %d remaining voters within %d entries of leader %s's applied index %d (largest lag %d)",
-		len(remaining), v.o.Policy.MaxAppliedIndexLag, leaderPod.Name, leader, largest)
-	if unknown > 0 {
-		note += fmt.Sprintf(", %d without an applied index", unknown)
-	}
-	return note
+	return fmt.Sprintf("; %d remaining voters within %d entries of %s (largest lag %d)",
+		len(remaining), v.o.Policy.MaxAppliedIndexLag, ref, largest)
 }
 
 // ruleReplaceParticipating is DEP-07 step 4: every outdated pod participates now, so replace

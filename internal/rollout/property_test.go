@@ -195,22 +195,37 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 				return fail("took participating %s before non-participating %s", names(taken), q.Name)
 			}
 		}
-		// Catch-up: with the leader's applied index known, every voter left is within bound.
-		var leaderIndex uint64
+		// Catch-up: every voter left is within bound of the leader's applied index, or when the
+		// leader reported none, of the highest any participating voter reported (a lower bound),
+		// and no follower left is without an index once any member reported one.
+		var leaderIndex, highest uint64
 		for _, q := range o.Pods {
-			if q.Role == RoleLeader && q.Participating && !q.Terminating && inRange(q) && q.Member.Reported {
-				leaderIndex = max(leaderIndex, q.Member.AppliedIndex)
+			if q.Participating && !q.Terminating && inRange(q) && !q.Member.Learner && q.Member.Reported {
+				highest = max(highest, q.Member.AppliedIndex)
+				if q.Role == RoleLeader {
+					leaderIndex = max(leaderIndex, q.Member.AppliedIndex)
+				}
 			}
 		}
-		if o.Policy.CatchUp && leaderIndex > 0 {
+		reference := leaderIndex
+		if reference == 0 {
+			reference = highest
+		}
+		if o.Policy.CatchUp && reference > 0 {
 			for _, q := range o.Pods {
 				if slices.ContainsFunc(taken, func(t PodState) bool { return t.Name == q.Name }) ||
-					!inRange(q) || !q.Participating || q.Terminating || q.Member.Learner || q.Member.AppliedIndex == 0 {
+					!inRange(q) || !q.Participating || q.Terminating || q.Member.Learner {
 					continue
 				}
-				if q.Member.AppliedIndex+o.Policy.MaxAppliedIndexLag < leaderIndex {
-					return fail("took %s while %s lags %d entries behind the leader (bound %d)",
-						names(taken), q.Name, leaderIndex-q.Member.AppliedIndex, o.Policy.MaxAppliedIndexLag)
+				if !q.Member.Reported || q.Member.AppliedIndex == 0 {
+					if q.Role != RoleLeader {
+						return fail("took %s while %s (%s) left without an applied index", names(taken), q.Name, q.Role)
+					}
+					continue
+				}
+				if q.Member.AppliedIndex+o.Policy.MaxAppliedIndexLag < reference {
+					return fail("took %s while %s lags %d entries behind the reference %d (bound %d)",
+						names(taken), q.Name, reference-q.Member.AppliedIndex, reference, o.Policy.MaxAppliedIndexLag)
 				}
 			}
 		}

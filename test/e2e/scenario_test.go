@@ -233,29 +233,18 @@ func run(t *testing.T, sc scenario) {
 	}
 }
 
-// handoverBlip is the longest refusal at a leader change that checkNoQuorumLoss lets pass: two
-// probe rounds. While leadership moves (MoveLeader included) the members answer linearizable
-// reads, and so /readyz, with "leader changed" for a few milliseconds; a probe round that lands
-// there counts one whole round (75 ms, the monitor's resolution).
-const handoverBlip = 2 * workload.DefaultPollInterval
-
-// checkNoQuorumLoss fails on any quorum loss the members' refusals prove, except a blip of at
-// most handoverBlip within a second of a leader change, which it logs.
+// checkNoQuorumLoss fails on any quorum loss the members' refusals prove. A probe answered
+// "leader changed" (a request in flight while leadership moved) is asked again once, as clientv3
+// does, so a leadership move that leaves a leader in a few milliseconds is no loss; the count of
+// such retries is logged.
 func checkNoQuorumLoss(t *testing.T, report workload.Report) {
 	t.Helper()
+	if report.ProbeLeaderChangedRetries > 0 {
+		t.Logf("%d probes answered \"leader changed\" and were asked again", report.ProbeLeaderChangedRetries)
+	}
 	for _, q := range report.QuorumLosses {
-		atLeaderChange := false
-		for i := 1; i < len(report.LeaderEpochs); i++ {
-			if d := q.Start.Sub(report.LeaderEpochs[i].At); d > -time.Second && d < time.Second {
-				atLeaderChange = true
-			}
-		}
-		if atLeaderChange && time.Duration(q.Ms)*time.Millisecond <= handoverBlip {
-			t.Logf("quorum refused for %d ms at a leader change (one probe round during the transfer)", q.Ms)
-			continue
-		}
-		t.Errorf("quorum lost for %d ms (members' refusals; %d ms in all, %d ms more unconfirmed by probe timeouts)",
-			q.Ms, report.QuorumLossMs, report.QuorumUnconfirmedMs)
+		t.Errorf("quorum lost for %d ms from %s (members' refusals; %d ms in all, %d ms more unconfirmed by probe timeouts)",
+			q.Ms, q.Start.Format("15:04:05.000"), report.QuorumLossMs, report.QuorumUnconfirmedMs)
 	}
 }
 

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -32,6 +34,8 @@ const (
 	maxReadyzBody        = 4096
 	probeKey             = KeyPrefix + "probe"
 	maxRecordedProbeBody = 200
+	// leaderChangedBackoff is clientv3's wait between retries (its defaultBackoffWaitBetween).
+	leaderChangedBackoff = 25 * time.Millisecond
 )
 
 // QuorumOptions tunes a QuorumMonitor. Zero values take the defaults, except Expected.
@@ -146,6 +150,9 @@ type QuorumResult struct {
 	// ProbeTimeouts and ProbeRefusals count failed probes by kind, over all rounds and members.
 	ProbeTimeouts int `json:"probeTimeouts"`
 	ProbeRefusals int `json:"probeRefusals"`
+	// LeaderChangedRetries counts probes a member first answered with "leader changed" and that
+	// were asked again at once; what the second answer said decides the round, as for a client.
+	LeaderChangedRetries int `json:"leaderChangedRetries"`
 
 	Participation []ParticipationSample `json:"participation,omitempty"`
 	Counts        []CountSample         `json:"counts,omitempty"`
@@ -259,6 +266,18 @@ func (m *QuorumMonitor) run(ctx context.Context) {
 type probeResult struct {
 	member string
 	err    error
+	// retriedAfter is the "leader changed" answer the probe was retried after, if any.
+	retriedAfter error
+}
+
+// isLeaderChanged tells a request that leadership moving cut short (gRPC's "leader changed",
+// or a /readyz whose linearizable read check failed with it) from any other failure.
+func isLeaderChanged(err error) bool {
+	if classify(err) == ClassLeaderChanged {
+		return true
+	}
+	var notReady *notReadyError
+	return errors.As(err, &notReady) && strings.Contains(notReady.body, rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaderChanged))
 }
 
 // round probes every member concurrently and returns their answers.
@@ -288,15 +307,26 @@ func (m *QuorumMonitor) round(ctx context.Context) []probeResult {
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 			defer cancel()
-			switch {
-			case m.opts.Probe == ProbeReadyz:
-				results[i].err = m.http.probe(pctx, ep, m.opts.ReadyzURL(ep))
-			case conns[ep.Name] != nil:
-				results[i].err = probeLinearizable(pctx, conns[ep.Name])
-			case dialErrs[ep.Name] != nil:
-				results[i].err = dialErrs[ep.Name]
-			default:
-				results[i].err = fmt.Errorf("member %s: no connection", ep.Name)
+			probe := func() error {
+				switch {
+				case m.opts.Probe == ProbeReadyz:
+					return m.http.probe(pctx, ep, m.opts.ReadyzURL(ep))
+				case conns[ep.Name] != nil:
+					return probeLinearizable(pctx, conns[ep.Name])
+				case dialErrs[ep.Name] != nil:
+					return dialErrs[ep.Name]
+				default:
+					return fmt.Errorf("member %s: no connection", ep.Name)
+				}
+			}
+			results[i].err = probe()
+			// "Leader changed" means the request was in flight while leadership moved: etcd asks
+			// the client to retry, clientv3 does so at once, and a kubelet needs two failed probes
+			// in a row. The probe does as a client does, within the same deadline; the answer it
+			// got first is counted (LeaderChangedRetries), never dropped.
+			if isLeaderChanged(results[i].err) && sleepUntil(pctx, time.Now().Add(leaderChangedBackoff)) {
+				results[i].retriedAfter = results[i].err
+				results[i].err = probe()
 			}
 		}()
 	}
@@ -322,6 +352,10 @@ func (m *QuorumMonitor) record(at time.Time, observed []probeResult) {
 	for _, r := range observed {
 		ok := r.err == nil
 		seen[r.member] = true
+		if r.retriedAfter != nil {
+			m.res.LeaderChangedRetries++
+			m.opts.Logger.V(1).Info("probe retried after leader changed", "member", r.member, "first", r.retriedAfter.Error(), "retryOK", ok)
+		}
 		switch {
 		case ok:
 			count++

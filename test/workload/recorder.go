@@ -54,6 +54,8 @@ type Report struct {
 	LongestQuorumUnconfirmedMs int64 `json:"longestQuorumUnconfirmedMs"`
 	ProbeTimeouts              int   `json:"probeTimeouts"`
 	ProbeRefusals              int   `json:"probeRefusals"`
+	// ProbeLeaderChangedRetries counts probes first answered "leader changed" and asked again.
+	ProbeLeaderChangedRetries int `json:"probeLeaderChangedRetries"`
 
 	LongestWriteGapMs    int64     `json:"longestWriteGapMs"`
 	LongestWriteGapStart time.Time `json:"longestWriteGapStart,omitzero"`
@@ -92,10 +94,10 @@ type Report struct {
 // Summary is the report on one line for humans.
 func (r Report) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %s (%s): acked=%d failed=%d (timeouts %d, refusals %d) lost=%d longestWriteGap=%dms quorumLoss=%dms (longest %dms) quorumUnconfirmedByTimeouts=%dms probeTimeouts=%d probeRefusals=%d leaderChanges=%d termIncrements=%d",
+	fmt.Fprintf(&b, "run %s (%s): acked=%d failed=%d (timeouts %d, refusals %d) lost=%d longestWriteGap=%dms quorumLoss=%dms (longest %dms) quorumUnconfirmedByTimeouts=%dms probeTimeouts=%d probeRefusals=%d probeLeaderChangedRetries=%d leaderChanges=%d termIncrements=%d",
 		r.Run, (time.Duration(r.DurationMs) * time.Millisecond).String(), r.AckedWrites, r.FailedWrites, r.WriteTimeouts, r.WriteRefusals,
 		r.LostAckedWrites, r.LongestWriteGapMs, r.QuorumLossMs, r.LongestQuorumLossMs, r.QuorumUnconfirmedMs,
-		r.ProbeTimeouts, r.ProbeRefusals, r.LeaderChanges, r.TermIncrements)
+		r.ProbeTimeouts, r.ProbeRefusals, r.ProbeLeaderChangedRetries, r.LeaderChanges, r.TermIncrements)
 	if len(r.FailuresByClass) > 0 {
 		classes := make([]string, 0, len(r.FailuresByClass))
 		for c, n := range r.FailuresByClass {
@@ -243,6 +245,7 @@ func buildReport(expected int, w WriteResult, q QuorumResult, l LeaderResult) Re
 		QuorumUnconfirmedMs:        q.UnconfirmedMs,
 		ProbeTimeouts:              q.ProbeTimeouts,
 		ProbeRefusals:              q.ProbeRefusals,
+		ProbeLeaderChangedRetries:  q.LeaderChangedRetries,
 		QuorumUnconfirmed:          q.Unconfirmed,
 		WriteTimeouts:              w.FailuresByClass[ClassDeadline],
 		WriteRefusals:              w.FailedWrites - w.FailuresByClass[ClassDeadline] - w.FailuresByClass[ClassCanceled],

@@ -101,3 +101,43 @@ func TestQuorumRefusalsApartFromTimeouts(t *testing.T) {
 		t.Errorf("probe timeouts %d refusals %d, want 2 and 5", res.ProbeTimeouts, res.ProbeRefusals)
 	}
 }
+
+// TestLeaderChangedAnswers: only answers saying leadership moved under the request are retried;
+// a retried probe is counted whatever its second answer, and that answer decides the round.
+func TestLeaderChangedAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"grpc leader changed", fmt.Errorf("member etcd-0: %w", rpctypes.ErrGRPCLeaderChanged), true},
+		{"readyz linearizable read cut by a leader change", &notReadyError{member: "etcd-0", status: 503, body: "[-]linearizable_read failed: etcdserver: leader changed"}, true},
+		{"readyz without a leader", &notReadyError{member: "etcd-0", status: 503, body: "[-]linearizable_read failed: etcdserver: no leader"}, false},
+		{"no leader", rpctypes.ErrGRPCNoLeader, false},
+		{"timeout", context.DeadlineExceeded, false},
+		{"ok", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isLeaderChanged(tc.err); got != tc.want {
+				t.Errorf("isLeaderChanged(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+
+	m, err := NewQuorumMonitor(StaticEndpoints(), conductortls.ClientMaterial{}, QuorumOptions{Expected: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := fmt.Errorf("member etcd-1: %w", rpctypes.ErrGRPCLeaderChanged)
+	noLeader := fmt.Errorf("member etcd-2: %w", rpctypes.ErrGRPCNoLeader)
+	m.record(at(0), []probeResult{{member: "etcd-0"}, {member: "etcd-1", retriedAfter: changed}, {member: "etcd-2", retriedAfter: changed}})
+	m.record(at(100), []probeResult{{member: "etcd-0"}, {member: "etcd-1", retriedAfter: changed, err: noLeader}, {member: "etcd-2", retriedAfter: changed, err: noLeader}})
+	m.record(at(200), []probeResult{{member: "etcd-0"}, {member: "etcd-1"}, {member: "etcd-2"}})
+	res := m.Snapshot()
+	if res.LeaderChangedRetries != 4 {
+		t.Errorf("leader-changed retries %d, want 4", res.LeaderChangedRetries)
+	}
+	if res.QuorumLossMs != 100 {
+		t.Errorf("quorum loss %d ms, want 100: a retry answered by a refusal is still a loss", res.QuorumLossMs)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -54,6 +55,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	r.cfg.Metrics.Handovers.WithLabelValues(etcd.Namespace, etcd.Name, to, outcome).Inc()
 	r.cfg.Metrics.HandoverDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if err == nil {
+		r.handedOver.record(decision.ClusterKey(etcd.Namespace, etcd.Name), r.now())
 		log.Info("Leadership handed over", "duration", elapsed)
 		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "LeadershipHandedOver",
 			"leadership moved from %s to %s in %s, confirmed by the members; %s is deleted next as a follower [%s]",
@@ -190,6 +192,34 @@ func failuresOf(pods []corev1.Pod, name string) int {
 		}
 	}
 	return 0
+}
+
+// leaseCatchUp is how long after a confirmed handover a member Lease may still name the old
+// roles: up to one renewal of the member agent (memberagent.DefaultInterval), twice for a late one.
+const leaseCatchUp = 2 * memberagent.DefaultInterval
+
+// handoverTimes remembers, by cluster, when a handover was last confirmed. A restart forgets
+// it: a mismatch then is reported as any other.
+type handoverTimes struct {
+	mu        sync.Mutex
+	byCluster map[string]time.Time
+}
+
+func (h *handoverTimes) record(cluster string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byCluster == nil {
+		h.byCluster = map[string]time.Time{}
+	}
+	h.byCluster[cluster] = at
+}
+
+// within reports whether the cluster's last handover was confirmed less than d before now.
+func (h *handoverTimes) within(cluster string, now time.Time, d time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.byCluster[cluster]
+	return ok && now.Sub(at) < d
 }
 
 // handoverFailures is the in-memory copy of the failure counts, by cluster and pod UID. A new pod

@@ -73,3 +73,27 @@ func TestRememberedFailuresReachThePlanner(t *testing.T) {
 		t.Errorf("the new pod inherited the old one's failures")
 	}
 }
+
+// TestHandoverTimesExplainLeaseLag: a role mismatch is expected only shortly after a handover
+// confirmed in the same cluster.
+func TestHandoverTimesExplainLeaseLag(t *testing.T) {
+	var h handoverTimes
+	at := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)
+	h.record("ns/a", at)
+	for _, tc := range []struct {
+		name    string
+		cluster string
+		now     time.Time
+		want    bool
+	}{
+		{"same cluster, within a renewal", "ns/a", at.Add(3 * time.Second), true},
+		{"same cluster, after the leases caught up", "ns/a", at.Add(leaseCatchUp), false},
+		{"another cluster", "ns/b", at.Add(time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := h.within(tc.cluster, tc.now, leaseCatchUp); got != tc.want {
+				t.Errorf("within(%s, +%s) = %v, want %v", tc.cluster, tc.now.Sub(at), got, tc.want)
+			}
+		})
+	}
+}

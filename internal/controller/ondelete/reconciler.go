@@ -84,6 +84,8 @@ type Reconciler struct {
 	// failures remembers failed handovers by pod UID, should recording them on the pod fail
 	// (handover.go): the bound on attempts holds either way.
 	failures handoverFailures
+	// handedOver remembers when a handover was last confirmed, by cluster (handover.go).
+	handedOver handoverTimes
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -375,6 +377,12 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 	}
 	res := o.Resolution
 	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
+	if res.Mismatch && r.handedOver.within(decision.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
+		// Our own handover moved leadership since the agents last renewed their Leases: the
+		// disagreement is that delay, not a fault worth a Warning.
+		logr.FromContextOrDiscard(ctx).V(1).Info("Member Leases not yet renewed since the handover", "detail", res.Detail)
+		return
+	}
 	if res.Mismatch {
 		r.cfg.Metrics.RoleMismatches.WithLabelValues(etcd.Namespace, etcd.Name).Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "LeaderMismatch", res.Detail)
