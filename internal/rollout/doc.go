@@ -30,7 +30,10 @@
 //     quorum's headroom, voters − (voters/2+1); a cluster of two voters has none.
 //   - wait/catch-up (Policy.CatchUp): every voter that would remain must be within
 //     Policy.MaxAppliedIndexLag raft entries of the leader's applied index (etcd Status); the
-//     reason names who lags by how much. Unchecked, and said so, when the leader reported none.
+//     reason names who lags by how much. A follower that would remain without an applied
+//     index (it did not answer Status) is waited for too. Without the leader's index the highest
+//     a participating voter reported is the reference (a lower bound of the leader's); unchecked,
+//     and said so, only when no member reported one (roles from leases).
 //   - participating/{follower,unknown-role} (DEP-07 step 4): delete a participating outdated
 //     pod, a known follower first (one lagging beyond the catch-up bound before the others),
 //     then a pod whose role is unknown. Ties go to the lowest ordinal. With
