@@ -1,6 +1,8 @@
 package plancmd
 
 import (
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+
 	"context"
 	"strings"
 	"testing"
@@ -59,7 +61,7 @@ func memberPod(name, rev string, opts ...podOpt) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
 			"app.kubernetes.io/instance": name[:strings.LastIndex(name, "-")], appsv1.StatefulSetRevisionLabel: rev}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: rollout.EtcdContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+			Name: resources.EtcdContainerName, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
 	}
 	for _, o := range opts {
 		o(p)

@@ -2,10 +2,9 @@ package rollout
 
 import (
 	corev1 "k8s.io/api/core/v1"
-)
 
-// EtcdContainerName is the container whose readiness and state describe the etcd member.
-const EtcdContainerName = "etcd"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+)
 
 // deadWaitingReasons are waiting reasons after which the container does not come up again
 // without a new pod (or a human). DEP-07 lists the first five; the rest fail the same way.
@@ -59,7 +58,7 @@ func isParticipating(pod *corev1.Pod) bool {
 
 func etcdContainerStatus(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
 	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == EtcdContainerName {
+		if s.Name == resources.EtcdContainerName { // its readiness and state describe the member
 			return s, true
 		}
 	}

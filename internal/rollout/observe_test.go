@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,7 +19,7 @@ func waiting(reason string) corev1.ContainerState {
 func etcdStatus(state corev1.ContainerState, ready bool) []corev1.ContainerStatus {
 	return []corev1.ContainerStatus{
 		{Name: "member-agent", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: EtcdContainerName, Ready: ready, State: state},
+		{Name: resources.EtcdContainerName, Ready: ready, State: state},
 	}
 }
 
