@@ -1,8 +1,6 @@
 package plancmd
 
 import (
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-
 	"context"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )

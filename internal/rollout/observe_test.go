@@ -1,8 +1,6 @@
 package rollout
 
 import (
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 func waiting(reason string) corev1.ContainerState {
