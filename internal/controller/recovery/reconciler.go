@@ -295,9 +295,9 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		}
 		log.Info("Asked a member to restore from the backup", "member", s.Member, "token", s.Token)
 	case recovery.ActionRecordClusterID:
-		patch := client.MergeFrom(etcd.DeepCopy())
-		etcd.Status.ClusterID = d.ClusterID
-		if err := r.cfg.Client.Status().Patch(ctx, etcd, patch); err != nil {
+		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+			s.ClusterID = d.ClusterID
+		}); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
 		}
 		// DEP-01: a full snapshot of the restored cluster, so later restores start from it and
@@ -376,19 +376,11 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	now := metav1.NewTime(r.now())
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeRecoveryInProgress, Status: cond, Reason: reason, Message: message,
 		LastUpdateTime: now, LastTransitionTime: now}
-	if old := druidv1alpha1.FindCondition(fresh.Status.Conditions, c.Type); old != nil && old.Status == cond {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	patch := client.MergeFromWithOptions(fresh.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	var conds []druidv1alpha1.Condition
-	for _, x := range fresh.Status.Conditions {
-		if x.Type != c.Type {
-			conds = append(conds, x)
-		}
-	}
-	fresh.Status.Conditions = append(conds, c)
-	if err := r.cfg.Client.Status().Patch(ctx, fresh, patch); err != nil {
+	if err := status.Patch(ctx, r.cfg.Client, fresh, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = status.SetCondition(s.Conditions, c)
+	}); err != nil {
 		if apierrors.IsConflict(err) {
+			// Another writer changed the conditions since the read: the next pass writes it.
 			return nil
 		}
 		return fmt.Errorf("recording the recovery decision on Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)

@@ -20,7 +20,12 @@ import (
 //     ready, selector and the conditions Ready, AllMembersReady, AllMembersUpdated and the
 //     backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
 //   - WriterMembership (the membership controller): clusterID and the condition
-//     ScaleOperationInProgress.
+//     ScaleOperationInProgress;
+//   - WriterRecovery (the recovery controller): the condition RecoveryInProgress, and clusterID
+//     too: the membership controller records it once when the cluster forms, the recovery
+//     controller once more when a restore from backup has made a new cluster. The two never
+//     write it for the same cluster at the same time (the membership controller only while it is
+//     empty), and each write is a merge patch of that one field.
 type Writer string
 
 const (
@@ -28,6 +33,7 @@ const (
 	WriterOnDelete   Writer = "ondelete"
 	WriterStatus     Writer = "status"
 	WriterMembership Writer = "membership"
+	WriterRecovery   Writer = "recovery"
 )
 
 // conditionOwners names the writer of each condition type.
@@ -39,6 +45,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:  WriterStatus,
 	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady: WriterStatus,
 	druidv1alpha1.ConditionTypeScaleOperationInProgress: WriterMembership,
+	druidv1alpha1.ConditionTypeRecoveryInProgress:       WriterRecovery,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.
@@ -55,7 +62,7 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 		s.LastOperation = nil
 	case WriterStatus:
 		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector = nil, 0, 0, 0, nil, nil
-	case WriterMembership:
+	case WriterMembership, WriterRecovery:
 		s.ClusterID = ""
 	default:
 		return s, fmt.Errorf("unknown Etcd status writer %q", w)
