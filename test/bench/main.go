@@ -54,6 +54,7 @@ func run() error {
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
 		summarize     = flag.Bool("summarize", false, "run nothing: write rollout.md from the runs in <out>/rollout.json so far")
+		rederive      = flag.Bool("rederive", false, "with -summarize: first recompute, from <out>/raw/, the figures the instruments derive (the write gap at the leader step), so results recorded before a change of their definition read as today's")
 	)
 	flag.Parse()
 	if *reps < 1 {
@@ -76,6 +77,14 @@ func run() error {
 		results, err := report.ReadJSON(filepath.Join(*outDir, "rollout.json"))
 		if err != nil {
 			return err
+		}
+		if *rederive {
+			if err := rederiveFromRaw(filepath.Join(*outDir, "raw"), &results); err != nil {
+				return err
+			}
+			if err := report.WriteJSON(filepath.Join(*outDir, "rollout.json"), results); err != nil {
+				return err
+			}
 		}
 		return os.WriteFile(filepath.Join(*outDir, "rollout.md"), []byte(report.Markdown(results)), 0o644)
 	}

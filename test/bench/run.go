@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,7 +79,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		}
 	}()
 
-	ns := fmt.Sprintf("bench-%s-%s-%d", sc.id, st.id, rep)
+	ns := rawName(sc.id, st.id, rep)
 	cluster, err := s.CreateEtcd(ctx, ns, etcdName, sc.replicas, cfg.fromImage)
 	if err != nil {
 		return fail("creating the Etcd: %v", err)
@@ -225,12 +226,20 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	return out
 }
 
+// rawRun is one run's full instrument report, as -raw keeps it.
+type rawRun struct {
+	Bumped    time.Time        `json:"bumped"`
+	Report    workload.Report  `json:"report"`
+	Deletions []stack.Deletion `json:"deletions"`
+}
+
+// rawName is the file of a run in the raw directory: its namespace.
+func rawName(scenario, strategy string, rep int) string {
+	return fmt.Sprintf("bench-%s-%s-%d", scenario, strategy, rep)
+}
+
 func writeRaw(path string, bumped time.Time, rep workload.Report, deletions []stack.Deletion) error {
-	data, err := json.MarshalIndent(struct {
-		Bumped    time.Time        `json:"bumped"`
-		Report    workload.Report  `json:"report"`
-		Deletions []stack.Deletion `json:"deletions"`
-	}{bumped, rep, deletions}, "", " ")
+	data, err := json.MarshalIndent(rawRun{bumped, rep, deletions}, "", " ")
 	if err != nil {
 		return err
 	}
@@ -375,4 +384,26 @@ func cleanUp(s *stack.Stack, c *stack.EtcdCluster) error {
 		return err
 	}
 	return s.DeleteNamespace(ctx, c.Namespace)
+}
+
+// rederiveFromRaw recomputes, for every run kept in rawDir, the figures the instruments derive
+// from the recorded report (the write gap at the leader step), so a definition changed after the
+// runs applies to them; a run without a raw file keeps its figure.
+func rederiveFromRaw(rawDir string, results *report.Results) error {
+	for i := range results.Runs {
+		r := &results.Runs[i]
+		data, err := os.ReadFile(filepath.Join(rawDir, rawName(r.Scenario, r.Strategy, r.Rep)+".json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the raw report of %s/%s rep %d: %w", r.Scenario, r.Strategy, r.Rep, err)
+		}
+		var raw rawRun
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return fmt.Errorf("parsing the raw report of %s/%s rep %d: %w", r.Scenario, r.Strategy, r.Rep, err)
+		}
+		r.LeaderStepGapMs = raw.Report.LeaderStepGapMs()
+	}
+	return nil
 }

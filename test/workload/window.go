@@ -6,13 +6,9 @@ import (
 	"time"
 )
 
-// LeaderStepWindow is how far around a new leader's first sighting a write gap counts as the
-// leader step's: the election (or handover) happens before the monitor, polling every 100 ms,
-// sees the new term.
-const (
-	leaderStepBefore = time.Second
-	leaderStepAfter  = 500 * time.Millisecond
-)
+// leaderPollSlack is how late the leader monitor, polling every DefaultLeaderPollInterval, may see
+// what changed: a leader step starts up to one poll before its first sign.
+const leaderPollSlack = DefaultLeaderPollInterval
 
 // WaitWarm waits until the quorum monitor saw a quorum and the writer got a write acknowledged,
 // and returns when: figures count from then, since the instruments' first connections on a busy
@@ -104,27 +100,63 @@ func (r Report) LongestWriteGapWithin(from, to time.Time) int64 {
 	return longest.Milliseconds()
 }
 
-// LeaderStepGapMs is the longest write gap around a leader change: between acknowledgements
-// (or from the window's start) overlapping the window from leaderStepBefore before to
-// leaderStepAfter after the first sighting of every term after the first. Zero without a change.
+// LeaderStepGapMs is the longest write gap at a leader step. A step runs from the first sign
+// that the old leader is going, less one poll (the sign is seen up to a poll late), to the new
+// term's first sighting. A sign is the old leader no longer answering, or a member that had been
+// following it reporting another leader, none, or a later term; a member that was not following
+// it (one just restarted) gives none. Without a sign (a handover the poll did not catch in
+// between) the step is the poll before the new term's sighting. The longest gap between
+// acknowledgements that overlaps a step counts, whole where it straddles an edge: an outage at
+// the step, not a slow write of something else nearby. Zero without a leader change.
 func (r Report) LeaderStepGapMs() int64 {
 	var longest int64
-	for i := 1; i < len(r.LeaderEpochs); i++ {
-		at := r.LeaderEpochs[i].At
-		from, to := at.Add(-leaderStepBefore), at.Add(leaderStepAfter)
-		// Gaps straddling either edge count whole: from the last acknowledgement before the
-		// window to the first one after it.
-		start, end := from, to
-		for _, l := range r.WriteLatencies {
-			if l.At.Before(from) {
-				start = l.At
-			}
-			if !l.At.Before(to) {
-				end = l.At
-				break
-			}
-		}
-		longest = max(longest, r.LongestWriteGapWithin(start, end))
+	for _, step := range r.leaderSteps() {
+		longest = max(longest, r.gapOverlapping(step))
 	}
 	return longest
+}
+
+// gapOverlapping is the longest gap between acknowledgements that overlaps span, counted whole.
+func (r Report) gapOverlapping(span Interval) int64 {
+	start, end := span.Start, span.End
+	for _, l := range r.WriteLatencies {
+		if l.At.Before(span.Start) {
+			start = l.At
+		}
+		if !l.At.Before(span.End) {
+			end = l.At
+			break
+		}
+	}
+	return r.LongestWriteGapWithin(start, end)
+}
+
+// leaderSteps are the spans of the leader changes, from the first sign the old leader was going
+// (less leaderPollSlack) to the new term's first sighting.
+func (r Report) leaderSteps() []Interval {
+	var steps []Interval
+	last := map[string]LeaderObservation{} // each member's observation in force
+	obs := r.LeaderTimeline
+	next := 0
+	for i := 1; i < len(r.LeaderEpochs); i++ {
+		prev, cur := r.LeaderEpochs[i-1], r.LeaderEpochs[i]
+		changed := prev.LeaderID != cur.LeaderID
+		sign := cur.At
+		for ; next < len(obs) && !obs[next].At.After(cur.At); next++ {
+			o := obs[next]
+			if changed && sign.Equal(cur.At) && o.At.After(prev.At) {
+				was, seen := last[o.Member]
+				oldGone := prev.Leader != "" && o.Member == prev.Leader && !o.Reachable
+				moved := seen && was.Reachable && was.LeaderID == prev.LeaderID && o.Reachable && o.LeaderID != prev.LeaderID
+				if oldGone || moved {
+					sign = o.At
+				}
+			}
+			last[o.Member] = o
+		}
+		if changed {
+			steps = append(steps, Interval{Start: sign.Add(-leaderPollSlack), End: cur.At})
+		}
+	}
+	return steps
 }

@@ -45,26 +45,61 @@ func TestReportSince(t *testing.T) {
 }
 
 func TestLeaderStepGap(t *testing.T) {
+	gaps := [][2]int{
+		{2300, 2400}, // a slow write while a restarted follower catches up: no leader step
+		{4000, 4300}, // the election after the leader stopped
+		{6300, 6400}, // another slow write, 600 ms before the handover
+		{6960, 7020}, // the handover
+		{8000, 8200}, // far from any leader change
+	}
 	var acks []LatencySample
-	for ms := 0; ms <= 10000; ms += 25 {
-		if ms > 4000 && ms < 4300 { // the election's gap, 4000 → 4300
-			continue
+	for ms := 0; ms <= 10000; ms += 10 {
+		inGap := false
+		for _, g := range gaps {
+			inGap = inGap || (ms > g[0] && ms < g[1])
 		}
-		if ms > 8000 && ms < 8200 { // a gap far from any leader change
-			continue
+		if !inGap {
+			acks = append(acks, LatencySample{At: at(ms)})
 		}
-		acks = append(acks, LatencySample{At: at(ms)})
 	}
 	rep := Report{Stopped: at(10000), WriteLatencies: acks}
 	if got := rep.LeaderStepGapMs(); got != 0 {
 		t.Errorf("no leader change: gap %d, want 0", got)
 	}
-	rep.LeaderEpochs = []LeaderEpoch{{At: at(0), Term: 2}, {At: at(4400), Term: 3}}
-	if got := rep.LeaderStepGapMs(); got != 300 {
-		t.Errorf("leader step gap %d, want 300 (the 200 ms gap at 8 s is not the leader step's)", got)
+	obs := func(ms int, member string, reachable bool, leader string, term uint64) LeaderObservation {
+		return LeaderObservation{At: at(ms), Member: member, Reachable: reachable, LeaderID: leader, Term: term}
 	}
-	if got := rep.LongestWriteGapWithin(at(0), at(3000)); got != 25 {
-		t.Errorf("idle jitter %d, want 25", got)
+	rep.LeaderEpochs = []LeaderEpoch{{At: at(0), Term: 2, LeaderID: "a", Leader: "etcd-0"}, {At: at(4400), Term: 3, LeaderID: "b", Leader: "etcd-1"}}
+	rep.LeaderTimeline = []LeaderObservation{
+		obs(0, "etcd-0", true, "a", 2), obs(0, "etcd-1", true, "a", 2), obs(0, "etcd-2", true, "a", 2),
+		obs(2000, "etcd-2", false, "", 0), obs(2200, "etcd-2", true, "", 2), // restarted: no leader yet, no sign
+		obs(2400, "etcd-2", true, "a", 2),
+		obs(4050, "etcd-0", false, "", 0), // the old leader stops answering: the step starts
+		obs(4400, "etcd-1", true, "b", 3), obs(4400, "etcd-2", true, "b", 3),
+	}
+	if got := rep.LeaderStepGapMs(); got != 300 {
+		t.Errorf("election: leader step gap %d, want 300 (not the 100 ms at 2.3 s nor the 200 ms at 8 s)", got)
+	}
+	if steps := rep.leaderSteps(); len(steps) != 1 || !steps[0].Start.Equal(at(3950)) {
+		t.Errorf("election step %v, want one from 3950 ms", steps)
+	}
+
+	// A handover: the members switch within one poll, with no sign before the new term.
+	rep.LeaderEpochs = append(rep.LeaderEpochs, LeaderEpoch{At: at(7000), Term: 4, LeaderID: "c", Leader: "etcd-2"})
+	rep.LeaderTimeline = append(rep.LeaderTimeline, obs(4600, "etcd-0", true, "b", 3),
+		obs(7000, "etcd-0", true, "c", 4), obs(7000, "etcd-1", true, "c", 4), obs(7000, "etcd-2", true, "c", 4))
+	steps := rep.leaderSteps()
+	if len(steps) != 2 || !steps[1].Start.Equal(at(6900)) || !steps[1].End.Equal(at(7000)) {
+		t.Fatalf("steps %v, want the handover's from 6900 to 7000 ms", steps)
+	}
+	if got := rep.gapOverlapping(steps[1]); got != 60 {
+		t.Errorf("handover: gap %d, want 60 (the 100 ms slow write 600 ms before is not the step's)", got)
+	}
+	if got := rep.LeaderStepGapMs(); got != 300 {
+		t.Errorf("both steps: gap %d, want 300", got)
+	}
+	if got := rep.LongestWriteGapWithin(at(0), at(2000)); got != 10 {
+		t.Errorf("idle jitter %d, want 10", got)
 	}
 }
 

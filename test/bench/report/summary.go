@@ -91,8 +91,9 @@ func Markdown(r Results) string {
 	fmt.Fprintf(&b, "Each run: the fault is injected, the instruments start once it has settled (a stable leader a quorum agrees on), "+
 		"then %.0f s with no rollout (the idle baseline: its longest write gap is the run's idle jitter), then the bump. "+
 		"Quorum loss counts only rounds the members' own refusals prove (not ready, no leader, refused); rounds unconfirmed only because "+
-		"probes hit the client's %d ms deadline are the separate timeout column. The write gap at the leader step is the longest gap "+
-		"within 1 s before to 0.5 s after each new term's first sighting.\n\n", r.Settings.IdleBaselineSeconds, r.Settings.WriteTimeoutMs)
+		"probes hit the client's %d ms deadline are the separate timeout column; a probe answered \"leader changed\" is asked again once, as clientv3 does. "+
+		"The write gap at the leader step is the longest gap between acknowledgements overlapping a leader change: from the first sign the old leader "+
+		"was going (it stopped answering, or a member following it reported another leader or none), less one 100 ms leader poll, to the new term's first sighting.\n\n", r.Settings.IdleBaselineSeconds, r.Settings.WriteTimeoutMs)
 	b.WriteString("Cells: median (min–max) over the completed runs; ×RU: ratio of the medians to `rolling-update` in the same scenario " +
 		"(— when either side is missing or RollingUpdate's median is 0).\n\n")
 	b.WriteString(Table(r.Runs))
