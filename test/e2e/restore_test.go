@@ -15,7 +15,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-		"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
@@ -110,7 +110,7 @@ type restoreOutcome struct {
 	rto time.Duration
 	// sinceDelta is from the last delta the restore applied to the fault; lost the acknowledged
 	// writes missing afterwards (all of them acknowledged after that delta).
-	sinceDelta time.Duration
+	sinceDelta  time.Duration
 	lost, acked int
 	restored    string
 }

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -231,6 +232,39 @@ func TestRolloutSingleNode(t *testing.T) {
 
 func TestRolloutFiveMembersOneDead(t *testing.T) {
 	run(t, scenario{name: "5-one-dead", replicas: 5, beforeBump: kill(0), afterBump: fixed(0)})
+}
+
+// TestRolloutHandoverFails: every handover fails, and the leader still goes last without a
+// quorum loss: after handover.maxAttempts failures it is deleted as the leader, etcd hands
+// leadership over at its shutdown, and the controller says so (HandoverFailed, then
+// LeaderDeleted with the rule participating/leader-handover-failed).
+//
+// The failure comes from a handover timeout no MoveLeader can meet (1 ns: the call ends on the
+// client before it is sent). The fault, a leader partitioned from its transferee, cannot
+// be set up against this planner: it picks the transferee among the members that are ready and
+// answer Status, by applied index, and a member cut off from the leader stops applying and fails
+// its linearizable /readyz within seconds, so it is never picked; only a partition landing in the
+// milliseconds between the decision and the MoveLeader would do, which a test cannot aim at.
+func TestRolloutHandoverFails(t *testing.T) {
+	run(t, scenario{name: "handover-fails", noQuorumLoss: true, oneLeaderChange: true,
+		wantEvents: []string{"HandoverFailed", "LeaderDeleted"},
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) {
+			c.Handover.Timeout = metav1.Duration{Duration: time.Nanosecond}
+			c.Handover.MaxAttempts = 1
+		},
+		afterBump: func(ctx context.Context, e *env) {
+			e.waitFor(ctx, "the leader deleted after the failed handover (lastOperation names participating/leader-handover-failed)", func(ctx context.Context) (bool, error) {
+				etcd, err := e.cluster.Get(ctx)
+				if err != nil || etcd.Status.LastOperation == nil {
+					return false, err
+				}
+				if d := etcd.Status.LastOperation.Description; strings.Contains(d, "[participating/leader-handover-failed]") {
+					t.Logf("lastOperation: %s", d)
+					return true, nil
+				}
+				return false, nil
+			})
+		}})
 }
 
 // TestRolloutLaggingFollower: a member the rollout has replaced is cut off from the leader just
