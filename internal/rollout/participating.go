@@ -153,8 +153,8 @@ func ruleQuorumHeadroom(v *view) verdict {
 // ruleCatchUp: a participating member goes only if every voter that remains is within the
 // bound of the leader's applied index, so the quorum left does not wait on a slow member. A
 // follower that remains without an applied index (it did not answer Status) cannot be shown
-// caught up, so it is waited for too; only when no member reported one is the gate unchecked (roles from
-// leases), and the deletion's reason says so.
+// caught up, so it is waited for too; only when no member reported one is the gate unchecked
+// (roles from leases), and the deletion's reason says so.
 func ruleCatchUp(v *view) verdict {
 	c := v.choose()
 	if !v.o.Policy.CatchUp || len(c.pods) == 0 {
