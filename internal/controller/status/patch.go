@@ -99,6 +99,10 @@ func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Wri
 		etcd.Status = before.Status
 		return fmt.Errorf("the %s controller changed Etcd status fields it does not own", w)
 	}
+	if equality.Semantic.DeepEqual(before.Status, etcd.Status) {
+		// The common case (a settled cluster), decided without marshalling both versions.
+		return nil
+	}
 	patch := client.MergeFrom(before)
 	if data, err := patch.Data(etcd); err == nil && string(data) == "{}" {
 		// Nothing changed (nil and empty lists marshal alike, so compare what would be sent).
