@@ -59,6 +59,9 @@ type Options struct {
 	// such, not as a figure).
 	ConvergeTimeout time.Duration
 	RestartTimeout  time.Duration
+	// SteadyWindow follows the quiet restart to measure the reconciles once its burst is over
+	// (default 15 s).
+	SteadyWindow time.Duration
 	// WorkDir keeps the manager logs and configurations; Log gets progress lines.
 	WorkDir string
 	Log     io.Writer
@@ -79,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RestartTimeout == 0 {
 		o.RestartTimeout = 20 * time.Minute
+	}
+	if o.SteadyWindow == 0 {
+		o.SteadyWindow = 15 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -109,6 +115,15 @@ type ConvergeResult struct {
 	Converged      int     `json:"converged"`
 	WithLastErrors int     `json:"etcdsWithLastErrors"`
 	SettledSeconds float64 `json:"settledSeconds"`
+	// Quiet: no Etcd changed for quietWindow before the manager was stopped, so the restart
+	// starts from a fleet with nothing left to write. A binary that rewrites status on every
+	// resync never gets there; its restart starts after quietLimit anyway.
+	Quiet bool `json:"quiet"`
+	// LateEtcds were written after the fleet had settled by the earlier criterion alone (every
+	// pod created, the etcd controller idle) and before it was quiet, with the fields written:
+	// the writes a restart at that moment would have found still to do.
+	LateEtcds  int            `json:"lateEtcds"`
+	LateFields map[string]int `json:"lateFields,omitempty"`
 }
 
 // RestartResult: a restart with nothing to change.
@@ -131,8 +146,20 @@ type RestartResult struct {
 	MemberClients *float64 `json:"memberClients,omitempty"`
 	// Reconciles per controller over the restart.
 	Reconciles map[string]ReconcileStats `json:"reconciles"`
-	// Reconcile times of all controllers together.
+	// Reconcile times of all controllers together, from the manager's start until every
+	// controller has reconciled every Etcd once (the restart's burst).
 	AllReconciles ReconcileStats `json:"allReconciles"`
+	// Steady: the reconciles of the SteadyWindow after that (periodic resyncs of a fleet with
+	// nothing to do), all controllers, and per controller.
+	Steady           ReconcileStats            `json:"steady"`
+	SteadyReconciles map[string]ReconcileStats `json:"steadyReconciles,omitempty"`
+	SteadySeconds    float64                   `json:"steadySeconds"`
+	// ChangedEtcds is how many Etcds were written during the restart; Changes the first
+	// maxChanges writes with the fields each changed, ChangedFields how often each field path
+	// changed (over all writes).
+	ChangedEtcds  int            `json:"changedEtcds"`
+	Changes       []EtcdChange   `json:"changes,omitempty"`
+	ChangedFields map[string]int `json:"changedFields,omitempty"`
 }
 
 // RequestCount is one verb+resource over a restart.
@@ -148,6 +175,10 @@ type ReconcileStats struct {
 	MeanSeconds float64 `json:"meanSeconds"`
 	P50Seconds  float64 `json:"p50Seconds"`
 	P99Seconds  float64 `json:"p99Seconds"`
+	// Within100ms is the share of reconciles that took at most 100 ms: exact, 0.1 s being one
+	// of the histogram's bucket bounds, where P50/P99 are interpolated within a bucket
+	// (controller-runtime's buckets: 5, 10, 25, 50, 100, 150, 200, 250 ms, ...).
+	Within100ms float64 `json:"within100ms"`
 }
 
 // BumpResult: one Etcd's image changed while the restarted manager's queues held the fleet.
@@ -166,12 +197,19 @@ const (
 	etcdVersion    = "3.6.8"
 	bumpVersion    = "3.7.3"
 	pollEvery      = 500 * time.Millisecond
+	// quietWindow: the fleet counts as settled once no Etcd has changed for this long (more
+	// than the status controller's 5 s resync); quietLimit bounds the wait for it.
+	quietWindow = 6 * time.Second
+	quietLimit  = 2 * time.Minute
+	maxChanges = 50
 )
 
 // Run measures one binary on a fresh control plane.
-func Run(ctx context.Context, bin Binary, o Options) (Result, error) {
+func Run(ctx context.Context, bin Binary, o Options) (res Result, _ error) {
 	o = o.withDefaults()
-	res := Result{Binary: bin, N: o.N, Replicas: o.Replicas, Pods: !o.NoControllerManager, LoadStart: report.LoadAverage()}
+	res = Result{Binary: bin, N: o.N, Replicas: o.Replicas, Pods: !o.NoControllerManager, LoadStart: report.LoadAverage()}
+	// Also for a run that ends early (a fleet that did not converge): the load it ended at.
+	defer func() { res.LoadEnd = report.LoadAverage() }()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "%s [%s N=%d] %s\n", time.Now().UTC().Format("15:04:05"), bin.Label, o.N, fmt.Sprintf(format, args...))
 	}
@@ -200,6 +238,11 @@ func Run(ctx context.Context, bin Binary, o Options) (Result, error) {
 	if err := b.prepare(ctx); err != nil {
 		return res, err
 	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if b.watch, err = watchEtcds(watchCtx, cluster.RESTConfig()); err != nil {
+		return res, err
+	}
 	cfg := managerConfig{binary: bin, kubeconfig: cluster.KubeconfigPath(), workDir: workDir,
 		featureGates: o.FeatureGates, extraConfig: o.ExtraConfig[bin.Label], scraperToken: b.scraperToken}
 	b.cfg = cfg
@@ -213,7 +256,8 @@ func Run(ctx context.Context, bin Binary, o Options) (Result, error) {
 		_ = m.stop()
 		return res, err
 	}
-	logf("converged in %.1fs (creating took %.1fs), settled after %.1fs", res.Converge.Seconds, res.Converge.CreateSeconds, res.Converge.SettledSeconds)
+	logf("converged in %.1fs (creating took %.1fs), settled after %.1fs (quiet: %t; %d Etcds written after pods and etcd queue had settled: %v)",
+		res.Converge.Seconds, res.Converge.CreateSeconds, res.Converge.SettledSeconds, res.Converge.Quiet, res.Converge.LateEtcds, res.Converge.LateFields)
 	if err := m.stop(); err != nil {
 		return res, fmt.Errorf("stopping the manager: %w", err)
 	}
@@ -222,8 +266,12 @@ func Run(ctx context.Context, bin Binary, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	logf("restart: all reconciled after %.1fs, %.0f writes, %.0f reads, RSS %d MB, CPU %.1fs",
-		res.Restart.Seconds, res.Restart.Writes, res.Restart.Reads, res.Restart.Proc.RSSBytes>>20, res.Restart.Proc.CPUSeconds)
+	logf("restart: all reconciled after %.1fs, %.0f writes, %.0f reads, RSS %d MB, CPU %.1fs, %d Etcds written, p99 %.1f ms (steady %.1f ms)",
+		res.Restart.Seconds, res.Restart.Writes, res.Restart.Reads, res.Restart.Proc.RSSBytes>>20, res.Restart.Proc.CPUSeconds,
+		res.Restart.ChangedEtcds, res.Restart.AllReconciles.P99Seconds*1000, res.Restart.Steady.P99Seconds*1000)
+	for _, c := range res.Restart.Changes {
+		logf("  written during the restart: %s at %.1fs: %s", c.Etcd, c.Seconds, strings.Join(c.Fields, "; "))
+	}
 	if o.Bump {
 		bump, err := b.bumpRestart(ctx)
 		if err != nil {
@@ -232,7 +280,6 @@ func Run(ctx context.Context, bin Binary, o Options) (Result, error) {
 		res.Bump = &bump
 		logf("bump during restart: acted on after %.1fs (queue depth %.0f at the change)", bump.ActedSeconds, bump.QueueDepth)
 	}
-	res.LoadEnd = report.LoadAverage()
 	return res, nil
 }
 
@@ -242,6 +289,7 @@ type bench struct {
 	bin          Binary
 	cluster      *localcluster.Cluster
 	cfg          managerConfig
+	watch        *etcdWatch
 	scraperToken string
 	namespaces   []string
 	etcds        []client.ObjectKey
@@ -386,6 +434,9 @@ func (b *bench) converge(ctx context.Context, m *manager) (ConvergeResult, error
 	if err := b.settle(ctx, m, deadline); err != nil {
 		return r, err
 	}
+	b.watch.record(time.Now())
+	r.Quiet = b.waitQuiet(ctx, m)
+	r.LateEtcds, r.LateFields = summarizeChanges(b.watch.stopRecording())
 	r.SettledSeconds = time.Since(start).Seconds()
 	return r, nil
 }
@@ -446,6 +497,26 @@ func (b *bench) settle(ctx context.Context, m *manager, deadline time.Time) erro
 			return err
 		}
 	}
+}
+
+// waitQuiet waits, up to quietLimit, until no Etcd has changed for quietWindow: a cluster the
+// manager has not finished writing when it is stopped would be written again after the restart,
+// and that write is catching up, not a no-op's cost.
+func (b *bench) waitQuiet(ctx context.Context, m *manager) bool {
+	deadline := time.Now().Add(quietLimit)
+	for time.Now().Before(deadline) {
+		if m.alive() != nil {
+			return false
+		}
+		if b.watch.quietFor() >= quietWindow {
+			return true
+		}
+		if sleep(ctx, pollEvery) != nil {
+			return false
+		}
+	}
+	b.logf("Etcds still changing %s after the fleet converged: restarting anyway", quietLimit)
+	return false
 }
 
 // controllers the manager registered (from controller_runtime_active_workers).
@@ -545,6 +616,7 @@ func (b *bench) quietRestart(ctx context.Context) (RestartResult, error) {
 		return r, err
 	}
 	defer func() { _ = m.stop() }()
+	b.watch.record(m.started)
 	tracker := newReconcileTracker(len(b.etcds), b.o.FeatureGates["QuorumAwareUpdatesWithOnDelete"])
 	var last Scrape
 	for {
@@ -602,7 +674,33 @@ func (b *bench) quietRestart(ctx context.Context) (RestartResult, error) {
 		r.Reconciles[c] = reconcileStats(last, map[string]string{"controller": c})
 	}
 	r.AllReconciles = reconcileStats(last, nil)
+	changes := b.watch.stopRecording()
+	r.ChangedEtcds, r.ChangedFields = summarizeChanges(changes)
+	r.Changes = changes[:min(len(changes), maxChanges)]
+	if !r.TimedOut {
+		b.measureSteady(ctx, m, last, &r)
+	}
 	return r, nil
+}
+
+// measureSteady scrapes the manager again SteadyWindow after the restart's burst: the reconciles
+// in between are the periodic checks of a settled fleet.
+func (b *bench) measureSteady(ctx context.Context, m *manager, burst Scrape, r *RestartResult) {
+	from := time.Now()
+	if sleep(ctx, b.o.SteadyWindow) != nil || m.alive() != nil {
+		return
+	}
+	s, err := m.scrape(ctx)
+	if err != nil {
+		b.logf("steady-state scrape: %v", err)
+		return
+	}
+	r.SteadySeconds = time.Since(from).Seconds()
+	r.Steady = reconcileStatsBetween(burst, s, nil)
+	r.SteadyReconciles = map[string]ReconcileStats{}
+	for _, c := range controllers(s) {
+		r.SteadyReconciles[c] = reconcileStatsBetween(burst, s, map[string]string{"controller": c})
+	}
 }
 
 // scrapeCost are the requests the benchmark's scrapes of the manager cause (the manager asks the
@@ -612,18 +710,34 @@ func scrapeCost(k RequestKey) bool {
 }
 
 func reconcileStats(s Scrape, want map[string]string) ReconcileStats {
+	return reconcileStatsBetween(nil, s, want)
+}
+
+// reconcileStatsBetween are the reconciles between two scrapes of one manager (from nil: since
+// it started).
+func reconcileStatsBetween(from, to Scrape, want map[string]string) ReconcileStats {
 	var r ReconcileStats
-	total, _ := s.Sum("controller_runtime_reconcile_total", want)
 	errLabels := map[string]string{"result": "error"}
 	for k, v := range want {
 		errLabels[k] = v
 	}
-	r.Errors, _ = s.Sum("controller_runtime_reconcile_total", errLabels)
-	r.Count = total
-	if h, ok := s.Histogram("controller_runtime_reconcile_time_seconds", want); ok && h.Count > 0 {
+	total, _ := to.Sum("controller_runtime_reconcile_total", want)
+	errs, _ := to.Sum("controller_runtime_reconcile_total", errLabels)
+	h, ok := to.Histogram("controller_runtime_reconcile_time_seconds", want)
+	if from != nil {
+		t0, _ := from.Sum("controller_runtime_reconcile_total", want)
+		e0, _ := from.Sum("controller_runtime_reconcile_total", errLabels)
+		total, errs = total-t0, errs-e0
+		if h0, ok0 := from.Histogram("controller_runtime_reconcile_time_seconds", want); ok && ok0 {
+			h = h.Minus(h0)
+		}
+	}
+	r.Count, r.Errors = total, errs
+	if ok && h.Count > 0 {
 		r.MeanSeconds = h.Sum / h.Count
 		r.P50Seconds = finite(h.Quantile(0.5))
 		r.P99Seconds = finite(h.Quantile(0.99))
+		r.Within100ms = h.ShareAtMost(0.1)
 	}
 	return r
 }

@@ -31,7 +31,7 @@ func TestFleetSmoke(t *testing.T) {
 	res, err := Run(t.Context(), bin, Options{
 		N: n, Bump: true, WorkDir: t.TempDir(), Log: &log,
 		FeatureGates:    map[string]bool{"QuorumAwareUpdatesWithOnDelete": true},
-		ConvergeTimeout: 5 * time.Minute, RestartTimeout: 3 * time.Minute,
+		ConvergeTimeout: 5 * time.Minute, RestartTimeout: 3 * time.Minute, SteadyWindow: 6 * time.Second,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -52,6 +52,9 @@ func TestFleetSmoke(t *testing.T) {
 	}
 	if r.Proc.RSSBytes == 0 || r.Proc.CPUSeconds == 0 || r.Goroutines == 0 {
 		t.Errorf("process figures missing: %+v, goroutines %.0f", r.Proc, r.Goroutines)
+	}
+	if r.SteadySeconds == 0 || r.Steady.Count == 0 {
+		t.Errorf("reconciles after the restart's burst not measured: %.1fs, %+v", r.SteadySeconds, r.Steady)
 	}
 	if r.MemberClients == nil {
 		t.Error("etcd_conductor_member_clients not exported by the current tree's manager")

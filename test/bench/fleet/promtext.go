@@ -227,3 +227,19 @@ func sortedKeys(m map[RequestKey]float64) []RequestKey {
 	})
 	return keys
 }
+
+// ShareAtMost is the share of observations at most bound, exact when bound is one of the
+// histogram's bounds; otherwise that of the highest bound below it. NaN when empty.
+func (h Histogram) ShareAtMost(bound float64) float64 {
+	if h.Count == 0 {
+		return math.NaN()
+	}
+	below := 0.0
+	for i, b := range h.Bounds {
+		if b > bound {
+			break
+		}
+		below = h.Counts[i]
+	}
+	return below / h.Count
+}

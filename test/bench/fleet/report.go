@@ -174,8 +174,14 @@ func writeSize(w io.Writer, size SizeResults) {
 		return fmt.Sprintf("%d / %d", r.Restart.Proc.RSSBytes>>20, r.Restart.Proc.PeakRSSBytes>>20)
 	})
 	restartRow("manager CPU over the restart (s)", func(r Result) string { return fmt.Sprintf("%.1f", r.Restart.Proc.CPUSeconds) })
-	restartRow("reconcile p50 / p99, all controllers (ms)", func(r Result) string {
-		return fmt.Sprintf("%s / %s", ms(r.Restart.AllReconciles.P50Seconds), ms(r.Restart.AllReconciles.P99Seconds))
+	restartRow("reconcile p50 / p99, all controllers, start → all reconciled (ms) [share ≤ 100 ms]", func(r Result) string {
+		return reconcileCell(r.Restart.AllReconciles, false)
+	})
+	restartRow("reconcile p50 / p99, all controllers, in the seconds after (ms) [share ≤ 100 ms]", func(r Result) string {
+		if r.Restart.SteadySeconds == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f s: %s", r.Restart.SteadySeconds, reconcileCell(r.Restart.Steady, true))
 	})
 	for _, c := range controllerNames(res) {
 		restartRow(fmt.Sprintf("%s: reconciles over the restart, p50 / p99 (ms)", c), func(r Result) string {
@@ -186,6 +192,13 @@ func writeSize(w io.Writer, size SizeResults) {
 			return fmt.Sprintf("%.0f, %s / %s", s.Count, ms(s.P50Seconds), ms(s.P99Seconds))
 		})
 	}
+	restartRow("Etcds written during the restart", func(r Result) string { return fmt.Sprintf("%d", r.Restart.ChangedEtcds) })
+	row("Etcds still written after pods and etcd queue settled, before the restart", func(r Result) string {
+		if r.Converge.SettledSeconds == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%d", r.Converge.LateEtcds)
+	})
 	restartRow("goroutines", func(r Result) string { return fmt.Sprintf("%.0f", r.Restart.Goroutines) })
 	restartRow("open member connections", func(r Result) string {
 		if r.Restart.MemberClients == nil {
@@ -200,9 +213,29 @@ func writeSize(w io.Writer, size SizeResults) {
 		return fmt.Sprintf("%s (queue %.0f deep)", timed(r.Bump.ActedSeconds, r.Bump.TimedOut), r.Bump.QueueDepth)
 	})
 	row("load average start → end", func(r Result) string { return fmt.Sprintf("%.1f → %.1f", r.LoadStart, r.LoadEnd) })
+	for _, r := range res {
+		if !r.Converge.Quiet && r.Restart.Seconds > 0 {
+			fmt.Fprintf(w, "\n%s: Etcds were still being written %s after the fleet converged; its restart started anyway.\n", r.Binary.Label, quietLimit)
+		}
+	}
+	for _, r := range res {
+		if len(r.Restart.ChangedFields) == 0 {
+			continue
+		}
+		fields := make([]string, 0, len(r.Restart.ChangedFields))
+		for f, n := range r.Restart.ChangedFields {
+			fields = append(fields, fmt.Sprintf("`%s` %d", f, n))
+		}
+		sort.Strings(fields)
+		fmt.Fprintf(w, "\n%s: fields written during the restart (writes): %s.\n", r.Binary.Label, strings.Join(fields, ", "))
+	}
 	for label, why := range size.Failed {
 		fmt.Fprintf(w, "\n**%s did not finish**: %s\n", label, why)
 	}
+	fmt.Fprintf(w, "\nReconcile times are controller-runtime's controller_runtime_reconcile_time_seconds (the Reconcile call and the requeue that follows it, "+
+		"not the time an item waits in the queue), of every controller, from the restarted manager's start until each controller has reconciled every Etcd "+
+		"once, and separately over the seconds after (the periodic checks of a settled fleet). p50/p99 are interpolated within the histogram's buckets (5, 10, 25, 50, 100, 150, 200 ms, …): "+
+		"a p50 under 5 ms reads as about 2.5 ms whatever it is. The share ≤ 100 ms is exact (100 ms is a bucket bound): p99 < 100 ms holds when it is at least 99 %%.\n")
 	fmt.Fprintf(w, "\nRequests per Etcd per restart, from kube-apiserver's apiserver_request_total over the restart less its idle rate. "+
 		"The tokenreviews/subjectaccessreviews rows are the benchmark's own scrapes of the manager's metrics. "+
 		"WATCH is left out (in the JSON): the apiserver counts a watch when it ends, so the rows are other clients' watches timing out, "+
@@ -263,7 +296,8 @@ func targetVerdicts(r Result) []string {
 		fmt.Sprintf("restart ≤ %.0f s: %s (%.1f s)", Targets.RestartSeconds, verdict(!r.Restart.TimedOut && r.Restart.Seconds <= Targets.RestartSeconds), r.Restart.Seconds),
 		fmt.Sprintf("0 writes for unchanged clusters: %s (%.0f)", verdict(r.Restart.Writes == 0), r.Restart.Writes),
 		fmt.Sprintf("RSS < 300 MB: %s (%d MB)", verdict(float64(r.Restart.Proc.RSSBytes) < Targets.RSSBytes), r.Restart.Proc.RSSBytes>>20),
-		fmt.Sprintf("p99 reconcile < 100 ms: %s (%s ms)", verdict(r.Restart.AllReconciles.P99Seconds < Targets.P99Seconds), ms(r.Restart.AllReconciles.P99Seconds)),
+		fmt.Sprintf("p99 reconcile < 100 ms: %s (%.2f %% of reconciles ≤ 100 ms; p99 ≈ %s ms)", verdict(r.Restart.AllReconciles.Within100ms >= 0.99),
+			100*r.Restart.AllReconciles.Within100ms, ms(r.Restart.AllReconciles.P99Seconds)),
 	}
 }
 
@@ -280,6 +314,15 @@ func controllerNames(res []Result) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reconcileCell is "p50 / p99 [share ≤ 100 ms]", with the count when withCount.
+func reconcileCell(s ReconcileStats, withCount bool) string {
+	cell := fmt.Sprintf("%s / %s [%.1f %%]", ms(s.P50Seconds), ms(s.P99Seconds), 100*s.Within100ms)
+	if withCount {
+		cell = fmt.Sprintf("%.0f, %s", s.Count, cell)
+	}
+	return cell
 }
 
 func timed(seconds float64, timedOut bool) string {

@@ -36,6 +36,7 @@ func main() {
 	rolloutClusters := flag.Int("rollout-clusters", 5, "clusters of -replicas real members for the fleet-wide image bump (node simulator, needs root); 0 skips it")
 	convergeTimeout := flag.Duration("converge-timeout", 30*time.Minute, "give up on a binary's convergence after this long (reported as timed out)")
 	restartTimeout := flag.Duration("restart-timeout", 20*time.Minute, "give up on a restart (or a bump's wait) after this long (reported as timed out)")
+	beforeConvergeTimeout := flag.Duration("before-converge-timeout", 0, "a shorter -converge-timeout for the \"before\" binary only (0: the same), so a before that cannot converge a large fleet leaves the run time to measure after")
 	afterFirst := flag.Bool("after-first", false, "measure \"after\" before \"before\" at each size (so a short session gets the new figures first)")
 	gates := flag.String("feature-gates", "QuorumAwareUpdatesWithOnDelete=true", "manager feature gates, name=bool,...")
 	out := flag.String("out", "test/bench/results", "directory for fleet-<date>.md and .json")
@@ -52,7 +53,7 @@ func main() {
 		return
 	}
 	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *rolloutClusters, *gates, *out, *note,
-		timeouts{converge: *convergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
+		timeouts{converge: *convergeTimeout, beforeConverge: *beforeConvergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
 		fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
 		os.Exit(1)
 	}
@@ -120,6 +121,12 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 		byLabel := map[string]fleet.Result{}
 		for _, b := range order {
 			opts.N = n
+			opts.ConvergeTimeout = t.converge
+			if b.Label == "before" && t.beforeConverge > 0 {
+				opts.ConvergeTimeout = t.beforeConverge
+			}
+			// A binary that did not finish (say, a before that never converged) is reported as
+			// such and the next one is measured all the same; only an interrupt ends the run.
 			res, err := fleet.Run(ctx, b, opts)
 			if err != nil {
 				fmt.Printf("%s at N=%d did not finish: %v\n", b.Label, n, err)
@@ -171,8 +178,8 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 
 // timeouts bound the phases of one binary's run.
 type timeouts struct {
-	converge, restart time.Duration
-	afterFirst        bool
+	converge, beforeConverge, restart time.Duration
+	afterFirst                        bool
 }
 
 func afterBinary(ref string) (fleet.Binary, error) {
