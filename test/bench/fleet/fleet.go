@@ -201,7 +201,7 @@ const (
 	// than the status controller's 5 s resync); quietLimit bounds the wait for it.
 	quietWindow = 6 * time.Second
 	quietLimit  = 2 * time.Minute
-	maxChanges = 50
+	maxChanges  = 50
 )
 
 // Run measures one binary on a fresh control plane.
