@@ -200,7 +200,7 @@ const (
 	// quietWindow: the fleet counts as settled once no Etcd has changed for this long (more
 	// than the status controller's 5 s resync); quietLimit bounds the wait for it.
 	quietWindow = 6 * time.Second
-	quietLimit  = 2 * time.Minute
+	quietLimit  = time.Minute
 	maxChanges  = 50
 )
 

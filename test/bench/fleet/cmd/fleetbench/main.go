@@ -37,6 +37,7 @@ func main() {
 	convergeTimeout := flag.Duration("converge-timeout", 30*time.Minute, "give up on a binary's convergence after this long (reported as timed out)")
 	restartTimeout := flag.Duration("restart-timeout", 20*time.Minute, "give up on a restart (or a bump's wait) after this long (reported as timed out)")
 	beforeConvergeTimeout := flag.Duration("before-converge-timeout", 0, "a shorter -converge-timeout for the \"before\" binary only (0: the same), so a before that cannot converge a large fleet leaves the run time to measure after")
+	hold := flag.String("hold", "", "N@HH:MM: fleet sizes of at least N start no earlier than HH:MM UTC (a shared machine kept quiet from then), e.g. 1000@02:05")
 	afterFirst := flag.Bool("after-first", false, "measure \"after\" before \"before\" at each size (so a short session gets the new figures first)")
 	gates := flag.String("feature-gates", "QuorumAwareUpdatesWithOnDelete=true", "manager feature gates, name=bool,...")
 	out := flag.String("out", "test/bench/results", "directory for fleet-<date>.md and .json")
@@ -53,7 +54,7 @@ func main() {
 		return
 	}
 	if err := run(*sizes, *before, *after, *afterConfig, *replicas, *perNamespace, *noKCM, *bump, *rolloutClusters, *gates, *out, *note,
-		timeouts{converge: *convergeTimeout, beforeConverge: *beforeConvergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst}); err != nil {
+		timeouts{converge: *convergeTimeout, beforeConverge: *beforeConvergeTimeout, restart: *restartTimeout, afterFirst: *afterFirst, hold: *hold}); err != nil {
 		fmt.Fprintf(os.Stderr, "fleetbench: %v\n", err)
 		os.Exit(1)
 	}
@@ -117,6 +118,18 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 		}
 	}
 	for _, n := range sizes {
+		until, err := holdUntil(t.hold, n, time.Now())
+		if err != nil {
+			return err
+		}
+		if wait := time.Until(until); wait > 0 {
+			fmt.Printf("%s holding N=%d until %s UTC (-hold %s)\n", time.Now().UTC().Format("15:04:05"), n, until.Format("15:04"), t.hold)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
 		size := fleet.SizeResults{N: n}
 		byLabel := map[string]fleet.Result{}
 		for _, b := range order {
@@ -180,6 +193,34 @@ func run(sizesFlag, beforeRef, afterRef, afterConfig string, replicas, perNamesp
 type timeouts struct {
 	converge, beforeConverge, restart time.Duration
 	afterFirst                        bool
+	// hold is -hold: "N@HH:MM".
+	hold string
+}
+
+// holdUntil returns when a fleet of n Etcds may start under hold ("N@HH:MM", UTC; the next such
+// time from now), or the zero time when it need not wait.
+func holdUntil(hold string, n int, now time.Time) (time.Time, error) {
+	if hold == "" {
+		return time.Time{}, nil
+	}
+	sizeText, clock, ok := strings.Cut(hold, "@")
+	size, err := strconv.Atoi(sizeText)
+	if !ok || err != nil || size <= 0 {
+		return time.Time{}, fmt.Errorf("-hold: %q is not N@HH:MM", hold)
+	}
+	at, err := time.Parse("15:04", clock)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("-hold: %q is not N@HH:MM: %w", hold, err)
+	}
+	if n < size {
+		return time.Time{}, nil
+	}
+	now = now.UTC()
+	start := time.Date(now.Year(), now.Month(), now.Day(), at.Hour(), at.Minute(), 0, 0, time.UTC)
+	if start.Before(now.Add(-12 * time.Hour)) {
+		start = start.Add(24 * time.Hour)
+	}
+	return start, nil
 }
 
 func afterBinary(ref string) (fleet.Binary, error) {
