@@ -137,9 +137,15 @@ type RestartResult struct {
 	Requests []RequestCount `json:"requests"`
 	// Writes and Reads sum Requests (WATCH excluded from reads); the benchmark's own metric
 	// scrapes (tokenreviews, subjectaccessreviews) are excluded from both.
-	Writes float64   `json:"writes"`
-	Reads  float64   `json:"reads"`
-	Proc   ProcStats `json:"proc"`
+	Writes float64 `json:"writes"`
+	Reads  float64 `json:"reads"`
+	// ManagerWrites are the write requests the manager itself sent over the restart
+	// (client-go's rest_client_requests_total, POST/PUT/PATCH/DELETE, from its own metrics), less
+	// the TokenReviews and SubjectAccessReviews it sends to authorize the benchmark's scrapes:
+	// exact where Writes, the apiserver's count less an idle rate, can be off by a background
+	// write (the apiserver's own Lease renewals) either way.
+	ManagerWrites float64   `json:"managerWrites"`
+	Proc          ProcStats `json:"proc"`
 	// Goroutines and MemberClients at the end of the restart; MemberClients is nil for a binary
 	// without the etcd_conductor_member_clients gauge.
 	Goroutines    float64  `json:"goroutines"`
@@ -665,6 +671,16 @@ func (b *bench) quietRestart(ctx context.Context) (RestartResult, error) {
 		}
 	}
 	sort.Slice(r.Requests, func(i, j int) bool { return r.Requests[i].Count > r.Requests[j].Count })
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		v, _ := last.Sum("rest_client_requests_total", map[string]string{"method": method})
+		r.ManagerWrites += v
+	}
+	for k, v := range RequestDelta(before, after) {
+		if scrapeCost(k) {
+			r.ManagerWrites -= v
+		}
+	}
+	r.ManagerWrites = max(r.ManagerWrites, 0)
 	r.Goroutines, _ = last.Sum("go_goroutines", nil)
 	if v, ok := last.Sum("etcd_conductor_member_clients", nil); ok {
 		r.MemberClients = ptr.To(v)
