@@ -230,8 +230,14 @@ func withClientConnection(restCfg *rest.Config, c configv1alpha1.ClientConnectio
 // StatefulSets and Etcds), copied on every cached read and marked by every GC cycle; a
 // restart's burst of reconciles then waits less on the garbage collector. Updates of an object
 // read from the cache send no managedFields, which the apiserver takes as "keep them".
+//
+// Pods are cached as metadata and status only (memberPodView): no controller reads a member pod's
+// spec, and at 1,000 Etcds the cached pod specs were half the manager's live heap.
 func cacheOptions(watchNamespaces []string) cache.Options {
-	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: memberPodView}},
+	}
 	if len(watchNamespaces) == 0 {
 		return opts
 	}
@@ -241,6 +247,20 @@ func cacheOptions(watchNamespaces []string) cache.Options {
 	}
 	opts.DefaultNamespaces = namespaces
 	return opts
+}
+
+// memberPodView is what the manager keeps of a pod: its metadata without managedFields, and its
+// status. Controllers read labels, owners, annotations, deletion and readiness; writes to a pod
+// are merge patches of its annotations and deletions with UID and resourceVersion
+// preconditions, so the missing spec is never sent back.
+func memberPodView(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Hostname: pod.Spec.Hostname, Subdomain: pod.Spec.Subdomain}
+	return pod, nil
 }
 
 // defaultClientTLS reads the operator-wide key pair on every use, so a rotated Secret mounted into
