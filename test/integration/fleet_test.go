@@ -175,28 +175,10 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := reconciles(t)
-	log := &requestLog{}
-	framework.StartOperator(t, log.wrap(env.RESTConfig()), framework.OperatorOptions{FeatureGates: gate(true)})
 	// Every controller goes through the Etcd; the status controller twice (its resync) and the
 	// membership controller twice (its poll), so a second pass over settled state is covered.
-	want := map[string]float64{"etcd": 1, "ondelete": 1, "etcd-status": 2, "membership": 2}
-	framework.Eventually(t, timeout, "every controller through the Etcd after the restart", func(context.Context) (bool, string) {
-		now := reconciles(t)
-		for name, n := range want {
-			if now[name]-before[name] < n {
-				return false, fmt.Sprintf("%s reconciled %.0f times, want %.0f", name, now[name]-before[name], n)
-			}
-		}
-		return true, ""
-	})
-
-	if writes := log.matching(apiRequest.write); len(writes) > 0 {
-		t.Errorf("the restarted operator sent %d write(s) for a settled Etcd, want 0:\n%s", len(writes), strings.Join(writes, "\n"))
-	}
-	if reads := log.matching(apiRequest.uncachedRead); len(reads) > 0 {
-		t.Errorf("the restarted operator sent %d uncached read(s) for a settled Etcd, want 0:\n%s", len(reads), strings.Join(reads, "\n"))
-	}
+	log := restartExpectingNoRequests(t, env, "a settled Etcd",
+		map[string]float64{"etcd": 1, "ondelete": 1, "etcd-status": 2, "membership": 2})
 
 	// Freshness stays where it is a safety question: once a pod may be deleted (the image bumped,
 	// every pod outdated), the OnDelete controller reads the StatefulSet and pods uncached
@@ -214,6 +196,32 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 		reads, deletes := log.matching(freshRead), log.matching(podDeleted)
 		return len(reads) > 0 && len(deletes) > 0, fmt.Sprintf("%d uncached StatefulSet reads, %d pod deletions", len(reads), len(deletes))
 	})
+}
+
+// restartExpectingNoRequests starts an operator (the previous one stopped), waits until each
+// controller has reconciled at least want[controller] times, and fails on any write or uncached
+// read it sent for what (settled Etcds). It returns the request log for further checks.
+func restartExpectingNoRequests(t *testing.T, env *localcluster.Cluster, what string, want map[string]float64) *requestLog {
+	t.Helper()
+	before := reconciles(t)
+	log := &requestLog{}
+	framework.StartOperator(t, log.wrap(env.RESTConfig()), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.Eventually(t, timeout, "every controller through every Etcd after the restart", func(context.Context) (bool, string) {
+		now := reconciles(t)
+		for name, k := range want {
+			if now[name]-before[name] < k {
+				return false, fmt.Sprintf("%s reconciled %.0f times, want %.0f", name, now[name]-before[name], k)
+			}
+		}
+		return true, ""
+	})
+	if writes := log.matching(apiRequest.write); len(writes) > 0 {
+		t.Errorf("the restarted operator sent %d write(s) for %s, want 0:\n%s", len(writes), what, strings.Join(writes, "\n"))
+	}
+	if reads := log.matching(apiRequest.uncachedRead); len(reads) > 0 {
+		t.Errorf("the restarted operator sent %d uncached read(s) for %s, want 0:\n%s", len(reads), what, strings.Join(reads, "\n"))
+	}
+	return log
 }
 
 // TestRestartOverPendingFleetSendsNoWrite: the fleet benchmark's layout (several Etcds in one
@@ -264,23 +272,6 @@ func TestRestartOverPendingFleetSendsNoWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := reconciles(t)
-	log := &requestLog{}
-	framework.StartOperator(t, log.wrap(env.RESTConfig()), framework.OperatorOptions{FeatureGates: gate(true)})
-	want := map[string]float64{"etcd": n, "ondelete": n, "recovery": n, "etcd-status": 2 * n, "membership": n}
-	framework.Eventually(t, timeout, "every controller through every Etcd after the restart", func(context.Context) (bool, string) {
-		now := reconciles(t)
-		for name, k := range want {
-			if now[name]-before[name] < k {
-				return false, fmt.Sprintf("%s reconciled %.0f times, want %.0f", name, now[name]-before[name], k)
-			}
-		}
-		return true, ""
-	})
-	if writes := log.matching(apiRequest.write); len(writes) > 0 {
-		t.Errorf("the restarted operator sent %d write(s) for %d settled Etcds with Pending pods, want 0:\n%s", len(writes), n, strings.Join(writes, "\n"))
-	}
-	if reads := log.matching(apiRequest.uncachedRead); len(reads) > 0 {
-		t.Errorf("the restarted operator sent %d uncached read(s) for %d settled Etcds with Pending pods, want 0:\n%s", len(reads), n, strings.Join(reads, "\n"))
-	}
+	restartExpectingNoRequests(t, env, fmt.Sprintf("%d settled Etcds with Pending pods", n),
+		map[string]float64{"etcd": n, "ondelete": n, "recovery": n, "etcd-status": 2 * n, "membership": n})
 }
