@@ -3,7 +3,9 @@ package fleet
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	dto "github.com/prometheus/client_model/go"
@@ -78,12 +80,7 @@ func (s Scrape) LabelValues(name, label string) []string {
 			seen[v] = true
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for v := range seen {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // RequestKey is a verb and resource (with subresource) of apiserver_request_total.
