@@ -104,6 +104,47 @@ func (p *Pool) Query(ctx context.Context, cluster string, creds conductortls.Cli
 	return status, fmt.Errorf("no member of cluster %s answered: %w", cluster, errors.Join(errs...))
 }
 
+// LeaderMemberList asks every target for its status concurrently and returns as soon as the
+// leader has answered, with the leader's member list. A member that cannot be reached (a pod
+// being replaced, whose address no longer answers) costs nothing once the leader has: Query
+// would wait out its dial timeout. ok is false when every target answered or failed without the
+// leader among them, or the leader's member list failed.
+func (p *Pool) LeaderMemberList(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) (leader MemberStatus, members []Member, ok bool, err error) {
+	clients, err := p.clients(cluster, creds, targets)
+	if err != nil {
+		return MemberStatus{}, nil, false, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		status MemberStatus
+		client *MemberConn
+	}
+	answers := make(chan answer, len(clients))
+	for _, c := range clients {
+		go func() {
+			s, _ := c.Status(ctx)
+			answers <- answer{s, c}
+		}()
+	}
+	var errs []error
+	for range clients {
+		a := <-answers
+		if !a.status.IsLeader() {
+			if a.status.Err != nil {
+				errs = append(errs, a.status.Err)
+			}
+			continue
+		}
+		list, err := a.client.MemberList(ctx)
+		if err != nil {
+			return a.status, nil, false, err
+		}
+		return a.status, list, true, nil
+	}
+	return MemberStatus{}, nil, false, errors.Join(errs...)
+}
+
 // memberListOrder lists the reachable members, the leader first: its view of the membership is
 // the authoritative one.
 func memberListOrder(members []MemberStatus) []int {

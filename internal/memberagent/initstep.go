@@ -222,15 +222,16 @@ func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (boo
 	}
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	defer pool.Close()
-	cs, err := pool.Query(ctx, "init", creds, targets)
-	if err != nil {
-		i.log.V(1).Info("No member answered", "error", err.Error())
+	// The leader's answer decides; members being replaced at the same time (a rollout's batch)
+	// would otherwise hold this start for a dial timeout each round.
+	_, members, ok, err := pool.LeaderMemberList(ctx, "init", creds, targets)
+	if !ok {
+		if err != nil {
+			i.log.V(1).Info("No leader answered", "error", err.Error())
+		}
 		return false, nil
 	}
-	if _, ok := cs.Leader(); !ok || cs.MemberList == nil {
-		return false, nil
-	}
-	return true, cs.MemberList
+	return true, members
 }
 
 // report writes the decision onto the member's Lease; failures are only logged, since the
