@@ -110,6 +110,7 @@ type MemberConn struct {
 	client      *clientv3.Client
 	maintenance pb.MaintenanceClient
 	cluster     pb.ClusterClient
+	kv          pb.KVClient
 }
 
 // DialMember prepares a connection to one member. It does not block: the connection is made
@@ -167,6 +168,7 @@ func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshak
 		client:      client,
 		maintenance: pb.NewMaintenanceClient(conn),
 		cluster:     pb.NewClusterClient(conn),
+		kv:          pb.NewKVClient(conn),
 	}, nil
 }
 
@@ -213,6 +215,23 @@ func (m *MemberConn) MemberList(ctx context.Context) ([]Member, error) {
 		return nil, fmt.Errorf("member list from %s at %s: %w", m.target.Name, m.target.Address, err)
 	}
 	return membersFromPB(resp.GetMembers()), nil
+}
+
+// linearizableReadKey is the key LinearizableRead counts: nothing writes it, so the read returns
+// no data, and a count carries no values either way.
+const linearizableReadKey = "\x00etcd-conductor/linearizable-read"
+
+// LinearizableRead has the member serve a linearizable read, which is what its /readyz checks: it
+// succeeds only while the member is a voter in contact with a leader a quorum follows, once it
+// has applied everything that leader had committed when the read began. A learner refuses it.
+func (m *MemberConn) LinearizableRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	_, err := m.kv.Range(ctx, &pb.RangeRequest{Key: []byte(linearizableReadKey), CountOnly: true}, grpc.WaitForReady(false))
+	if err != nil {
+		return fmt.Errorf("linearizable read through member %s at %s: %w", m.target.Name, m.target.Address, err)
+	}
+	return nil
 }
 
 // MoveLeader asks this member, which must be the leader, to hand leadership to member toID.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -174,6 +175,45 @@ func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortl
 		}
 	}
 	return fmt.Errorf("cluster %s: member %s is not among the targets", cluster, fromName)
+}
+
+// LinearizableReads has each member named in names (all of them among targets) serve a
+// linearizable read, concurrently, and returns the names of those that did. targets are all the
+// cluster's members, as for Query, so the pool keeps the connections of the others. The error
+// joins the refusals; it is nil when every named member served.
+func (p *Pool) LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target, names []string) ([]string, error) {
+	clients, err := p.clients(cluster, creds, targets)
+	if err != nil {
+		return nil, err
+	}
+	asked := make(map[string]bool, len(names))
+	for _, n := range names {
+		asked[n] = true
+	}
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		if !asked[c.Target().Name] {
+			continue
+		}
+		delete(asked, c.Target().Name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.LinearizableRead(ctx)
+		}()
+	}
+	wg.Wait()
+	var served []string
+	for i, c := range clients {
+		if errs[i] == nil && slices.Contains(names, c.Target().Name) {
+			served = append(served, c.Target().Name)
+		}
+	}
+	for n := range asked {
+		errs = append(errs, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, n))
+	}
+	return served, errors.Join(errs...)
 }
 
 // Member returns the pooled client of member name among targets, for membership changes

@@ -496,6 +496,12 @@ func (m recordedMembers) Query(context.Context, string, conductortls.ClientMater
 
 func (recordedMembers) Forget(string) {}
 
+// LinearizableReads: recorded answers serve no read, as plan asks for none; a replaced member
+// not Ready yet counts as not participating in both.
+func (recordedMembers) LinearizableReads(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, []string) ([]string, error) {
+	return nil, errors.New("recorded member status: cannot serve a read")
+}
+
 // MoveLeader: recorded answers cannot move leadership; a fixture that plans a handover shows
 // the controller trying and recording the failure.
 func (recordedMembers) MoveLeader(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, uint64) error {

@@ -38,14 +38,19 @@ type State struct {
 	Pods []corev1.Pod
 }
 
-// RoleInputs supplies what role resolution reads. Decide calls it only when the decision
-// depends on roles, so a settled cluster costs no Lease read and no member traffic.
+// RoleInputs supplies what Decide reads beyond the objects: what role resolution needs, and the
+// reads that show replaced members back. Decide calls them only when the decision depends on
+// them, so a settled cluster costs no Lease read and no member traffic.
 type RoleInputs interface {
 	// MemberLeases returns the Leases of etcd's members (or more; Decide keeps the members').
 	MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error)
 	// AskMembers asks the targets (possibly none) for their status. An error means roles come
 	// from the Leases; it is reported, not fatal. It is not called in LeaseOnly mode.
 	AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error)
+	// ServeReads has the members named (each among targets, every member's) serve a
+	// linearizable read and returns those that did; an error says why the others did not. It is
+	// not called in LeaseOnly mode.
+	ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error)
 }
 
 // Outcome is the pipeline's result.
@@ -64,7 +69,17 @@ type Outcome struct {
 	// Reports are the members' answers the decision was made on (none unless RolesResolved):
 	// the controller finds the handover's member IDs here.
 	Reports []roles.MemberReport
+	// AwaitingRejoin are the replaced members whose readiness had not caught up and that were
+	// asked for a linearizable read (rollout.AwaitingRejoin); Rejoined those that served it and
+	// so counted as participating; RejoinErr why the others did not.
+	AwaitingRejoin []string
+	Rejoined       []string
+	RejoinErr      error
 }
+
+// RejoinPending tells whether a replaced member was asked for a read and did not serve it yet:
+// its next answer, not only its readiness, may let the rollout go on.
+func (o Outcome) RejoinPending() bool { return len(o.Rejoined) < len(o.AwaitingRejoin) }
 
 // Decide runs observe → resolve roles → plan on st under policy. now decides which Leases are
 // fresh.
@@ -72,6 +87,12 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
 	pods := MemberPods(st.StatefulSet, st.Pods)
 	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy)}
+	if out.AwaitingRejoin = rollout.AwaitingRejoin(out.Observed); len(out.AwaitingRejoin) > 0 && mode != roles.SourcePolicyLeaseOnly {
+		out.Rejoined, out.RejoinErr = in.ServeReads(ctx, etcd, memberaccess.Targets(etcd, pods), out.AwaitingRejoin)
+		out.Observed = out.Observed.WithRejoinProven(out.Rejoined)
+	} else {
+		out.AwaitingRejoin = nil
+	}
 	out.Decision = rollout.Plan(out.Observed)
 	out.Resolution = roles.Resolution{Source: roles.SourceNone,
 		Detail: fmt.Sprintf("roles not needed: rule %s does not choose among participating members", out.Decision.Rule)}
@@ -95,7 +116,8 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 		out.Resolution.Detail = fmt.Sprintf("members not asked: %v; %s", out.MemberQueryErr, out.Resolution.Detail)
 	}
 	out.Reports = reports
-	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).WithPolicy(policy))
+	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).
+		WithPolicy(policy).WithRejoinProven(out.Rejoined))
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,8 @@ func ownedBy(uid types.UID) podOpt {
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "etcd-main", UID: uid, Controller: ptr.To(true)}}
 	}
 }
-func withIP(ip string) podOpt { return func(p *corev1.Pod) { p.Status.PodIP = ip } }
+func withIP(ip string) podOpt       { return func(p *corev1.Pod) { p.Status.PodIP = ip } }
+func runningNotReady(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }
 func notReady(p *corev1.Pod) {
 	p.Status.ContainerStatuses[0].Ready = false
 	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
@@ -89,6 +91,23 @@ type recordingInputs struct {
 	leaseReads  int
 	asked       [][]etcdclient.Target
 	askedForKey string
+	// served are the members that serve a linearizable read; readsAsked who was asked for one.
+	served     []string
+	readsAsked [][]string
+}
+
+func (r *recordingInputs) ServeReads(_ context.Context, _ *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
+	r.readsAsked = append(r.readsAsked, names)
+	var out []string
+	for _, n := range names {
+		if slices.Contains(r.served, n) && slices.ContainsFunc(targets, func(t etcdclient.Target) bool { return t.Name == n }) {
+			out = append(out, n)
+		}
+	}
+	if len(out) < len(names) {
+		return out, errors.New("not every member served")
+	}
+	return out, nil
 }
 
 func (r *recordingInputs) MemberLeases(_ context.Context, _ *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
@@ -192,6 +211,71 @@ func TestDecideCarriesMemberStatusIntoThePlan(t *testing.T) {
 			}
 			if got.Decision.Rule != tc.wantRule || got.Decision.HandoverTo != tc.wantTo || len(got.Reports) != len(tc.reports) {
 				t.Fatalf("Decide() = %+v with %d reports, want %s to %q", got.Decision, len(got.Reports), tc.wantRule, tc.wantTo)
+			}
+		})
+	}
+}
+
+// TestDecideAsksReplacedMembersToServeARead: a replaced member whose etcd runs but whose
+// readiness probe has not passed yet counts as participating once it serves a linearizable read,
+// so the rollout goes on without waiting for the kubelet's next probe; one that does not serve
+// holds it (DEP-07 step 3), and only such members are asked.
+func TestDecideAsksReplacedMembersToServeARead(t *testing.T) {
+	reports := []roles.MemberReport{{Name: "etcd-main-0", ID: "a1", LeaderID: "b2", Reachable: true, AppliedIndex: 10},
+		{Name: "etcd-main-1", ID: "b2", LeaderID: "b2", Reachable: true, AppliedIndex: 10}, {Name: "etcd-main-2", ID: "c3", LeaderID: "b2", Reachable: true, AppliedIndex: 10}}
+	back := []corev1.Pod{pod("etcd-main-0", oldRev, withIP("10.0.0.1")), pod("etcd-main-1", oldRev, withIP("10.0.0.2")), pod("etcd-main-2", newRev, withIP("10.0.0.3"), runningNotReady)}
+	cases := []struct {
+		name      string
+		pods      []corev1.Pod
+		mode      roles.SourcePolicy
+		policy    func(*rollout.Policy)
+		served    []string
+		wantRule  rollout.RuleID
+		wantAsked []string
+		wantRead  bool
+	}{
+		{name: "a replaced member that serves counts as back", pods: back, mode: roles.SourcePolicyAuto, served: []string{"etcd-main-2"},
+			wantRule: rollout.RuleParticipatingFollower, wantAsked: []string{"etcd-main-2"}, wantRead: true},
+		{name: "one that does not serve holds the rollout", pods: back, mode: roles.SourcePolicyAuto,
+			wantRule: rollout.RuleUpdatedNotParticipating, wantAsked: []string{"etcd-main-2"}},
+		{name: "LeaseOnly asks for no read", pods: back, mode: roles.SourcePolicyLeaseOnly, served: []string{"etcd-main-2"},
+			wantRule: rollout.RuleUpdatedNotParticipating},
+		{name: "turned off, nobody is asked", pods: back, mode: roles.SourcePolicyAuto, served: []string{"etcd-main-2"},
+			policy: func(p *rollout.Policy) { p.RejoinByRead = false }, wantRule: rollout.RuleUpdatedNotParticipating},
+		{name: "a crashed replaced member is not asked",
+			pods: []corev1.Pod{back[0], back[1], pod("etcd-main-2", newRev, withIP("10.0.0.3"), notReady)}, mode: roles.SourcePolicyAuto,
+			served: []string{"etcd-main-2"}, wantRule: rollout.RuleUpdatedNotParticipating},
+		{name: "an outdated member not Ready is not asked: it goes first as non-participating",
+			pods: []corev1.Pod{pod("etcd-main-0", oldRev, withIP("10.0.0.1"), runningNotReady), back[1], pod("etcd-main-2", newRev, withIP("10.0.0.3"))},
+			mode: roles.SourcePolicyAuto, served: []string{"etcd-main-0"}, wantRule: rollout.RuleNonParticipatingAlive},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			policy := rollout.DefaultPolicy()
+			if tc.policy != nil {
+				tc.policy(&policy)
+			}
+			in := &recordingInputs{reports: reports, served: tc.served}
+			st := State{Etcd: testEtcd(), StatefulSet: testStatefulSet(), Pods: tc.pods}
+			got, err := Decide(context.Background(), st, in, tc.mode, policy, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Decision.Rule != tc.wantRule {
+				t.Fatalf("Decide() = %+v, want rule %s", got.Decision, tc.wantRule)
+			}
+			var asked []string
+			for _, names := range in.readsAsked {
+				asked = append(asked, names...)
+			}
+			if !slices.Equal(asked, tc.wantAsked) {
+				t.Errorf("asked %v for a read, want %v", asked, tc.wantAsked)
+			}
+			if read := strings.Contains(got.Decision.Reason, "served a linearizable read before its readiness probe passed"); read != tc.wantRead {
+				t.Errorf("reason %q: mentions the read %v, want %v", got.Decision.Reason, read, tc.wantRead)
+			}
+			if pending := len(tc.wantAsked) > 0 && !tc.wantRead; got.RejoinPending() != pending {
+				t.Errorf("RejoinPending() = %v, want %v", got.RejoinPending(), pending)
 			}
 		})
 	}

@@ -212,6 +212,9 @@ func RolloutPolicy(c configv1alpha1.OnDeleteControllerConfiguration) rollout.Pol
 	if c.MaxConcurrentMemberUpdates > 0 {
 		p.MaxConcurrent = c.MaxConcurrentMemberUpdates
 	}
+	if c.RejoinByRead != nil {
+		p.RejoinByRead = *c.RejoinByRead
+	}
 	return p
 }
 

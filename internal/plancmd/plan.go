@@ -116,6 +116,12 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	return in.members(ctx, etcd, targets)
 }
 
+// ServeReads asks no member: plan explains a recorded state, in which a replaced member that is
+// not Ready yet counts as not participating, as the controller decides when its read fails.
+func (in roleInputs) ServeReads(context.Context, *druidv1alpha1.Etcd, []etcdclient.Target, []string) ([]string, error) {
+	return nil, nil
+}
+
 func output(st State, o decision.Outcome) Output {
 	sts := st.StatefulSet
 	out := Output{

@@ -72,6 +72,18 @@
 // The classes only rank non-participating pods; a Ready etcd container is participating whatever
 // its class.
 //
+// # Participation ahead of readiness
+//
+// DEP-07 calls a pod participating when its readiness probe passes, and that probe is a
+// linearizable read. The kubelet runs it once a readiness period, so a replaced member is in the
+// quorum up to a period before its pod says so, and every step of a rollout waits that long.
+// With Policy.RejoinByRead the controller asks the pods AwaitingRejoin lists (updated, in range,
+// not terminating, no learner, etcd container running but not Ready, while outdated pods remain)
+// to serve it that same read over mTLS, and WithRejoinProven counts those that did as
+// participating (PodState.RejoinProven; the decision's reason names them). It only ever adds:
+// outdated pods keep their readiness (DEP-07 step 2 ranks them by it), and a pod the kubelet
+// calls Ready is never taken for less.
+//
 // # Ordinals
 //
 // Observe takes a pod's ordinal from the apps.kubernetes.io/pod-index label, falling back to the

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,4 +99,42 @@ func (o Observed) WithMembers(members map[string]MemberStatus) Observed {
 func (o Observed) WithPolicy(p Policy) Observed {
 	o.Policy = p
 	return o
+}
+
+// AwaitingRejoin names the pods whose own linearizable read could show them back in the quorum
+// ahead of their readiness probe: updated pods in range, not terminating and no learner, whose
+// etcd container runs but is not Ready yet. It is empty unless o.Policy.RejoinByRead, and while
+// no outdated pod is left to replace (nothing would wait on them).
+func AwaitingRejoin(o Observed) []string {
+	var out []string
+	for _, p := range o.Pods {
+		if o.awaitingRejoin(p) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func (o Observed) awaitingRejoin(p PodState) bool {
+	if !o.Policy.RejoinByRead || o.UpdateRevision == "" || IsOutdated(p, o.UpdateRevision) ||
+		!slices.ContainsFunc(o.Pods, func(q PodState) bool { return IsOutdated(q, o.UpdateRevision) }) {
+		return false
+	}
+	return p.Ordinal >= 0 && p.Ordinal < o.Replicas && !p.Terminating && !p.Participating && !p.Member.Learner &&
+		p.Container == ContainerAlive
+}
+
+// WithRejoinProven returns o with the pods named in served, those that served the controller a
+// linearizable read, counted as participating. Only pods AwaitingRejoin selects are changed, so
+// a read can never make an outdated, terminating or not-running pod count, nor a Ready one less.
+func (o Observed) WithRejoinProven(served []string) Observed {
+	out := o
+	out.Pods = make([]PodState, len(o.Pods))
+	for i, p := range o.Pods {
+		if slices.Contains(served, p.Name) && o.awaitingRejoin(p) {
+			p.Participating, p.RejoinProven = true, true
+		}
+		out.Pods[i] = p
+	}
+	return out
 }

@@ -82,6 +82,8 @@ type view struct {
 	// condemned pods lie outside [0, replicas): a scale-down will remove them.
 	condemned     []PodState
 	participating int
+	// rejoinProven names the participating pods known so by their own read (RejoinProven).
+	rejoinProven []string
 	// unavailable counts the voters (ordinals in range) that are missing, terminating, not
 	// participating or learners: each uses up part of the quorum's headroom.
 	unavailable      int
@@ -116,6 +118,9 @@ func newView(o Observed) *view {
 		}
 		if p.Participating {
 			v.participating++
+		}
+		if p.RejoinProven {
+			v.rejoinProven = append(v.rejoinProven, p.Name)
 		}
 		if !v.inRange(p) {
 			v.condemned = append(v.condemned, p)
@@ -161,7 +166,11 @@ func (v *view) candidate(p PodState) bool {
 }
 
 func (v *view) summary() string {
-	return fmt.Sprintf("%d/%d participating, %d outdated", v.participating, v.o.Replicas, v.outdated)
+	s := fmt.Sprintf("%d/%d participating, %d outdated", v.participating, v.o.Replicas, v.outdated)
+	if len(v.rejoinProven) > 0 {
+		s += fmt.Sprintf(" (%s served a linearizable read before its readiness probe passed)", strings.Join(v.rejoinProven, ", "))
+	}
+	return s
 }
 
 // baseName recovers the StatefulSet name from a pod name, so a missing pod can be named.

@@ -408,6 +408,43 @@ func TestPlanInvariantsRandom(t *testing.T) {
 	}
 }
 
+// TestRejoinProvenOnlyAddsUpdatedRunningMembers: whatever members claim to have served a read,
+// WithRejoinProven only turns updated, running, in-range pods that are not terminating into
+// participating ones, never takes participation away, changes nothing with the policy off or
+// nothing left to replace, and the plan on the result keeps every invariant.
+func TestRejoinProvenOnlyAddsUpdatedRunningMembers(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 2026))
+	buf := make([]byte, 36)
+	for i := 0; i < 20000; i++ {
+		for j := range buf {
+			buf[j] = byte(r.UintN(256))
+		}
+		o := observedFromBytes(buf)
+		o.Policy.RejoinByRead = r.UintN(4) != 0
+		var served []string
+		for _, p := range o.Pods {
+			if r.UintN(2) == 0 {
+				served = append(served, p.Name)
+			}
+		}
+		got := o.WithRejoinProven(served)
+		outdatedLeft := slices.ContainsFunc(o.Pods, func(p PodState) bool { return IsOutdated(p, o.UpdateRevision) })
+		for k, before := range o.Pods {
+			after := got.Pods[k]
+			eligible := o.Policy.RejoinByRead && o.UpdateRevision != "" && outdatedLeft && !IsOutdated(before, o.UpdateRevision) &&
+				before.Ordinal >= 0 && before.Ordinal < o.Replicas && !before.Terminating && before.Container == ContainerAlive &&
+				!before.Participating && !before.Member.Learner && slices.Contains(served, before.Name)
+			if after.Participating != (before.Participating || eligible) || after.RejoinProven != eligible {
+				t.Fatalf("pod %+v became %+v (served %v, policy %+v, update revision %q)", before, after, served, o.Policy, o.UpdateRevision)
+			}
+			if eligible != slices.Contains(AwaitingRejoin(o), before.Name) && slices.Contains(served, before.Name) {
+				t.Fatalf("AwaitingRejoin(%+v) and WithRejoinProven disagree on %s", o, before.Name)
+			}
+		}
+		checkPlanInvariants(t, got)
+	}
+}
+
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{3, 1, 5, 2, 6, 10, 7, 2})
 	f.Add([]byte{1, 1, 5, 16})

@@ -42,10 +42,14 @@ type PodState struct {
 	// Terminating is set once the pod has a deletionTimestamp.
 	Terminating bool
 	// Participating means the etcd container is Ready, i.e. its readiness probe served a
-	// linearizable read, which needs a quorum.
+	// linearizable read, which needs a quorum; or that the member served the controller such a
+	// read just now, before the kubelet's next probe (RejoinProven).
 	Participating bool
-	Container     ContainerClass
-	Role          Role
+	// RejoinProven is set when Participating comes from the controller's own linearizable read
+	// through this updated member rather than from its readiness (Observed.WithRejoinProven).
+	RejoinProven bool
+	Container    ContainerClass
+	Role         Role
 	// Member is what the etcd member said about itself over mTLS; the zero value when it was
 	// not asked (LeaseOnly, a decision that does not depend on it) or did not answer.
 	Member MemberStatus
@@ -82,11 +86,18 @@ type Policy struct {
 	// over at shutdown). 0 attempts means 1.
 	Handover         bool
 	HandoverAttempts int
+	// RejoinByRead lets a replaced member count as back in the quorum as soon as it serves the
+	// controller a linearizable read over mTLS, the check its readiness probe makes, instead of
+	// up to a readiness period later when the kubelet probes it next. Only updated pods whose
+	// etcd container runs are asked (AwaitingRejoin), and an answer only ever adds
+	// participation: a pod the kubelet calls Ready is never taken for less.
+	RejoinByRead bool
 }
 
 // DefaultPolicy is what the operator runs with unless configured otherwise.
 func DefaultPolicy() Policy {
-	return Policy{MaxConcurrent: 1, CatchUp: true, MaxAppliedIndexLag: DefaultMaxAppliedIndexLag, Handover: true, HandoverAttempts: DefaultHandoverAttempts}
+	return Policy{MaxConcurrent: 1, CatchUp: true, MaxAppliedIndexLag: DefaultMaxAppliedIndexLag, Handover: true, HandoverAttempts: DefaultHandoverAttempts,
+		RejoinByRead: true}
 }
 
 const (

@@ -23,6 +23,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -303,4 +304,84 @@ func TestBatchWithinQuorumHeadroom(t *testing.T) {
 	if still != 3 {
 		t.Fatalf("%d pods left after the second reconcile, want 3: nothing more may go while two are out; last operation %q", still, rig.lastOperation(t))
 	}
+}
+
+// TestReplacedMemberCountsBackOnceItServesARead: an updated follower whose pod is not Ready yet
+// (the kubelet has not probed it since it started) but whose etcd serves a linearizable read is
+// back in the quorum: with RejoinByRead the next follower goes at once, and the reason says why;
+// without it the rollout waits for the readiness probe (DEP-07 step 3). A member that cannot
+// serve (its etcd stopped) holds the rollout, and the wait is asked again soon, not after the
+// requeue interval.
+func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
+	rig := newHandoverRig(t, "rejoin-read", 3, func(pod, leader string) bool { return pod == "etcd-main-"+notLeader(leader, 0) })
+	replaced := "etcd-main-" + notLeader(rig.leader, 0)
+	pod, _ := rig.pod(t, replaced)
+	pod.Status.ContainerStatuses[0].Ready = false
+	if err := rig.env.Client().Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutRead := rollout.DefaultPolicy()
+	withoutRead.RejoinByRead = false
+
+	t.Run("without the read, the readiness probe decides", func(t *testing.T) {
+		rig.reconcile(t, rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, withoutRead))
+		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
+			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
+		}
+	})
+
+	idx := slices.IndexFunc(rig.cluster.Members, func(m *etcdtest.Member) bool { return m.Name == replaced })
+	if err := rig.cluster.Stop(idx); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a member that cannot serve holds the rollout and is asked again soon", func(t *testing.T) {
+		res := rig.reconcile(t, rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy()))
+		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
+			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
+		}
+		if res.RequeueAfter != ondelete.DefaultRejoinInterval {
+			t.Errorf("requeued after %s, want %s", res.RequeueAfter, ondelete.DefaultRejoinInterval)
+		}
+		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues("not-yet")); n != 1 {
+			t.Errorf("reads not served counted %v, want 1", n)
+		}
+	})
+
+	if err := rig.cluster.Restart(idx); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("once it serves, the next follower goes", func(t *testing.T) {
+		rec := rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy())
+		framework.Eventually(t, timeout, "the next follower deleted", func(context.Context) (bool, string) {
+			rig.reconcile(t, rec)
+			op := rig.lastOperation(t)
+			return strings.Contains(op, "[participating/follower]"), op
+		})
+		if op := rig.lastOperation(t); !strings.Contains(op, replaced+" served a linearizable read before its readiness probe passed") {
+			t.Errorf("lastOperation %q does not say that %s counted by its read", op, replaced)
+		}
+		if _, alive := rig.pod(t, rig.leader); !alive {
+			t.Errorf("the leader %s was deleted", rig.leader)
+		}
+		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues("served")); n < 1 {
+			t.Errorf("served reads counted %v, want at least 1", n)
+		}
+	})
+}
+
+// notLeader names the ordinal of the n-th member (from 0) that is not leader.
+func notLeader(leader string, n int) string {
+	for i := range 3 {
+		if name := fmt.Sprintf("etcd-main-%d", i); name != leader {
+			if n == 0 {
+				return fmt.Sprint(i)
+			}
+			n--
+		}
+	}
+	return ""
 }

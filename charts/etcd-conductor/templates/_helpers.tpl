@@ -87,6 +87,7 @@ controllers:
     {{- end }}
     maxAppliedIndexLag: {{ .Values.controllers.ondelete.maxAppliedIndexLag }}
     maxConcurrentMemberUpdates: {{ .Values.controllers.ondelete.maxConcurrentMemberUpdates }}
+    rejoinByRead: {{ .Values.controllers.ondelete.rejoinByRead }}
 {{- with .Values.watchNamespaces }}
 watchNamespaces:
   {{- toYaml . | nindent 2 }}

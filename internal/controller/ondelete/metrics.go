@@ -24,6 +24,9 @@ type Metrics struct {
 	AppliedIndexLag *prometheus.GaugeVec
 	// BatchSize is the number of pods one delete decision named.
 	BatchSize prometheus.Histogram
+	// RejoinReads counts the linearizable reads asked of replaced members not Ready yet, by
+	// outcome (served, not-yet).
+	RejoinReads *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them on reg.
@@ -57,9 +60,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Raft entries a member has applied fewer than the leader, when the OnDelete controller last asked."}, []string{"namespace", "etcd", "member"}),
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "rollout_batch_size",
 			Help: "Pods deleted by one OnDelete decision (above 1 only with quorum-headroom concurrency).", Buckets: prometheus.LinearBuckets(1, 1, 5)}),
+		RejoinReads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_rejoin_reads_total",
+			Help: "Linearizable reads asked of replaced members whose readiness probe had not passed yet, by outcome (served: counted as participating; not-yet)."}, []string{"outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency,
-		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize} {
+		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize, m.RejoinReads} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

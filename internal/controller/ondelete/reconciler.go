@@ -39,6 +39,9 @@ import (
 // MemberPool is the part of the member connection pool (etcdclient.Pool) the controller uses.
 type MemberPool interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
+	// LinearizableReads has the members named serve a linearizable read; targets are all of
+	// them, so the pool keeps every connection.
+	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
 	// MoveLeader asks member fromName, the leader, to hand leadership to member toID.
 	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
 	// Forget closes a cluster's cached connections.
@@ -64,6 +67,9 @@ type Config struct {
 	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// RequeueInterval is how soon a waiting rollout is looked at again.
 	RequeueInterval time.Duration
+	// RejoinInterval is how soon a rollout waiting on a replaced member that runs but has not
+	// served a linearizable read yet asks again (Policy.RejoinByRead); default 250ms.
+	RejoinInterval time.Duration
 	// Clock reads the time Lease freshness is judged at; nil means time.Now. Tests replaying a
 	// recorded state set it to when the state was recorded.
 	Clock func() time.Time
@@ -76,6 +82,15 @@ type Config struct {
 	// confirm the new leader (default 5s each).
 	HandoverTimeout time.Duration
 }
+
+// DefaultRejoinInterval paces the reads that show a replaced member back: a few per second
+// against a member that is starting, for the seconds it takes, and only while a rollout waits
+// on it.
+const DefaultRejoinInterval = 250 * time.Millisecond
+
+// rejoinReadTimeout bounds one round of those reads, so a member that hangs holds a reconcile
+// worker no longer than that; the next round asks again.
+const rejoinReadTimeout = time.Second
 
 // Reconciler is the OnDelete controller.
 type Reconciler struct {
@@ -100,6 +115,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.HandoverTimeout == 0 {
 		cfg.HandoverTimeout = 5 * time.Second
+	}
+	if cfg.RejoinInterval == 0 {
+		cfg.RejoinInterval = DefaultRejoinInterval
 	}
 	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]int{}}}
 }
@@ -163,6 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pods", d.Pods, "handoverTo", d.HandoverTo,
 		"reason", d.Reason, "roleSource", resolution.Source)
+	r.recordRejoinReads(ctx, outcome)
 	r.observeLags(etcd, outcome)
 
 	result := ctrl.Result{Priority: priority.For(inFlight(d))}
@@ -206,6 +225,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case rollout.ActionWait:
 		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
+		if outcome.RejoinPending() {
+			// No event tells us when the member can serve: its readiness probe is what we are
+			// getting ahead of.
+			result.RequeueAfter = min(r.cfg.RejoinInterval, r.cfg.RequeueInterval)
+		}
 	}
 	if err := r.report(ctx, etcd, sts, d, resolution); err != nil {
 		return result, err
@@ -368,6 +392,36 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		return nil, err
 	}
 	return roles.ReportsFromClusterStatus(cs), nil
+}
+
+func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
+	r := in.r
+	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	if err != nil {
+		// AskMembers reports a broken key pair when roles are needed; readiness still works.
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
+	defer cancel()
+	return r.cfg.Members.LinearizableReads(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
+}
+
+// recordRejoinReads counts the reads that asked replaced members whether they are back, by
+// outcome: served (the member counted as participating before its readiness probe said so) or
+// not yet.
+func (r *Reconciler) recordRejoinReads(ctx context.Context, o decision.Outcome) {
+	if len(o.AwaitingRejoin) == 0 {
+		return
+	}
+	r.cfg.Metrics.RejoinReads.WithLabelValues("served").Add(float64(len(o.Rejoined)))
+	r.cfg.Metrics.RejoinReads.WithLabelValues("not-yet").Add(float64(len(o.AwaitingRejoin) - len(o.Rejoined)))
+	if len(o.Rejoined) > 0 {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Replaced members served a linearizable read before their readiness probe passed",
+			"members", o.Rejoined)
+	}
+	if o.RejoinErr != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Replaced members not back yet", "awaiting", o.AwaitingRejoin, "error", o.RejoinErr.Error())
+	}
 }
 
 // recordResolution logs, counts and reports a role resolution the decision depended on.

@@ -118,6 +118,11 @@ type OnDeleteControllerConfiguration struct {
 	// MaxConcurrentMemberUpdates is how many participating members may be replaced at once,
 	// capped by the quorum's headroom (5 members: 2, 7: 3). Default 1, one at a time as DEP-07.
 	MaxConcurrentMemberUpdates int `json:"maxConcurrentMemberUpdates,omitempty"`
+	// RejoinByRead counts a replaced member as back in the quorum as soon as it serves the
+	// operator a linearizable read over mTLS, the check behind its readiness probe, instead of
+	// when the kubelet's next probe says so, up to a readiness period later (default true).
+	// It only ever adds: a member the kubelet calls Ready is never counted out by a read.
+	RejoinByRead *bool `json:"rejoinByRead,omitempty"`
 }
 
 // HandoverConfiguration configures the leadership handover before the leader's pod goes.
@@ -209,6 +214,10 @@ func (o *OnDeleteControllerConfiguration) defaultRolloutPolicy() {
 	}
 	if o.MaxConcurrentMemberUpdates == 0 {
 		o.MaxConcurrentMemberUpdates = DefaultMaxConcurrentMemberUpdates
+	}
+	if o.RejoinByRead == nil {
+		enabled := true
+		o.RejoinByRead = &enabled
 	}
 }
 

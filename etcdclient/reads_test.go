@@ -1,0 +1,101 @@
+package etcdclient_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+)
+
+// TestLinearizableReads: a member serves a linearizable read only while it is in contact with a
+// quorum, which is what the OnDelete controller relies on to count a replaced member as back.
+func TestLinearizableReads(t *testing.T) {
+	c := startCluster(t, etcdtest.Config{})
+	p := newPool(t)
+	all := []string{c.Members[0].Name, c.Members[1].Name, c.Members[2].Name}
+
+	t.Run("every member of a healthy cluster serves", func(t *testing.T) {
+		served, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), all)
+		if err != nil || !slices.Equal(served, all) {
+			t.Fatalf("LinearizableReads() = %v, %v; want all of %v", served, err, all)
+		}
+	})
+	t.Run("only the members named are asked, and a name that is no target is an error", func(t *testing.T) {
+		served, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), []string{all[1], "etcd-test-9"})
+		if !slices.Equal(served, all[1:2]) || err == nil || !strings.Contains(err.Error(), "etcd-test-9") {
+			t.Fatalf("LinearizableReads() = %v, %v; want only %s and an error naming etcd-test-9", served, err, all[1])
+		}
+	})
+	t.Run("without a quorum no member serves", func(t *testing.T) {
+		if err := c.Stop(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Stop(1); err != nil {
+			t.Fatal(err)
+		}
+		served, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), all)
+		if len(served) != 0 || err == nil {
+			t.Fatalf("LinearizableReads() = %v, %v with two of three members stopped; want none served", served, err)
+		}
+	})
+}
+
+// TestLeaderMemberListDoesNotWaitForUnreachableMembers: a member whose address accepts
+// connections but never answers (a pod being replaced) does not hold the answer once the
+// leader has given it. Its dial and call timeouts are far beyond the test's deadline, so
+// waiting for it would fail the test.
+func TestLeaderMemberListDoesNotWaitForUnreachableMembers(t *testing.T) {
+	c := startCluster(t, etcdtest.Config{})
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hang.Close() })
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, conn := range held {
+				_ = conn.Close()
+			}
+		}()
+		for {
+			conn, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, conn)
+		}
+	}()
+	targets := append([]etcdclient.Target{{Name: "etcd-test-hung", Address: hang.Addr().String(), ServerName: c.Targets()[0].ServerName}},
+		c.Targets()...)
+	p := etcdclient.NewPool(etcdclient.Options{DialTimeout: 10 * time.Minute, CallTimeout: 10 * time.Minute})
+	t.Cleanup(p.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var leader etcdclient.MemberStatus
+	var members []etcdclient.Member
+	eventually(t, "the leader's member list", func() (bool, string) {
+		var ok bool
+		leader, members, ok, err = p.LeaderMemberList(ctx, cluster, c.Client, targets)
+		return ok, describeErr(err)
+	})
+	if ctx.Err() != nil {
+		t.Fatalf("LeaderMemberList waited for the member that never answers: %v", ctx.Err())
+	}
+	if !leader.IsLeader() || len(members) != 3 {
+		t.Fatalf("LeaderMemberList() = %+v, %d members; want the leader and its 3 members", leader, len(members))
+	}
+}
+
+func describeErr(err error) string {
+	if err == nil {
+		return "no leader answered"
+	}
+	return err.Error()
+}
