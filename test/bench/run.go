@@ -193,10 +193,11 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	at := make([]time.Time, 0, len(deletions))
 	for _, d := range deletions {
 		dr := report.DeletionRecord{
-			AtSeconds:     d.At.Sub(bumped).Seconds(),
-			Pod:           d.Pod,
-			Participating: d.Participating,
-			Leader:        leaderAt(rep0.LeaderEpochs, d.At),
+			AtSeconds:       d.At.Sub(bumped).Seconds(),
+			Pod:             d.Pod,
+			Participating:   d.Participating,
+			Leader:          leaderAt(rep0.LeaderEpochs, d.At),
+			RejoinedByProbe: d.RejoinedByProbe,
 		}
 		if st.onDelete {
 			// The auditor judges against the StatefulSet's status.updateRevision as last

@@ -218,7 +218,8 @@ func run(t *testing.T, sc scenario) {
 		t.Logf("quorum unconfirmed (probe timeouts) from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
 	}
 	for _, d := range deletions {
-		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy)
+		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy,
+			rejoinedNote(d.RejoinedByProbe))
 		switch {
 		case d.Violation == "":
 		case d.Strategy == appsv1.OnDeleteStatefulSetStrategyType:
@@ -410,4 +411,13 @@ func checkMembersNonRoot(ctx context.Context, t *testing.T, cluster *stack.EtcdC
 			t.Errorf("%s: etcd created its data directory as uid %d, want %d", pod, uid, resources.MemberUID)
 		}
 	}
+}
+
+// rejoinedNote names the updated pods not Ready yet that the auditor found back in the quorum at
+// a deletion (their /readyz passed).
+func rejoinedNote(pods []string) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	return " (not Ready yet but /readyz passed: " + strings.Join(pods, ", ") + ")"
 }

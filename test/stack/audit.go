@@ -3,7 +3,9 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
 // Deletion is one pod deletion as the auditor saw it: the moment the pod got its
@@ -31,6 +34,10 @@ type Deletion struct {
 	// Strategy is the StatefulSet's update strategy when the deletion was seen: under
 	// RollingUpdate the deletion is the StatefulSet controller's, under OnDelete ours.
 	Strategy appsv1.StatefulSetUpdateStrategyType `json:"strategy"`
+	// RejoinedByProbe names updated pods that were not Ready yet but whose /readyz passed when
+	// the auditor asked at the deletion: back in the quorum, as the controller may know from its
+	// own read before the kubelet probes them again (rejoinByRead).
+	RejoinedByProbe []string `json:"rejoinedByProbe,omitempty"`
 }
 
 // DeletionAuditor watches an Etcd's pods and StatefulSet and checks DEP-07's invariant at every
@@ -146,6 +153,9 @@ func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 	if !d.Participating {
 		return d
 	}
+	if a.concurrent > 1 {
+		return a.judgeBatch(pod, d)
+	}
 	var problems []string
 	for i := 0; i < a.cluster.Replicas; i++ {
 		name := a.cluster.PodName(i)
@@ -159,16 +169,33 @@ func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 		case other.DeletionTimestamp != nil:
 			problems = append(problems, name+" terminating")
 		case a.updateRevision != "" && !rollout.IsOutdated(framework.ObservePod(other), a.updateRevision) && !framework.ObservePod(other).Participating:
+			if a.rejoined(other) {
+				d.RejoinedByProbe = append(d.RejoinedByProbe, name)
+				continue
+			}
 			problems = append(problems, name+" updated but not participating")
 		}
 	}
 	sort.Strings(problems)
-	if a.concurrent > 1 {
-		return a.judgeBatch(pod, d)
-	}
 	d.Violation = strings.Join(problems, ", ")
 	return d
 }
+
+// rejoined tells whether an updated pod that is not Ready answers its /readyz now: the probe's
+// own check, asked at the deletion rather than at the kubelet's next period.
+func (a *DeletionAuditor) rejoined(pod *corev1.Pod) bool {
+	if pod.Status.PodIP == "" || a.cluster.PKI == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rejoinProbeTimeout)
+	defer cancel()
+	ep := workload.Endpoint{Name: pod.Name, Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(resources.DefaultClientPort))),
+		ServerName: resources.MemberDNSName(a.cluster.Name, a.cluster.Namespace, pod.Name)}
+	return workload.ProbeReadyzOnce(ctx, a.cluster.PKI.ClientMaterial(), ep) == nil
+}
+
+// rejoinProbeTimeout is the readiness probe's own timeout (resources: timeoutSeconds 2).
+const rejoinProbeTimeout = 2 * time.Second
 
 func (a *DeletionAuditor) judgeBatch(pod *corev1.Pod, d Deletion) Deletion {
 	replicas := a.cluster.Replicas
@@ -184,6 +211,10 @@ func (a *DeletionAuditor) judgeBatch(pod *corev1.Pod, d Deletion) Deletion {
 		case other.DeletionTimestamp != nil:
 			unavailable = append(unavailable, name+" terminating")
 		case !framework.ObservePod(other).Participating:
+			if a.updateRevision != "" && !rollout.IsOutdated(framework.ObservePod(other), a.updateRevision) && a.rejoined(other) {
+				d.RejoinedByProbe = append(d.RejoinedByProbe, name)
+				continue
+			}
 			unavailable = append(unavailable, name+" not participating")
 		}
 	}

@@ -426,6 +426,14 @@ func (m *QuorumMonitor) appendParticipation(s ParticipationSample) {
 	}
 }
 
+// ProbeReadyzOnce asks one member's /readyz at DefaultReadyzURL, the check its readiness probe
+// makes, on a connection of its own; nil means it answered "ok".
+func ProbeReadyzOnce(ctx context.Context, creds conductortls.ClientMaterial, ep Endpoint) error {
+	clients := newReadyzClients(creds)
+	defer clients.close()
+	return clients.probe(ctx, ep, DefaultReadyzURL(ep))
+}
+
 // readyzClients keeps one HTTP client per member, so probes reuse their connections.
 type readyzClients struct {
 	creds conductortls.ClientMaterial

@@ -51,6 +51,10 @@ func (m portMapper) MoveLeader(ctx context.Context, cluster string, creds conduc
 	return m.pool.MoveLeader(ctx, cluster, creds, m.mapped(targets), from, to)
 }
 
+func (m portMapper) LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error) {
+	return m.pool.LinearizableReads(ctx, cluster, creds, m.mapped(targets), names)
+}
+
 func (m portMapper) mapped(targets []etcdclient.Target) []etcdclient.Target {
 	out := make([]etcdclient.Target, len(targets))
 	for i, t := range targets {

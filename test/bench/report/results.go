@@ -154,6 +154,9 @@ type DeletionRecord struct {
 	// Leader is the raft leader the members reported just before the deletion.
 	Leader    string `json:"leader,omitempty"`
 	Violation string `json:"violation,omitempty"`
+	// RejoinedByProbe are updated pods not Ready yet whose /readyz passed at the deletion (the
+	// controller counted them back by its own read: rejoinByRead).
+	RejoinedByProbe []string `json:"rejoinedByProbe,omitempty"`
 }
 
 // WriteJSON writes the results indented, so a diff between two runs is readable.
