@@ -245,6 +245,9 @@ func TestRolloutFiveMembersOneDead(t *testing.T) {
 // answer Status, by applied index, and a member cut off from the leader stops applying and fails
 // its linearizable /readyz within seconds, so it is never picked; only a partition landing in the
 // milliseconds between the decision and the MoveLeader would do, which a test cannot aim at.
+// The partition itself is tested on real members without a kubelet, where nothing turns the cut
+// off member unready (test/integration TestHandoverFailuresFallBackToDeletingTheLeader: the
+// transferee muted with iptables, every MoveLeader fails by etcd's own timeout).
 func TestRolloutHandoverFails(t *testing.T) {
 	run(t, scenario{name: "handover-fails", noQuorumLoss: true, oneLeaderChange: true,
 		wantEvents: []string{"HandoverFailed", "LeaderDeleted"},

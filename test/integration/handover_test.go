@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -208,17 +207,10 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	}
 }
 
-// failingMoves is the real pool whose MoveLeader fails, as a leader cut off from its
-// transferee makes it fail; everything else reaches the real members.
-type failingMoves struct{ *etcdclient.Pool }
-
-func (failingMoves) MoveLeader(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, uint64) error {
-	return errors.New("etcdserver: request timed out, leader transfer took too long")
-}
-
-// TestHandoverFailuresFallBackToDeletingTheLeader: each failed MoveLeader is counted on the
-// leader's pod; once the attempts are used up the leader is deleted anyway, and that deletion is
-// counted and explained.
+// TestHandoverFailuresFallBackToDeletingTheLeader: the member the controller hands leadership to
+// is cut off from the leader (muted: it hears the leader, the leader does not hear it), so each
+// MoveLeader fails for real, by timeout. Each failure is counted on the leader's pod; once the
+// attempts are used up the leader is deleted anyway, and that deletion is counted and explained.
 func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	rig := newHandoverRig(t, "handover-fails", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
@@ -226,8 +218,14 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := rig.reconciler(failingMoves{rig.pool}, events, metrics, rollout.DefaultPolicy())
 	leader := rig.leader
+	// An idle cluster's members have applied the same index, and the planner breaks the tie by
+	// the lowest ordinal: that follower is the transferee.
+	target := "etcd-main-" + notLeader(leader, 0)
+	if _, err := rig.cluster.Mute(slices.IndexFunc(rig.cluster.Members, func(m *etcdtest.Member) bool { return m.Name == target })); err != nil {
+		t.Fatal(err)
+	}
+	rec := rig.reconciler(rig.pool, events, metrics, rollout.DefaultPolicy())
 
 	for attempt := 1; attempt <= rollout.DefaultHandoverAttempts; attempt++ {
 		rig.reconcile(t, rec)
@@ -240,8 +238,11 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 		}
 	}
 	got := drainEvents(events)
-	if !hasEvent(got, "Warning HandoverFailed moving leadership from "+leader) {
-		t.Errorf("no HandoverFailed event: %v", got)
+	if !hasEvent(got, "Warning HandoverFailed moving leadership from "+leader+" to "+target) {
+		t.Errorf("no HandoverFailed event from %s to %s: %v", leader, target, got)
+	}
+	if l := rig.currentLeader(t); l != leader {
+		t.Errorf("leadership moved to %s although %s was cut off", l, target)
 	}
 
 	rig.reconcile(t, rec)
