@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -318,6 +319,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 	replaced := "etcd-main-" + notLeader(rig.leader, 0)
 	pod, _ := rig.pod(t, replaced)
 	pod.Status.ContainerStatuses[0].Ready = false
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 	if err := rig.env.Client().Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ package ondelete
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -87,6 +88,26 @@ type Config struct {
 // against a member that is starting, for the seconds it takes, and only while a rollout waits
 // on it.
 const DefaultRejoinInterval = 250 * time.Millisecond
+
+// rejoinPollWindow is how long after its etcd container started a replaced member is asked at
+// RejoinInterval: a member joins within seconds of starting.
+const rejoinPollWindow = time.Minute
+
+// startedWithin tells whether the etcd container of any pod named started less than window
+// before now.
+func startedWithin(pods []corev1.Pod, names []string, now time.Time, window time.Duration) bool {
+	for i := range pods {
+		if !slices.Contains(names, pods[i].Name) {
+			continue
+		}
+		for _, s := range pods[i].Status.ContainerStatuses {
+			if s.Name == resources.EtcdContainerName && s.State.Running != nil && now.Sub(s.State.Running.StartedAt.Time) < window {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // rejoinReadTimeout bounds one round of those reads, so a member that hangs holds a reconcile
 // worker no longer than that; the next round asks again.
@@ -225,9 +246,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case rollout.ActionWait:
 		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
-		if outcome.RejoinPending() {
+		if outcome.RejoinPending() && startedWithin(outcome.Pods, outcome.AwaitingRejoin, r.now(), rejoinPollWindow) {
 			// No event tells us when the member can serve: its readiness probe is what we are
-			// getting ahead of.
+			// getting ahead of. A member that has run longer without serving is stuck, not
+			// starting, and is asked at the usual pace.
 			result.RequeueAfter = min(r.cfg.RejoinInterval, r.cfg.RequeueInterval)
 		}
 	}
