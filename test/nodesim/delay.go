@@ -40,8 +40,10 @@ const (
 	nfqaCfgFFailOpen = 1 // NFQA_CFG_F_FAIL_OPEN: a full queue accepts instead of dropping
 	nfAccept         = 1 // NF_ACCEPT
 
-	// recvTimeout bounds one read so the reader sees a stop.
+	// recvTimeout bounds one read so the reader sees a stop; a stop drains the queue until a
+	// read times out, for at most maxDrain.
 	recvTimeout = 100 * time.Millisecond
+	maxDrain    = time.Second
 )
 
 // delayRules queue what goes between the pod and each peer: in both directions, so the link is
@@ -183,14 +185,23 @@ func (d *packetDelay) ack() error {
 func (d *packetDelay) read() {
 	defer d.done.Done()
 	buf := make([]byte, 65536)
+	var drainUntil time.Time // set on stop
 	for {
 		select {
 		case <-d.stop:
-			close(d.held)
-			return
+			if drainUntil.IsZero() {
+				drainUntil = time.Now().Add(maxDrain)
+			}
 		default:
 		}
 		n, _, err := unix.Recvfrom(d.fd, buf, 0)
+		if !drainUntil.IsZero() && (errors.Is(err, unix.EAGAIN) || time.Now().After(drainUntil)) {
+			// Drained: with the rules gone nothing more comes, and a packet left in the queue
+			// when the socket closes would be dropped. The bound is for a namespace going away
+			// with its rules in place, where peers may keep sending.
+			close(d.held)
+			return
+		}
 		if err != nil {
 			continue // a timeout (to look at stop), or ENOBUFS: fail-open took the overflow
 		}

@@ -230,6 +230,12 @@ func (n *Network) addPod() (*podNetwork, error) {
 
 // removePod deletes the namespace (which takes the veth pair with it) and frees the IP.
 func (n *Network) removePod(p *podNetwork) error {
+	p.mu.Lock()
+	if p.delay != nil {
+		p.delay.close() // its socket would keep the namespace alive
+		p.delay = nil
+	}
+	p.mu.Unlock()
 	var err error
 	if _, statErr := os.Stat(p.nsPath()); statErr == nil {
 		err = run("ip", "netns", "del", p.netns)

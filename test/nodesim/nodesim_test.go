@@ -665,6 +665,7 @@ func TestSimulator(t *testing.T) {
 				start := time.Now()
 				code, body := get(t, p.Status.PodIP, "/healthz", nil)
 				took := time.Since(start)
+				t.Logf("GET /healthz took %s", took)
 				if code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 					t.Fatalf("GET /healthz = %d %q: the delayed packets must arrive, not be dropped", code, body)
 				}
@@ -694,6 +695,9 @@ func TestSimulator(t *testing.T) {
 		})
 		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/kill", url.Values{"pod": {ns + "/nope"}, "container": {"main"}}); err == nil {
 			t.Errorf("killing a pod that does not exist succeeded")
+		}
+		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/delay-from", url.Values{"pod": {ns + "/remote"}, "delay": {"soon"}}); err == nil {
+			t.Errorf("a delay that is not a duration was accepted")
 		}
 	})
 
