@@ -17,6 +17,7 @@ import (
 // CLI (and shell scripts) can inject faults into a running simulator:
 //
 //	POST /v1/fault/{kill,hang,resume,partition,heal,crash-on-start}?pod=ns/name&container=c[&on=true]
+//	POST /v1/fault/delay-from?pod=ns/name&delay=250ms&peer=10.213.0.3[&peer=...]
 //	GET  /v1/pod-ip?pod=ns/name
 //	GET  /v1/logs?pod=ns/name&container=c       (the log file path)
 //
@@ -62,6 +63,13 @@ func (s *Simulator) controlHandler() http.Handler {
 		}
 		s.CrashOnStart(p, c, on)
 		return nil
+	})
+	fault("delay-from", func(p, _ string, q url.Values) error {
+		delay, err := time.ParseDuration(q.Get("delay"))
+		if err != nil {
+			return fmt.Errorf("delay: %w", err)
+		}
+		return s.DelayFrom(p, delay, q["peer"]...)
 	})
 	mux.HandleFunc("GET /v1/pod-ip", func(rw http.ResponseWriter, r *http.Request) {
 		ip, err := s.PodIP(r.URL.Query().Get("pod"))

@@ -149,7 +149,9 @@
 //
 // Kill (SIGKILL, restarted per policy), Hang/Resume (SIGSTOP/SIGCONT),
 // Partition/Heal (iptables DROP on the pod's eth0, both directions, inside
-// its namespace), CrashOnStart (next starts exit 1), plus PodIP, Logs and
+// its namespace), PartitionFrom and DelayFrom (a slow link to some peers: an
+// NFQUEUE in the pod's namespace holds their packets for a fixed delay, both
+// ways; Heal lifts both), CrashOnStart (next starts exit 1), plus PodIP, Logs and
 // Exec. The same is served over HTTP on Options.ControlAddr (loopback) for
 // the `nodesim fault` CLI.
 package nodesim

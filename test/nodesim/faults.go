@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Pods are named "namespace/name" throughout the fault API.
@@ -82,7 +83,25 @@ func (s *Simulator) PartitionFrom(pod string, peerIPs ...string) error {
 	return pn.apply(peerRules(peerIPs))
 }
 
-// Heal undoes Partition and PartitionFrom.
+// DelayFrom slows the link between the pod and the given peer IPs: every packet between them,
+// either way, arrives delay late, as over a long or congested path. Everything else (other pods,
+// kubelet probes, host clients) goes straight through. Heal lifts it and delivers what is held.
+func (s *Simulator) DelayFrom(pod string, delay time.Duration, peerIPs ...string) error {
+	if delay <= 0 {
+		return fmt.Errorf("delaying %s: the delay must be positive, got %s", pod, delay)
+	}
+	w, err := s.worker(pod)
+	if err != nil {
+		return err
+	}
+	pn := w.network()
+	if pn == nil {
+		return fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn.slowLink(delay, peerIPs)
+}
+
+// Heal undoes Partition, PartitionFrom and DelayFrom.
 func (s *Simulator) Heal(pod string) error {
 	w, err := s.worker(pod)
 	if err != nil {

@@ -170,6 +170,8 @@ type podNetwork struct {
 	mu sync.Mutex
 	// extra are the rules apply added, for heal (partitionRules included, harmlessly).
 	extra [][]string
+	// delay holds the packets of a slow link (slowLink) until heal.
+	delay *packetDelay
 }
 
 func (p *podNetwork) nsPath() string { return netnsDir + "/" + p.netns }
@@ -228,6 +230,12 @@ func (n *Network) addPod() (*podNetwork, error) {
 
 // removePod deletes the namespace (which takes the veth pair with it) and frees the IP.
 func (n *Network) removePod(p *podNetwork) error {
+	p.mu.Lock()
+	if p.delay != nil {
+		p.delay.close() // its socket would keep the namespace alive
+		p.delay = nil
+	}
+	p.mu.Unlock()
 	var err error
 	if _, statErr := os.Stat(p.nsPath()); statErr == nil {
 		err = run("ip", "netns", "del", p.netns)
@@ -270,7 +278,7 @@ func (p *podNetwork) apply(rules [][]string) error {
 		}
 		add := append([]string{"netns", "exec", p.netns, "iptables", "-w", "-I"}, r...)
 		if err := run("ip", add...); err != nil {
-			return fmt.Errorf("partitioning %s: %w", p.netns, err)
+			return fmt.Errorf("adding rule %v in %s: %w", r, p.netns, err)
 		}
 		p.extra = append(p.extra, r)
 	}
@@ -289,7 +297,27 @@ func (p *podNetwork) heal() error {
 		}
 	}
 	p.extra = nil
+	if p.delay != nil {
+		p.delay.close() // after the rules are gone: what it still holds is delivered
+		p.delay = nil
+	}
 	return nil
+}
+
+// slowLink delays the packets between the pod and each of ips by delay, both ways. A second
+// call adds peers; the delay stays the first one's until heal.
+func (p *podNetwork) slowLink(delay time.Duration, ips []string) error {
+	p.mu.Lock()
+	if p.delay == nil {
+		d, err := startPacketDelay(p.nsPath(), delay)
+		if err != nil {
+			p.mu.Unlock()
+			return fmt.Errorf("slowing the link of %s: %w", p.netns, err)
+		}
+		p.delay = d
+	}
+	p.mu.Unlock()
+	return p.apply(delayRules(ips))
 }
 
 // subnetInUse reports whether any host interface already has an address in subnet.

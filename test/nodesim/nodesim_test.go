@@ -33,6 +33,8 @@ type env struct {
 	client  kubernetes.Interface
 	sim     *nodesim.Simulator
 	cluster *localcluster.Cluster
+	// gateway is the host's address on the pod network: what pods see host traffic come from.
+	gateway string
 }
 
 func newEnv(t *testing.T, mutate func(*nodesim.Options)) *env {
@@ -76,7 +78,7 @@ func newEnv(t *testing.T, mutate func(*nodesim.Options)) *env {
 		mutate(&o)
 	}
 	sim := nodesim.StartForTest(t, o)
-	return &env{client: client, sim: sim, cluster: cluster}
+	return &env{client: client, sim: sim, cluster: cluster, gateway: network.GatewayIP()}
 }
 
 func (e *env) namespace(t *testing.T) string {
@@ -637,6 +639,46 @@ func TestSimulator(t *testing.T) {
 		e.waitReady(t, ns, "island")
 	})
 
+	t.Run("a slow link delays the peer's packets both ways and heal lifts it", func(t *testing.T) {
+		ns := e.namespace(t)
+		p := e.waitReady(t, ns, e.createPod(t, helperPod(ns, "faraway")).Name)
+		const delay = 200 * time.Millisecond
+		// The host is the peer here: its packets come from the gateway address.
+		if err := e.sim.DelayFrom(ns+"/faraway", delay, e.gateway); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name     string
+			heal     bool
+			min, max time.Duration
+		}{
+			// A new connection crosses the link at least twice each way (handshake, request).
+			{name: "delayed", min: 4 * delay, max: 4*delay + 2*time.Second},
+			{name: "healed", heal: true, max: delay},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.heal {
+					if err := e.sim.Heal(ns + "/faraway"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				start := time.Now()
+				code, body := get(t, p.Status.PodIP, "/healthz", nil)
+				took := time.Since(start)
+				t.Logf("GET /healthz took %s", took)
+				if code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+					t.Fatalf("GET /healthz = %d %q: the delayed packets must arrive, not be dropped", code, body)
+				}
+				if took < tc.min || took > tc.max {
+					t.Errorf("GET /healthz took %s, want between %s and %s", took, tc.min, tc.max)
+				}
+			})
+		}
+		if err := e.sim.DelayFrom(ns+"/faraway", 0, e.gateway); err == nil {
+			t.Errorf("a zero delay was accepted")
+		}
+	})
+
 	t.Run("control endpoint injects faults over HTTP", func(t *testing.T) {
 		ns := e.namespace(t)
 		created := e.waitReady(t, ns, e.createPod(t, helperPod(ns, "remote")).Name)
@@ -653,6 +695,9 @@ func TestSimulator(t *testing.T) {
 		})
 		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/kill", url.Values{"pod": {ns + "/nope"}, "container": {"main"}}); err == nil {
 			t.Errorf("killing a pod that does not exist succeeded")
+		}
+		if _, err := nodesim.ControlRequest(ctx, e.sim.ControlAddr(), http.MethodPost, "/v1/fault/delay-from", url.Values{"pod": {ns + "/remote"}, "delay": {"soon"}}); err == nil {
+			t.Errorf("a delay that is not a duration was accepted")
 		}
 	})
 

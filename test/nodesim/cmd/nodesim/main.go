@@ -5,6 +5,7 @@
 //	nodesim run --kubeconfig k.yaml --index 0
 //	nodesim fault kill --pod ns/etcd-0 --container etcd
 //	nodesim fault partition --pod ns/etcd-1
+//	nodesim fault delay-from --pod ns/etcd-1 --delay 250ms --peers 10.213.0.2,10.213.0.4
 //	nodesim pod-ip --pod ns/etcd-0
 //	nodesim net down --index 0
 package main
@@ -37,7 +38,8 @@ const usage = `usage: nodesim <command> [flags]
   net up|down     create or remove the bridge ecsim<index> (10.213.<index>.1/24)
   run             run the simulator until interrupted
   fault <kind>    kind: kill, hang, resume (need --container), partition, heal,
-                  crash-on-start (--container, --on=true|false)
+                  crash-on-start (--container, --on=true|false),
+                  delay-from (--delay=250ms --peers=ip,ip; heal lifts it)
   pod-ip          print a pod's IP
   logs            print the path of a container's log file
 `
@@ -206,13 +208,18 @@ func controlCmd(method, path string, args []string, stdout, stderr io.Writer) er
 	pod := fs.String("pod", "", "namespace/name")
 	container := fs.String("container", "", "container name")
 	on := fs.String("on", "true", "crash-on-start: true or false")
+	delay := fs.String("delay", "", "delay-from: the delay each way, e.g. 250ms")
+	peers := fs.String("peers", "", "delay-from: comma-separated peer IPs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *pod == "" {
 		return errors.New("--pod namespace/name is required")
 	}
-	q := url.Values{"pod": {*pod}, "container": {*container}, "on": {*on}}
+	q := url.Values{"pod": {*pod}, "container": {*container}, "on": {*on}, "delay": {*delay}}
+	if *peers != "" {
+		q["peer"] = strings.Split(*peers, ",")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := nodesim.ControlRequest(ctx, *addr, method, path, q)
