@@ -57,13 +57,9 @@ func (s *Simulator) Resume(pod, container string) error {
 // Partition drops all traffic of the pod's eth0 in both directions
 // (including kubelet probes and host clients); loopback inside the pod keeps working.
 func (s *Simulator) Partition(pod string) error {
-	w, err := s.worker(pod)
+	pn, err := s.podNetwork(pod)
 	if err != nil {
 		return err
-	}
-	pn := w.network()
-	if pn == nil {
-		return fmt.Errorf("pod %s has no network yet", pod)
 	}
 	return pn.partition()
 }
@@ -72,13 +68,9 @@ func (s *Simulator) Partition(pod string) error {
 // everything else (other pods, kubelet probes, host clients) still gets through. A member
 // partitioned from one peer stays reachable by the operator and the monitors.
 func (s *Simulator) PartitionFrom(pod string, peerIPs ...string) error {
-	w, err := s.worker(pod)
+	pn, err := s.podNetwork(pod)
 	if err != nil {
 		return err
-	}
-	pn := w.network()
-	if pn == nil {
-		return fmt.Errorf("pod %s has no network yet", pod)
 	}
 	return pn.apply(peerRules(peerIPs))
 }
@@ -90,26 +82,31 @@ func (s *Simulator) DelayFrom(pod string, delay time.Duration, peerIPs ...string
 	if delay <= 0 {
 		return fmt.Errorf("delaying %s: the delay must be positive, got %s", pod, delay)
 	}
-	w, err := s.worker(pod)
+	pn, err := s.podNetwork(pod)
 	if err != nil {
 		return err
-	}
-	pn := w.network()
-	if pn == nil {
-		return fmt.Errorf("pod %s has no network yet", pod)
 	}
 	return pn.slowLink(delay, peerIPs)
 }
 
-// Heal undoes Partition, PartitionFrom and DelayFrom.
-func (s *Simulator) Heal(pod string) error {
+// podNetwork is the pod's network, once it has one: what the network faults act on.
+func (s *Simulator) podNetwork(pod string) (*podNetwork, error) {
 	w, err := s.worker(pod)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pn := w.network()
 	if pn == nil {
-		return fmt.Errorf("pod %s has no network yet", pod)
+		return nil, fmt.Errorf("pod %s has no network yet", pod)
+	}
+	return pn, nil
+}
+
+// Heal undoes Partition, PartitionFrom and DelayFrom.
+func (s *Simulator) Heal(pod string) error {
+	pn, err := s.podNetwork(pod)
+	if err != nil {
+		return err
 	}
 	return pn.heal()
 }
@@ -161,13 +158,9 @@ func (s *Simulator) ForgetNamespace(namespace string) (stillHeld []string) {
 
 // PodIP returns the IP of the pod's current sandbox.
 func (s *Simulator) PodIP(pod string) (string, error) {
-	w, err := s.worker(pod)
+	pn, err := s.podNetwork(pod)
 	if err != nil {
 		return "", err
-	}
-	pn := w.network()
-	if pn == nil {
-		return "", fmt.Errorf("pod %s has no network yet", pod)
 	}
 	return pn.ip.String(), nil
 }
