@@ -112,7 +112,7 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		auditor, err := cluster.AuditDeletions(ctx, 1)
+		auditor, err := cluster.AuditDeletions(ctx, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

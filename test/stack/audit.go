@@ -58,13 +58,18 @@ type DeletionAuditor struct {
 	// concurrent is how many participating members the controller may replace at once within
 	// the quorum's headroom (1: DEP-07 as written).
 	concurrent int
+	// monitor, when set, tells which members served /readyz before a deletion (rejoined).
+	monitor *workload.QuorumMonitor
 }
 
 // AuditDeletions starts watching. Stop returns what it saw. concurrent > 1 judges against
 // quorum-headroom batches of that size (see judge); 0 or 1 against DEP-07's one at a time.
-func (c *EtcdCluster) AuditDeletions(ctx context.Context, concurrent int) (*DeletionAuditor, error) {
+// monitor (may be nil) is the quorum monitor of the same members: what it saw before a deletion
+// is evidence of who was back (rejoined).
+func (c *EtcdCluster) AuditDeletions(ctx context.Context, concurrent int, monitor *workload.QuorumMonitor) (*DeletionAuditor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}, concurrent: max(concurrent, 1)}
+	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}, concurrent: max(concurrent, 1),
+		monitor: monitor}
 	selector := fmt.Sprintf("%s=%s,%s=%s", resources.LabelInstance, c.Name, resources.LabelManagedBy, resources.ManagerName)
 	podWatch, err := c.stack.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -181,9 +186,16 @@ func (a *DeletionAuditor) judge(pod *corev1.Pod) Deletion {
 	return d
 }
 
-// rejoined tells whether an updated pod that is not Ready answers its /readyz now: the probe's
-// own check, asked at the deletion rather than at the kubelet's next period.
+// rejoined tells whether an updated pod that is not Ready served its /readyz, the probe's own
+// check, at the deletion rather than at the kubelet's next period: the quorum monitor's last
+// answer from it before now said so, or it answers now. Both are needed: the monitor probes a
+// round at a time, so a member back within the last round is only seen by asking now; and
+// asking now comes after the deletion, which, when it takes the leader, briefly fails every
+// member's linearizable read.
 func (a *DeletionAuditor) rejoined(pod *corev1.Pod) bool {
+	if a.monitor != nil && servedLastBefore(a.monitor.Snapshot().Participation, pod.Name, time.Now()) {
+		return true
+	}
 	if pod.Status.PodIP == "" || a.cluster.PKI == nil {
 		return false
 	}
@@ -192,6 +204,17 @@ func (a *DeletionAuditor) rejoined(pod *corev1.Pod) bool {
 	ep := workload.Endpoint{Name: pod.Name, Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(resources.DefaultClientPort))),
 		ServerName: resources.MemberDNSName(a.cluster.Name, a.cluster.Namespace, pod.Name)}
 	return workload.ProbeReadyzOnce(ctx, a.cluster.PKI.ClientMaterial(), ep) == nil
+}
+
+// servedLastBefore tells whether the last participation sample of member before t says it served.
+func servedLastBefore(samples []workload.ParticipationSample, member string, t time.Time) bool {
+	served := false
+	for _, s := range samples {
+		if s.Member == member && s.At.Before(t) {
+			served = s.Participating
+		}
+	}
+	return served
 }
 
 // rejoinProbeTimeout is the readiness probe's own timeout (resources: timeoutSeconds 2).

@@ -158,13 +158,13 @@ func (c *EtcdCluster) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	return list.Items, nil
 }
 
-// Endpoints returns the members' current client endpoints, re-listed at most every 300 ms, for
-// the workload instruments (a recreated pod gets a new address).
+// Endpoints returns the members' current client endpoints, re-listed at most every
+// endpointsTTL, for the workload instruments (a recreated pod gets a new address).
 func (c *EtcdCluster) Endpoints() workload.EndpointsFunc {
 	return func() []workload.Endpoint {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if time.Since(c.listedAt) < 300*time.Millisecond {
+		if time.Since(c.listedAt) < endpointsTTL {
 			return c.endpoints
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -188,6 +188,14 @@ func (c *EtcdCluster) Endpoints() workload.EndpointsFunc {
 		return eps
 	}
 }
+
+// endpointsTTL bounds how late the instruments learn a recreated member's address. It must stay
+// well under the time a replaced member takes to serve once it has an address: the controller
+// acts on a member as soon as it serves (rejoinByRead), and a monitor that does not know the
+// address yet would count the member out, a quorum loss that is the instrument's, not the
+// cluster's (300 ms did that in a partial batch). A pod list of one Etcd costs the apiserver
+// about a millisecond.
+const endpointsTTL = 50 * time.Millisecond
 
 // RolloutState says how far the members are: pods at the update revision and ready.
 type RolloutState struct {

@@ -72,7 +72,7 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions)
 		return nil, fmt.Errorf("starting the recorder: %w", err)
 	}
 	in.Recorder = rec
-	auditor, err := c.AuditDeletions(ctx, o.Concurrency)
+	auditor, err := c.AuditDeletions(ctx, o.Concurrency, rec.Quorum())
 	if err != nil {
 		_, _ = rec.Stop(ctx)
 		return nil, fmt.Errorf("watching deletions: %w", err)
