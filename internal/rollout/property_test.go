@@ -397,14 +397,20 @@ func settledFromBytes(data []byte) Observed {
 
 // TestPlanInvariantsRandom runs the invariants over seeded random states in every `go test`.
 func TestPlanInvariantsRandom(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 2026))
+	forRandomBytes(rand.New(rand.NewPCG(7, 2026)), 20000, func(buf []byte) {
+		checkPlanInvariants(t, observedFromBytes(buf))
+		checkPlanInvariants(t, settledFromBytes(buf))
+	})
+}
+
+// forRandomBytes calls f n times with 36 bytes drawn from r, enough for any generated state.
+func forRandomBytes(r *rand.Rand, n int, f func(buf []byte)) {
 	buf := make([]byte, 36)
-	for i := 0; i < 20000; i++ {
+	for range n {
 		for j := range buf {
 			buf[j] = byte(r.UintN(256))
 		}
-		checkPlanInvariants(t, observedFromBytes(buf))
-		checkPlanInvariants(t, settledFromBytes(buf))
+		f(buf)
 	}
 }
 
@@ -414,11 +420,7 @@ func TestPlanInvariantsRandom(t *testing.T) {
 // nothing left to replace, and the plan on the result keeps every invariant.
 func TestRejoinProvenOnlyAddsUpdatedRunningMembers(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 2026))
-	buf := make([]byte, 36)
-	for i := 0; i < 20000; i++ {
-		for j := range buf {
-			buf[j] = byte(r.UintN(256))
-		}
+	forRandomBytes(r, 20000, func(buf []byte) {
 		o := observedFromBytes(buf)
 		o.Policy.RejoinByRead = r.UintN(4) != 0
 		var served []string
@@ -442,7 +444,7 @@ func TestRejoinProvenOnlyAddsUpdatedRunningMembers(t *testing.T) {
 			}
 		}
 		checkPlanInvariants(t, got)
-	}
+	})
 }
 
 func FuzzPlan(f *testing.F) {
