@@ -34,9 +34,10 @@ type Deletion struct {
 	// Strategy is the StatefulSet's update strategy when the deletion was seen: under
 	// RollingUpdate the deletion is the StatefulSet controller's, under OnDelete ours.
 	Strategy appsv1.StatefulSetUpdateStrategyType `json:"strategy"`
-	// RejoinedByProbe names updated pods that were not Ready yet but whose /readyz passed when
-	// the auditor asked at the deletion: back in the quorum, as the controller may know from its
-	// own read before the kubelet probes them again (rejoinByRead).
+	// RejoinedByProbe names updated pods that were not Ready yet but whose /readyz passed at the
+	// deletion (the quorum monitor's last answer before it, or the auditor's own probe): back in
+	// the quorum, as the controller may know from its own read before the kubelet probes them
+	// again (rejoinByRead).
 	RejoinedByProbe []string `json:"rejoinedByProbe,omitempty"`
 }
 
