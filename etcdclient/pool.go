@@ -186,32 +186,28 @@ func (p *Pool) LinearizableReads(ctx context.Context, cluster string, creds cond
 	if err != nil {
 		return nil, err
 	}
-	asked := make(map[string]bool, len(names))
-	for _, n := range names {
-		asked[n] = true
-	}
 	errs := make([]error, len(clients))
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		if !asked[c.Target().Name] {
-			continue
+		if slices.Contains(names, c.Target().Name) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = c.LinearizableRead(ctx)
+			}()
 		}
-		delete(asked, c.Target().Name)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.LinearizableRead(ctx)
-		}()
 	}
 	wg.Wait()
 	var served []string
 	for i, c := range clients {
-		if errs[i] == nil && slices.Contains(names, c.Target().Name) {
+		if slices.Contains(names, c.Target().Name) && errs[i] == nil {
 			served = append(served, c.Target().Name)
 		}
 	}
-	for n := range asked {
-		errs = append(errs, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, n))
+	for _, n := range names {
+		if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == n }) {
+			errs = append(errs, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, n))
+		}
 	}
 	return served, errors.Join(errs...)
 }

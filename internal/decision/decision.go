@@ -87,11 +87,11 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
 	pods := MemberPods(st.StatefulSet, st.Pods)
 	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy)}
-	if out.AwaitingRejoin = rollout.AwaitingRejoin(out.Observed); len(out.AwaitingRejoin) > 0 && mode != roles.SourcePolicyLeaseOnly {
-		out.Rejoined, out.RejoinErr = in.ServeReads(ctx, etcd, memberaccess.Targets(etcd, pods), out.AwaitingRejoin)
-		out.Observed = out.Observed.WithRejoinProven(out.Rejoined)
-	} else {
-		out.AwaitingRejoin = nil
+	if mode != roles.SourcePolicyLeaseOnly {
+		if out.AwaitingRejoin = rollout.AwaitingRejoin(out.Observed); len(out.AwaitingRejoin) > 0 {
+			out.Rejoined, out.RejoinErr = in.ServeReads(ctx, etcd, memberaccess.Targets(etcd, pods), out.AwaitingRejoin)
+			out.Observed = out.Observed.WithRejoinProven(out.Rejoined)
+		}
 	}
 	out.Decision = rollout.Plan(out.Observed)
 	out.Resolution = roles.Resolution{Source: roles.SourceNone,
