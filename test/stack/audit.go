@@ -71,8 +71,7 @@ func (c *EtcdCluster) AuditDeletions(ctx context.Context, concurrent int, monito
 	ctx, cancel := context.WithCancel(ctx)
 	a := &DeletionAuditor{cluster: c, cancel: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{}, concurrent: max(concurrent, 1),
 		monitor: monitor}
-	selector := fmt.Sprintf("%s=%s,%s=%s", resources.LabelInstance, c.Name, resources.LabelManagedBy, resources.ManagerName)
-	podWatch, err := c.stack.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	podWatch, err := c.stack.Kube.CoreV1().Pods(c.Namespace).Watch(ctx, metav1.ListOptions{LabelSelector: c.memberSelector()})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("watching pods: %w", err)

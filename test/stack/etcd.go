@@ -3,11 +3,9 @@ package stack
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +26,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -38,9 +37,11 @@ type EtcdCluster struct {
 	Replicas  int
 	PKI       *testpki.EtcdPKI
 
-	mu        sync.Mutex
-	endpoints []workload.Endpoint
-	listedAt  time.Time
+	// mu guards the pod informer that feeds Endpoints (endpoints.go).
+	mu              sync.Mutex
+	podInformer     cache.SharedIndexInformer
+	informerFactory informers.SharedInformerFactory
+	stopInformer    chan struct{}
 }
 
 // CreateEtcd creates a namespace enforcing the restricted Pod Security Standard, TLS Secrets and
@@ -72,13 +73,16 @@ func (s *Stack) CreateEtcdWith(ctx context.Context, namespace, name string, repl
 	if err := s.Client.Create(ctx, etcd); err != nil {
 		return nil, fmt.Errorf("creating Etcd %s/%s: %w", namespace, name, err)
 	}
-	return &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}, nil
+	c := &EtcdCluster{stack: s, Namespace: namespace, Name: name, Replicas: int(replicas), PKI: pki}
+	s.track(c)
+	return c, nil
 }
 
 // DeleteNamespace removes a test namespace the way a user would: the namespace controller
 // deletes what is in it, the node simulator finishes the pods and reclaims their volumes. It then
 // lifts the simulator's faults for the namespace and checks no pod of it is left running.
 func (s *Stack) DeleteNamespace(ctx context.Context, namespace string) error {
+	s.untrack(namespace)
 	if err := framework.DeleteNamespace(ctx, s.Client, namespace, 3*time.Minute); err != nil {
 		return err
 	}
@@ -149,53 +153,12 @@ func (c *EtcdCluster) StatefulSet(ctx context.Context) (*appsv1.StatefulSet, err
 // Pods lists the member pods, sorted by name.
 func (c *EtcdCluster) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
-	sel := resources.SelectorLabels(&druidv1alpha1.Etcd{})
-	sel[resources.LabelInstance] = c.Name
-	if err := c.stack.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels(sel)); err != nil {
+	if err := c.stack.Client.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels(c.memberLabels())); err != nil {
 		return nil, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list.Items, nil
 }
-
-// Endpoints returns the members' current client endpoints, re-listed at most every
-// endpointsTTL, for the workload instruments (a recreated pod gets a new address).
-func (c *EtcdCluster) Endpoints() workload.EndpointsFunc {
-	return func() []workload.Endpoint {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if time.Since(c.listedAt) < endpointsTTL {
-			return c.endpoints
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		pods, err := c.Pods(ctx)
-		if err != nil {
-			return c.endpoints
-		}
-		var eps []workload.Endpoint
-		for _, p := range pods {
-			if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
-				continue
-			}
-			eps = append(eps, workload.Endpoint{
-				Name:       p.Name,
-				Address:    net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(resources.DefaultClientPort))),
-				ServerName: resources.MemberDNSName(c.Name, c.Namespace, p.Name),
-			})
-		}
-		c.endpoints, c.listedAt = eps, time.Now()
-		return eps
-	}
-}
-
-// endpointsTTL bounds how late the instruments learn a recreated member's address. It must stay
-// well under the time a replaced member takes to serve once it has an address: the controller
-// acts on a member as soon as it serves (rejoinByRead), and a monitor that does not know the
-// address yet would count the member out, a quorum loss that is the instrument's, not the
-// cluster's (300 ms did that in a partial batch). A pod list of one Etcd costs the apiserver
-// about a millisecond.
-const endpointsTTL = 50 * time.Millisecond
 
 // RolloutState says how far the members are: pods at the update revision and ready.
 type RolloutState struct {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,10 @@ type Stack struct {
 
 	workDir    string
 	ownWorkDir bool
+
+	// clusters are the Etcds created on the stack whose namespace still exists (track, untrack).
+	clustersMu sync.Mutex
+	clusters   []*EtcdCluster
 }
 
 // Start brings the stack up. On error everything started so far is torn down.
@@ -116,6 +121,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 // Stop tears everything down in reverse order and reports every failure.
 func (s *Stack) Stop() error {
 	var errs []error
+	s.clustersMu.Lock()
+	for _, c := range s.clusters {
+		c.stopWatching()
+	}
+	s.clusters = nil
+	s.clustersMu.Unlock()
 	if s.Sim != nil {
 		errs = append(errs, s.Sim.Stop())
 		s.Sim = nil
