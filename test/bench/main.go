@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,7 @@ func run() error {
 		idle          = flag.Duration("idle", 5*time.Second, "idle baseline before each bump: instruments running, no rollout; its longest write gap is the run's jitter")
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
+		operatorLog   = flag.String("operator-log", "", "append the operator's structured logs (every decision and its reason) to this file; default: discarded")
 		summarize     = flag.Bool("summarize", false, "run nothing: write rollout.md from the runs in <out>/rollout.json so far")
 		rederive      = flag.Bool("rederive", false, "with -summarize: first recompute, from <out>/raw/, the figures the instruments derive (the write gap at the leader step), so results recorded before a change of their definition read as today's")
 	)
@@ -116,6 +118,15 @@ func run() error {
 		Runs: []report.Run{},
 	}
 	jsonPath := filepath.Join(*outDir, "rollout.json")
+	cfg.operatorLog = logr.Discard()
+	if *operatorLog != "" {
+		f, err := os.OpenFile(*operatorLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening the operator log: %w", err)
+		}
+		defer f.Close()
+		cfg.operatorLog = zap.New(zap.WriteTo(f))
+	}
 	if *raw {
 		cfg.rawDir = filepath.Join(*outDir, "raw")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"path/filepath"
 	"sort"
@@ -33,6 +34,8 @@ type config struct {
 	// idleBaseline is the window before the bump with the instruments running and no rollout;
 	// its longest write gap is the run's idle jitter.
 	idleBaseline time.Duration
+	// operatorLog receives the operator's logs (-operator-log).
+	operatorLog logr.Logger
 }
 
 // runEnv is what a scenario's hooks act on during one run.
@@ -69,6 +72,7 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		MemberRoleSource:    st.roleSource,
 		MemberAgentInterval: sc.agentInterval,
 		OnDelete:            st.tune,
+		Logger:              cfg.operatorLog,
 	})
 	if err != nil {
 		return fail("starting the operator: %v", err)
