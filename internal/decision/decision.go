@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,6 +76,9 @@ type Outcome struct {
 	AwaitingRejoin []string
 	Rejoined       []string
 	RejoinErr      error
+	// Unheard are the members a failed handover went to that look ready but did not serve a
+	// linearizable read (rollout.HandoverSuspects, Observed.WithUnheard); RejoinErr says why.
+	Unheard []string
 }
 
 // RejoinPending tells whether a replaced member was asked for a read and did not serve it yet:
@@ -88,9 +92,24 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	pods := MemberPods(st.StatefulSet, st.Pods)
 	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy)}
 	if mode != roles.SourcePolicyLeaseOnly {
-		if out.AwaitingRejoin = rollout.AwaitingRejoin(out.Observed); len(out.AwaitingRejoin) > 0 {
-			out.Rejoined, out.RejoinErr = in.ServeReads(ctx, etcd, memberaccess.Targets(etcd, pods), out.AwaitingRejoin)
-			out.Observed = out.Observed.WithRejoinProven(out.Rejoined)
+		// One round of reads for both: replaced members that may be back before their readiness
+		// says so, and members a failed handover went to that may be cut off before it says so.
+		out.AwaitingRejoin = rollout.AwaitingRejoin(out.Observed)
+		suspects := rollout.HandoverSuspects(out.Observed)
+		if asked := append(slices.Clone(out.AwaitingRejoin), suspects...); len(asked) > 0 {
+			served, err := in.ServeReads(ctx, etcd, memberaccess.Targets(etcd, pods), asked)
+			out.RejoinErr = err
+			for _, name := range served {
+				if slices.Contains(out.AwaitingRejoin, name) {
+					out.Rejoined = append(out.Rejoined, name)
+				}
+			}
+			for _, name := range suspects {
+				if !slices.Contains(served, name) {
+					out.Unheard = append(out.Unheard, name)
+				}
+			}
+			out.Observed = out.Observed.WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard)
 		}
 	}
 	out.Decision = rollout.Plan(out.Observed)
@@ -117,7 +136,7 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	}
 	out.Reports = reports
 	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).
-		WithPolicy(policy).WithRejoinProven(out.Rejoined))
+		WithPolicy(policy).WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard))
 	return out, nil
 }
 
@@ -131,12 +150,13 @@ func MemberStatuses(reports []roles.MemberReport) map[string]rollout.MemberStatu
 }
 
 // NeedsRoles tells whether a role-less decision would change with roles and member status:
-// only the choice among participating members (the batch, the catch-up gate, the handover)
-// looks at them.
+// only the choice among participating members (the batch, the catch-up gate, the handover, and
+// whether an unheard member holds a deletion or lets a handover go on) looks at them.
 func NeedsRoles(d rollout.Decision) bool {
 	switch d.Rule {
 	case rollout.RuleParticipatingFollower, rollout.RuleParticipatingUnknownRole, rollout.RuleParticipatingLeader,
-		rollout.RuleCatchUp, rollout.RuleHandover, rollout.RuleLeaderNoTransferee, rollout.RuleLeaderHandoverFailed:
+		rollout.RuleCatchUp, rollout.RuleHandover, rollout.RuleLeaderNoTransferee, rollout.RuleLeaderHandoverFailed,
+		rollout.RuleHandoverTargetUnheard:
 		return true
 	}
 	return false

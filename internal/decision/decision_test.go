@@ -281,6 +281,65 @@ func TestDecideAsksReplacedMembersToServeARead(t *testing.T) {
 	}
 }
 
+// TestDecideAsksFailedHandoverTargetsToServeARead: after a handover from etcd-main-0 to
+// etcd-main-2 failed and another went to etcd-main-1, the old leader (a follower now) is deleted
+// only once etcd-main-2, which still looks ready, serves a read through the leader.
+func TestDecideAsksFailedHandoverTargetsToServeARead(t *testing.T) {
+	reportsLedBy := func(leader string) []roles.MemberReport {
+		return []roles.MemberReport{{Name: "etcd-main-0", ID: "a1", LeaderID: leader, Reachable: true, AppliedIndex: 10},
+			{Name: "etcd-main-1", ID: "b2", LeaderID: leader, Reachable: true, AppliedIndex: 10}, {Name: "etcd-main-2", ID: "c3", LeaderID: leader, Reachable: true, AppliedIndex: 10}}
+	}
+	failedTo := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{rollout.AnnotationHandoverFailures: "1", rollout.AnnotationHandoverFailedTo: "etcd-main-2"}
+	}
+	pods := []corev1.Pod{pod("etcd-main-0", oldRev, withIP("10.0.0.1"), failedTo), pod("etcd-main-1", newRev, withIP("10.0.0.2")), pod("etcd-main-2", newRev, withIP("10.0.0.3"))}
+	cases := []struct {
+		name        string
+		mode        roles.SourcePolicy
+		leader      string // member ID
+		served      []string
+		wantRule    rollout.RuleID
+		wantAsked   []string
+		wantUnheard []string
+	}{
+		{name: "still the leader: the retry goes on, to the other member", mode: roles.SourcePolicyAuto, leader: "a1",
+			wantRule: rollout.RuleHandover, wantAsked: []string{"etcd-main-2"}, wantUnheard: []string{"etcd-main-2"}},
+		{name: "it serves: the old leader goes", mode: roles.SourcePolicyAuto, served: []string{"etcd-main-2"},
+			wantRule: rollout.RuleParticipatingFollower, wantAsked: []string{"etcd-main-2"}},
+		{name: "it does not: the deletion waits", mode: roles.SourcePolicyAuto,
+			wantRule: rollout.RuleHandoverTargetUnheard, wantAsked: []string{"etcd-main-2"}, wantUnheard: []string{"etcd-main-2"}},
+		{name: "LeaseOnly asks for no read and goes by readiness", mode: roles.SourcePolicyLeaseOnly,
+			wantRule: rollout.RuleParticipatingFollower},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.leader == "" {
+				tc.leader = "b2"
+			}
+			in := &recordingInputs{reports: reportsLedBy(tc.leader), served: tc.served,
+				leases: []coordinationv1.Lease{lease("etcd-main-0", "a1:Member"), lease("etcd-main-1", "b2:Leader"), lease("etcd-main-2", "c3:Member")}}
+			st := State{Etcd: testEtcd(), StatefulSet: testStatefulSet(), Pods: pods}
+			got, err := Decide(context.Background(), st, in, tc.mode, rollout.DefaultPolicy(), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Decision.Rule != tc.wantRule {
+				t.Fatalf("Decide() = %+v, want rule %s", got.Decision, tc.wantRule)
+			}
+			var asked []string
+			for _, names := range in.readsAsked {
+				asked = append(asked, names...)
+			}
+			if !slices.Equal(asked, tc.wantAsked) || !slices.Equal(got.Unheard, tc.wantUnheard) {
+				t.Errorf("asked %v for a read, unheard %v; want %v, %v", asked, got.Unheard, tc.wantAsked, tc.wantUnheard)
+			}
+			if tc.wantRule == rollout.RuleHandover && got.Decision.HandoverTo != "etcd-main-1" {
+				t.Errorf("handover to %q, want etcd-main-1 (etcd-main-2 is unheard)", got.Decision.HandoverTo)
+			}
+		})
+	}
+}
+
 func TestMemberTargetsUseTheEtcdClientPort(t *testing.T) {
 	pods := []corev1.Pod{
 		pod("etcd-main-0", newRev, withIP("10.1.0.7")),

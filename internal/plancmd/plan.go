@@ -117,7 +117,8 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 }
 
 // ServeReads asks no member: plan explains a recorded state, in which a replaced member that is
-// not Ready yet counts as not participating, as the controller decides when its read fails.
+// not Ready yet counts as not participating, and a member a failed handover went to as unheard,
+// as the controller decides when their reads fail.
 func (in roleInputs) ServeReads(context.Context, *druidv1alpha1.Etcd, []etcdclient.Target, []string) ([]string, error) {
 	return nil, nil
 }

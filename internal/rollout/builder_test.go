@@ -43,6 +43,15 @@ func (b *podBuilder) reported(i uint64) *podBuilder {
 func (b *podBuilder) learner() *podBuilder               { b.p.Member.Learner = true; return b }
 func (b *podBuilder) handoverFailures(n int) *podBuilder { b.p.HandoverFailures = n; return b }
 
+// handoverFailedTo records failed handovers to the named members, one failure each.
+func (b *podBuilder) handoverFailedTo(names ...string) *podBuilder {
+	b.p.HandoverFailures, b.p.HandoverFailedTo = len(names), names
+	return b
+}
+
+// unheard marks a member a failed handover went to that did not serve a read.
+func (b *podBuilder) unheard() *podBuilder { b.p.Unheard = true; return b }
+
 // The container states below all make the pod non-participating.
 func (b *podBuilder) dead() *podBuilder      { return b.notReady(ContainerDead) }
 func (b *podBuilder) transient() *podBuilder { return b.notReady(ContainerTransient) }

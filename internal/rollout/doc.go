@@ -34,6 +34,13 @@
 //     index (it did not answer Status) is waited for too. Without the leader's index the highest
 //     a participating voter reported is the reference (a lower bound of the leader's); unchecked,
 //     and said so, only when no member reported one (roles from leases).
+//   - wait/handover-target-unheard: a member a failed handover went to (AnnotationHandoverFailedTo
+//     on a pod still there) may be cut off from the leader while its readiness probe has not
+//     failed yet. The controller asks it for a linearizable read (HandoverSuspects); until it
+//     serves one (Observed.WithUnheard marks it Unheard), no participating member is deleted,
+//     and the reason counts the voters known to be heard against the quorum. A handover still
+//     goes on, never to an Unheard member: it takes no member out, and another member taking
+//     over absorbs the raised term the failed transferee's campaign left.
 //   - participating/{follower,unknown-role} (DEP-07 step 4): delete a participating outdated
 //     pod, a known follower first (one lagging beyond the catch-up bound before the others),
 //     then a pod whose role is unknown. Ties go to the lowest ordinal. With
@@ -46,7 +53,9 @@
 //     (participating/follower). Without a handover: participating/leader (handover off),
 //     participating/leader-no-transferee (no updated voter answered, or the leader did not),
 //     participating/leader-handover-failed (Policy.HandoverAttempts failures recorded on the
-//     pod, AnnotationHandoverFailures); etcd's own shutdown handover then applies.
+//     pod, AnnotationHandoverFailures); etcd's own shutdown handover then applies. A retry goes
+//     to another transferee than the ones that failed (AnnotationHandoverFailedTo) while one
+//     qualifies: a member cut off from the leader fails every attempt.
 //
 // Terminating pods are never chosen; a decision names more than one pod only for a batch of
 // followers.

@@ -40,6 +40,7 @@ func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) 
 			Container:        ClassifyContainer(pod),
 			Role:             role,
 			HandoverFailures: handoverFailures(pod),
+			HandoverFailedTo: HandoverFailedTo(pod),
 		})
 	}
 	sortPods(o.Pods)
@@ -81,6 +82,17 @@ func handoverFailures(pod *corev1.Pod) int {
 		return 0
 	}
 	return n
+}
+
+// HandoverFailedTo reads AnnotationHandoverFailedTo: the names it lists, without blanks.
+func HandoverFailedTo(pod *corev1.Pod) []string {
+	var names []string
+	for _, n := range strings.Split(pod.Annotations[AnnotationHandoverFailedTo], ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // WithMembers returns o with what the members said about themselves, by pod name; pods
@@ -133,6 +145,43 @@ func (o Observed) WithRejoinProven(served []string) Observed {
 	for i, p := range o.Pods {
 		if slices.Contains(served, p.Name) && o.awaitingRejoin(p) {
 			p.Participating, p.RejoinProven = true, true
+		}
+		out.Pods[i] = p
+	}
+	return out
+}
+
+// HandoverSuspects names the members a failed handover went to (AnnotationHandoverFailedTo on a
+// pod still there) that look participating: in range, not terminating, no learner, Ready.
+// Whether the leader hears them is in doubt, and their readiness probe may not have failed yet,
+// so the controller asks each for a linearizable read (it needs the leader to answer) before a
+// deletion counts on them.
+func HandoverSuspects(o Observed) []string {
+	var out []string
+	for _, p := range o.Pods {
+		if o.handoverSuspect(p) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+func (o Observed) handoverSuspect(p PodState) bool {
+	if p.Ordinal < 0 || p.Ordinal >= o.Replicas || p.Terminating || !p.Participating || p.Member.Learner {
+		return false
+	}
+	return slices.ContainsFunc(o.Pods, func(q PodState) bool { return slices.Contains(q.HandoverFailedTo, p.Name) })
+}
+
+// WithUnheard returns o with the pods named in unheard, those HandoverSuspects selects that did
+// not serve the controller a linearizable read, marked Unheard. They keep their readiness (the
+// handover to another member may go on); deletions wait for them (wait/handover-target-unheard).
+func (o Observed) WithUnheard(unheard []string) Observed {
+	out := o
+	out.Pods = make([]PodState, len(o.Pods))
+	for i, p := range o.Pods {
+		if slices.Contains(unheard, p.Name) && o.handoverSuspect(p) {
+			p.Unheard = true
 		}
 		out.Pods[i] = p
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -97,7 +98,7 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("Observe() = %+v, want %+v", got, want)
 	}
 	for i := range want.Pods {
-		if got.Pods[i] != want.Pods[i] {
+		if !reflect.DeepEqual(got.Pods[i], want.Pods[i]) {
 			t.Errorf("pod %d = %+v, want %+v", i, got.Pods[i], want.Pods[i])
 		}
 	}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -186,6 +187,35 @@ func ruleCatchUp(v *view) verdict {
 		strings.Join(detail, ", "), ref, v.o.Policy.MaxAppliedIndexLag, strings.Join(names(c.pods), ", "), v.summary())
 }
 
+// ruleHandoverTargetsHeard: a member a failed handover went to may be cut off from the leader
+// while its readiness probe has not failed yet (that takes two probe periods). Until it serves
+// the controller a linearizable read, which only the leader can let through, no participating
+// member is deleted: with it unheard, the voters left could be fewer than a quorum. A handover is
+// let through: it moves no member out, and another member taking over absorbs the raised term
+// the failed transferee's campaign left behind.
+func ruleHandoverTargetsHeard(v *view) verdict {
+	c := v.choose()
+	deleted := names(c.pods)
+	var unheard []string
+	for _, name := range v.unheard {
+		if !slices.Contains(deleted, name) { // deleting it takes no heard member away
+			unheard = append(unheard, name)
+		}
+	}
+	if len(unheard) == 0 || ruleReplaceParticipating(v).action != ActionDelete {
+		return verdict{}
+	}
+	heard := 0
+	for _, p := range v.pods {
+		if v.inRange(p) && p.Participating && !p.Terminating && !p.Member.Learner && !p.Unheard && !slices.Contains(deleted, p.Name) {
+			heard++
+		}
+	}
+	return wait(RuleHandoverTargetUnheard, unheard,
+		"waiting for %s: a handover to it failed and it did not serve a linearizable read now, so the leader may not hear it although it is ready; deleting %s would leave %d of %d voters known to be heard (quorum %d); %s",
+		strings.Join(unheard, ", "), strings.Join(deleted, ", "), heard, v.o.Replicas, v.quorum(), v.summary())
+}
+
 // catchUpNote says, for a deletion's reason, what the catch-up gate saw.
 func (v *view) catchUpNote(c participatingChoice) string {
 	if !v.o.Policy.CatchUp {
@@ -248,7 +278,7 @@ func (v *view) replaceLeader(c participatingChoice) verdict {
 			"deleting %s (leader, outdated) without a handover: it did not answer over mTLS (or was not asked: roles from leases), so it cannot be asked to move leadership; etcd hands over at shutdown; %s%s",
 			l.Name, v.summary(), note)
 	}
-	target, considered, ok := v.transferee()
+	target, considered, failedBefore, unheard, ok := v.transferee(l)
 	if !ok {
 		return deletePod(RuleLeaderNoTransferee, l.Name,
 			"deleting %s (leader, outdated) without a handover: no updated, participating voter answered with its status (%d updated pods); etcd hands over at shutdown; %s%s",
@@ -260,25 +290,54 @@ func (v *view) replaceLeader(c participatingChoice) verdict {
 			"deleting %s (leader, outdated) after %d failed handovers (at most %d): relying on etcd's shutdown handover; %s%s",
 			l.Name, l.HandoverFailures, attempts, v.summary(), note)
 	}
+	passedOver := ""
+	switch {
+	case slices.Contains(l.HandoverFailedTo, target.Name):
+		passedOver = "; a handover to each of them failed before, so the best again"
+	case len(failedBefore) > 0:
+		passedOver = fmt.Sprintf("; not %s again, a handover to it failed", strings.Join(failedBefore, ", "))
+	}
+	if len(unheard) > 0 {
+		passedOver += fmt.Sprintf("; not %s, which did not serve a read after a handover to it failed", strings.Join(unheard, ", "))
+	}
 	return verdict{action: ActionHandover, pods: []string{l.Name}, handoverTo: target.Name, rule: RuleHandover,
-		reason: fmt.Sprintf("moving leadership from %s (outdated, applied index %d) to %s (updated, applied index %d, highest of %d updated voters) before deleting %s; attempt %d of %d; %s%s",
-			l.Name, l.Member.AppliedIndex, target.Name, target.Member.AppliedIndex, considered, l.Name, l.HandoverFailures+1, attempts, v.summary(), note)}
+		reason: fmt.Sprintf("moving leadership from %s (outdated, applied index %d) to %s (updated, applied index %d, highest of %d updated voters%s) before deleting %s; attempt %d of %d; %s%s",
+			l.Name, l.Member.AppliedIndex, target.Name, target.Member.AppliedIndex, considered, passedOver, l.Name, l.HandoverFailures+1, attempts, v.summary(), note)}
 }
 
-// transferee is the best pod to take over leadership: an updated, participating voter that
-// answered, with the highest applied index (ties: lowest ordinal). considered counts the
-// pods that qualified.
-func (v *view) transferee() (best PodState, considered int, ok bool) {
+// transferee is the best pod to take over leadership from leader: an updated, participating
+// voter that answered, with the highest applied index (ties: lowest ordinal). A member a
+// handover from leader already failed to reach is passed over while another qualifies
+// (failedBefore names those): the failure may be that member's link to the leader, and trying
+// it again would fail the same way. An Unheard member is never taken (unheard names those).
+// considered counts the pods that qualified.
+func (v *view) transferee(leader PodState) (best PodState, considered int, failedBefore, unheard []string, ok bool) {
+	var fallback PodState
 	for _, p := range v.pods {
 		if IsOutdated(p, v.o.UpdateRevision) || !v.inRange(p) || !p.Participating || p.Terminating || !p.Member.Reported || p.Member.Learner {
 			continue
 		}
+		if p.Unheard {
+			unheard = append(unheard, p.Name)
+			continue
+		}
 		considered++
+		if slices.Contains(leader.HandoverFailedTo, p.Name) {
+			failedBefore = append(failedBefore, p.Name)
+			if fallback.Name == "" || p.Member.AppliedIndex > fallback.Member.AppliedIndex {
+				fallback = p
+			}
+			continue
+		}
 		if !ok || p.Member.AppliedIndex > best.Member.AppliedIndex {
 			best, ok = p, true
 		}
 	}
-	return best, considered, ok
+	if !ok && fallback.Name != "" {
+		// A handover to every qualifying member failed: the best of them again.
+		return fallback, considered, failedBefore, unheard, true
+	}
+	return best, considered, failedBefore, unheard, ok
 }
 
 func (v *view) updatedCount() int {

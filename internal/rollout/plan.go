@@ -37,6 +37,7 @@ var rules = []rule{
 	ruleNoScaleDownInFlight,
 	ruleQuorumHeadroom,
 	ruleCatchUp,
+	ruleHandoverTargetsHeard,
 	ruleReplaceParticipating,
 }
 
@@ -84,6 +85,8 @@ type view struct {
 	participating int
 	// rejoinProven names the participating pods known so by their own read (RejoinProven).
 	rejoinProven []string
+	// unheard are the pods a failed handover went to that did not serve a read (Unheard).
+	unheard []string
 	// unavailable counts the voters (ordinals in range) that are missing, terminating, not
 	// participating or learners: each uses up part of the quorum's headroom.
 	unavailable      int
@@ -121,6 +124,9 @@ func newView(o Observed) *view {
 		}
 		if p.RejoinProven {
 			v.rejoinProven = append(v.rejoinProven, p.Name)
+		}
+		if p.Unheard {
+			v.unheard = append(v.unheard, p.Name)
 		}
 		if !v.inRange(p) {
 			v.condemned = append(v.condemned, p)

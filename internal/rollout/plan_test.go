@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -275,10 +276,13 @@ func TestRolloutSequences(t *testing.T) {
 }
 
 func TestPlanDoesNotModifyInput(t *testing.T) {
-	o := observed(3, pod("etcd-main-2").outdated(), pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated())
+	o := observed(3, pod("etcd-main-2").outdated(), pod("etcd-main-0").outdated().leader().handoverFailedTo("etcd-main-2", "etcd-main-1"), pod("etcd-main-1").outdated())
 	before := slices.Clone(o.Pods)
+	for i := range before {
+		before[i].HandoverFailedTo = slices.Clone(before[i].HandoverFailedTo)
+	}
 	Plan(o)
-	if !slices.Equal(o.Pods, before) {
+	if !reflect.DeepEqual(o.Pods, before) {
 		t.Fatalf("Plan reordered or changed its input: %v", o.Pods)
 	}
 }

@@ -38,6 +38,7 @@ func observedFromBytes(data []byte) Observed {
 		// Only a running container can pass its readiness probe.
 		p.Participating = p.Container == ContainerAlive && c&0x10 != 0
 		p.Member, p.HandoverFailures = memberFromByte(next())
+		p.HandoverFailedTo = failedTargetsFromByte(p.HandoverFailures, next())
 		o.Pods = append(o.Pods, p)
 	}
 	o.Policy = policyFromByte(next())
@@ -69,6 +70,23 @@ func memberFromByte(m byte) (MemberStatus, int) {
 		return MemberStatus{Learner: m&0x0e == 0x0e}, int(m>>6) % 4
 	}
 	return MemberStatus{Reported: true, AppliedIndex: 100000 - lagSteps[int(m>>1)%len(lagSteps)], Learner: m&0x70 == 0x70}, int(m>>6) % 4
+}
+
+// failedTargetsFromByte names the members n failed handovers went to: pods of the cluster,
+// now and then the same twice (one name then), a pod that is not there (etcd-main-8) or none
+// recorded at all (failures counted before the targets were).
+func failedTargetsFromByte(n int, b byte) []string {
+	if b%8 == 0 {
+		return nil
+	}
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("etcd-main-%d", (int(b>>3)+i*int(b%4+1))%9)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // policyFromByte covers the zero policy (DEP-07 as written), concurrency 0–4, the catch-up
@@ -304,7 +322,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 						return fail("gave up the handover after %d of %d attempts", p.HandoverFailures, o.Policy.HandoverAttempts)
 					}
 				case RuleLeaderNoTransferee:
-					if _, ok := bestTransferee(o); ok && p.Member.Reported {
+					if _, ok := bestTransferee(o, p.HandoverFailedTo); ok && p.Member.Reported {
 						return fail("deleted leader %s without a handover although a transferee exists", p.Name)
 					}
 				default:
@@ -314,6 +332,13 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		}
 		if err := takesParticipating(taken); err != nil {
 			return err
+		}
+		// A member a failed handover went to that did not serve a read holds every
+		// participating deletion but its own (a handover may go on: it takes no member out).
+		for _, q := range o.Pods {
+			if len(taken) > 0 && q.Unheard && !q.Terminating && inRange(q) && !slices.ContainsFunc(taken, func(t PodState) bool { return t.Name == q.Name }) {
+				return fail("deleted participating %s while %s, a failed handover's target, is unheard", names(taken), q.Name)
+			}
 		}
 	case ActionHandover:
 		if !o.Policy.Handover || len(d.Pods) != 1 {
@@ -326,9 +351,9 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		if l.HandoverFailures >= max(o.Policy.HandoverAttempts, 1) {
 			return fail("handover attempted again after %d failures", l.HandoverFailures)
 		}
-		best, ok := bestTransferee(o)
+		best, ok := bestTransferee(o, l.HandoverFailedTo)
 		if !ok || best.Name != d.HandoverTo {
-			return fail("handover to %q, the best transferee is %q", d.HandoverTo, best.Name)
+			return fail("handover to %q, the best transferee is %q (failed before: %v)", d.HandoverTo, best.Name, l.HandoverFailedTo)
 		}
 		if err := takesParticipating([]PodState{l}); err != nil {
 			return err
@@ -340,21 +365,32 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 }
 
 // bestTransferee is the updated, participating, answering voter with the highest applied index
-// (ties: lowest ordinal), computed apart from the planner's own choice.
-func bestTransferee(o Observed) (PodState, bool) {
-	var best PodState
-	found := false
+// (ties: lowest ordinal) that is not among failedTo, or, when every one is, the best of all:
+// computed apart from the planner's own choice.
+func bestTransferee(o Observed, failedTo []string) (PodState, bool) {
+	var best, bestFailed PodState
+	found, foundFailed := false, false
+	better := func(p, than PodState) bool {
+		return p.Member.AppliedIndex > than.Member.AppliedIndex ||
+			(p.Member.AppliedIndex == than.Member.AppliedIndex && p.Ordinal < than.Ordinal)
+	}
 	for _, p := range o.Pods {
 		if IsOutdated(p, o.UpdateRevision) || p.Ordinal < 0 || p.Ordinal >= o.Replicas || !p.Participating || p.Terminating ||
-			!p.Member.Reported || p.Member.Learner {
+			!p.Member.Reported || p.Member.Learner || p.Unheard {
 			continue
 		}
-		if !found || p.Member.AppliedIndex > best.Member.AppliedIndex ||
-			(p.Member.AppliedIndex == best.Member.AppliedIndex && p.Ordinal < best.Ordinal) {
+		if slices.Contains(failedTo, p.Name) {
+			if !foundFailed || better(p, bestFailed) {
+				bestFailed, foundFailed = p, true
+			}
+		} else if !found || better(p, best) {
 			best, found = p, true
 		}
 	}
-	return best, found
+	if !found {
+		return bestFailed, foundFailed
+	}
+	return best, true
 }
 
 func reversed(pods []PodState) []PodState {
@@ -387,6 +423,7 @@ func settledFromBytes(data []byte) Observed {
 			p.Role = RoleUnknown
 		}
 		p.Member, p.HandoverFailures = memberFromByte(c | 1)
+		p.HandoverFailedTo = failedTargetsFromByte(p.HandoverFailures, next())
 		if b%64 == 3 {
 			p.Member = MemberStatus{}
 		}
@@ -444,6 +481,39 @@ func TestRejoinProvenOnlyAddsUpdatedRunningMembers(t *testing.T) {
 			}
 		}
 		checkPlanInvariants(t, got)
+	})
+}
+
+// TestUnheardOnlyMarksHandoverSuspects: whatever members fail their read, WithUnheard marks
+// only the ready, in-range, not terminating voters some pod's failed handover went to
+// (HandoverSuspects), never changes participation, and the plan on the result keeps every
+// invariant, among them that no participating deletion passes an unheard member.
+func TestUnheardOnlyMarksHandoverSuspects(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 2026))
+	forRandomBytes(r, 20000, func(buf []byte) {
+		// Settled states too: only there does a participating deletion come up at all.
+		for _, o := range []Observed{observedFromBytes(buf), settledFromBytes(buf)} {
+			var failed []string
+			for _, p := range o.Pods {
+				if r.UintN(2) == 0 {
+					failed = append(failed, p.Name)
+				}
+			}
+			got := o.WithUnheard(failed)
+			suspects := HandoverSuspects(o)
+			for k, before := range o.Pods {
+				after := got.Pods[k]
+				named := slices.ContainsFunc(o.Pods, func(q PodState) bool { return slices.Contains(q.HandoverFailedTo, before.Name) })
+				suspect := named && before.Participating && !before.Terminating && !before.Member.Learner && before.Ordinal >= 0 && before.Ordinal < o.Replicas
+				if suspect != slices.Contains(suspects, before.Name) {
+					t.Fatalf("HandoverSuspects(%+v) = %v, disagrees on %s", o, suspects, before.Name)
+				}
+				if after.Unheard != (suspect && slices.Contains(failed, before.Name)) || after.Participating != before.Participating {
+					t.Fatalf("pod %+v became %+v (failed reads %v)", before, after, failed)
+				}
+			}
+			checkPlanInvariants(t, got)
+		}
 	})
 }
 

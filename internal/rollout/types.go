@@ -48,14 +48,22 @@ type PodState struct {
 	// RejoinProven is set when Participating comes from the controller's own linearizable read
 	// through this updated member rather than from its readiness (Observed.WithRejoinProven).
 	RejoinProven bool
-	Container    ContainerClass
-	Role         Role
+	// Unheard is set when a handover from a leader pod to this member failed
+	// (AnnotationHandoverFailedTo) and the member did not serve the controller a linearizable
+	// read at this decision (Observed.WithUnheard): its readiness may not show yet that the
+	// leader does not hear it, so no deletion counts on it.
+	Unheard   bool
+	Container ContainerClass
+	Role      Role
 	// Member is what the etcd member said about itself over mTLS; the zero value when it was
 	// not asked (LeaseOnly, a decision that does not depend on it) or did not answer.
 	Member MemberStatus
 	// HandoverFailures counts the leadership handovers from this pod that failed (the
 	// controller records them on the pod, AnnotationHandoverFailures).
 	HandoverFailures int
+	// HandoverFailedTo names the transferees of those failed handovers
+	// (AnnotationHandoverFailedTo): the next attempt goes to another member while one qualifies.
+	HandoverFailedTo []string
 }
 
 // MemberStatus is the part of an etcd member's Status the planner uses.
@@ -164,6 +172,9 @@ const (
 	RuleQuorumHeadroom RuleID = "wait/quorum-headroom"
 	// RuleCatchUp waits for a voter that would remain to come within the applied-index bound.
 	RuleCatchUp RuleID = "wait/catch-up"
+	// RuleHandoverTargetUnheard holds a participating deletion while a member a handover failed
+	// to reach looks ready but cannot serve a linearizable read: the leader may not hear it.
+	RuleHandoverTargetUnheard RuleID = "wait/handover-target-unheard"
 	// RuleHandover moves leadership off the leader before its pod is deleted.
 	RuleHandover RuleID = "handover/move-leader"
 	// RuleLeaderNoTransferee deletes the leader without a handover: no updated voter that
@@ -194,6 +205,11 @@ type Decision struct {
 // AnnotationHandoverFailures on a leader pod counts the failed handovers from it, so the
 // planner (and `plan` on a saved state) sees how many attempts are left.
 const AnnotationHandoverFailures = "etcd-conductor.io/handover-failures"
+
+// AnnotationHandoverFailedTo on a leader pod lists, comma-separated, the members a handover from
+// it failed to reach: a transferee cut off from the leader fails every attempt, so the planner
+// tries another one first.
+const AnnotationHandoverFailedTo = "etcd-conductor.io/handover-failed-to"
 
 // UnmarshalJSON also reads decisions recorded before a decision could name several pods,
 // which carried the one pod as "pod".

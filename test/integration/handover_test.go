@@ -208,12 +208,14 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	}
 }
 
-// TestHandoverFailuresFallBackToDeletingTheLeader: the member the controller hands leadership to
-// is cut off from the leader (muted: it hears the leader, the leader does not hear it), so each
-// MoveLeader fails for real, by timeout. Each failure is counted on the leader's pod; once the
-// attempts are used up the leader is deleted anyway, and that deletion is counted and explained.
-func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
-	rig := newHandoverRig(t, "handover-fails", 3, followersUpdated)
+// TestHandoverRetriesAnotherTransferee: the member the controller first hands leadership to is
+// cut off from the leader (muted: it hears the leader, the leader does not hear it), so the
+// MoveLeader fails for real, by timeout. The failure and its target are recorded on the leader's
+// pod, and the next attempt goes to the other follower, which takes over. The old leader, a
+// follower now, is not deleted while the muted member cannot serve a read (with 3 members that
+// would leave the new leader without a quorum that hears it); once healed, it goes.
+func TestHandoverRetriesAnotherTransferee(t *testing.T) {
+	rig := newHandoverRig(t, "handover-retry", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
@@ -221,47 +223,151 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	}
 	leader := rig.leader
 	// An idle cluster's members have applied the same index, and the planner breaks the tie by
-	// the lowest ordinal: that follower is the transferee.
-	target := "etcd-main-" + notLeader(leader, 0)
-	if _, err := rig.cluster.Mute(slices.IndexFunc(rig.cluster.Members, func(m *etcdtest.Member) bool { return m.Name == target })); err != nil {
-		t.Fatal(err)
-	}
+	// the lowest ordinal: that follower is the first transferee.
+	muted, other := "etcd-main-"+notLeader(leader, 0), "etcd-main-"+notLeader(leader, 1)
+	heal := rig.mute(t, muted)
 	rec := rig.reconciler(rig.pool, events, metrics, rollout.DefaultPolicy())
 
-	for attempt := 1; attempt <= rollout.DefaultHandoverAttempts; attempt++ {
+	rig.reconcile(t, rec)
+	pod, alive := rig.pod(t, leader)
+	if !alive {
+		t.Fatalf("leader deleted after one failed handover")
+	}
+	if got, to := pod.Annotations[rollout.AnnotationHandoverFailures], pod.Annotations[rollout.AnnotationHandoverFailedTo]; got != "1" || to != muted {
+		t.Fatalf("after the first attempt: failures %q to %q, want 1 to %s", got, to, muted)
+	}
+	if !hasEvent(drainEvents(events), "Warning HandoverFailed moving leadership from "+leader+" to "+muted) {
+		t.Errorf("no HandoverFailed event from %s to %s", leader, muted)
+	}
+
+	rig.reconcile(t, rec)
+	if l := rig.currentLeader(t); l != other {
+		t.Fatalf("the second attempt did not move leadership to %s (leader: %s); last operation %q", other, l, rig.lastOperation(t))
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "not "+muted+", which did not serve a read after a handover to it failed") || !strings.Contains(op, "attempt 2 of 3") {
+		t.Errorf("lastOperation %q does not say why the target changed", op)
+	}
+	if !hasEvent(drainEvents(events), "Normal LeadershipHandedOver leadership moved from "+leader+" to "+other) {
+		t.Errorf("no LeadershipHandedOver event from %s to %s", leader, other)
+	}
+
+	rig.reconcile(t, rec)
+	if _, alive := rig.pod(t, leader); !alive {
+		t.Fatalf("old leader %s deleted while %s was still cut off; last operation %q", leader, muted, rig.lastOperation(t))
+	}
+	if op := rig.lastOperation(t); !strings.Contains(op, "[wait/handover-target-unheard]") || !strings.Contains(op, "would leave 1 of 3 voters known to be heard (quorum 2)") {
+		t.Errorf("lastOperation %q, want the wait for %s with its numbers", op, muted)
+	}
+
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+	// The healed member needs a moment to be heard again: one decision may still wait.
+	framework.Eventually(t, timeout, "the healed member serving a read, the old leader deleted", func(ctx context.Context) (bool, string) {
+		rig.reconcile(t, rec)
+		_, alive := rig.pod(t, leader)
+		return !alive, rig.lastOperation(t)
+	})
+	if op := rig.lastOperation(t); !strings.Contains(op, "[participating/follower]") {
+		t.Errorf("old leader deleted by %q, want participating/follower", op)
+	}
+}
+
+// TestHandoverFailuresFallBackToDeletingTheLeader: five members, two handover attempts, and the
+// two followers the planner picks in turn are both cut off from the leader (muted), so both
+// MoveLeaders fail for real, by timeout, each to another member. The attempts are used up, but
+// the leader is not deleted while both cannot serve a read: that would leave 2 of 5 voters the
+// next leader could hear. Once they are healed it goes. Healing them may itself move
+// leadership (their failed campaigns raised their term past the leader's), so the leader goes
+// either by the fallback (participating/leader-handover-failed, counted and explained) or, if
+// it lost leadership first, as a follower.
+func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
+	rig := newHandoverRig(t, "handover-fails", 5, followersUpdated)
+	events := record.NewFakeRecorder(100)
+	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := rig.leader
+	targets := []string{"etcd-main-" + notLeader(leader, 0), "etcd-main-" + notLeader(leader, 1)}
+	var heals []func() error
+	for _, name := range targets {
+		heals = append(heals, rig.mute(t, name))
+	}
+	policy := rollout.DefaultPolicy()
+	policy.HandoverAttempts = 2
+	rec := rig.reconciler(rig.pool, events, metrics, policy)
+
+	for attempt := 1; attempt <= policy.HandoverAttempts; attempt++ {
 		rig.reconcile(t, rec)
 		pod, alive := rig.pod(t, leader)
 		if !alive {
 			t.Fatalf("attempt %d: leader deleted before the attempts were used up", attempt)
 		}
-		if got := pod.Annotations[rollout.AnnotationHandoverFailures]; got != fmt.Sprint(attempt) {
-			t.Fatalf("attempt %d: %s = %q", attempt, rollout.AnnotationHandoverFailures, got)
+		failedTo := strings.Join(targets[:attempt], ",")
+		if got, to := pod.Annotations[rollout.AnnotationHandoverFailures], pod.Annotations[rollout.AnnotationHandoverFailedTo]; got != fmt.Sprint(attempt) || to != failedTo {
+			t.Fatalf("attempt %d: failures %q to %q, want %d to %s; last operation %q", attempt, got, to, attempt, failedTo, rig.lastOperation(t))
 		}
 	}
 	got := drainEvents(events)
-	if !hasEvent(got, "Warning HandoverFailed moving leadership from "+leader+" to "+target) {
-		t.Errorf("no HandoverFailed event from %s to %s: %v", leader, target, got)
+	for _, target := range targets {
+		if !hasEvent(got, "Warning HandoverFailed moving leadership from "+leader+" to "+target) {
+			t.Errorf("no HandoverFailed event from %s to %s: %v", leader, target, got)
+		}
 	}
 	if l := rig.currentLeader(t); l != leader {
-		t.Errorf("leadership moved to %s although %s was cut off", l, target)
+		t.Errorf("leadership moved to %s although both targets were cut off", l)
 	}
 
 	rig.reconcile(t, rec)
-	if _, alive := rig.pod(t, leader); alive {
-		t.Fatalf("leader %s not deleted after %d failed handovers; last operation %q", leader, rollout.DefaultHandoverAttempts, rig.lastOperation(t))
+	if _, alive := rig.pod(t, leader); !alive {
+		t.Fatalf("leader %s deleted while %v were cut off; last operation %q", leader, targets, rig.lastOperation(t))
 	}
-	if op := rig.lastOperation(t); !strings.Contains(op, "after 3 failed handovers (at most 3)") || !strings.Contains(op, "[participating/leader-handover-failed]") {
-		t.Errorf("lastOperation %q does not explain the fallback", op)
+	if op := rig.lastOperation(t); !strings.Contains(op, "[wait/handover-target-unheard]") || !strings.Contains(op, "would leave 2 of 5 voters known to be heard (quorum 3)") {
+		t.Errorf("lastOperation %q, want the wait for %v with its numbers", op, targets)
 	}
-	if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleLeaderHandoverFailed))); n != 1 {
-		t.Errorf("leader deletions after failed handovers = %v, want 1", n)
+
+	for _, heal := range heals {
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, timeout, "the healed members serving reads, the old leader deleted", func(ctx context.Context) (bool, string) {
+		rig.reconcile(t, rec)
+		_, alive := rig.pod(t, leader)
+		return !alive, rig.lastOperation(t)
+	})
+	op := rig.lastOperation(t)
+	switch {
+	case strings.Contains(op, "[participating/leader-handover-failed]"):
+		if !strings.Contains(op, "after 2 failed handovers (at most 2)") {
+			t.Errorf("lastOperation %q does not explain the fallback", op)
+		}
+		if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleLeaderHandoverFailed))); n != 1 {
+			t.Errorf("leader deletions after failed handovers = %v, want 1", n)
+		}
+		if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
+			t.Errorf("no LeaderDeleted event")
+		}
+	case strings.Contains(op, "[participating/follower]"):
+		t.Logf("the healed members' raised term moved leadership first; %s went as a follower", leader)
+	default:
+		t.Errorf("leader deleted by %q, want the fallback or, once it lost leadership, as a follower", op)
 	}
 	if n := testutil.ToFloat64(metrics.Handovers.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, "", ondelete.HandoverTimedOut)); n != 0 {
 		t.Errorf("handovers counted without a target")
 	}
-	if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
-		t.Errorf("no LeaderDeleted event")
+}
+
+// mute cuts member name off from its peers' side until heal, or the end of the test
+// (etcdtest.Cluster.Mute heals at cleanup).
+func (r *handoverRig) mute(t *testing.T, name string) (heal func() error) {
+	t.Helper()
+	heal, err := r.cluster.Mute(slices.IndexFunc(r.cluster.Members, func(m *etcdtest.Member) bool { return m.Name == name }))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return heal
 }
 
 // TestBatchWithinQuorumHeadroom: five real members, every pod outdated, concurrency 2: one
@@ -378,7 +484,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 
 // notLeader names the ordinal of the n-th member (from 0) that is not leader.
 func notLeader(leader string, n int) string {
-	for i := range 3 {
+	for i := range rollout.MaxMembers {
 		if name := fmt.Sprintf("etcd-main-%d", i); name != leader {
 			if n == 0 {
 				return fmt.Sprint(i)

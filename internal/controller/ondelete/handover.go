@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +43,9 @@ const confirmInterval = 50 * time.Millisecond
 // handover carries out a handover decision: MoveLeader sent to the leader itself (bounded by
 // HandoverTimeout), then the members' Status polled until the target leads (bounded again). It
 // reports true once the target is confirmed. A failure is counted on the leader's pod
-// (rollout.AnnotationHandoverFailures), so the planner, which stays pure, sees the attempts
-// used up and falls back to deleting the leader; it is also an Event and a metric.
+// (rollout.AnnotationHandoverFailures, and the target in rollout.AnnotationHandoverFailedTo),
+// so the planner, which stays pure, tries another target next and, once the attempts are used
+// up, falls back to deleting the leader; it is also an Event and a metric.
 func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o decision.Outcome) bool {
 	d := o.Decision
 	from, to := d.Pods[0], d.HandoverTo
@@ -63,14 +65,16 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 		return true
 	}
 	attempts := failuresOf(o.Pods, from) + 1
+	var failedTo []string
 	if pod := findPod(o.Pods, from); pod != nil {
-		r.failures.record(decision.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, attempts)
+		failedTo = appendNew(rollout.HandoverFailedTo(pod), to)
+		r.failures.record(decision.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, failedRecord{count: attempts, to: failedTo})
 	}
 	log.Info("Leadership handover failed", "attempt", attempts, "outcome", outcome, "error", err.Error())
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "HandoverFailed",
 		"moving leadership from %s to %s failed after %s (%s, attempt %d of %d): %v",
 		from, to, elapsed.Round(time.Millisecond), outcome, attempts, max(r.cfg.Policy.HandoverAttempts, 1), err)
-	if err := r.recordHandoverFailure(ctx, o.Pods, from, attempts); err != nil {
+	if err := r.recordHandoverFailure(ctx, o.Pods, from, failedRecord{count: attempts, to: failedTo}); err != nil {
 		// Not fatal: the next attempt is one more try; the planner's bound still holds once a
 		// record gets through.
 		log.Info("Could not record the failed handover on the pod", "error", err.Error())
@@ -222,24 +226,47 @@ func (h *handoverTimes) within(cluster string, now time.Time, d time.Duration) b
 	return ok && now.Sub(at) < d
 }
 
-// handoverFailures is the in-memory copy of the failure counts, by cluster and pod UID. A new pod
-// (a new UID) starts from nothing, like its annotation; a restart forgets it, and the annotation
-// remains.
-type handoverFailures struct {
-	mu        sync.Mutex
-	byCluster map[string]map[types.UID]int
+// failedRecord is what is known of the failed handovers from one leader pod: how many, and to
+// which members (the two annotations).
+type failedRecord struct {
+	count int
+	to    []string
 }
 
-func (f *handoverFailures) record(cluster string, uid types.UID, n int) {
+// annotate writes the record into annotations.
+func (f failedRecord) annotate(annotations map[string]string) {
+	annotations[rollout.AnnotationHandoverFailures] = strconv.Itoa(f.count)
+	annotations[rollout.AnnotationHandoverFailedTo] = strings.Join(f.to, ",")
+}
+
+// appendNew appends name unless names holds it already.
+func appendNew(names []string, name string) []string {
+	if slices.Contains(names, name) {
+		return names
+	}
+	return append(names, name)
+}
+
+// handoverFailures is the in-memory copy of the failure records, by cluster and pod UID. A new
+// pod (a new UID) starts from nothing, like its annotations; a restart forgets it, and the
+// annotations remain.
+type handoverFailures struct {
+	mu        sync.Mutex
+	byCluster map[string]map[types.UID]failedRecord
+}
+
+func (f *handoverFailures) record(cluster string, uid types.UID, rec failedRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byCluster[cluster] == nil {
-		f.byCluster[cluster] = map[types.UID]int{}
+		f.byCluster[cluster] = map[types.UID]failedRecord{}
 	}
-	f.byCluster[cluster][uid] = max(f.byCluster[cluster][uid], n)
+	if rec.count > f.byCluster[cluster][uid].count {
+		f.byCluster[cluster][uid] = rec
+	}
 }
 
-// apply returns the cluster's pods with each pod's failure annotation at least what is
+// apply returns the cluster's pods with each pod's failure annotations at least what is
 // remembered, so the planner sees failures that could not be written to the pod. Entries of
 // pods that are gone are dropped.
 func (f *handoverFailures) apply(cluster string, pods []corev1.Pod) []corev1.Pod {
@@ -254,12 +281,12 @@ func (f *handoverFailures) apply(cluster string, pods []corev1.Pod) []corev1.Pod
 	for i, p := range pods {
 		out[i] = p
 		present[p.UID] = true
-		if n := remembered[p.UID]; n > failuresOf(pods[i:i+1], p.Name) {
+		if rec := remembered[p.UID]; rec.count > failuresOf(pods[i:i+1], p.Name) {
 			copied := p.DeepCopy()
 			if copied.Annotations == nil {
 				copied.Annotations = map[string]string{}
 			}
-			copied.Annotations[rollout.AnnotationHandoverFailures] = strconv.Itoa(n)
+			rec.annotate(copied.Annotations)
 			out[i] = *copied
 		}
 	}
@@ -271,9 +298,9 @@ func (f *handoverFailures) apply(cluster string, pods []corev1.Pod) []corev1.Pod
 	return out
 }
 
-// recordHandoverFailure writes the failure count on the leader's pod; the UID and
+// recordHandoverFailure writes the failure record on the leader's pod; the UID and
 // resourceVersion it was read at make a stale write fail instead of counting twice.
-func (r *Reconciler) recordHandoverFailure(ctx context.Context, pods []corev1.Pod, name string, failures int) error {
+func (r *Reconciler) recordHandoverFailure(ctx context.Context, pods []corev1.Pod, name string, failures failedRecord) error {
 	pod := findPod(pods, name)
 	if pod == nil {
 		return fmt.Errorf("pod %s not found", name)
@@ -282,7 +309,7 @@ func (r *Reconciler) recordHandoverFailure(ctx context.Context, pods []corev1.Po
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
-	patched.Annotations[rollout.AnnotationHandoverFailures] = strconv.Itoa(failures)
+	failures.annotate(patched.Annotations)
 	if err := r.cfg.Client.Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("recording handover failure on pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,15 +51,20 @@ func TestMemberID(t *testing.T) {
 }
 
 // TestRememberedFailuresReachThePlanner: a failure that could not be written to the pod still
-// counts, for that pod only, and is forgotten with the pod.
+// counts, with its targets, for that pod only, and is forgotten with the pod.
 func TestRememberedFailuresReachThePlanner(t *testing.T) {
-	f := handoverFailures{byCluster: map[string]map[types.UID]int{}}
-	leader := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-0", UID: "u0", Annotations: map[string]string{rollout.AnnotationHandoverFailures: "1"}}}
+	f := handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}
+	leader := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-0", UID: "u0", Annotations: map[string]string{
+		rollout.AnnotationHandoverFailures: "1", rollout.AnnotationHandoverFailedTo: "etcd-main-1"}}}
 	other := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-1", UID: "u1"}}
-	f.record("shoot/etcd-main", "u0", 3)
+	f.record("shoot/etcd-main", "u0", failedRecord{count: 3, to: []string{"etcd-main-1", "etcd-main-2"}})
+	f.record("shoot/etcd-main", "u0", failedRecord{count: 2, to: []string{"etcd-main-1"}}) // a late, older record
 	got := f.apply("shoot/etcd-main", []corev1.Pod{leader, other})
 	if failuresOf(got, "etcd-main-0") != 3 || failuresOf(got, "etcd-main-1") != 0 {
 		t.Fatalf("failures after apply: %v, %v", got[0].Annotations, got[1].Annotations)
+	}
+	if to := rollout.HandoverFailedTo(&got[0]); !slices.Equal(to, []string{"etcd-main-1", "etcd-main-2"}) {
+		t.Errorf("failed targets after apply: %v", to)
 	}
 	if leader.Annotations[rollout.AnnotationHandoverFailures] != "1" {
 		t.Errorf("apply changed the pod read from the apiserver")

@@ -140,7 +140,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.RejoinInterval == 0 {
 		cfg.RejoinInterval = DefaultRejoinInterval
 	}
-	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]int{}}}
+	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
 }
 
 // RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
@@ -432,6 +432,10 @@ func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 // outcome: served (the member counted as participating before its readiness probe said so) or
 // not yet.
 func (r *Reconciler) recordRejoinReads(ctx context.Context, o decision.Outcome) {
+	if len(o.Unheard) > 0 {
+		logr.FromContextOrDiscard(ctx).Info("Members a failed handover went to did not serve a linearizable read; deletions wait for them",
+			"unheard", o.Unheard, "error", fmt.Sprint(o.RejoinErr))
+	}
 	if len(o.AwaitingRejoin) == 0 {
 		return
 	}
