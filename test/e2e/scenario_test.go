@@ -41,11 +41,23 @@ type env struct {
 // restart with a changed configuration would.
 func (e *env) restartOperator(opts framework.OperatorOptions) {
 	e.t.Helper()
+	e.stopOperator()
+	e.startOperator(opts)
+}
+
+// startOperator starts the operator with opts once stopOperator has stopped it.
+func (e *env) startOperator(opts framework.OperatorOptions) {
+	e.t.Helper()
+	e.opts = opts
+	e.operator = framework.StartOperator(e.t, e.stack.Cluster.RESTConfig(), opts)
+}
+
+// stopOperator stops the operator, as a pod gone for a while would be.
+func (e *env) stopOperator() {
+	e.t.Helper()
 	if err := e.operator.Stop(); err != nil {
 		e.t.Fatalf("stopping the operator: %v", err)
 	}
-	e.opts = opts
-	e.operator = framework.StartOperator(e.t, e.stack.Cluster.RESTConfig(), opts)
 }
 
 // waitFor polls cond until it holds or the scenario's context ends.

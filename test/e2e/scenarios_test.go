@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
@@ -247,8 +249,9 @@ func TestRolloutFiveMembersOneDead(t *testing.T) {
 // its linearizable /readyz within seconds, so it is never picked; only a partition landing in the
 // milliseconds between the decision and the MoveLeader would do, which a test cannot aim at.
 // The partition itself is tested on real members without a kubelet, where nothing turns the cut
-// off member unready (test/integration TestHandoverFailuresFallBackToDeletingTheLeader: the
-// transferee muted with iptables, every MoveLeader fails by etcd's own timeout).
+// off member unready (test/integration TestHandoverRetriesAnotherTransferee and
+// TestHandoverFailuresFallBackToDeletingTheLeader: transferees muted with iptables, every
+// MoveLeader to them fails by etcd's own timeout, the next attempt goes to another member).
 func TestRolloutHandoverFails(t *testing.T) {
 	run(t, scenario{name: "handover-fails", noQuorumLoss: true, oneLeaderChange: true,
 		wantEvents: []string{"HandoverFailed", "LeaderDeleted"},
@@ -267,6 +270,108 @@ func TestRolloutHandoverFails(t *testing.T) {
 				return false, nil
 			})
 		}})
+}
+
+// TestRolloutHandoverPartitioned: the leader is partitioned from the member it hands leadership
+// to, a real fault on the network: the transferee is muted (nobody can reach its peer port, so
+// the leader does not hear it while it still hears the leader), so the MoveLeader fails by etcd's
+// own behaviour (the leader's TimeoutNow arrives, the transferee's campaign is heard by no one)
+// and the controller's bounded wait. The failure is recorded with its target, the next attempt
+// goes to another member, which takes over; the old leader, a follower now, is not deleted while
+// the muted member cannot serve a read, and goes once it is healed: exactly one leader change and
+// no quorum loss.
+//
+// Aiming the fault: the planner picks the transferee by applied index among members that are
+// ready, and a member the leader does not hear fails its linearizable /readyz (turning not ready
+// after two probe periods, ~4 s). So the fault is set while no decision can be made, with the
+// operator stopped once the last follower has been replaced and every updated member is back;
+// the writer is paused first, so every member has applied the same index and the planner's
+// tie-break (the lowest ordinal) names the transferee, which is the one muted. The operator is
+// then started again: its first decision is the handover, well inside the muted member's ready
+// window. The handover timeout is 1 s, shorter than the 5 s after which the muted member's
+// stale stream connections time out and its messages find another way to the leader.
+// Five members, so the leader keeps a quorum of heard members (4 of 5) while one is muted. The
+// pause is the scenario's longest write gap.
+func TestRolloutHandoverPartitioned(t *testing.T) {
+	run(t, scenario{name: "handover-partitioned", replicas: 5, noQuorumLoss: true, oneLeaderChange: true,
+		wantEvents: []string{"HandoverFailed", "LeadershipHandedOver"},
+		tune: func(c *configv1alpha1.OnDeleteControllerConfiguration) {
+			c.Handover.Timeout = metav1.Duration{Duration: time.Second}
+		},
+		afterBump: func(ctx context.Context, e *env) {
+			followers := int(e.cluster.Replicas) - 1
+			bumped := framework.EtcdImage(toVersion)
+			e.waitFor(ctx, "the last follower's replacement created (not back yet)", func(ctx context.Context) (bool, error) {
+				st, err := e.cluster.State(ctx)
+				return err == nil && st.Image == bumped && st.UpdateRevision != "" && st.Updated >= followers, err
+			})
+			e.stopOperator()
+			e.waitFor(ctx, "every replaced follower ready, the outdated leader left", func(ctx context.Context) (bool, error) {
+				st, err := e.cluster.State(ctx)
+				return err == nil && st.Updated == followers && st.Ready == int(e.cluster.Replicas), err
+			})
+			writer := e.instruments.Recorder.Writer()
+			if err := writer.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // the last put's commit reaches every member
+			leader := e.currentLeader()
+			muted := ""
+			for i := 0; i < int(e.cluster.Replicas) && muted == ""; i++ {
+				if name := e.cluster.PodName(i); name != leader {
+					muted = name
+				}
+			}
+			if err := e.stack.Sim.Mute(e.cluster.Namespace+"/"+muted, int(resources.DefaultServerPort)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("writer paused, %s muted (the leader %s does not hear it); operator starting", muted, leader)
+			e.startOperator(e.opts)
+
+			failed := "moving leadership from " + leader + " to " + muted + " failed"
+			e.waitFor(ctx, "a HandoverFailed Event: "+failed, func(ctx context.Context) (bool, error) {
+				return slices.ContainsFunc(e.eventsWithReasonPrefix(ctx, "HandoverFailed"), func(ev string) bool {
+					return strings.Contains(ev, failed)
+				}), nil
+			})
+			e.waitFor(ctx, "leadership handed over from "+leader+" to another member (LeadershipHandedOver)", func(ctx context.Context) (bool, error) {
+				return len(e.eventsWithReasonPrefix(ctx, "LeadershipHandedOver")) > 0, nil
+			})
+			for _, ev := range e.eventsWithReasonPrefix(ctx, "LeadershipHandedOver") {
+				if strings.Contains(ev, " to "+muted) {
+					t.Errorf("leadership went to the muted member: %s", ev)
+				}
+			}
+			writer.Resume()
+			// The old leader, a follower now, waits for the muted member: it cannot serve a read
+			// (wait/handover-target-unheard) until its readiness probe fails too
+			// (wait/updated-not-participating).
+			e.waitFor(ctx, "the old leader's deletion held for "+muted, func(ctx context.Context) (bool, error) {
+				c, err := e.allMembersUpdated(ctx)
+				if err != nil || c == nil || !strings.Contains(c.Message, muted) ||
+					(c.Reason != "WaitHandoverTargetUnheard" && c.Reason != "WaitUpdatedNotParticipating") {
+					return false, err
+				}
+				t.Logf("status: %s: %s", c.Reason, c.Message)
+				return true, nil
+			})
+			if pods, err := e.cluster.Pods(ctx); err != nil || !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == leader && p.DeletionTimestamp == nil }) {
+				t.Fatalf("the old leader %s was deleted while %s was cut off (err %v)", leader, muted, err)
+			}
+			if err := e.stack.Sim.Heal(e.cluster.Namespace + "/" + muted); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
+
+// currentLeader is the leader of the newest term the instruments' leader monitor has seen.
+func (e *env) currentLeader() string {
+	e.t.Helper()
+	epochs := e.instruments.Recorder.LeaderMonitor().Snapshot().Epochs
+	if len(epochs) == 0 || epochs[len(epochs)-1].Leader == "" {
+		e.t.Fatalf("the leader monitor has seen no named leader: %+v", epochs)
+	}
+	return epochs[len(epochs)-1].Leader
 }
 
 // TestRolloutLaggingFollower: a member the rollout has replaced comes back behind a slow link

@@ -18,6 +18,7 @@ import (
 //
 //	POST /v1/fault/{kill,hang,resume,partition,heal,crash-on-start}?pod=ns/name&container=c[&on=true]
 //	POST /v1/fault/delay-from?pod=ns/name&delay=250ms&peer=10.213.0.3[&peer=...]
+//	POST /v1/fault/mute?pod=ns/name&port=2380
 //	GET  /v1/pod-ip?pod=ns/name
 //	GET  /v1/logs?pod=ns/name&container=c       (the log file path)
 //
@@ -63,6 +64,13 @@ func (s *Simulator) controlHandler() http.Handler {
 		}
 		s.CrashOnStart(p, c, on)
 		return nil
+	})
+	fault("mute", func(p, _ string, q url.Values) error {
+		port, err := strconv.Atoi(q.Get("port"))
+		if err != nil {
+			return fmt.Errorf("port: %w", err)
+		}
+		return s.Mute(p, port)
 	})
 	fault("delay-from", func(p, _ string, q url.Values) error {
 		delay, err := time.ParseDuration(q.Get("delay"))

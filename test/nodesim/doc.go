@@ -151,7 +151,9 @@
 // Partition/Heal (iptables DROP on the pod's eth0, both directions, inside
 // its namespace), PartitionFrom and DelayFrom (a slow link to some peers: an
 // NFQUEUE in the pod's namespace holds their packets for a fixed delay, both
-// ways; Heal lifts both), CrashOnStart (next starts exit 1), plus PodIP, Logs and
+// ways; Heal lifts both), Mute (the pod's listener on a port unreachable from
+// outside while what it dials out works: on a peer port, a member that hears
+// its peers and is not heard), CrashOnStart (next starts exit 1), plus PodIP, Logs and
 // Exec. The same is served over HTTP on Options.ControlAddr (loopback) for
 // the `nodesim fault` CLI.
 package nodesim

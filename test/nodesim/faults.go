@@ -75,6 +75,23 @@ func (s *Simulator) PartitionFrom(pod string, peerIPs ...string) error {
 	return pn.apply(peerRules(peerIPs))
 }
 
+// Mute makes the pod's listener on port unreachable from outside the pod while leaving what the
+// pod dials out alone: connections to that port are dropped, and so is what the pod still sends
+// from it on connections opened before. On an etcd member's peer port it is a member that hears
+// its peers (it reads their messages on streams it dialed) while they do not hear it (they read
+// its messages on streams they dialed to it): the leader keeps it, but its votes, acks and read
+// requests are lost. Its client port, the kubelet's probes and host clients are untouched.
+func (s *Simulator) Mute(pod string, port int) error {
+	if port <= 0 || port > 65535 {
+		return fmt.Errorf("muting %s: port %d out of range", pod, port)
+	}
+	pn, err := s.podNetwork(pod)
+	if err != nil {
+		return err
+	}
+	return pn.apply(muteRules(port))
+}
+
 // DelayFrom slows the link between the pod and the given peer IPs: every packet between them,
 // either way, arrives delay late, as over a long or congested path. Everything else (other pods,
 // kubelet probes, host clients) goes straight through. Heal lifts it and delivers what is held.
@@ -102,7 +119,7 @@ func (s *Simulator) podNetwork(pod string) (*podNetwork, error) {
 	return pn, nil
 }
 
-// Heal undoes Partition, PartitionFrom and DelayFrom.
+// Heal undoes Partition, PartitionFrom, Mute and DelayFrom.
 func (s *Simulator) Heal(pod string) error {
 	pn, err := s.podNetwork(pod)
 	if err != nil {

@@ -265,6 +265,14 @@ func peerRules(ips []string) [][]string {
 	return rules
 }
 
+// muteRules drop what reaches the pod's port from outside and what the pod sends from it.
+func muteRules(port int) [][]string {
+	return [][]string{
+		{"INPUT", "-i", "eth0", "-p", "tcp", "--dport", fmt.Sprint(port), "-j", "DROP"},
+		{"OUTPUT", "-o", "eth0", "-p", "tcp", "--sport", fmt.Sprint(port), "-j", "DROP"},
+	}
+}
+
 func (p *podNetwork) partition() error { return p.apply(partitionRules) }
 
 // apply inserts the rules not yet in place; heal removes them again.

@@ -131,6 +131,9 @@ type Writer struct {
 	lastAck time.Time
 	// failingSince is the first failure after the last acknowledgement, zero while succeeding.
 	failingSince time.Time
+	// hold is non-nil while the writer is paused (closed by Resume); parked is closed once the
+	// loop has stopped at it, with no put in flight.
+	hold, parked chan struct{}
 	background
 }
 
@@ -221,6 +224,53 @@ func (r WriteResult) Gaps(threshold time.Duration) []Interval {
 	return gaps
 }
 
+// Pause holds the writer's next put until Resume and returns once no put is in flight (or ctx
+// ends): a scenario that needs every member to have applied the same index makes the writes
+// stop. The pause shows in the figures as a write gap.
+func (w *Writer) Pause(ctx context.Context) error {
+	w.mu.Lock()
+	if w.hold == nil {
+		w.hold, w.parked = make(chan struct{}), make(chan struct{})
+	}
+	parked := w.parked
+	w.mu.Unlock()
+	select {
+	case <-parked:
+		return nil
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pausing the writer: %w", ctx.Err())
+	}
+}
+
+// Resume lets a paused writer go on at its rate.
+func (w *Writer) Resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hold != nil {
+		close(w.hold)
+		w.hold, w.parked = nil, nil
+	}
+}
+
+// waitWhilePaused parks the loop while the writer is paused; false once ctx ends.
+func (w *Writer) waitWhilePaused(ctx context.Context) bool {
+	w.mu.Lock()
+	hold, parked := w.hold, w.parked
+	w.mu.Unlock()
+	if hold == nil {
+		return true
+	}
+	close(parked)
+	select {
+	case <-hold:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 func (w *Writer) run(ctx context.Context) {
 	defer close(w.done)
 	defer func() {
@@ -234,7 +284,7 @@ func (w *Writer) run(ctx context.Context) {
 	// does not hop between members.
 	sticky := ""
 	for seq := int64(1); ; seq++ {
-		if !sleepUntil(ctx, next) {
+		if !sleepUntil(ctx, next) || !w.waitWhilePaused(ctx) {
 			return
 		}
 		member, ok := w.write(ctx, seq, sticky)

@@ -6,6 +6,7 @@
 //	nodesim fault kill --pod ns/etcd-0 --container etcd
 //	nodesim fault partition --pod ns/etcd-1
 //	nodesim fault delay-from --pod ns/etcd-1 --delay 250ms --peers 10.213.0.2,10.213.0.4
+//	nodesim fault mute --pod ns/etcd-1 --port 2380
 //	nodesim pod-ip --pod ns/etcd-0
 //	nodesim net down --index 0
 package main
@@ -39,7 +40,8 @@ const usage = `usage: nodesim <command> [flags]
   run             run the simulator until interrupted
   fault <kind>    kind: kill, hang, resume (need --container), partition, heal,
                   crash-on-start (--container, --on=true|false),
-                  delay-from (--delay=250ms --peers=ip,ip; heal lifts it)
+                  delay-from (--delay=250ms --peers=ip,ip; heal lifts it),
+                  mute (--port=2380: the pod's listener unreachable; heal lifts it)
   pod-ip          print a pod's IP
   logs            print the path of a container's log file
 `
@@ -210,13 +212,14 @@ func controlCmd(method, path string, args []string, stdout, stderr io.Writer) er
 	on := fs.String("on", "true", "crash-on-start: true or false")
 	delay := fs.String("delay", "", "delay-from: the delay each way, e.g. 250ms")
 	peers := fs.String("peers", "", "delay-from: comma-separated peer IPs")
+	port := fs.String("port", "", "mute: the pod's port to make unreachable, e.g. 2380")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *pod == "" {
 		return errors.New("--pod namespace/name is required")
 	}
-	q := url.Values{"pod": {*pod}, "container": {*container}, "on": {*on}, "delay": {*delay}}
+	q := url.Values{"pod": {*pod}, "container": {*container}, "on": {*on}, "delay": {*delay}, "port": {*port}}
 	if *peers != "" {
 		q["peer"] = strings.Split(*peers, ",")
 	}
