@@ -86,9 +86,9 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	framework.Eventually(t, 60*time.Second, what, func(context.Context) (bool, string) { return cond() })
 }
 
-func ackedAtLeast(r *workload.Recorder, n int) func() (bool, string) {
+func ackedAtLeast(w *workload.Writer, n int) func() (bool, string) {
 	return func() (bool, string) {
-		s := r.Writer().Snapshot()
+		s := w.Snapshot()
 		return s.AckedWrites >= n, fmt.Sprintf("acked=%d failed=%d", s.AckedWrites, s.FailedWrites)
 	}
 }
@@ -98,7 +98,7 @@ func TestRecorderHealthyCluster(t *testing.T) {
 	for _, probe := range []workload.Probe{workload.ProbeLinearizableGet, workload.ProbeReadyz} {
 		t.Run(string(probe), func(t *testing.T) {
 			r := startRecorder(t, c, testOptions(probe))
-			eventually(t, "25 acknowledged writes", ackedAtLeast(r, 25))
+			eventually(t, "25 acknowledged writes", ackedAtLeast(r.Writer(), 25))
 			eventually(t, "a few quorum polls", func() (bool, string) {
 				q := r.Quorum().Snapshot()
 				return q.Rounds >= 5, fmt.Sprintf("rounds=%d", q.Rounds)
@@ -151,7 +151,7 @@ func TestRecorderQuorumLossAndRecovery(t *testing.T) {
 func testQuorumLossAndRecovery(t *testing.T, probe workload.Probe) {
 	c := startCluster(t)
 	r := startRecorder(t, c, testOptions(probe))
-	eventually(t, "10 acknowledged writes", ackedAtLeast(r, 10))
+	eventually(t, "10 acknowledged writes", ackedAtLeast(r.Writer(), 10))
 
 	for _, i := range []int{1, 2} {
 		if err := c.Kill(i); err != nil {
@@ -178,7 +178,7 @@ func testQuorumLossAndRecovery(t *testing.T, probe workload.Probe) {
 		t.Fatalf("cluster did not recover: %v", err)
 	}
 	ackedAfterRestart := r.Writer().Snapshot().AckedWrites
-	eventually(t, "writes succeed again", ackedAtLeast(r, ackedAfterRestart+10))
+	eventually(t, "writes succeed again", ackedAtLeast(r.Writer(), ackedAfterRestart+10))
 	eventually(t, "the quorum monitor sees the quorum back", func() (bool, string) {
 		q := r.Quorum().Snapshot()
 		return !q.InLoss, fmt.Sprintf("counts=%+v", q.Counts)
@@ -214,7 +214,7 @@ func testQuorumLossAndRecovery(t *testing.T, probe workload.Probe) {
 func TestRecorderLeaderKilled(t *testing.T) {
 	c := startCluster(t)
 	r := startRecorder(t, c, testOptions(workload.ProbeLinearizableGet))
-	eventually(t, "10 acknowledged writes", ackedAtLeast(r, 10))
+	eventually(t, "10 acknowledged writes", ackedAtLeast(r.Writer(), 10))
 
 	var leader string
 	eventually(t, "a leader is observed", func() (bool, string) {
@@ -354,4 +354,34 @@ func (a *atomicEndpoints) get() []workload.Endpoint {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]workload.Endpoint(nil), a.eps...)
+}
+
+// TestWriterPauses: Pause returns with no put in flight and none follows until Resume; then the
+// writer goes on with the next sequence number.
+func TestWriterPauses(t *testing.T) {
+	c := startCluster(t)
+	w := workload.NewWriter(workload.StaticEndpoints(endpointsOf(c)...), c.Client, workload.WriterOptions{Rate: 50})
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	eventually(t, "writes acknowledged", ackedAtLeast(w, 5))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	paused := w.Snapshot()
+	time.Sleep(500 * time.Millisecond) // 25 puts' worth at 50/s
+	if still := w.Snapshot(); still.AckedWrites != paused.AckedWrites || still.FailedWrites != paused.FailedWrites {
+		t.Fatalf("the writer went on while paused: acked %d → %d, failed %d → %d",
+			paused.AckedWrites, still.AckedWrites, paused.FailedWrites, still.FailedWrites)
+	}
+	w.Resume()
+	eventually(t, "writes acknowledged after Resume", ackedAtLeast(w, paused.AckedWrites+5))
+	res := w.Stop(context.Background())
+	for i := 1; i < len(res.Acked); i++ {
+		if res.Acked[i].Seq != res.Acked[i-1].Seq+1 {
+			t.Fatalf("sequence %d follows %d: the pause lost or repeated a put", res.Acked[i].Seq, res.Acked[i-1].Seq)
+		}
+	}
 }
