@@ -264,10 +264,7 @@ func TestDecideAsksReplacedMembersToServeARead(t *testing.T) {
 			if got.Decision.Rule != tc.wantRule {
 				t.Fatalf("Decide() = %+v, want rule %s", got.Decision, tc.wantRule)
 			}
-			var asked []string
-			for _, names := range in.readsAsked {
-				asked = append(asked, names...)
-			}
+			asked := slices.Concat(in.readsAsked...)
 			if !slices.Equal(asked, tc.wantAsked) {
 				t.Errorf("asked %v for a read, want %v", asked, tc.wantAsked)
 			}
@@ -326,10 +323,7 @@ func TestDecideAsksFailedHandoverTargetsToServeARead(t *testing.T) {
 			if got.Decision.Rule != tc.wantRule {
 				t.Fatalf("Decide() = %+v, want rule %s", got.Decision, tc.wantRule)
 			}
-			var asked []string
-			for _, names := range in.readsAsked {
-				asked = append(asked, names...)
-			}
+			asked := slices.Concat(in.readsAsked...)
 			if !slices.Equal(asked, tc.wantAsked) || !slices.Equal(got.Unheard, tc.wantUnheard) {
 				t.Errorf("asked %v for a read, unheard %v; want %v, %v", asked, got.Unheard, tc.wantAsked, tc.wantUnheard)
 			}

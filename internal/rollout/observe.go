@@ -98,11 +98,19 @@ func HandoverFailedTo(pod *corev1.Pod) []string {
 // WithMembers returns o with what the members said about themselves, by pod name; pods
 // without an entry keep the zero MemberStatus (not asked, or no answer).
 func (o Observed) WithMembers(members map[string]MemberStatus) Observed {
+	return o.withEachPod(func(p PodState) PodState {
+		p.Member = members[p.Name]
+		return p
+	})
+}
+
+// withEachPod returns o with each pod replaced by what f makes of it; o's own slice is left as
+// it was, since callers plan on both.
+func (o Observed) withEachPod(f func(PodState) PodState) Observed {
 	out := o
 	out.Pods = make([]PodState, len(o.Pods))
 	for i, p := range o.Pods {
-		p.Member = members[p.Name]
-		out.Pods[i] = p
+		out.Pods[i] = f(p)
 	}
 	return out
 }
@@ -140,15 +148,12 @@ func (o Observed) awaitingRejoin(p PodState) bool {
 // linearizable read, counted as participating. Only pods AwaitingRejoin selects are changed, so
 // a read can never make an outdated, terminating or not-running pod count, nor a Ready one less.
 func (o Observed) WithRejoinProven(served []string) Observed {
-	out := o
-	out.Pods = make([]PodState, len(o.Pods))
-	for i, p := range o.Pods {
+	return o.withEachPod(func(p PodState) PodState {
 		if slices.Contains(served, p.Name) && o.awaitingRejoin(p) {
 			p.Participating, p.RejoinProven = true, true
 		}
-		out.Pods[i] = p
-	}
-	return out
+		return p
+	})
 }
 
 // HandoverSuspects names the members a failed handover went to (AnnotationHandoverFailedTo on a
@@ -177,13 +182,10 @@ func (o Observed) handoverSuspect(p PodState) bool {
 // not serve the controller a linearizable read, marked Unheard. They keep their readiness (the
 // handover to another member may go on); deletions wait for them (wait/handover-target-unheard).
 func (o Observed) WithUnheard(unheard []string) Observed {
-	out := o
-	out.Pods = make([]PodState, len(o.Pods))
-	for i, p := range o.Pods {
+	return o.withEachPod(func(p PodState) PodState {
 		if slices.Contains(unheard, p.Name) && o.handoverSuspect(p) {
 			p.Unheard = true
 		}
-		out.Pods[i] = p
-	}
-	return out
+		return p
+	})
 }
