@@ -125,10 +125,13 @@ func (o Observed) WithPolicy(p Policy) Observed {
 // ahead of their readiness probe: updated pods in range, not terminating and no learner, whose
 // etcd container runs but is not Ready yet. It is empty unless o.Policy.RejoinByRead, and while
 // no outdated pod is left to replace (nothing would wait on them).
-func AwaitingRejoin(o Observed) []string {
+func AwaitingRejoin(o Observed) []string { return o.namesOf(o.awaitingRejoin) }
+
+// namesOf names the pods keep selects, in o's order.
+func (o Observed) namesOf(keep func(PodState) bool) []string {
 	var out []string
 	for _, p := range o.Pods {
-		if o.awaitingRejoin(p) {
+		if keep(p) {
 			out = append(out, p.Name)
 		}
 	}
@@ -161,15 +164,7 @@ func (o Observed) WithRejoinProven(served []string) Observed {
 // Whether the leader hears them is in doubt, and their readiness probe may not have failed yet,
 // so the controller asks each for a linearizable read (it needs the leader to answer) before a
 // deletion counts on them.
-func HandoverSuspects(o Observed) []string {
-	var out []string
-	for _, p := range o.Pods {
-		if o.handoverSuspect(p) {
-			out = append(out, p.Name)
-		}
-	}
-	return out
-}
+func HandoverSuspects(o Observed) []string { return o.namesOf(o.handoverSuspect) }
 
 func (o Observed) handoverSuspect(p PodState) bool {
 	if p.Ordinal < 0 || p.Ordinal >= o.Replicas || p.Terminating || !p.Participating || p.Member.Learner {

@@ -316,13 +316,12 @@ func TestRolloutHandoverPartitioned(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond) // the last put's commit reaches every member
 			leader := e.currentLeader()
-			muted := ""
-			for i := 0; i < int(e.cluster.Replicas) && muted == ""; i++ {
-				if name := e.cluster.PodName(i); name != leader {
-					muted = name
-				}
+			target := 0 // the lowest ordinal that does not lead
+			if e.cluster.PodName(target) == leader {
+				target = 1
 			}
-			if err := e.stack.Sim.Mute(e.cluster.Namespace+"/"+muted, int(resources.DefaultServerPort)); err != nil {
+			muted := e.cluster.PodName(target)
+			if err := e.stack.Sim.Mute(e.cluster.PodKey(target), int(resources.DefaultServerPort)); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("writer paused, %s muted (the leader %s does not hear it); operator starting", muted, leader)
@@ -358,7 +357,7 @@ func TestRolloutHandoverPartitioned(t *testing.T) {
 			if pods, err := e.cluster.Pods(ctx); err != nil || !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == leader && p.DeletionTimestamp == nil }) {
 				t.Fatalf("the old leader %s was deleted while %s was cut off (err %v)", leader, muted, err)
 			}
-			if err := e.stack.Sim.Heal(e.cluster.Namespace + "/" + muted); err != nil {
+			if err := e.stack.Sim.Heal(e.cluster.PodKey(target)); err != nil {
 				t.Fatal(err)
 			}
 		}})

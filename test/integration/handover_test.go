@@ -164,10 +164,7 @@ func hasEvent(events []string, prefix string) bool {
 func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	rig := newHandoverRig(t, "handover", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
-	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := newMetrics(t)
 	rec := rig.reconciler(rig.pool, events, metrics, rollout.DefaultPolicy())
 	oldLeader := rig.leader
 
@@ -217,10 +214,7 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 func TestHandoverRetriesAnotherTransferee(t *testing.T) {
 	rig := newHandoverRig(t, "handover-retry", 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
-	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := newMetrics(t)
 	leader := rig.leader
 	// An idle cluster's members have applied the same index, and the planner breaks the tie by
 	// the lowest ordinal: that follower is the first transferee.
@@ -284,10 +278,7 @@ func TestHandoverRetriesAnotherTransferee(t *testing.T) {
 func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	rig := newHandoverRig(t, "handover-fails", 5, followersUpdated)
 	events := record.NewFakeRecorder(100)
-	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := newMetrics(t)
 	leader := rig.leader
 	targets := []string{"etcd-main-" + notLeader(leader, 0), "etcd-main-" + notLeader(leader, 1)}
 	var heals []func() error
@@ -376,10 +367,7 @@ func (r *handoverRig) mute(t *testing.T, name string) (heal func() error) {
 func TestBatchWithinQuorumHeadroom(t *testing.T) {
 	rig := newHandoverRig(t, "batch", 5, func(string, string) bool { return false })
 	events := record.NewFakeRecorder(100)
-	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := newMetrics(t)
 	policy := rollout.DefaultPolicy()
 	policy.MaxConcurrent = 2
 	rec := rig.reconciler(rig.pool, events, metrics, policy)
@@ -429,10 +417,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 	if err := rig.env.Client().Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := newMetrics(t)
 	withoutRead := rollout.DefaultPolicy()
 	withoutRead.RejoinByRead = false
 
@@ -493,4 +478,14 @@ func notLeader(leader string, n int) string {
 		}
 	}
 	return ""
+}
+
+// newMetrics is a fresh set of the OnDelete controller's metrics on a registry of its own.
+func newMetrics(t *testing.T) *ondelete.Metrics {
+	t.Helper()
+	m, err := ondelete.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
