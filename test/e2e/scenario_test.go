@@ -35,6 +35,8 @@ type env struct {
 	opts     framework.OperatorOptions
 	// instruments run from after the fault until the end of the rollout.
 	instruments *stack.Instruments
+	// bumpedImage is the image the scenario bumped to, once it has.
+	bumpedImage string
 }
 
 // restartOperator stops the operator and starts it again (with opts, e.g. other gates), as a pod
@@ -159,6 +161,7 @@ func run(t *testing.T, sc scenario) {
 	}
 	bumped := time.Now()
 	instruments.Bumped(bumped)
+	e.bumpedImage = image
 	if err := cluster.SetImage(ctx, image); err != nil {
 		t.Fatal(err)
 	}

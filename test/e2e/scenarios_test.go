@@ -46,9 +46,10 @@ func fixed(pods ...int) func(ctx context.Context, e *env) {
 // waitUpdated waits until at least n members run the update revision (the rollout is under way).
 func (e *env) waitUpdated(ctx context.Context, n int) {
 	e.t.Helper()
-	e.waitFor(ctx, "rollout progress", func(ctx context.Context) (bool, error) {
+	e.waitFor(ctx, fmt.Sprintf("%d members at the bumped template", n), func(ctx context.Context) (bool, error) {
 		st, err := e.cluster.State(ctx)
-		return err == nil && st.UpdateRevision != "" && st.Updated >= n, err
+		// Until the Etcd controller has written the bumped image, every pod is "updated" to the old revision.
+		return err == nil && st.Image == e.bumpedImage && st.UpdateRevision != "" && st.Updated >= n, err
 	})
 }
 
@@ -300,11 +301,7 @@ func TestRolloutHandoverPartitioned(t *testing.T) {
 		},
 		afterBump: func(ctx context.Context, e *env) {
 			followers := int(e.cluster.Replicas) - 1
-			bumped := framework.EtcdImage(toVersion)
-			e.waitFor(ctx, "the last follower's replacement created (not back yet)", func(ctx context.Context) (bool, error) {
-				st, err := e.cluster.State(ctx)
-				return err == nil && st.Image == bumped && st.UpdateRevision != "" && st.Updated >= followers, err
-			})
+			e.waitUpdated(ctx, followers) // the last follower's replacement created, not back yet
 			e.stopOperator()
 			e.waitFor(ctx, "every replaced follower ready, the outdated leader left", func(ctx context.Context) (bool, error) {
 				st, err := e.cluster.State(ctx)
