@@ -176,7 +176,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if err := r.report(ctx, etcd, decision, actErr); err != nil {
-		return result, err
+		if apierrors.IsConflict(err) && actErr == nil {
+			// Other writers patched the Etcd twice meanwhile (a rollout writes status too): the
+			// decision is made again on the next copy, which their watch events bring.
+			log.V(1).Info("Etcd changed while the decision was recorded; deciding again", "error", err.Error())
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
 	}
 	if actErr != nil {
 		return ctrl.Result{}, actErr

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Ready = computed.Ready
 		s.Selector = computed.Selector
 	}); err != nil {
+		if apierrors.IsConflict(err) {
+			// Another writer patched the Etcd after the cached copy was read: the watch event of
+			// that patch brings the fresh copy. Expected while a rollout or scaling writes status
+			// too, so it is no reconcile error; the requeue is in case the event came first.
+			logr.FromContextOrDiscard(ctx).V(1).Info("Etcd changed since read; writing status again on the fresh copy", "error", err.Error())
+			return ctrl.Result{Requeue: true, Priority: priority.For(false)}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	// The resync only notices Leases expiring; changes that matter come as events, ahead of it.
