@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -224,15 +225,39 @@ const linearizableReadKey = "\x00etcd-conductor/linearizable-read"
 // LinearizableRead has the member serve a linearizable read, which is what its /readyz checks: it
 // succeeds only while the member is a voter in contact with a leader a quorum follows, once it
 // has applied everything that leader had committed when the read began. A learner refuses it.
+//
+// A read is a probe of now: a connection waiting out its reconnect back-off after earlier
+// failures (a restarting member refuses connections for seconds, and the back-off grows to
+// maxReconnectDelay meanwhile) is tried again at once, so a member that has just started serving
+// is seen by this read and not up to a back-off later.
 func (m *MemberConn) LinearizableRead(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
+	m.reconnectNow(ctx)
 	_, err := m.kv.Range(ctx, &pb.RangeRequest{Key: []byte(linearizableReadKey), CountOnly: true}, grpc.WaitForReady(false))
 	if err != nil {
 		return fmt.Errorf("linearizable read through member %s at %s: %w", m.target.Name, m.target.Address, err)
 	}
 	return nil
 }
+
+// reconnectNow ends the reconnect back-off of a connection that has failed: the next attempt
+// starts now, and this waits (within ctx, at most reconnectKick) until it has, so a call made
+// next is not failed at once by the back-off's state.
+func (m *MemberConn) reconnectNow(ctx context.Context) {
+	conn := m.client.ActiveConnection()
+	if conn.GetState() != connectivity.TransientFailure {
+		return
+	}
+	conn.ResetConnectBackoff()
+	ctx, cancel := context.WithTimeout(ctx, reconnectKick)
+	defer cancel()
+	conn.WaitForStateChange(ctx, connectivity.TransientFailure)
+}
+
+// reconnectKick bounds how long reconnectNow waits for the new attempt to start; it starts
+// within microseconds unless the process is starved.
+const reconnectKick = 100 * time.Millisecond
 
 // MoveLeader asks this member, which must be the leader, to hand leadership to member toID.
 func (m *MemberConn) MoveLeader(ctx context.Context, toID uint64) error {

@@ -99,3 +99,44 @@ func describeErr(err error) string {
 	}
 	return err.Error()
 }
+
+// TestLinearizableReadIsNotHeldByReconnectBackoff: while a member restarts, the reads that ask
+// whether it is back fail and its connection's reconnect back-off grows (to 2 s). The first read
+// after the member serves again must succeed: before, it failed until the back-off ran out, and
+// the OnDelete controller counted a replaced member back about half a second late, step after step.
+func TestLinearizableReadIsNotHeldByReconnectBackoff(t *testing.T) {
+	c := startCluster(t, etcdtest.Config{})
+	p := newPool(t)
+	name := []string{c.Members[2].Name}
+	if served, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), name); len(served) != 1 {
+		t.Fatalf("before the restart: %v, %v", served, err)
+	}
+	if err := c.Stop(2); err != nil {
+		t.Fatal(err)
+	}
+	// Reads at the pace of the controller's rejoin polling while the member is down.
+	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if served, _ := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), name); len(served) != 0 {
+			t.Fatalf("a stopped member served a read")
+		}
+	}
+	if err := c.Restart(2); err != nil {
+		t.Fatal(err)
+	}
+	// A pool of its own, with no back-off behind it, says when the member serves again.
+	fresh := newPool(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if served, _ := fresh.LinearizableReads(ctx, cluster, c.Client, c.Targets(), name); len(served) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the restarted member never served a read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if served, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), name); len(served) != 1 {
+		t.Fatalf("first read through the pooled connection after the member serves again: %v, %v; want it served", served, err)
+	}
+}

@@ -16,14 +16,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -125,7 +126,11 @@ func run() error {
 			return fmt.Errorf("opening the operator log: %w", err)
 		}
 		defer f.Close()
-		cfg.operatorLog = zap.New(zap.WriteTo(f))
+		// Every decision is logged at V(1); a step takes a few hundred milliseconds, so the
+		// timestamps carry them.
+		cfg.operatorLog = zap.New(zap.WriteTo(f), zap.Level(zapcore.DebugLevel), func(o *zap.Options) {
+			o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
+		})
 	}
 	if *raw {
 		cfg.rawDir = filepath.Join(*outDir, "raw")
