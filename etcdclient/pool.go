@@ -186,27 +186,53 @@ func (p *Pool) LinearizableReads(ctx context.Context, cluster string, creds cond
 	if err != nil {
 		return nil, err
 	}
+	var asked []*MemberConn
+	for _, c := range clients {
+		if slices.Contains(names, c.Target().Name) {
+			asked = append(asked, c)
+		}
+	}
+	served, err := readEach(ctx, asked)
+	var errs []error
+	for _, n := range names {
+		if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == n }) {
+			errs = append(errs, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, n))
+		}
+	}
+	return served, errors.Join(append([]error{err}, errs...)...)
+}
+
+// LinearizableReadsOf has every member of targets, some of the cluster's, serve a linearizable
+// read, concurrently, and returns the names of those that did. Unlike the calls that take every
+// member's target, it adds or replaces only the connections of targets and leaves the cluster's
+// others alone, so a caller watching a few members (a rollout waiting on replaced ones) shares
+// their connections with the calls that ask them all: the connection a watch saw serve first is
+// the one the next decision reads through.
+func (p *Pool) LinearizableReadsOf(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) ([]string, error) {
+	clients, err := p.someClients(cluster, creds, targets)
+	if err != nil {
+		return nil, err
+	}
+	return readEach(ctx, clients)
+}
+
+// readEach has every client serve a linearizable read, concurrently, and returns the names of
+// those that did and the other's errors joined.
+func readEach(ctx context.Context, clients []*MemberConn) ([]string, error) {
 	errs := make([]error, len(clients))
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		if slices.Contains(names, c.Target().Name) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = c.LinearizableRead(ctx)
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.LinearizableRead(ctx)
+		}()
 	}
 	wg.Wait()
 	var served []string
 	for i, c := range clients {
-		if slices.Contains(names, c.Target().Name) && errs[i] == nil {
+		if errs[i] == nil {
 			served = append(served, c.Target().Name)
-		}
-	}
-	for _, n := range names {
-		if !slices.ContainsFunc(targets, func(t Target) bool { return t.Name == n }) {
-			errs = append(errs, fmt.Errorf("cluster %s: member %s is not among the targets", cluster, n))
 		}
 	}
 	return served, errors.Join(errs...)
@@ -296,6 +322,50 @@ func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, target
 		}
 	}
 	p.clusters[cluster] = next
+	return out, nil
+}
+
+// someClients returns one client per target in target order, like clients, but replaces only
+// the clients of targets whose material or address changed and closes no other.
+func (p *Pool) someClients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberConn, error) {
+	fingerprint := creds.Fingerprint()
+	var stale []*pooledMember
+
+	p.mu.Lock()
+	defer func() {
+		p.mu.Unlock()
+		for _, m := range stale {
+			p.closeMember(cluster, m)
+		}
+	}()
+	if p.closed {
+		return nil, errors.New("etcdclient: pool is closed")
+	}
+	cached := p.clusters[cluster]
+	if cached == nil {
+		cached = map[string]*pooledMember{}
+		p.clusters[cluster] = cached
+	}
+	out := make([]*MemberConn, len(targets))
+	for i, t := range targets {
+		if slices.ContainsFunc(targets[:i], func(u Target) bool { return u.Name == t.Name }) {
+			return nil, fmt.Errorf("cluster %s: member %s is targeted twice", cluster, t.Name)
+		}
+		if m, ok := cached[t.Name]; ok && m.fingerprint == fingerprint && m.target == t {
+			out[i] = m.client
+			continue
+		}
+		c, err := dialMember(creds, t, p.opts, &p.handshakes)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+		if m, ok := cached[t.Name]; ok {
+			stale = append(stale, m)
+		}
+		cached[t.Name] = &pooledMember{client: c, fingerprint: fingerprint, target: t}
+		out[i] = c
+		p.opts.Logger.V(1).Info("new member client", "cluster", cluster, "member", t.Name, "address", t.Address)
+	}
 	return out, nil
 }
 

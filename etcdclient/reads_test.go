@@ -31,6 +31,27 @@ func TestLinearizableReads(t *testing.T) {
 			t.Fatalf("LinearizableReads() = %v, %v; want only %s and an error naming etcd-test-9", served, err, all[1])
 		}
 	})
+	t.Run("reading through some members keeps the connections of the others", func(t *testing.T) {
+		before := p.Handshakes()
+		served, err := p.LinearizableReadsOf(context.Background(), cluster, c.Client, c.Targets()[2:])
+		if err != nil || !slices.Equal(served, all[2:]) {
+			t.Fatalf("LinearizableReadsOf() = %v, %v; want %v", served, err, all[2:])
+		}
+		if _, err := p.LinearizableReads(context.Background(), cluster, c.Client, c.Targets(), all); err != nil {
+			t.Fatal(err)
+		}
+		if n := p.Handshakes() - before; n != 0 {
+			t.Errorf("%d new handshakes: a read through one member closed the others' connections", n)
+		}
+		moved := c.Targets()[2]
+		moved.Address = "127.0.0.1:1"
+		if served, err := p.LinearizableReadsOf(context.Background(), cluster, c.Client, []etcdclient.Target{moved}); len(served) != 0 || err == nil {
+			t.Fatalf("LinearizableReadsOf() through a member's new, dead address = %v, %v; want it refused", served, err)
+		}
+		if n := p.Members(); n != 3 {
+			t.Errorf("the pool holds %d member clients, want 3: the moved member's replaced, the others kept", n)
+		}
+	})
 	t.Run("without a quorum no member serves", func(t *testing.T) {
 		if err := c.Stop(0); err != nil {
 			t.Fatal(err)

@@ -502,6 +502,10 @@ func (recordedMembers) LinearizableReads(context.Context, string, conductortls.C
 	return nil, errors.New("recorded member status: cannot serve a read")
 }
 
+func (recordedMembers) LinearizableReadsOf(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target) ([]string, error) {
+	return nil, errors.New("recorded member status: cannot serve a read")
+}
+
 // MoveLeader: recorded answers cannot move leadership; a fixture that plans a handover shows
 // the controller trying and recording the failure.
 func (recordedMembers) MoveLeader(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, uint64) error {

@@ -119,13 +119,22 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 		return out, nil
 	}
 
-	leases, err := in.MemberLeases(ctx, etcd)
-	if err != nil {
-		return out, fmt.Errorf("reading member leases: %w", err)
-	}
+	// The Leases and the members are asked at once: neither answer depends on the other, and
+	// this is on the path of every deletion.
+	var leases []coordinationv1.Lease
+	var leasesErr error
+	leasesRead := make(chan struct{})
+	go func() {
+		defer close(leasesRead)
+		leases, leasesErr = in.MemberLeases(ctx, etcd)
+	}()
 	var reports []roles.MemberReport
 	if mode != roles.SourcePolicyLeaseOnly {
 		reports, out.MemberQueryErr = in.AskMembers(ctx, etcd, memberaccess.Targets(etcd, pods))
+	}
+	<-leasesRead
+	if leasesErr != nil {
+		return out, fmt.Errorf("reading member leases: %w", leasesErr)
 	}
 	out.RolesResolved = true
 	out.Resolution = roles.Resolve(podNames(pods), reports, MemberLeases(etcd, st.Etcd != nil, leases), mode, now)

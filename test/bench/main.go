@@ -56,6 +56,7 @@ func run() error {
 		raw           = flag.Bool("raw", false, "also write every run's full instrument report to <out>/raw/")
 		note          = flag.String("machine-note", "", "free text about the machine, added to the results")
 		operatorLog   = flag.String("operator-log", "", "append the operator's structured logs (every decision and its reason) to this file; default: discarded")
+		simLog        = flag.String("sim-log", "", "append the node simulator's logs (pods bound, containers started and exited, probes failed) to this file; default: discarded")
 		summarize     = flag.Bool("summarize", false, "run nothing: write rollout.md from the runs in <out>/rollout.json so far")
 		rederive      = flag.Bool("rederive", false, "with -summarize: first recompute, from <out>/raw/, the figures the instruments derive (the write gap at the leader step), so results recorded before a change of their definition read as today's")
 	)
@@ -119,25 +120,23 @@ func run() error {
 		Runs: []report.Run{},
 	}
 	jsonPath := filepath.Join(*outDir, "rollout.json")
-	cfg.operatorLog = logr.Discard()
-	if *operatorLog != "" {
-		f, err := os.OpenFile(*operatorLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("opening the operator log: %w", err)
-		}
-		defer f.Close()
-		// Every decision is logged at V(1); a step takes a few hundred milliseconds, so the
-		// timestamps carry them.
-		cfg.operatorLog = zap.New(zap.WriteTo(f), zap.Level(zapcore.DebugLevel), func(o *zap.Options) {
-			o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
-		})
+	var closeLogs func()
+	cfg.operatorLog, closeLogs, err = debugLog(*operatorLog)
+	if err != nil {
+		return fmt.Errorf("opening the operator log: %w", err)
 	}
+	defer closeLogs()
+	sim, closeSimLog, err := debugLog(*simLog)
+	if err != nil {
+		return fmt.Errorf("opening the node simulator log: %w", err)
+	}
+	defer closeSimLog()
 	if *raw {
 		cfg.rawDir = filepath.Join(*outDir, "raw")
 	}
 
 	logf("starting the stack (kube-apiserver and kube-controller-manager with %s)", maxUnavailableGate)
-	s, err := stack.Start(ctx, stack.Options{FeatureGates: maxUnavailableGate})
+	s, err := stack.Start(ctx, stack.Options{FeatureGates: maxUnavailableGate, SimLog: sim})
 	if err != nil {
 		return fmt.Errorf("starting the stack: %w", err)
 	}
@@ -283,4 +282,19 @@ func set(csv string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// debugLog appends V(1) logs to the file at path, or discards them when path is empty. A rollout
+// step takes a few hundred milliseconds, so the timestamps carry nanoseconds.
+func debugLog(path string) (logr.Logger, func(), error) {
+	if path == "" {
+		return logr.Discard(), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return logr.Logger{}, nil, err
+	}
+	return zap.New(zap.WriteTo(f), zap.Level(zapcore.DebugLevel), func(o *zap.Options) {
+		o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder
+	}), func() { _ = f.Close() }, nil
 }

@@ -406,8 +406,8 @@ func TestBatchWithinQuorumHeadroom(t *testing.T) {
 // (the kubelet has not probed it since it started) but whose etcd serves a linearizable read is
 // back in the quorum: with RejoinByRead the next follower goes at once, and the reason says why;
 // without it the rollout waits for the readiness probe (DEP-07 step 3). A member that cannot
-// serve (its etcd stopped) holds the rollout, and the wait is asked again soon, not after the
-// requeue interval.
+// serve (its etcd stopped) holds the rollout and is watched: the controller is woken once it
+// serves, not at its next requeue.
 func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 	rig := newHandoverRig(t, "rejoin-read", 3, func(pod, leader string) bool { return pod == "etcd-main-"+notLeader(leader, 0) })
 	replaced := "etcd-main-" + notLeader(rig.leader, 0)
@@ -432,22 +432,39 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 	if err := rig.cluster.Stop(idx); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("a member that cannot serve holds the rollout and is asked again soon", func(t *testing.T) {
-		res := rig.reconcile(t, rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy()))
+	watched := rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy())
+	t.Run("a member that cannot serve holds the rollout and is watched", func(t *testing.T) {
+		rig.reconcile(t, watched)
 		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
 			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
 		}
-		if res.RequeueAfter != ondelete.DefaultRejoinInterval {
-			t.Errorf("requeued after %s, want %s", res.RequeueAfter, ondelete.DefaultRejoinInterval)
-		}
 		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues("not-yet")); n != 1 {
 			t.Errorf("reads not served counted %v, want 1", n)
+		}
+		select {
+		case ev := <-watched.RejoinWakeups():
+			t.Fatalf("woken for %s while %s cannot serve", ev.Object.GetName(), replaced)
+		case <-time.After(10 * ondelete.DefaultRejoinInterval):
 		}
 	})
 
 	if err := rig.cluster.Restart(idx); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("the watch wakes the controller once the member serves", func(t *testing.T) {
+		// The member's pod is still not Ready: only the watch's own read can tell it serves.
+		select {
+		case ev := <-watched.RejoinWakeups():
+			if ev.Object.GetName() != rig.etcd.Name {
+				t.Errorf("woken for %s, want the StatefulSet %s", ev.Object.GetName(), rig.etcd.Name)
+			}
+		case <-time.After(timeout):
+			t.Fatalf("not woken within %s after %s restarted", timeout, replaced)
+		}
+		if n := testutil.ToFloat64(metrics.RejoinWatches.WithLabelValues(ondelete.RejoinWatchServed)); n != 1 {
+			t.Errorf("watches ended by a served read counted %v, want 1", n)
+		}
+	})
 	t.Run("once it serves, the next follower goes", func(t *testing.T) {
 		rec := rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy())
 		framework.Eventually(t, timeout, "the next follower deleted", func(context.Context) (bool, string) {

@@ -27,6 +27,9 @@ type Metrics struct {
 	// RejoinReads counts the linearizable reads asked of replaced members not Ready yet, by
 	// outcome (served, not-yet).
 	RejoinReads *prometheus.CounterVec
+	// RejoinWatches counts the rejoin watches (rejoin.go) by how they ended (served, expired,
+	// replaced, stopped).
+	RejoinWatches *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them on reg.
@@ -62,9 +65,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Pods deleted by one OnDelete decision (above 1 only with quorum-headroom concurrency).", Buckets: prometheus.LinearBuckets(1, 1, 5)}),
 		RejoinReads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_rejoin_reads_total",
 			Help: "Linearizable reads asked of replaced members whose readiness probe had not passed yet, by outcome (served: counted as participating; not-yet)."}, []string{"outcome"}),
+		RejoinWatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_rejoin_watches_total",
+			Help: "Watches that read through replaced members while a rollout waited on them, by how they ended (served: the controller was woken; expired; replaced; stopped)."}, []string{"outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency,
-		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize, m.RejoinReads} {
+		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize, m.RejoinReads, m.RejoinWatches} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -7,8 +7,10 @@ package ondelete
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -43,6 +45,9 @@ type MemberPool interface {
 	// LinearizableReads has the members named serve a linearizable read; targets are all of
 	// them, so the pool keeps every connection.
 	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
+	// LinearizableReadsOf has the members of targets, some of the cluster's, serve a
+	// linearizable read, leaving the connections of the others alone.
+	LinearizableReadsOf(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) ([]string, error)
 	// MoveLeader asks member fromName, the leader, to hand leadership to member toID.
 	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
 	// Forget closes a cluster's cached connections.
@@ -69,7 +74,8 @@ type Config struct {
 	// RequeueInterval is how soon a waiting rollout is looked at again.
 	RequeueInterval time.Duration
 	// RejoinInterval is how soon a rollout waiting on a replaced member that runs but has not
-	// served a linearizable read yet asks again (Policy.RejoinByRead); default 250ms.
+	// served a linearizable read yet asks it again (Policy.RejoinByRead), through the rejoin
+	// watch (rejoin.go), which then wakes the controller; default 50ms.
 	RejoinInterval time.Duration
 	// Clock reads the time Lease freshness is judged at; nil means time.Now. Tests replaying a
 	// recorded state set it to when the state was recorded.
@@ -84,13 +90,14 @@ type Config struct {
 	HandoverTimeout time.Duration
 }
 
-// DefaultRejoinInterval paces the reads that show a replaced member back: a few per second
-// against a member that is starting, for the seconds it takes, and only while a rollout waits
-// on it.
-const DefaultRejoinInterval = 250 * time.Millisecond
+// DefaultRejoinInterval paces the reads that show a replaced member back: a read of one key
+// against only the members awaited, for the seconds they take to start, and only while a
+// rollout waits on them. A member refusing connections fails such a read within a round trip.
+const DefaultRejoinInterval = 50 * time.Millisecond
 
-// rejoinPollWindow is how long after its etcd container started a replaced member is asked at
-// RejoinInterval: a member joins within seconds of starting.
+// rejoinPollWindow is how long after its etcd container started a replaced member is watched
+// (rejoin.go): a member joins within seconds of starting. One that has run longer without
+// serving is stuck, not starting, and is asked at the controller's usual pace.
 const rejoinPollWindow = time.Minute
 
 // startedWithin tells whether the etcd container of any pod named started less than window
@@ -122,6 +129,8 @@ type Reconciler struct {
 	failures handoverFailures
 	// handedOver remembers when a handover was last confirmed, by cluster (handover.go).
 	handedOver handoverTimes
+	// rejoin wakes the controller when a replaced member the rollout waits on serves.
+	rejoin *rejoinWatch
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -140,13 +149,17 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.RejoinInterval == 0 {
 		cfg.RejoinInterval = DefaultRejoinInterval
 	}
-	return &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
+	r := &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
+	r.rejoin = newRejoinWatch(cfg.RejoinInterval, func(outcome string) {
+		cfg.Metrics.RejoinWatches.WithLabelValues(outcome).Inc()
+	})
+	return r
 }
 
 // RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
 // read fresh (get, list), as are the leases; the Etcd is read from the cache; the client key pair
-// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); one pod at
-// a time is deleted.
+// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); the pods of
+// one decision (one, or a batch within the quorum's headroom) are deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
@@ -183,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
 	}
 	if deletable(sts, pods) {
-		if sts, etcd, pods, err = r.read(ctx, r.cfg.Reader, req); err != nil || sts == nil {
+		if sts, etcd, pods, err = r.readFresh(ctx, req, sts); err != nil || sts == nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -204,6 +217,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		"reason", d.Reason, "roleSource", resolution.Source)
 	r.recordRejoinReads(ctx, outcome)
 	r.observeLags(etcd, outcome)
+	if outcome.RejoinPending() && startedWithin(outcome.Pods, outcome.AwaitingRejoin, r.now(), rejoinPollWindow) {
+		// Whatever this reconcile does, the rollout's next step waits on these members: the
+		// watch wakes the controller as soon as one serves. Each reconcile extends it, so it
+		// outlives the requeue below while the wait lasts.
+		r.watchRejoin(ctx, etcd, sts, outcome)
+	}
 
 	result := ctrl.Result{Priority: priority.For(inFlight(d))}
 	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
@@ -246,12 +265,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case rollout.ActionWait:
 		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
-		if outcome.RejoinPending() && startedWithin(outcome.Pods, outcome.AwaitingRejoin, r.now(), rejoinPollWindow) {
-			// No event tells us when the member can serve: its readiness probe is what we are
-			// getting ahead of. A member that has run longer without serving is stuck, not
-			// starting, and is asked at the usual pace.
-			result.RequeueAfter = min(r.cfg.RejoinInterval, r.cfg.RequeueInterval)
-		}
 	}
 	if err := r.report(ctx, etcd, sts, d, resolution); err != nil {
 		return result, err
@@ -267,11 +280,13 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	if err := reader.Get(ctx, req.NamespacedName, sts); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
+			r.rejoin.stop(req.NamespacedName)
 			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
+		r.rejoin.stop(req.NamespacedName)
 		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
 		return nil, nil, nil, nil
 	}
@@ -281,6 +296,35 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	}
 	pods, err := decision.ReadMemberPods(ctx, reader, sts)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sts, etcd, pods, nil
+}
+
+// readFresh is read through the apiserver, with the StatefulSet and its pods asked for at once:
+// a StatefulSet's selector cannot change, so the cached one lists the pods. Every reconcile of a
+// rollout in flight reads this way, on a machine busy starting members, so the two round trips
+// in a row were a visible part of each step. A StatefulSet replaced, gone or no longer OnDelete
+// since the cache saw it is read again the plain way, which sorts those out.
+func (r *Reconciler) readFresh(ctx context.Context, req ctrl.Request, cached *appsv1.StatefulSet) (*appsv1.StatefulSet, *druidv1alpha1.Etcd, []corev1.Pod, error) {
+	var pods []corev1.Pod
+	var podsErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		pods, podsErr = decision.ReadMemberPods(ctx, r.cfg.Reader, cached)
+	}()
+	sts := &appsv1.StatefulSet{}
+	stsErr := r.cfg.Reader.Get(ctx, req.NamespacedName, sts)
+	<-listed
+	if stsErr != nil || sts.UID != cached.UID || !isManagedOnDelete(sts) {
+		return r.read(ctx, r.cfg.Reader, req)
+	}
+	if podsErr != nil {
+		return nil, nil, nil, podsErr
+	}
+	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	if err != nil || etcd == nil {
 		return nil, nil, nil, err
 	}
 	return sts, etcd, pods, nil
@@ -346,19 +390,26 @@ func countOutdated(o rollout.Observed) int {
 	return n
 }
 
-// deletePods deletes the pods of the decision, in its order. The preconditions make a delete
-// fail if the pod was replaced or changed since it was planned on; the pods of a batch deleted
-// before such a failure stay deleted, and the next decision sees them go.
+// deletePods deletes the pods of the decision, a batch's at once: the planner has already
+// counted them all against the quorum's headroom, and one after the other would hold the
+// batch's last member back by the others' round trips. The preconditions make a delete fail
+// if the pod was replaced or changed since it was planned on; the pods of a batch deleted
+// despite another's failure stay deleted, and the next decision sees them go.
 func (r *Reconciler) deletePods(ctx context.Context, pods []corev1.Pod, d rollout.Decision) error {
 	if len(d.Pods) == 0 {
 		return fmt.Errorf("planner decided to delete without naming a pod")
 	}
-	for _, name := range d.Pods {
-		if err := r.deletePod(ctx, pods, name, d); err != nil {
-			return err
-		}
+	errs := make([]error, len(d.Pods))
+	var wg sync.WaitGroup
+	for i, name := range d.Pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.deletePod(ctx, pods, name, d)
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name string, d rollout.Decision) error {

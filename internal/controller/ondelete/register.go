@@ -8,7 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 )
@@ -42,6 +44,8 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 		// After a restart, clusters with a rollout in flight go ahead of the settled fleet.
 		Watches(&appsv1.StatefulSet{}, priority.EnqueueInFlight(rolloutInFlight), builder.WithPredicates(managed)).
 		Owns(&corev1.Pod{}).
+		// A replaced member the rollout waits on serves (rejoin.go): no Kubernetes object says so.
+		WatchesRawSource(source.Channel(r.rejoin.events, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

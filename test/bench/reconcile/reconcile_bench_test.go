@@ -55,6 +55,10 @@ func (m portMapper) LinearizableReads(ctx context.Context, cluster string, creds
 	return m.pool.LinearizableReads(ctx, cluster, creds, m.mapped(targets), names)
 }
 
+func (m portMapper) LinearizableReadsOf(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) ([]string, error) {
+	return m.pool.LinearizableReadsOf(ctx, cluster, creds, m.mapped(targets))
+}
+
 func (m portMapper) mapped(targets []etcdclient.Target) []etcdclient.Target {
 	out := make([]etcdclient.Target, len(targets))
 	for i, t := range targets {
