@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
@@ -48,7 +47,7 @@ func runManager(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %s\n", oneLine(err))
 		return 1
 	}
-	log := zap.New(zap.UseDevMode(f.development))
+	log := newLogger(f.development)
 	ctrl.SetLogger(log)
 	if err := startManager(ctrl.SetupSignalHandler(), log, f, cfg, gates); err != nil {
 		log.Error(err, "Manager stopped with an error")

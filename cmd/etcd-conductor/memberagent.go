@@ -12,7 +12,6 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 )
@@ -52,7 +51,7 @@ func runMemberAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 		return 2
 	}
-	log := zap.New(zap.UseDevMode(development)).WithName("member-agent")
+	log := newLogger(development).WithName("member-agent")
 
 	restConfig, err := kubeRESTConfig(kubeconfig)
 	if err != nil {
@@ -132,7 +131,7 @@ func runMemberInit(args []string) int {
 			cfg.Environment[k] = v
 		}
 	}
-	log := zap.New(zap.UseDevMode(development)).WithName("member-init")
+	log := newLogger(development).WithName("member-init")
 
 	var leases coordinationv1client.LeasesGetter
 	if cfg.Lease != "" {
