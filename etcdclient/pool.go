@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,7 @@ func (p *Pool) Members() int {
 // list. It returns an error only when no target answered; per-member failures are in
 // MemberStatus.Err.
 func (p *Pool) Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) (ClusterStatus, error) {
-	clients, err := p.clients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, allMembers)
 	if err != nil {
 		return ClusterStatus{}, err
 	}
@@ -111,7 +112,7 @@ func (p *Pool) Query(ctx context.Context, cluster string, creds conductortls.Cli
 // would wait out its dial timeout. ok is false when every target answered or failed without the
 // leader among them, or the leader's member list failed.
 func (p *Pool) LeaderMemberList(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) (leader MemberStatus, members []Member, ok bool, err error) {
-	clients, err := p.clients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, allMembers)
 	if err != nil {
 		return MemberStatus{}, nil, false, err
 	}
@@ -162,7 +163,7 @@ func memberListOrder(members []MemberStatus) []int {
 
 // MoveLeader asks the member fromName (the current leader) to hand leadership to member toID.
 func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target, fromName string, toID uint64) error {
-	clients, err := p.clients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, allMembers)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (p *Pool) MoveLeader(ctx context.Context, cluster string, creds conductortl
 // cluster's members, as for Query, so the pool keeps the connections of the others. The error
 // joins the refusals; it is nil when every named member served.
 func (p *Pool) LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target, names []string) ([]string, error) {
-	clients, err := p.clients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, allMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func (p *Pool) LinearizableReads(ctx context.Context, cluster string, creds cond
 // their connections with the calls that ask them all: the connection a watch saw serve first is
 // the one the next decision reads through.
 func (p *Pool) LinearizableReadsOf(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []Target) ([]string, error) {
-	clients, err := p.someClients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, someMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +242,7 @@ func readEach(ctx context.Context, clients []*MemberConn) ([]string, error) {
 // Member returns the pooled client of member name among targets, for membership changes
 // (AddLearner, Promote, Remove) the caller sends through one member, usually the leader.
 func (p *Pool) Member(cluster string, creds conductortls.ClientMaterial, targets []Target, name string) (*MemberConn, error) {
-	clients, err := p.clients(cluster, creds, targets)
+	clients, err := p.clients(cluster, creds, targets, allMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +275,19 @@ func (p *Pool) Close() {
 	}
 }
 
+// targetScope says what a call's targets are: every member of the cluster, or some of them.
+type targetScope int
+
+const (
+	// allMembers: clients of members not targeted are closed (they left the cluster).
+	allMembers targetScope = iota
+	// someMembers: clients of members not targeted are kept.
+	someMembers
+)
+
 // clients returns one client per target in target order. Clients whose material or address
-// changed are replaced, clients of members no longer targeted are closed.
-func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberConn, error) {
+// changed are replaced; with allMembers, clients of members no longer targeted are closed.
+func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, targets []Target, scope targetScope) ([]*MemberConn, error) {
 	fingerprint := creds.Fingerprint()
 	var stale []*pooledMember
 
@@ -292,11 +303,16 @@ func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, target
 	}
 	cached := p.clusters[cluster]
 	next := make(map[string]*pooledMember, len(targets))
+	if scope == someMembers {
+		maps.Copy(next, cached)
+	}
+	targeted := make(map[string]bool, len(targets))
 	out := make([]*MemberConn, len(targets))
 	for i, t := range targets {
-		if _, dup := next[t.Name]; dup {
+		if targeted[t.Name] {
 			return nil, fmt.Errorf("cluster %s: member %s is targeted twice", cluster, t.Name)
 		}
+		targeted[t.Name] = true
 		if m, ok := cached[t.Name]; ok && m.fingerprint == fingerprint && m.target == t {
 			next[t.Name] = m
 			out[i] = m.client
@@ -322,50 +338,6 @@ func (p *Pool) clients(cluster string, creds conductortls.ClientMaterial, target
 		}
 	}
 	p.clusters[cluster] = next
-	return out, nil
-}
-
-// someClients returns one client per target in target order, like clients, but replaces only
-// the clients of targets whose material or address changed and closes no other.
-func (p *Pool) someClients(cluster string, creds conductortls.ClientMaterial, targets []Target) ([]*MemberConn, error) {
-	fingerprint := creds.Fingerprint()
-	var stale []*pooledMember
-
-	p.mu.Lock()
-	defer func() {
-		p.mu.Unlock()
-		for _, m := range stale {
-			p.closeMember(cluster, m)
-		}
-	}()
-	if p.closed {
-		return nil, errors.New("etcdclient: pool is closed")
-	}
-	cached := p.clusters[cluster]
-	if cached == nil {
-		cached = map[string]*pooledMember{}
-		p.clusters[cluster] = cached
-	}
-	out := make([]*MemberConn, len(targets))
-	for i, t := range targets {
-		if slices.ContainsFunc(targets[:i], func(u Target) bool { return u.Name == t.Name }) {
-			return nil, fmt.Errorf("cluster %s: member %s is targeted twice", cluster, t.Name)
-		}
-		if m, ok := cached[t.Name]; ok && m.fingerprint == fingerprint && m.target == t {
-			out[i] = m.client
-			continue
-		}
-		c, err := dialMember(creds, t, p.opts, &p.handshakes)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", cluster, err)
-		}
-		if m, ok := cached[t.Name]; ok {
-			stale = append(stale, m)
-		}
-		cached[t.Name] = &pooledMember{client: c, fingerprint: fingerprint, target: t}
-		out[i] = c
-		p.opts.Logger.V(1).Info("new member client", "cluster", cluster, "member", t.Name, "address", t.Address)
-	}
 	return out, nil
 }
 

@@ -56,6 +56,8 @@ type rejoinWatcher struct {
 	deadline time.Time
 	cancel   context.CancelFunc
 	outcome  string // why it was cancelled, set with cancel
+	// done is closed once the goroutine has ended: no read of it is in flight any more.
+	done chan struct{}
 }
 
 // rejoinRead asks the members watched for a linearizable read and tells whether any served.
@@ -91,11 +93,12 @@ func (w *rejoinWatch) watch(ctx context.Context, sts *appsv1.StatefulSet, target
 		prev.cancel()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	wr := &rejoinWatcher{targets: targets, deadline: deadline, cancel: cancel}
+	wr := &rejoinWatcher{targets: targets, deadline: deadline, cancel: cancel, done: make(chan struct{})}
 	w.running[key] = wr
 	obj := sts.DeepCopy()
 	log := logr.FromContextOrDiscard(ctx).WithValues("awaiting", targetNames(targets))
 	go func() {
+		defer close(wr.done)
 		outcome := w.run(ctx, wr, read)
 		w.mu.Lock()
 		if w.running[key] == wr {
@@ -142,14 +145,20 @@ func (w *rejoinWatch) run(ctx context.Context, wr *rejoinWatcher, read rejoinRea
 	}
 }
 
-// stop ends the watch of sts, if any, e.g. because the StatefulSet is gone.
+// stop ends the watch of sts, if any, e.g. because the StatefulSet is gone, and returns once no
+// read of it is in flight: a read racing the caller's Pool.Forget could otherwise open the
+// forgotten cluster's connections again.
 func (w *rejoinWatch) stop(key types.NamespacedName) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if wr := w.running[key]; wr != nil {
+	wr := w.running[key]
+	if wr != nil {
 		wr.outcome = RejoinWatchStopped
 		wr.cancel()
 		delete(w.running, key)
+	}
+	w.mu.Unlock()
+	if wr != nil {
+		<-wr.done
 	}
 }
 

@@ -32,6 +32,14 @@ func (e *endings) next(t *testing.T) string {
 	}
 }
 
+// expect fails the test unless the next watch to end ended with want.
+func (e *endings) expect(t *testing.T, want string) {
+	t.Helper()
+	if got := e.next(t); got != want {
+		t.Fatalf("ended %s, want %s", got, want)
+	}
+}
+
 // servesAfter is a read that serves from its n-th round on, counting rounds.
 type servesAfter struct {
 	n      int32
@@ -63,9 +71,7 @@ func TestRejoinWatch(t *testing.T) {
 		w := newRejoinWatch(pace, ends.record)
 		read := &servesAfter{n: 4}
 		w.watch(context.Background(), sts, at("etcd-main-1"), time.Minute, read.read)
-		if got := ends.next(t); got != RejoinWatchServed {
-			t.Fatalf("ended %s, want %s", got, RejoinWatchServed)
-		}
+		ends.expect(t, RejoinWatchServed)
 		select {
 		case ev := <-w.events:
 			if ev.Object.GetName() != sts.Name || ev.Object.GetNamespace() != sts.Namespace {
@@ -82,18 +88,31 @@ func TestRejoinWatch(t *testing.T) {
 		}
 	})
 
-	t.Run("a watch no reconcile extends expires without waking anyone", func(t *testing.T) {
-		ends := newEndings()
-		w := newRejoinWatch(pace, ends.record)
-		never := &servesAfter{n: 1 << 30}
-		w.watch(context.Background(), sts, at("etcd-main-1"), 30*time.Millisecond, never.read)
-		if got := ends.next(t); got != RejoinWatchExpired {
-			t.Fatalf("ended %s, want %s", got, RejoinWatchExpired)
-		}
-		if len(w.events) != 0 {
-			t.Error("woken by a watch that expired")
-		}
-	})
+	for _, tc := range []struct {
+		name       string
+		forAtLeast time.Duration
+		cancel     bool
+		want       string
+	}{
+		{name: "a watch no reconcile extends expires", forAtLeast: 30 * time.Millisecond, want: RejoinWatchExpired},
+		{name: "the context ending ends the watch", forAtLeast: time.Minute, cancel: true, want: RejoinWatchStopped},
+	} {
+		t.Run(tc.name+" without waking anyone", func(t *testing.T) {
+			ends := newEndings()
+			w := newRejoinWatch(pace, ends.record)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			never := &servesAfter{n: 1 << 30}
+			w.watch(ctx, sts, at("etcd-main-1"), tc.forAtLeast, never.read)
+			if tc.cancel {
+				cancel()
+			}
+			ends.expect(t, tc.want)
+			if len(w.events) != 0 {
+				t.Errorf("woken by a watch that ended %s", tc.want)
+			}
+		})
+	}
 
 	t.Run("watching the same members again extends the watch instead of starting another", func(t *testing.T) {
 		ends := newEndings()
@@ -106,9 +125,7 @@ func TestRejoinWatch(t *testing.T) {
 		if got := w.watching(key); !slices.Equal(got, []string{"etcd-main-1", "etcd-main-2"}) {
 			t.Fatalf("watching %v past the first deadline, want both members still", got)
 		}
-		if got := ends.next(t); got != RejoinWatchExpired {
-			t.Fatalf("ended %s, want %s", got, RejoinWatchExpired)
-		}
+		ends.expect(t, RejoinWatchExpired)
 		if n := second.rounds.Load(); n != 0 {
 			t.Errorf("the second read ran %d rounds; the running watch should have been kept", n)
 		}
@@ -133,29 +150,26 @@ func TestRejoinWatch(t *testing.T) {
 		}
 	})
 
-	t.Run("stop ends the watch without waking anyone", func(t *testing.T) {
+	t.Run("stop ends the watch without waking anyone, and returns once no read is in flight", func(t *testing.T) {
 		ends := newEndings()
 		w := newRejoinWatch(pace, ends.record)
-		never := &servesAfter{n: 1 << 30}
-		w.watch(context.Background(), sts, at("etcd-main-1"), time.Minute, never.read)
-		w.stop(key)
-		if got := ends.next(t); got != RejoinWatchStopped {
-			t.Fatalf("ended %s, want %s", got, RejoinWatchStopped)
+		var inFlight atomic.Int32
+		slow := func(ctx context.Context) bool {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
+			<-ctx.Done()
+			time.Sleep(20 * time.Millisecond) // a read that takes a while to notice
+			return false
 		}
+		w.watch(context.Background(), sts, at("etcd-main-1"), time.Minute, slow)
+		time.Sleep(3 * pace)
+		w.stop(key)
+		if n := inFlight.Load(); n != 0 {
+			t.Errorf("%d reads in flight after stop returned", n)
+		}
+		ends.expect(t, RejoinWatchStopped)
 		if len(w.events) != 0 {
 			t.Error("woken by a stopped watch")
-		}
-	})
-
-	t.Run("the context ending ends the watch", func(t *testing.T) {
-		ends := newEndings()
-		w := newRejoinWatch(pace, ends.record)
-		ctx, cancel := context.WithCancel(context.Background())
-		never := &servesAfter{n: 1 << 30}
-		w.watch(ctx, sts, at("etcd-main-1"), time.Minute, never.read)
-		cancel()
-		if got := ends.next(t); got != RejoinWatchStopped {
-			t.Fatalf("ended %s, want %s", got, RejoinWatchStopped)
 		}
 	})
 }
