@@ -218,7 +218,7 @@ func (p *Pool) LinearizableReadsOf(ctx context.Context, cluster string, creds co
 }
 
 // readEach has every client serve a linearizable read, concurrently, and returns the names of
-// those that did and the other's errors joined.
+// those that did, and the others' errors joined.
 func readEach(ctx context.Context, clients []*MemberConn) ([]string, error) {
 	errs := make([]error, len(clients))
 	var wg sync.WaitGroup

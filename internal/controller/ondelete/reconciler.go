@@ -301,8 +301,8 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	return sts, etcd, pods, nil
 }
 
-// readFresh is read through the apiserver, with the StatefulSet and its pods asked for at once:
-// a StatefulSet's selector cannot change, so the cached one lists the pods. Every reconcile of a
+// readFresh reads what read does, through the apiserver, asking for the StatefulSet and its pods
+// at once: a StatefulSet's selector cannot change, so the cached one lists the pods. Every reconcile of a
 // rollout in flight reads this way, on a machine busy starting members, so the two round trips
 // in a row were a visible part of each step. A StatefulSet replaced, gone or no longer OnDelete
 // since the cache saw it is read again the plain way, which sorts those out.
