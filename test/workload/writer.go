@@ -117,6 +117,9 @@ type WriteResult struct {
 	Acked     []AckedWrite    `json:"acked,omitempty"`
 	Failures  []FailedAttempt `json:"failures,omitempty"`
 	Latencies []LatencySample `json:"latencies,omitempty"`
+	// Puts is the writer's part of the history the linearizability check reads: one per key
+	// written, acknowledged or not (see PutOp). Not capped, like Acked.
+	Puts []PutOp `json:"puts,omitempty"`
 }
 
 // Writer puts sequential keys at a steady rate. Each sequence number has exactly one value, so
@@ -131,6 +134,9 @@ type Writer struct {
 	lastAck time.Time
 	// failingSince is the first failure after the last acknowledgement, zero while succeeding.
 	failingSince time.Time
+	// current is the sequence number being written or, between two writes, the next one: the
+	// reader reads its key as "the Put in flight".
+	current int64
 	// hold is non-nil while the writer is paused (closed by Resume); parked is closed once the
 	// loop has stopped at it, with no put in flight.
 	hold, parked chan struct{}
@@ -197,6 +203,7 @@ func (w *Writer) Snapshot() WriteResult {
 	res.Acked = append([]AckedWrite(nil), w.res.Acked...)
 	res.Failures = append([]FailedAttempt(nil), w.res.Failures...)
 	res.Latencies = append([]LatencySample(nil), w.res.Latencies...)
+	res.Puts = append([]PutOp(nil), w.res.Puts...)
 	return res
 }
 
@@ -294,6 +301,9 @@ func (w *Writer) run(ctx context.Context) {
 			w.mu.Unlock()
 			return
 		}
+		w.mu.Lock()
+		w.current = seq + 1
+		w.mu.Unlock()
 		sticky = member
 		next = next.Add(interval)
 		if now := time.Now(); next.Before(now) {
@@ -302,12 +312,37 @@ func (w *Writer) run(ctx context.Context) {
 	}
 }
 
+// sentPut is what the history needs of a key's attempts: those that may have reached a member.
+type sentPut struct {
+	first    time.Time
+	attempts int
+	member   string
+}
+
+func (s *sentPut) sending(member string) {
+	if s.attempts == 0 {
+		s.first = time.Now()
+	}
+	s.attempts++
+	s.member = member
+}
+
 // write puts key seq until a member acknowledges it or ctx ends; it returns the member that
-// acknowledged.
-func (w *Writer) write(ctx context.Context, seq int64, sticky string) (string, bool) {
+// acknowledged. A key the writer gives up on goes into the history as failed, or unknown when
+// an attempt may have reached a member.
+func (w *Writer) write(ctx context.Context, seq int64, sticky string) (member string, ok bool) {
 	key, value := w.key(seq), w.value(seq)
 	first := time.Now()
 	attempts := 0
+	var sent sentPut
+	w.mu.Lock()
+	w.current = seq
+	w.mu.Unlock()
+	defer func() {
+		if !ok {
+			w.recordGivenUp(key, value, sent)
+		}
+	}()
 	for ctx.Err() == nil {
 		conns, dialFailures := w.conns.sync(w.endpoints())
 		for _, f := range dialFailures {
@@ -320,9 +355,12 @@ func (w *Writer) write(ctx context.Context, seq int64, sticky string) (string, b
 		}
 		for _, c := range stickyFirst(conns, sticky) {
 			attempts++
+			// Counted before the call: a Put cut short by a deadline or a broken connection
+			// may still be applied.
+			sent.sending(c.ep.Name)
 			err := w.put(ctx, c, key, value)
 			if err == nil {
-				w.recordAck(seq, key, value, c.ep.Name, first, attempts)
+				w.recordAck(seq, key, value, c.ep.Name, first, attempts, sent)
 				return c.ep.Name, true
 			}
 			if ctx.Err() != nil {
@@ -352,10 +390,12 @@ func (w *Writer) key(seq int64) string { return fmt.Sprintf("%s%012d", w.res.Pre
 
 func (w *Writer) value(seq int64) string { return fmt.Sprintf("%s#%d", w.opts.Run, seq) }
 
-func (w *Writer) recordAck(seq int64, key, value, member string, first time.Time, attempts int) {
+func (w *Writer) recordAck(seq int64, key, value, member string, first time.Time, attempts int, sent sentPut) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.res.Puts = append(w.res.Puts, PutOp{Key: key, Value: value, Call: sent.first, Return: now, Outcome: OutcomeOK,
+		Member: member, Attempts: sent.attempts})
 	from := w.lastAck
 	if from.IsZero() && !w.failingSince.IsZero() {
 		// Failing from the very start: the outage began when the writer did.
@@ -378,6 +418,17 @@ func (w *Writer) recordAck(seq int64, key, value, member string, first time.Time
 			Member:    member,
 		})
 	}
+}
+
+// recordGivenUp records the key the writer stopped on without an acknowledgement.
+func (w *Writer) recordGivenUp(key, value string, sent sentPut) {
+	op := PutOp{Key: key, Value: value, Outcome: OutcomeFailed, Call: sent.first, Member: sent.member, Attempts: sent.attempts}
+	if sent.attempts > 0 {
+		op.Outcome = OutcomeUnknown
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.res.Puts = append(w.res.Puts, op)
 }
 
 func (w *Writer) recordFailure(seq int64, member string, class ErrorClass, err error) {
