@@ -28,8 +28,12 @@ type RecorderOptions struct {
 	// Expected is the cluster's member count (required); it overrides Quorum.Expected.
 	Expected int
 	Writer   WriterOptions
+	Reader   ReaderOptions
 	Quorum   QuorumOptions
 	Leader   LeaderOptions
+	// Check tunes the linearizability check of the writer's and reader's history at Stop; keys
+	// handed to Recorder.Exclude are added to Check.Exclude.
+	Check CheckOptions
 	// AuditTimeout bounds the audit at Stop (DefaultAuditTimeout); the Stop context may end
 	// it sooner.
 	AuditTimeout time.Duration
@@ -73,6 +77,15 @@ type Report struct {
 	LostKeys        []string `json:"lostKeys,omitempty"`
 	AuditError      string   `json:"auditError,omitempty"`
 
+	// Reads counts the reader's answered Gets, FailedReads those that failed (left out of the
+	// history: they say nothing).
+	Reads       int `json:"reads"`
+	FailedReads int `json:"failedReads"`
+	// Linearizability is the check of every Put and answered Get; LinearizabilityError is set
+	// when the history is illegal or the check did not finish.
+	Linearizability      LinearizabilityResult `json:"linearizability"`
+	LinearizabilityError string                `json:"linearizabilityError,omitempty"`
+
 	LeaderChanges   int      `json:"leaderChanges"`
 	TermIncrements  uint64   `json:"termIncrements"`
 	DistinctLeaders []string `json:"distinctLeaders"`
@@ -106,26 +119,34 @@ func (r Report) Summary() string {
 		sort.Strings(classes)
 		fmt.Fprintf(&b, " failures[%s]", strings.Join(classes, " "))
 	}
+	fmt.Fprintf(&b, " reads=%d failedReads=%d %s", r.Reads, r.FailedReads, r.Linearizability.Summary())
 	if r.AuditError != "" {
 		fmt.Fprintf(&b, " AUDIT FAILED: %s", truncate(r.AuditError, 200))
+	}
+	if r.LinearizabilityError != "" {
+		fmt.Fprintf(&b, " NOT LINEARIZABLE: %s", truncate(r.LinearizabilityError, 300))
 	}
 	return b.String()
 }
 
-// Recorder runs the writer, the quorum monitor and the leader monitor together and audits the
-// acknowledged writes when stopped.
+// Recorder runs the writer, the reader, the quorum monitor and the leader monitor together and,
+// when stopped, audits the acknowledged writes and checks that the history of Puts and Gets is
+// linearizable.
 type Recorder struct {
 	endpoints EndpointsFunc
 	creds     conductortls.ClientMaterial
 	opts      RecorderOptions
 
 	writer *Writer
+	reader *Reader
 	quorum *QuorumMonitor
 	leader *LeaderMonitor
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
+	// excluded are keys a scenario loses by design (Exclude).
+	excluded map[string]bool
 }
 
 // NewRecorder prepares the instruments; Start starts them.
@@ -152,22 +173,31 @@ func NewRecorder(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o R
 	if o.Leader.Logger.GetSink() == nil {
 		o.Leader.Logger = o.Logger.WithName("leader")
 	}
+	if o.Reader.Logger.GetSink() == nil {
+		o.Reader.Logger = o.Logger.WithName("reader")
+	}
+	if o.Reader.RequestTimeout <= 0 {
+		o.Reader.RequestTimeout = o.Writer.RequestTimeout
+	}
 	quorum, err := NewQuorumMonitor(endpoints, creds, o.Quorum)
 	if err != nil {
 		return nil, fmt.Errorf("recorder: %w", err)
 	}
+	writer := NewWriter(endpoints, creds, o.Writer)
 	return &Recorder{
 		endpoints: endpoints,
 		creds:     creds,
 		opts:      o,
-		writer:    NewWriter(endpoints, creds, o.Writer),
+		writer:    writer,
+		reader:    NewReader(endpoints, creds, writer, o.Reader),
 		quorum:    quorum,
 		leader:    NewLeaderMonitor(endpoints, creds, o.Leader),
+		excluded:  map[string]bool{},
 	}, nil
 }
 
 // Start starts every instrument. The monitors start first so the writer's first write is
-// already observed.
+// already observed; the reader last, as it reads the writer's keys.
 func (r *Recorder) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -175,7 +205,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 		return errors.New("recorder already started")
 	}
 	r.started = true
-	for _, start := range []func(context.Context) error{r.quorum.Start, r.leader.Start, r.writer.Start} {
+	for _, start := range []func(context.Context) error{r.quorum.Start, r.leader.Start, r.writer.Start, r.reader.Start} {
 		if err := start(ctx); err != nil {
 			return fmt.Errorf("recorder: %w", err)
 		}
@@ -183,14 +213,28 @@ func (r *Recorder) Start(ctx context.Context) error {
 	return nil
 }
 
-// Writer, Quorum and Leader give access to the running instruments, e.g. to wait on a
+// Writer, Reader, Quorum and Leader give access to the running instruments, e.g. to wait on a
 // Snapshot in a scenario.
 func (r *Recorder) Writer() *Writer               { return r.writer }
+func (r *Recorder) Reader() *Reader               { return r.reader }
 func (r *Recorder) Quorum() *QuorumMonitor        { return r.quorum }
 func (r *Recorder) LeaderMonitor() *LeaderMonitor { return r.leader }
 
-// Stop stops the writer, then the monitors, then audits the acknowledged writes against the
-// current endpoints. The report is returned even when the audit fails; err says why.
+// Exclude leaves keys out of the linearizability check at Stop: writes the scenario loses by
+// design, such as those a restore from backup loses after the last delta snapshot (the RPO).
+// Only those: an excluded key's rollback is no longer seen.
+func (r *Recorder) Exclude(keys ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		r.excluded[k] = true
+	}
+}
+
+// Stop stops the reader and the writer, then the monitors, then audits the acknowledged writes
+// against the current endpoints and checks the history of Puts and Gets for linearizability.
+// The report is returned even when the audit or the check fails; err says why. Every scenario
+// that runs a Recorder fails on err, so an illegal history fails them all.
 func (r *Recorder) Stop(ctx context.Context) (Report, error) {
 	r.mu.Lock()
 	if r.stopped {
@@ -200,23 +244,55 @@ func (r *Recorder) Stop(ctx context.Context) (Report, error) {
 	r.stopped = true
 	r.mu.Unlock()
 
+	rd := r.reader.Stop(ctx)
 	w := r.writer.Stop(ctx)
 	q := r.quorum.Stop(ctx)
 	l := r.leader.Stop(ctx)
 	rep := buildReport(r.opts.Expected, w, q, l)
 	rep.WriteGaps = w.Gaps(r.opts.GapThreshold)
+	rep.Reads, rep.FailedReads = rd.Answered, rd.FailedReads
 
+	var errs []error
 	actx, cancel := context.WithTimeout(ctx, r.opts.AuditTimeout)
 	defer cancel()
 	lost, err := VerifyAcknowledged(actx, r.endpoints(), r.creds, w)
 	if err != nil {
 		rep.AuditError = err.Error()
 		r.opts.Logger.Info("audit failed", "run", rep.Run, "error", err)
-		return rep, fmt.Errorf("recorder: %w", err)
+		errs = append(errs, err)
+	} else {
+		rep.LostAckedWrites, rep.LostKeys = len(lost), lost
 	}
-	rep.LostAckedWrites, rep.LostKeys = len(lost), lost
+	if err := r.checkHistory(&rep, History{Puts: w.Puts, Reads: rd.Reads}); err != nil {
+		r.opts.Logger.Info("history not linearizable", "run", rep.Run, "error", err)
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return rep, fmt.Errorf("recorder: %w", errors.Join(errs...))
+	}
 	r.opts.Logger.Info("run recorded", "summary", rep.Summary())
 	return rep, nil
+}
+
+// checkHistory is the linearizability check at Stop: it fills the report's result and returns
+// the check's error (illegal or unknown), with the excluded keys left out.
+func (r *Recorder) checkHistory(rep *Report, h History) error {
+	o := r.opts.Check
+	r.mu.Lock()
+	o.Exclude = make(map[string]bool, len(r.opts.Check.Exclude)+len(r.excluded))
+	for _, set := range []map[string]bool{r.opts.Check.Exclude, r.excluded} {
+		for k, v := range set {
+			o.Exclude[k] = o.Exclude[k] || v
+		}
+	}
+	r.mu.Unlock()
+	res, err := CheckHistory(h, o)
+	rep.Linearizability = res
+	if err != nil {
+		rep.LinearizabilityError = err.Error()
+		return fmt.Errorf("linearizability: %w", err)
+	}
+	return nil
 }
 
 func buildReport(expected int, w WriteResult, q QuorumResult, l LeaderResult) Report {
