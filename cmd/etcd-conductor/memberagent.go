@@ -9,10 +9,13 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 )
 
@@ -115,6 +118,7 @@ func runMemberInit(args []string) int {
 	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
 	fs.StringVar(&cfg.Lease, "lease", "", "this member's Lease, where the decision is reported (optional)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease")
+	fs.StringVar(&cfg.PodUID, "pod-uid", "", "this pod's UID, $(POD_UID): a restore order names the pod incarnation it is for")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", memberagent.DefaultInitPollInterval, "how often a waiting init step asks again")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")
@@ -134,6 +138,7 @@ func runMemberInit(args []string) int {
 	log := newLogger(development).WithName("member-init")
 
 	var leases coordinationv1client.LeasesGetter
+	var etcds ctrlclient.Reader
 	if cfg.Lease != "" {
 		restConfig, err := kubeRESTConfig(kubeconfig)
 		if err != nil {
@@ -147,8 +152,19 @@ func runMemberInit(args []string) int {
 			return 1
 		}
 		leases = client
+		// The restore order is read from the owning Etcd's status: the member's Role allows a
+		// get of that one Etcd, nothing else of it.
+		scheme := runtime.NewScheme()
+		if err := druidv1alpha1.AddToScheme(scheme); err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: scheme: %v\n", err)
+			return 1
+		}
+		if etcds, err = ctrlclient.New(restConfig, ctrlclient.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: kubernetes client: %v\n", err)
+			return 1
+		}
 	}
-	init, err := memberagent.NewInitializer(cfg, leases, log)
+	init, err := memberagent.NewInitializer(cfg, leases, etcds, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: %v\n", err)
 		return 2

@@ -2,11 +2,9 @@ package memberagent
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -19,10 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -34,13 +35,23 @@ const (
 	// AnnotationDataLostMemberID names (hex) the member ID whose data the pod no longer has; the
 	// operator replaces exactly that member.
 	AnnotationDataLostMemberID = "etcd-conductor.io/data-lost-member-id"
-	// AnnotationRestore on a member Lease is the operator's request that this member restore the
-	// cluster from the backup (a RestoreRequest in JSON); the init step reads it from the Lease
-	// it patches.
+	// AnnotationStartReport on a member Lease is the init step's evidence for the operator, a
+	// StartReport in JSON: which pod incarnation decided what on which data. The operator counts
+	// a recorded voter as without data only on a report of its current pod.
+	AnnotationStartReport = "etcd-conductor.io/start-report"
+	// AnnotationRestore is where operators before the restore order moved to the Etcd's status
+	// kept it. A Lease is writable by the member pods and by namespace users, so nothing acts on
+	// it any more: the operator reports one it finds as a forgery and removes it.
 	AnnotationRestore = "etcd-conductor.io/restore-from-backup"
 	// StartRuleRestoreFailed is reported when a restore was attempted and failed; the init step
 	// tries again at the next poll.
 	StartRuleRestoreFailed = "restore/failed"
+	// StartRuleDataUnreadable is reported when the data dir could not be judged (an I/O error, a
+	// lock held): not a verdict, so nothing is moved aside; the step asks again.
+	StartRuleDataUnreadable = "wait/data-unreadable"
+	// StartRuleRestoreCalledOff is reported when the operator's order was withdrawn (or changed)
+	// while this member restored: what it restored is kept aside and it decides again.
+	StartRuleRestoreCalledOff = "restore/called-off"
 
 	DefaultInitPollInterval = 2 * time.Second
 )
@@ -66,20 +77,46 @@ type InitConfig struct {
 	// BackupStore opens the Etcd's backup store; nil when the pod has none configured (then the
 	// member never restores).
 	BackupStore func(context.Context) (backupstore.Store, error)
+	// PodUID is this pod's incarnation ($(POD_UID)): a restore order names the incarnation it is
+	// for, and every report carries it.
+	PodUID string
+}
+
+// StartReport is the init step's evidence on its Lease (AnnotationStartReport).
+type StartReport struct {
+	// PodUID is the pod incarnation that decided.
+	PodUID string `json:"podUID"`
+	// Rule is the start rule decided; Data what was found in the data dir when deciding.
+	Rule string    `json:"rule"`
+	Data DataState `json:"data"`
+}
+
+// ParseStartReport reads AnnotationStartReport; ok is false when there is none or it is
+// unreadable.
+func ParseStartReport(annotations map[string]string) (StartReport, bool) {
+	var r StartReport
+	raw := annotations[AnnotationStartReport]
+	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil || r.PodUID == "" {
+		return StartReport{}, false
+	}
+	return r, true
 }
 
 // Initializer decides how the member starts and writes its etcd configuration.
 type Initializer struct {
 	cfg    InitConfig
 	leases coordinationv1client.LeaseInterface
-	log    logr.Logger
-	now    func() time.Time
-	// restoreRequest is the operator's request last read from the Lease.
-	restoreRequest *RestoreRequest
+	// etcds reads the Etcd that owns the member Lease, where the operator's restore order is.
+	etcds client.Reader
+	log   logr.Logger
+	now   func() time.Time
+	// etcdName is the Etcd owning this member's Lease, learnt from the Lease's owner.
+	etcdName string
 }
 
-// NewInitializer checks cfg; leases may be nil (no reporting).
-func NewInitializer(cfg InitConfig, leases coordinationv1client.LeasesGetter, log logr.Logger) (*Initializer, error) {
+// NewInitializer checks cfg; leases may be nil (no reporting), etcds may be nil (no restore
+// order is ever read, so the member never restores).
+func NewInitializer(cfg InitConfig, leases coordinationv1client.LeasesGetter, etcds client.Reader, log logr.Logger) (*Initializer, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultInitPollInterval
 	}
@@ -103,7 +140,7 @@ func NewInitializer(cfg InitConfig, leases coordinationv1client.LeasesGetter, lo
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	i := &Initializer{cfg: cfg, log: log, now: time.Now}
+	i := &Initializer{cfg: cfg, log: log, now: time.Now, etcds: etcds}
 	if leases != nil && cfg.Lease != "" && cfg.Namespace != "" {
 		i.leases = leases.Leases(cfg.Namespace)
 	}
@@ -129,41 +166,70 @@ func (c InitConfig) settings() map[string]string {
 func (i *Initializer) Run(ctx context.Context) error {
 	settings := i.cfg.settings()
 	dataDir := settings["data-dir"]
+	// The first report learns which Etcd owns the Lease, so the first decision can read its
+	// restore order.
+	i.report(ctx, StartDecision{Rule: "init/started", Reason: "deciding how to start"}, "")
 	for {
+		data, err := datadir.Inspect(dataDir)
+		if err != nil {
+			// Not a verdict on the data (a read error, a lock held, a misplaced mount): never a
+			// reason to set it aside. Asked again at the next poll.
+			i.log.Info("The data dir could not be judged; asking again", "dir", dataDir, "error", err.Error())
+			i.report(ctx, StartDecision{Rule: StartRuleDataUnreadable, Reason: fmt.Sprintf("the data dir could not be judged, retrying: %v", err)}, "")
+			if !i.sleep(ctx) {
+				return ctx.Err()
+			}
+			continue
+		}
 		obs := StartObservation{
 			Name:             settings["name"],
+			PodUID:           i.cfg.PodUID,
 			PeerURL:          strings.Split(settings["initial-advertise-peer-urls"], ",")[0],
-			Data:             InspectDataDir(dataDir),
+			Data:             DataState(data.State),
 			BootstrapState:   settings["initial-cluster-state"],
 			BootstrapCluster: settings["initial-cluster"],
-			Restore:          i.restoreRequest,
+			Restore:          i.readOrder(ctx),
 			BackupConfigured: i.cfg.BackupStore != nil,
+			FormedBefore:     keptAside(dataDir),
 		}
 		obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
 		d := DecideStart(obs)
+		if data.State == datadir.Corrupt {
+			d.Reason += fmt.Sprintf(" (%s: %s)", data.Check, data.Reason)
+		}
 		i.log.Info("Start decision", "action", d.Action, "rule", d.Rule, "reason", d.Reason, "data", obs.Data)
-		i.report(ctx, d)
+		i.report(ctx, d, obs.Data)
 		switch d.Action {
 		case StartMoveAside:
-			aside := fmt.Sprintf("%s.aside-%d", dataDir, i.now().Unix())
-			if err := os.Rename(dataDir, aside); err != nil {
-				return fmt.Errorf("moving data dir %s aside to %s: %w", dataDir, aside, err)
+			if err := i.moveAside(dataDir); err != nil {
+				return err
 			}
-			i.log.Info("Data dir kept aside", "from", dataDir, "to", aside)
 			continue
 		case StartRestore:
 			res, err := i.restore(ctx, dataDir, obs, d)
 			if err != nil {
 				i.log.Error(err, "Restore from the backup failed; trying again")
-				i.report(ctx, StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()})
+				i.report(ctx, StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()}, obs.Data)
 				if !i.sleep(ctx) {
 					return ctx.Err()
 				}
 				continue
 			}
+			// The order may have been called off while the restore ran (the old cluster came
+			// back): a member that starts now would be a second cluster behind the client
+			// Service. Asked once more, last thing before etcd starts.
+			if order := i.readOrder(ctx); !order.For(obs.Name, obs.PodUID) || order.Token != d.Token {
+				i.log.Info("The restore order was called off while restoring; keeping the restored data aside", "token", d.Token)
+				i.report(ctx, StartDecision{Rule: StartRuleRestoreCalledOff,
+					Reason: fmt.Sprintf("the operator's order (token %s) was withdrawn while restoring: the restored data is kept aside, deciding again", d.Token)}, DataValid)
+				if err := i.moveAside(dataDir); err != nil {
+					return err
+				}
+				continue
+			}
 			d.Reason += "; restored: " + res.String()
 			i.log.Info("Restored from the backup", "result", res.String(), "stoppedEarly", res.Stopped)
-			i.report(ctx, d)
+			i.report(ctx, d, DataValid)
 			settings["initial-cluster-token"] = d.Token
 		case StartWait:
 			if !i.sleep(ctx) {
@@ -234,9 +300,41 @@ func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (boo
 	return true, members
 }
 
-// report writes the decision onto the member's Lease; failures are only logged, since the
-// decision does not depend on them.
-func (i *Initializer) report(ctx context.Context, d StartDecision) {
+// moveAside renames the data dir aside; data is never deleted.
+func (i *Initializer) moveAside(dataDir string) error {
+	aside, err := datadir.MoveAside(dataDir, i.now())
+	if err != nil {
+		return fmt.Errorf("keeping data dir %s aside: %w", dataDir, err)
+	}
+	i.log.Info("Data dir kept aside", "from", dataDir, "to", aside)
+	return nil
+}
+
+// keptAside tells whether data was ever kept aside next to dataDir: a cluster formed here. An
+// error listing them counts as kept aside: it only stops a bootstrap.
+func keptAside(dataDir string) bool {
+	aside, err := datadir.ListAside(dataDir)
+	return err != nil || len(aside) > 0
+}
+
+// readOrder reads the operator's restore order from the status of the Etcd owning the Lease;
+// nil when there is none or it cannot be read (then nothing is restored: the next poll reads it
+// again).
+func (i *Initializer) readOrder(ctx context.Context) *druidv1alpha1.RecoveryRequest {
+	if i.etcds == nil || i.etcdName == "" {
+		return nil
+	}
+	etcd := &druidv1alpha1.Etcd{}
+	if err := i.etcds.Get(ctx, client.ObjectKey{Namespace: i.cfg.Namespace, Name: i.etcdName}, etcd); err != nil {
+		i.log.Info("Cannot read the Etcd's restore order", "etcd", i.etcdName, "error", err.Error())
+		return nil
+	}
+	return etcd.Status.Recovery
+}
+
+// report writes the decision, and the evidence behind it, onto the member's Lease; failures are
+// only logged, since the decision does not depend on them.
+func (i *Initializer) report(ctx context.Context, d StartDecision, data DataState) {
 	if i.leases == nil {
 		return
 	}
@@ -244,9 +342,18 @@ func (i *Initializer) report(ctx context.Context, d StartDecision) {
 	if d.Rule == StartRuleDataLost {
 		lost = strconv.FormatUint(d.LostMemberID, 16)
 	}
+	evidence := any(nil)
+	if data != "" && i.cfg.PodUID != "" {
+		raw, err := json.Marshal(StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data})
+		if err != nil {
+			return
+		}
+		evidence = string(raw)
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		AnnotationStartDecision:    d.Rule + ": " + d.Reason,
 		AnnotationDataLostMemberID: lost,
+		AnnotationStartReport:      evidence,
 	}}})
 	if err != nil {
 		return
@@ -256,40 +363,11 @@ func (i *Initializer) report(ctx context.Context, d StartDecision) {
 		i.log.Info("Could not report the start decision on the Lease", "error", err.Error())
 		return
 	}
-	i.restoreRequest = nil
-	if raw := lease.Annotations[AnnotationRestore]; raw != "" {
-		var r RestoreRequest
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
-			i.log.Info("Ignoring an unreadable restore request on the Lease", "value", raw, "error", err.Error())
-			return
+	for _, o := range lease.OwnerReferences {
+		if o.Kind == "Etcd" && o.Controller != nil && *o.Controller {
+			i.etcdName = o.Name
 		}
-		i.restoreRequest = &r
 	}
-}
-
-// bboltMagic is the magic number of bbolt's meta pages, which start at byte 16 of the database.
-const bboltMagic = 0xED0CDAED
-
-// InspectDataDir tells whether dir holds a member's data: a WAL file and a bbolt database.
-func InspectDataDir(dir string) DataState {
-	member := filepath.Join(dir, "member")
-	if _, err := os.Stat(member); errors.Is(err, os.ErrNotExist) {
-		return DataEmpty
-	}
-	wals, err := filepath.Glob(filepath.Join(member, "wal", "*.wal"))
-	if err != nil || len(wals) == 0 {
-		return DataCorrupt
-	}
-	f, err := os.Open(filepath.Join(member, "snap", "db"))
-	if err != nil {
-		return DataCorrupt
-	}
-	defer f.Close()
-	header := make([]byte, 20)
-	if _, err := io.ReadFull(f, header); err != nil || binary.LittleEndian.Uint32(header[16:20]) != bboltMagic {
-		return DataCorrupt
-	}
-	return DataValid
 }
 
 // tlsKeys are etcd settings that live under client-transport-security (and, with a "peer-"

@@ -6,18 +6,21 @@ import (
 	"strings"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 )
 
-// DataState is what the init step found in the member's data dir.
+// DataState is what the init step found in the member's data dir (internal/datadir's verdict).
 type DataState string
 
 const (
 	// DataEmpty: no data dir, or one without a member directory.
-	DataEmpty DataState = "Empty"
-	// DataValid: a WAL and a backend database that opens as one.
-	DataValid DataState = "Valid"
-	// DataCorrupt: a member directory whose WAL or database is missing or unreadable.
-	DataCorrupt DataState = "Corrupt"
+	DataEmpty = DataState(datadir.Empty)
+	// DataValid: etcd would start from it: the WAL reads with etcd's wal package and the
+	// backend opens with bbolt.
+	DataValid = DataState(datadir.Valid)
+	// DataCorrupt: etcd's or bbolt's checks refuse it.
+	DataCorrupt = DataState(datadir.Corrupt)
 )
 
 // StartObservation is everything the start decision (DEP-01's member scenarios) looks at.
@@ -34,29 +37,18 @@ type StartObservation struct {
 	// formed once, "existing" after. BootstrapCluster is the initial cluster for "new".
 	BootstrapState   string
 	BootstrapCluster string
-	// Restore is the operator's request, read from this member's Lease, that this member restore
-	// the cluster from the backup (nil: none). The operator asks only when quorum is lost and a
-	// majority of the members has no data (DEP-01 operator scenario 10).
-	Restore *RestoreRequest
+	// PodUID is this pod's incarnation.
+	PodUID string
+	// Restore is the operator's order, read from the Etcd's status (status.recovery, which only
+	// the operator writes), that a member restore the cluster from the backup (nil: none). The
+	// operator orders it only when quorum is lost and a majority of the recorded voters proved
+	// that their data is gone (DEP-01 operator scenario 10).
+	Restore *druidv1alpha1.RecoveryRequest
 	// BackupConfigured: the member can read the Etcd's backup store.
 	BackupConfigured bool
-}
-
-// RestoreRequest is what the operator writes on the Lease of the member that is to restore
-// (AnnotationRestore, JSON).
-type RestoreRequest struct {
-	// Member is the pod asked; a request naming another pod is ignored.
-	Member string `json:"member"`
-	// Token is the new cluster's initial-cluster-token: a new cluster ID, so no member of the
-	// old cluster can ever talk to the new one.
-	Token string `json:"token"`
-	// Reason is the operator's, with its numbers.
-	Reason string `json:"reason,omitempty"`
-	// OldClusterID, QuorumLostAt and StartedAt are the operator's record of the recovery (this
-	// annotation is where it keeps it, so an operator restart resumes the recovery).
-	OldClusterID string `json:"oldClusterID,omitempty"`
-	QuorumLostAt string `json:"quorumLostAt,omitempty"`
-	StartedAt    string `json:"startedAt,omitempty"`
+	// FormedBefore: the data dir has sets of data kept aside, so a cluster formed here before;
+	// this member never bootstraps a new one, whatever the ConfigMap says.
+	FormedBefore bool
 }
 
 // StartAction is what the init step does.
@@ -144,8 +136,9 @@ func DecideStart(o StartObservation) StartDecision {
 			Reason: fmt.Sprintf("the cluster lists this member as %x, not started yet: joining the %d members", self.ID, len(o.Members))}
 	}
 	// No data and no leader: the cluster has no quorum this member could join. Restore only when
-	// the operator asked this very member (it counted a majority without data).
-	if r := o.Restore; r != nil && r.Member == o.Name && r.Token != "" {
+	// the operator ordered this very pod incarnation (it counted a majority of the voters proven
+	// without data, this one among them).
+	if r := o.Restore; r.For(o.Name, o.PodUID) {
 		if !o.BackupConfigured {
 			return StartDecision{Action: StartWait, Rule: StartRuleRestoreNoStore,
 				Reason: "the operator asked this member to restore from the backup, but the pod has no backup store configured"}
@@ -153,7 +146,7 @@ func DecideStart(o StartObservation) StartDecision {
 		return StartDecision{Action: StartRestore, Rule: StartRuleRestore, ClusterState: "new", InitialCluster: o.Name + "=" + o.PeerURL, Token: r.Token,
 			Reason: fmt.Sprintf("no data, no leader answers, and the operator asked this member to restore from the backup as a new single-member cluster (%s)", r.Reason)}
 	}
-	if o.BootstrapState == "new" {
+	if o.BootstrapState == "new" && !o.FormedBefore {
 		return StartDecision{Action: StartNew, Rule: StartRuleBootstrap, ClusterState: "new", InitialCluster: o.BootstrapCluster,
 			Reason: "no leader answers and the cluster has not formed yet: bootstrapping it"}
 	}

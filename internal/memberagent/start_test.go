@@ -1,7 +1,6 @@
 package memberagent
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
 
 const selfPeer = "https://etcd-2.etcd-peer.ns.svc:2380"
@@ -61,22 +61,28 @@ func TestDecideStart(t *testing.T) {
 			o:      StartObservation{Data: DataCorrupt, LeaderAnswered: true, Members: lostSelf},
 			action: StartMoveAside, rule: StartRuleCorrupt},
 		{name: "asked to restore, no data, no leader: restore as a new single-member cluster",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartRestore, rule: StartRuleRestore, state: "new", cluster: "etcd-2=" + selfPeer},
 		{name: "asked to restore without a backup store: wait",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartWait, rule: StartRuleRestoreNoStore},
 		{name: "a restore request for another member is ignored",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-1", Token: "t2"}},
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-1", PodUID: "uid-2", Token: "t2"}},
+			action: StartWait, rule: StartRuleClusterUnknown},
+		{name: "a restore order for an earlier incarnation of this pod is ignored",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-3", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			action: StartWait, rule: StartRuleClusterUnknown},
+		{name: "no data, no leader, recorded new but data was kept aside here before: never new",
+			o:      StartObservation{Data: DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c", FormedBefore: true},
 			action: StartWait, rule: StartRuleClusterUnknown},
 		{name: "asked to restore but a leader answers: join instead",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartJoin, rule: StartRuleJoin},
 		{name: "asked to restore with valid data: restart, never restore over data",
-			o:      StartObservation{Data: DataValid, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			o:      StartObservation{Data: DataValid, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartAsIs, rule: StartRuleRestart},
 		{name: "asked to restore with corrupt data: keep it aside first",
-			o:      StartObservation{Data: DataCorrupt, BootstrapState: "existing", BackupConfigured: true, Restore: &RestoreRequest{Member: "etcd-2", Token: "t2"}},
+			o:      StartObservation{Data: DataCorrupt, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartMoveAside, rule: StartRuleCorrupt},
 		{name: "data of a removed member is kept aside",
 			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: two},
@@ -114,8 +120,10 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 		"self":    {started("etcd-0", 1), started("etcd-2", 3)},
 		"learner": {started("etcd-0", 1), {ID: 3, PeerURLs: []string{selfPeer}, IsLearner: true}},
 	}
-	requests := map[string]*RestoreRequest{
-		"none": nil, "self": {Member: "etcd-2", Token: "t"}, "other": {Member: "etcd-0", Token: "t"}, "no-token": {Member: "etcd-2"},
+	requests := map[string]*druidv1alpha1.RecoveryRequest{
+		"none": nil, "self": {Member: "etcd-2", PodUID: "uid-2", Token: "t"}, "other": {Member: "etcd-0", PodUID: "uid-2", Token: "t"},
+		"no-token": {Member: "etcd-2", PodUID: "uid-2"}, "earlier-pod": {Member: "etcd-2", PodUID: "uid-1", Token: "t"},
+		"no-pod": {Member: "etcd-2", Token: "t"},
 	}
 	n := 0
 	for _, data := range []DataState{DataEmpty, DataValid, DataCorrupt} {
@@ -123,10 +131,11 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 			for ln, members := range lists {
 				for rn, req := range requests {
 					for _, store := range []bool{false, true} {
-						for _, state := range []string{"new", "existing"} {
+						for _, state := range []string{"new", "existing", "new-formed-before"} {
 							n++
-							o := StartObservation{Name: "etcd-2", PeerURL: selfPeer, Data: data, LeaderAnswered: leader, Members: members,
-								Restore: req, BackupConfigured: store, BootstrapState: state}
+							o := StartObservation{Name: "etcd-2", PodUID: "uid-2", PeerURL: selfPeer, Data: data, LeaderAnswered: leader, Members: members,
+								Restore: req, BackupConfigured: store, BootstrapState: strings.TrimSuffix(state, "-formed-before"),
+								FormedBefore: strings.HasSuffix(state, "-formed-before")}
 							d := DecideStart(o)
 							where := fmt.Sprintf("data=%s leader=%v members=%s request=%s store=%v state=%s: %s [%s]", data, leader, ln, rn, store, state, d.Action, d.Rule)
 							if d.Action == StartRestore {
@@ -140,7 +149,7 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 							if data == DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
 								t.Errorf("asked to restore and safe to, but did not: %s", where)
 							}
-							if d.Action == StartNew && (leader || state != "new") {
+							if d.Action == StartNew && (leader || state != "new" || o.FormedBefore) {
 								t.Errorf("new cluster next to a leader or after the cluster formed: %s", where)
 							}
 						}
@@ -150,30 +159,6 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 		}
 	}
 	t.Logf("%d combinations", n)
-}
-
-func TestInspectDataDir(t *testing.T) {
-	dir := t.TempDir()
-	if got := InspectDataDir(filepath.Join(dir, "missing")); got != DataEmpty {
-		t.Errorf("missing dir: %s", got)
-	}
-	data := filepath.Join(dir, "new.etcd")
-	mustMkdir(t, filepath.Join(data, "member", "wal"))
-	mustMkdir(t, filepath.Join(data, "member", "snap"))
-	if got := InspectDataDir(data); got != DataCorrupt {
-		t.Errorf("member dir without WAL: %s", got)
-	}
-	mustWrite(t, filepath.Join(data, "member", "wal", "0000000000000000-0000000000000000.wal"), []byte("x"))
-	db := make([]byte, 8192)
-	mustWrite(t, filepath.Join(data, "member", "snap", "db"), db)
-	if got := InspectDataDir(data); got != DataCorrupt {
-		t.Errorf("database without bbolt magic: %s", got)
-	}
-	binary.LittleEndian.PutUint32(db[16:], bboltMagic)
-	mustWrite(t, filepath.Join(data, "member", "snap", "db"), db)
-	if got := InspectDataDir(data); got != DataValid {
-		t.Errorf("WAL and database: %s", got)
-	}
 }
 
 func TestWriteEtcdConfig(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package recovery decides the operator's part of recovering an etcd cluster that lost quorum
-// together with the data of a majority of its members (DEP-01 operator scenario 10, "Quorum lost
+// together with the data of a majority of its voters (DEP-01 operator scenario 10, "Quorum lost
 // with a majority of members NotReady", and "Recovering an etcd cluster from failure of majority
 // of members"): one member is restored from the backup as a new single-member cluster, the pods
 // of the old cluster are replaced, and the membership controller grows the new cluster back to
@@ -7,28 +7,48 @@
 //
 // Plan is pure: the controller (internal/controller/recovery) observes, asks Plan, and carries
 // out at most one action. Every rule has a stable id and every reason carries its numbers.
-// Nothing is restored while a leader answers (a quorum exists: members without data join it),
-// while fewer than a majority of the members are known to be without data (the members with
-// data can still bring quorum back), or before quorum has been lost for the grace period. The
-// recovery replaces voting members of the old cluster only because that cluster has lost quorum
-// for good: no data of theirs is deleted (the member's init step keeps it aside).
+//
+// The first duty is never to roll a cluster back while its data exists. Plan therefore reasons
+// only about the recorded voters (the voting membership the operator last saw while the cluster
+// was quorate, status.voters), never about pods: a pod that never joined, or a member that is
+// down, unreachable, crash-looping or partitioned, may still hold data or is no voter at all.
+// A voter counts as without data only when its current pod incarnation has proven it: its init
+// step, still running in that very pod, reported an empty data dir and no leader. A restore is
+// ordered only when such proofs cover a majority of the recorded voters (so the voters that may
+// hold data can never form a quorum again), quorum has been lost for the grace period and a
+// backup store is configured; it is called off as soon as that stops being true before the
+// restored member leads.
 package recovery
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
-// Pod is one member pod, as the controller sees it.
+// Voter is one recorded voter and what is known of it now.
+type Voter struct {
+	// Name is the member's (and its pod's) name; ID its member ID in hex.
+	Name string
+	ID   string
+	// PodUID is the incarnation of its pod now ("" when it has no pod).
+	PodUID string
+	// DataGone: the current incarnation of its pod proved that it holds no data of this member
+	// (its init step, still running in this pod, reported an empty data dir and no leader).
+	DataGone bool
+	// HasData: positive evidence that it holds the old cluster's data: its etcd runs and
+	// answered with the old cluster's ID, or its init step found valid data.
+	HasData bool
+	// State says what is known of it, for reasons ("no pod", "etcd down", "init: <decision>").
+	State string
+}
+
+// Pod is one member pod, for replacing the pods of the old cluster after a restore.
 type Pod struct {
-	Name    string
-	Ordinal int
-	// NoData: the pod's init step reported (on its Lease) that it has no data and no leader
-	// answers: it waits and can never bring the old cluster back.
-	NoData bool
+	Name string
 	// EtcdRunning: the pod is past its init step, its etcd container runs.
 	EtcdRunning bool
 	// ClusterID is the cluster ID (hex) its etcd reported just now, "" when it did not answer.
@@ -37,34 +57,38 @@ type Pod struct {
 	StartDecision string
 }
 
-// State is a recovery under way, recorded on the Etcd so an operator restart resumes it.
+// State is the recovery under way, recorded in the Etcd's status (status.recovery), so an
+// operator restart resumes it.
 type State struct {
-	// Member restores the backup and leads the new cluster.
-	Member string `json:"member"`
-	// Token is the new cluster's initial-cluster-token.
-	Token string `json:"token"`
-	// OldClusterID is the cluster that lost quorum ("" when it was never recorded).
-	OldClusterID string `json:"oldClusterID,omitempty"`
-	// QuorumLostAt is when quorum was lost (RFC 3339), for the recovery time reported at the end.
-	QuorumLostAt string `json:"quorumLostAt,omitempty"`
-	// StartedAt is when the restore was asked for (RFC 3339).
-	StartedAt string `json:"startedAt,omitempty"`
+	// Member restores the backup and leads the new cluster; PodUID is the incarnation asked.
+	Member string
+	PodUID string
+	// Token is the fencing token: the new cluster's initial-cluster-token.
+	Token string
+	// OldClusterID is the cluster that lost quorum.
+	OldClusterID string
+	// QuorumLostFor is how long quorum had been lost when the restore was ordered.
+	QuorumLostFor time.Duration
 }
 
 // Observed is one consistent look at the Etcd and its members.
 type Observed struct {
-	// Replicas is the number of members the cluster has (the StatefulSet's spec.replicas).
+	// Voters are the recorded voters (status.voters) with what is known of each now.
+	Voters []Voter
+	// Pods are the member pods (for replacing those still running the old cluster).
+	Pods []Pod
+	// Replicas is the desired number of members (for reasons).
 	Replicas int
-	Pods     []Pod
 	// QuorumLost: the Ready condition says the voters lost quorum; QuorumLostFor since when.
 	QuorumLost    bool
 	QuorumLostFor time.Duration
-	// Grace is how long quorum must have been lost before a restore is started.
+	// Grace is how long quorum must have been lost before a restore is ordered.
 	Grace time.Duration
-	// LeaderAnswered: a member answered as leader just now; LeaderName and LeaderClusterID are
-	// that member's.
+	// LeaderAnswered: a member answered as leader just now; LeaderName, LeaderID (hex) and
+	// LeaderClusterID are that member's.
 	LeaderAnswered  bool
 	LeaderName      string
+	LeaderID        string
 	LeaderClusterID string
 	// RecordedClusterID is status.clusterID.
 	RecordedClusterID string
@@ -72,7 +96,7 @@ type Observed struct {
 	BackupConfigured bool
 	// InProgress is the recovery under way (nil: none).
 	InProgress *State
-	// NewToken is the token a recovery started now would use (the controller makes it).
+	// NewToken is the token a recovery ordered now would use (the controller makes it).
 	NewToken string
 }
 
@@ -83,6 +107,7 @@ const (
 	ActionNone            Action = "none"
 	ActionWait            Action = "wait"
 	ActionStart           Action = "start-restore"
+	ActionCallOff         Action = "call-off"
 	ActionRecordClusterID Action = "record-cluster-id"
 	ActionReplacePod      Action = "replace-pod"
 	ActionFinish          Action = "finish"
@@ -94,11 +119,12 @@ type RuleID string
 const (
 	RuleNotNeeded     RuleID = "recovery/not-needed"
 	RuleLeaderAnswers RuleID = "recovery/wait-leader-answers"
-	RuleGrace         RuleID = "recovery/wait-grace"
+	RuleNoVoters      RuleID = "recovery/wait-voters-unrecorded"
 	RuleDataRemains   RuleID = "recovery/wait-members-with-data"
+	RuleGrace         RuleID = "recovery/wait-grace"
 	RuleNoBackup      RuleID = "recovery/no-backup"
-	RuleNoCandidate   RuleID = "recovery/wait-no-candidate"
 	RuleStart         RuleID = "recovery/start-restore"
+	RuleCallOff       RuleID = "recovery/call-off"
 	RuleRestoring     RuleID = "recovery/wait-restore"
 	RuleRecordID      RuleID = "recovery/record-cluster-id"
 	RuleReplaceOldPod RuleID = "recovery/replace-old-member"
@@ -113,7 +139,7 @@ type Decision struct {
 	Action Action `json:"action"`
 	Rule   RuleID `json:"rule"`
 	Reason string `json:"reason"`
-	// State is the recovery to record for ActionStart.
+	// State is the recovery to order for ActionStart.
 	State *State `json:"state,omitempty"`
 	// Pod is the pod to replace (ActionReplacePod).
 	Pod string `json:"pod,omitempty"`
@@ -152,43 +178,38 @@ func Plan(o Observed) Decision {
 		return decide(ActionNone, RuleLeaderAnswers, "%s answers as leader of cluster %s: members without data join it, nothing is restored",
 			o.LeaderName, o.LeaderClusterID)
 	}
-	noData := o.noData()
-	mayHaveData := o.Replicas - len(noData)
-	q := Quorum(o.Replicas)
-	counts := fmt.Sprintf("%d of %d members without data (%s), at most %d hold data, quorum needs %d",
-		len(noData), o.Replicas, names(noData), mayHaveData, q)
-	if mayHaveData >= q {
-		return decide(ActionWait, RuleDataRemains, "quorum lost for %s, but %s: they can bring the cluster back, nothing is restored",
-			o.QuorumLostFor.Round(time.Second), counts)
+	lost := o.QuorumLostFor.Round(time.Second)
+	if len(o.Voters) == 0 {
+		return decide(ActionWait, RuleNoVoters, "quorum lost for %s, but the operator never saw the voting membership of cluster %s while it was quorate: without it no majority of voters can be proven lost, nothing is restored; a person must decide",
+			lost, orNone(o.RecordedClusterID))
+	}
+	t := o.tally()
+	if len(t.gone) < t.quorum {
+		return decide(ActionWait, RuleDataRemains, "quorum lost for %s, but %s: they may still hold the data and bring the cluster back, nothing is restored; awaiting %s",
+			lost, t.counts(), t.awaited(o.Voters))
 	}
 	if o.QuorumLostFor < o.Grace {
-		return decide(ActionWait, RuleGrace, "quorum lost for %s of the %s grace; %s",
-			o.QuorumLostFor.Round(time.Second), o.Grace, counts)
+		return decide(ActionWait, RuleGrace, "quorum lost for %s of the %s grace; %s", lost, o.Grace, t.counts())
 	}
 	if !o.BackupConfigured {
 		return decide(ActionWait, RuleNoBackup, "quorum lost for %s and %s: the cluster cannot come back, and spec.backup names no store to restore from; a person must decide",
-			o.QuorumLostFor.Round(time.Second), counts)
+			lost, t.counts())
 	}
-	// The restoring member is a pod without data whose init step waits: nothing of it is lost.
-	var candidate *Pod
-	for i := range noData {
-		if candidate == nil || noData[i].Ordinal < candidate.Ordinal {
-			candidate = &noData[i]
-		}
-	}
-	if candidate == nil {
-		return decide(ActionWait, RuleNoCandidate, "quorum lost for %s; %s; no pod without data is waiting to restore", o.QuorumLostFor.Round(time.Second), counts)
-	}
+	// The restoring member is a voter that proved it has no data: nothing of it is lost.
+	candidate := t.gone[0]
 	d := decide(ActionStart, RuleStart,
 		"quorum lost for %s (grace %s) and %s: the old cluster %s cannot come back; restoring %s from the backup as a new single-member cluster, then replacing the old members (allowed only because quorum is already lost; their data is kept aside) and growing back to %d through learners",
-		o.QuorumLostFor.Round(time.Second), o.Grace, counts, orNone(o.RecordedClusterID), candidate.Name, o.Replicas)
-	d.State = &State{Member: candidate.Name, Token: o.NewToken, OldClusterID: o.RecordedClusterID}
+		lost, o.Grace, t.counts(), orNone(o.RecordedClusterID), candidate.Name, o.Replicas)
+	d.State = &State{Member: candidate.Name, PodUID: candidate.PodUID, Token: o.NewToken, OldClusterID: o.RecordedClusterID, QuorumLostFor: o.QuorumLostFor}
 	return d
 }
 
 func planInProgress(o Observed, s State) Decision {
 	newCluster := o.LeaderAnswered && o.LeaderName == s.Member && o.LeaderClusterID != "" && o.LeaderClusterID != s.OldClusterID
 	if !newCluster {
+		if d, ok := callOff(o, s); ok {
+			return d
+		}
 		leader := "no member answers as leader"
 		if o.LeaderAnswered {
 			leader = fmt.Sprintf("%s answers as leader of cluster %s", o.LeaderName, o.LeaderClusterID)
@@ -226,20 +247,82 @@ func planInProgress(o Observed, s State) Decision {
 		s.Member, o.LeaderClusterID, orNone(s.OldClusterID), o.Replicas)
 }
 
-func (o Observed) noData() []Pod {
-	var out []Pod
-	for _, p := range o.Pods {
-		if p.NoData && p.Ordinal >= 0 && p.Ordinal < o.Replicas {
-			out = append(out, p)
-		}
+// callOff calls off a recovery the old cluster may survive, at any point before the restored
+// member leads: a leader of another cluster than the restored one answers (the old cluster is
+// back), or the proofs that a majority of the recorded voters lost their data no longer hold (a
+// voter's pod came back with data, or was recreated and has not proven anything yet). The
+// restoring member counts as without data throughout: it proved so before it was asked, and
+// what it holds now is the restore.
+func callOff(o Observed, s State) (Decision, bool) {
+	if o.LeaderAnswered && (o.LeaderName != s.Member || o.LeaderClusterID == s.OldClusterID) {
+		return decide(ActionCallOff, RuleCallOff, "%s answers as leader of cluster %s while %s restores a new cluster from the backup (old cluster %s): the cluster is back, calling the restore off; %s keeps what it restored aside",
+			o.LeaderName, o.LeaderClusterID, s.Member, orNone(s.OldClusterID), s.Member), true
 	}
-	return out
+	if len(o.Voters) == 0 {
+		return Decision{}, false
+	}
+	t := o.tallyRestoring(s.Member)
+	if len(t.gone) >= t.quorum {
+		return Decision{}, false
+	}
+	return decide(ActionCallOff, RuleCallOff, "%s while %s restores from the backup: the voters that may hold data could bring cluster %s back, calling the restore off; awaiting %s",
+		t.counts(), s.Member, orNone(s.OldClusterID), t.awaited(o.Voters)), true
 }
 
-func names(ps []Pod) string {
+// tally counts the recorded voters by what they proved.
+type tally struct {
+	// gone are the voters proven without data, lowest name first.
+	gone   []Voter
+	voters int
+	quorum int
+}
+
+func (o Observed) tally() tally { return o.tallyRestoring("") }
+
+// tallyRestoring counts restoring (the member ordered to restore) as without data.
+func (o Observed) tallyRestoring(restoring string) tally {
+	t := tally{voters: len(o.Voters), quorum: Quorum(len(o.Voters))}
+	for _, v := range o.Voters {
+		if (v.DataGone && !v.HasData && v.PodUID != "") || (restoring != "" && v.Name == restoring) {
+			t.gone = append(t.gone, v)
+		}
+	}
+	sort.SliceStable(t.gone, func(i, j int) bool { return t.gone[i].Name < t.gone[j].Name })
+	return t
+}
+
+func (t tally) counts() string {
+	return fmt.Sprintf("%d of %d recorded voters proved they lost their data (%s), %d may hold it, a restore needs %d proven",
+		len(t.gone), t.voters, voterNames(t.gone), t.voters-len(t.gone), t.quorum)
+}
+
+// awaited lists the voters not proven without data, and why.
+func (t tally) awaited(all []Voter) string {
+	proven := map[string]bool{}
+	for _, v := range t.gone {
+		proven[v.Name+"/"+v.ID] = true
+	}
+	var out []string
+	for _, v := range all {
+		if proven[v.Name+"/"+v.ID] {
+			continue
+		}
+		name := v.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %s", name, v.ID, v.State))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
+
+func voterNames(vs []Voter) string {
 	var n []string
-	for _, p := range ps {
-		n = append(n, p.Name)
+	for _, v := range vs {
+		n = append(n, v.Name)
 	}
 	if len(n) == 0 {
 		return "none"

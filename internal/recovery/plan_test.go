@@ -8,13 +8,29 @@ import (
 	"time"
 )
 
-func pods(n int, noData ...int) []Pod {
+// voters are n recorded voters etcd-0..; those in gone proved in their pod that their data is
+// gone, the others run the old cluster.
+func voters(n int, gone ...int) []Voter {
+	var out []Voter
+	for i := range n {
+		v := Voter{Name: fmt.Sprintf("etcd-%d", i), ID: fmt.Sprintf("%x", 100+i), PodUID: fmt.Sprintf("uid-%d", i), HasData: true, State: "etcd down"}
+		for _, j := range gone {
+			if i == j {
+				v.DataGone, v.HasData, v.State = true, false, "init: wait/cluster-unreachable"
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func pods(n int, oldCluster ...int) []Pod {
 	var out []Pod
 	for i := range n {
-		p := Pod{Name: fmt.Sprintf("etcd-%d", i), Ordinal: i, EtcdRunning: true, ClusterID: "old"}
-		for _, j := range noData {
+		p := Pod{Name: fmt.Sprintf("etcd-%d", i)}
+		for _, j := range oldCluster {
 			if i == j {
-				p.NoData, p.EtcdRunning, p.ClusterID = true, false, ""
+				p.EtcdRunning, p.ClusterID = true, "old"
 			}
 		}
 		out = append(out, p)
@@ -25,99 +41,131 @@ func pods(n int, noData ...int) []Pod {
 func TestPlan(t *testing.T) {
 	lost := func(o Observed) Observed {
 		o.QuorumLost, o.QuorumLostFor, o.Grace, o.BackupConfigured, o.RecordedClusterID, o.NewToken = true, time.Minute, 30*time.Second, true, "old", "tok"
+		if o.Replicas == 0 {
+			o.Replicas = len(o.Voters)
+		}
 		return o
 	}
-	inProgress := &State{Member: "etcd-1", Token: "tok", OldClusterID: "old"}
+	with := func(o Observed, f func(*Observed)) Observed {
+		f(&o)
+		return o
+	}
+	inProgress := &State{Member: "etcd-1", PodUID: "uid-1", Token: "tok", OldClusterID: "old"}
 	for _, tc := range []struct {
 		name   string
 		o      Observed
 		action Action
 		rule   RuleID
+		// reason holds what the reason must say.
+		reason []string
 		check  func(t *testing.T, d Decision)
 	}{
-		{name: "healthy", o: Observed{Replicas: 3, Pods: pods(3)}, action: ActionNone, rule: RuleNotNeeded},
+		{name: "healthy", o: Observed{Voters: voters(3)}, action: ActionNone, rule: RuleNotNeeded},
 		{name: "quorum lost but a leader answers: never restore while a quorum exists",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
-				o.LeaderAnswered = true
-				return o
-			}(),
+			o:      with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) { o.LeaderAnswered = true }),
 			action: ActionNone, rule: RuleLeaderAnswers},
-		{name: "one of three without data: the others bring quorum back",
-			o: lost(Observed{Replicas: 3, Pods: pods(3, 2)}), action: ActionWait, rule: RuleDataRemains},
-		{name: "two of three without data, within the grace",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
-				o.QuorumLostFor = 10 * time.Second
-				return o
-			}(),
+		{name: "voters never recorded: nothing is restored, whatever the pods say",
+			o:      lost(Observed{Pods: pods(3), Replicas: 3}),
+			action: ActionWait, rule: RuleNoVoters, reason: []string{"never saw the voting membership"}},
+		{name: "one of three voters without data: the others bring quorum back",
+			o:      lost(Observed{Voters: voters(3, 2)}),
+			action: ActionWait, rule: RuleDataRemains,
+			reason: []string{"1 of 3 recorded voters proved", "2 may hold it", "a restore needs 2 proven", "awaiting etcd-0 (64): etcd down; etcd-1 (65): etcd down"}},
+		{name: "a scale-out in flight: a pod that never joined is no voter and proves nothing",
+			// 3 voters, the StatefulSet at 4: etcd-3 has no data and waits; etcd-2 lost its
+			// volume; etcd-1 is down with its volume intact. 2 of 4 pods are without data, but
+			// only 1 of the 3 voters is.
+			o:      lost(Observed{Voters: voters(3, 2), Pods: pods(4), Replicas: 5}),
+			action: ActionWait, rule: RuleDataRemains},
+		{name: "a voter whose pod reported no data but has no pod now proves nothing",
+			o: with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) {
+				o.Voters[2].PodUID = ""
+			}),
+			action: ActionWait, rule: RuleDataRemains},
+		{name: "a voter proven empty that also shows data counts as holding data",
+			o: with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) {
+				o.Voters[2].HasData = true
+			}),
+			action: ActionWait, rule: RuleDataRemains},
+		{name: "two of three voters without data, within the grace",
+			o:      with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) { o.QuorumLostFor = 10 * time.Second }),
 			action: ActionWait, rule: RuleGrace},
-		{name: "two of three without data, no backup store",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
-				o.BackupConfigured = false
-				return o
-			}(),
+		{name: "two of three voters without data, no backup store",
+			o:      with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) { o.BackupConfigured = false }),
 			action: ActionWait, rule: RuleNoBackup},
-		{name: "two of three without data: restore the lowest of them",
-			o: lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)}), action: ActionStart, rule: RuleStart,
+		{name: "two of three voters without data: restore the first of them",
+			o: lost(Observed{Voters: voters(3, 1, 2)}), action: ActionStart, rule: RuleStart,
+			reason: []string{"2 of 3 recorded voters proved they lost their data (etcd-1, etcd-2)", "a restore needs 2 proven", "quorum is already lost", "grace 30s"},
 			check: func(t *testing.T, d Decision) {
-				if d.State == nil || d.State.Member != "etcd-1" || d.State.Token != "tok" || d.State.OldClusterID != "old" {
-					t.Errorf("state %+v", d.State)
-				}
-				for _, want := range []string{"2 of 3 members without data", "quorum needs 2", "quorum is already lost", "grace 30s"} {
-					if !strings.Contains(d.Reason, want) {
-						t.Errorf("reason %q lacks %q", d.Reason, want)
-					}
+				want := State{Member: "etcd-1", PodUID: "uid-1", Token: "tok", OldClusterID: "old", QuorumLostFor: time.Minute}
+				if d.State == nil || *d.State != want {
+					t.Errorf("state %+v, want %+v", d.State, want)
 				}
 			}},
-		{name: "single node that lost its volume", o: lost(Observed{Replicas: 1, Pods: pods(1, 0)}), action: ActionStart, rule: RuleStart},
+		{name: "three of five voters without data", o: lost(Observed{Voters: voters(5, 0, 3, 4)}), action: ActionStart, rule: RuleStart},
+		{name: "two of five voters without data", o: lost(Observed{Voters: voters(5, 3, 4)}), action: ActionWait, rule: RuleDataRemains},
+		{name: "single member that lost its volume", o: lost(Observed{Voters: voters(1, 0)}), action: ActionStart, rule: RuleStart},
 		{name: "in progress, nobody leads yet",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 1, 2)})
+			o:      with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) { o.InProgress = inProgress }),
+			action: ActionWait, rule: RuleRestoring},
+		{name: "in progress, the restoring member's proof is spent: it still counts as without data",
+			o: with(lost(Observed{Voters: voters(3, 2), Pods: pods(3, 0)}), func(o *Observed) {
 				o.InProgress = inProgress
-				return o
-			}(),
+				o.Voters[1].State = "restoring"
+			}),
 			action: ActionWait, rule: RuleRestoring},
-		{name: "in progress, the old cluster answers as leader: still waiting",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 2)})
+		{name: "in progress, the old cluster answers as leader: called off",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-0", "old"
+			}),
+			action: ActionCallOff, rule: RuleCallOff, reason: []string{"etcd-0 answers as leader of cluster old", "calling the restore off"}},
+		{name: "in progress, the restoring member answers as leader of the old cluster: called off",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
 				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-1", "old"
-				return o
-			}(),
-			action: ActionWait, rule: RuleRestoring},
+			}),
+			action: ActionCallOff, rule: RuleCallOff},
+		{name: "in progress, a voter came back with its data: called off",
+			o: with(lost(Observed{Voters: voters(3, 1), Pods: pods(3, 0, 2)}), func(o *Observed) {
+				o.InProgress = inProgress
+				o.Voters[2].State = "etcd runs cluster old"
+			}),
+			action: ActionCallOff, rule: RuleCallOff, reason: []string{"1 of 3 recorded voters proved", "awaiting etcd-0 (64): etcd down; etcd-2 (66): etcd runs cluster old"}},
 		{name: "in progress, the new cluster leads: record its ID",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 2)})
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
 				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-1", "new"
-				return o
-			}(),
+			}),
+			action: ActionRecordClusterID, rule: RuleRecordID},
+		{name: "in progress, the new cluster leads: never called off, even with the proofs gone",
+			o: with(lost(Observed{Voters: voters(3), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-1", "new"
+			}),
 			action: ActionRecordClusterID, rule: RuleRecordID},
 		{name: "in progress, recorded: replace the pod still running the old cluster",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 2)})
-				o.Pods[1].ClusterID = "new"
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.Pods[1].EtcdRunning, o.Pods[1].ClusterID = true, "new"
 				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID, o.RecordedClusterID = inProgress, true, "etcd-1", "new", "new"
-				return o
-			}(),
+			}),
 			action: ActionReplacePod, rule: RuleReplaceOldPod, check: func(t *testing.T, d Decision) {
 				if d.Pod != "etcd-0" {
 					t.Errorf("pod %q, want etcd-0", d.Pod)
 				}
 			}},
 		{name: "in progress, no old member left: finish",
-			o: func() Observed {
-				o := lost(Observed{Replicas: 3, Pods: pods(3, 0, 2)})
-				o.Pods[1].ClusterID = "new"
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3)}), func(o *Observed) {
+				o.Pods[1].EtcdRunning, o.Pods[1].ClusterID = true, "new"
 				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID, o.RecordedClusterID = inProgress, true, "etcd-1", "new", "new"
-				return o
-			}(),
+			}),
 			action: ActionFinish, rule: RuleFinish},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Plan(tc.o)
 			if d.Action != tc.action || d.Rule != tc.rule {
 				t.Fatalf("got %s [%s] %q, want %s [%s]", d.Action, d.Rule, d.Reason, tc.action, tc.rule)
+			}
+			for _, want := range tc.reason {
+				if !strings.Contains(d.Reason, want) {
+					t.Errorf("reason %q lacks %q", d.Reason, want)
+				}
 			}
 			if tc.check != nil {
 				tc.check(t, d)
@@ -126,50 +174,71 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-// TestPlanProperties checks, over random observations, the safety rules: a restore starts only
-// when quorum is lost beyond the grace, no leader answers, a backup store is configured and the
-// members that may hold data are fewer than a quorum; the member asked to restore has no data;
-// only a pod answering with another cluster's ID is ever replaced.
+// TestPlanProperties checks, over random observations, the safety rules: a restore is ordered
+// only when quorum is lost beyond the grace, no leader answers, a backup store is configured and
+// a majority of the recorded voters proved in their current pod that their data is gone, whatever
+// the pods are; the member asked to restore is one of them; a recovery in progress goes on only
+// while no other leader answers and the proofs still hold; only a pod answering with another
+// cluster's ID is ever replaced.
 func TestPlanProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ids := []string{"", "old", "new", "other"}
 	for range 200000 {
-		n := 1 + rng.IntN(7)
-		o := Observed{Replicas: n, QuorumLost: rng.IntN(3) > 0, QuorumLostFor: time.Duration(rng.IntN(90)) * time.Second,
+		n := rng.IntN(8)
+		o := Observed{Replicas: 1 + rng.IntN(7), QuorumLost: rng.IntN(3) > 0, QuorumLostFor: time.Duration(rng.IntN(90)) * time.Second,
 			Grace: 30 * time.Second, LeaderAnswered: rng.IntN(2) == 0, BackupConfigured: rng.IntN(4) > 0,
 			RecordedClusterID: ids[rng.IntN(len(ids))], LeaderClusterID: ids[rng.IntN(len(ids))], NewToken: "tok"}
 		o.LeaderName = fmt.Sprintf("etcd-%d", rng.IntN(n+1))
-		for i := range n + rng.IntN(2) {
-			if rng.IntN(6) == 0 {
-				continue // no pod
+		for i := range n {
+			v := Voter{Name: fmt.Sprintf("etcd-%d", i), ID: fmt.Sprintf("%x", i+1), DataGone: rng.IntN(2) == 0, HasData: rng.IntN(4) == 0}
+			if rng.IntN(5) > 0 {
+				v.PodUID = fmt.Sprintf("uid-%d", rng.IntN(3))
 			}
-			p := Pod{Name: fmt.Sprintf("etcd-%d", i), Ordinal: i, NoData: rng.IntN(2) == 0, EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))]}
-			o.Pods = append(o.Pods, p)
+			o.Voters = append(o.Voters, v)
+		}
+		for i := range 1 + rng.IntN(8) {
+			o.Pods = append(o.Pods, Pod{Name: fmt.Sprintf("etcd-%d", i), EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))]})
 		}
 		if rng.IntN(3) == 0 {
-			o.InProgress = &State{Member: fmt.Sprintf("etcd-%d", rng.IntN(n)), Token: "tok", OldClusterID: ids[rng.IntN(len(ids))]}
+			o.InProgress = &State{Member: fmt.Sprintf("etcd-%d", rng.IntN(n+1)), Token: "tok", OldClusterID: ids[rng.IntN(len(ids))]}
 		}
 		d := Plan(o)
 		where := fmt.Sprintf("%+v → %s [%s] %s", o, d.Action, d.Rule, d.Reason)
+		proven := 0
+		for _, v := range o.Voters {
+			if v.DataGone && !v.HasData && v.PodUID != "" {
+				proven++
+			}
+		}
 		switch d.Action {
 		case ActionStart:
-			noData := 0
-			for _, p := range o.Pods {
-				if p.NoData && p.Ordinal < n {
-					noData++
+			if o.InProgress != nil || !o.QuorumLost || o.LeaderAnswered || !o.BackupConfigured || o.QuorumLostFor < o.Grace || n == 0 || proven < Quorum(n) {
+				t.Fatalf("restore ordered unsafely (%d of %d voters proven): %s", proven, n, where)
+			}
+			found := false
+			for _, v := range o.Voters {
+				if v.Name == d.State.Member && v.PodUID == d.State.PodUID && v.DataGone && !v.HasData && v.PodUID != "" {
+					found = true
 				}
 			}
-			if o.InProgress != nil || !o.QuorumLost || o.LeaderAnswered || !o.BackupConfigured || o.QuorumLostFor < o.Grace || n-noData >= Quorum(n) {
-				t.Fatalf("restore started unsafely: %s", where)
+			if !found {
+				t.Fatalf("the member ordered to restore did not prove it has no data: %s", where)
 			}
-			var member *Pod
-			for i := range o.Pods {
-				if o.Pods[i].Name == d.State.Member {
-					member = &o.Pods[i]
+		case ActionWait:
+			if d.Rule == RuleRestoring {
+				s := o.InProgress
+				if o.LeaderAnswered && (o.LeaderName != s.Member || o.LeaderClusterID == s.OldClusterID) {
+					t.Fatalf("a recovery goes on while another cluster's leader answers: %s", where)
 				}
-			}
-			if member == nil || !member.NoData || member.Ordinal >= n {
-				t.Fatalf("restoring member has data or no pod: %s", where)
+				restoringIsVoter := 0
+				for _, v := range o.Voters {
+					if v.Name == s.Member && !(v.DataGone && !v.HasData && v.PodUID != "") {
+						restoringIsVoter = 1
+					}
+				}
+				if n > 0 && proven+restoringIsVoter < Quorum(n) {
+					t.Fatalf("a recovery goes on while the proofs no longer cover a majority: %s", where)
+				}
 			}
 		case ActionReplacePod:
 			if o.InProgress == nil || !o.LeaderAnswered || o.LeaderName != o.InProgress.Member || o.RecordedClusterID != o.LeaderClusterID {
@@ -183,6 +252,10 @@ func TestPlanProperties(t *testing.T) {
 		case ActionRecordClusterID:
 			if o.InProgress == nil || d.ClusterID == "" || d.ClusterID == o.InProgress.OldClusterID {
 				t.Fatalf("recorded a cluster ID that is not the new cluster's: %s", where)
+			}
+		case ActionCallOff:
+			if o.InProgress == nil {
+				t.Fatalf("called off without a recovery: %s", where)
 			}
 		}
 		if d.Reason == "" || d.Rule == "" {

@@ -151,9 +151,11 @@ func ServiceAccount(e *druidv1alpha1.Etcd) *corev1.ServiceAccount {
 }
 
 // MemberAgentRole allows patching exactly this cluster's member Leases, the one call the agent
-// makes (a merge patch; it never reads, creates or deletes a Lease). RBAC cannot tell one member
-// pod from another, since they share the ServiceAccount: the chart's member Lease
-// ValidatingAdmissionPolicy narrows each pod to the Lease named after it.
+// makes (a merge patch; it never reads, creates or deletes a Lease), and reading this one Etcd,
+// whose status holds the operator's restore order for the init step (read only: a member can
+// never write an order). RBAC cannot tell one member pod from another, since they share the
+// ServiceAccount: the chart's member Lease ValidatingAdmissionPolicy narrows each pod to the
+// Lease named after it.
 func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 	role := &rbacv1.Role{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
 	role.Rules = []rbacv1.PolicyRule{{
@@ -161,6 +163,11 @@ func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 		Resources:     []string{"leases"},
 		ResourceNames: MemberNames(e),
 		Verbs:         []string{"patch"},
+	}, {
+		APIGroups:     []string{druidv1alpha1.GroupVersion.Group},
+		Resources:     []string{"etcds"},
+		ResourceNames: []string{e.Name},
+		Verbs:         []string{"get"},
 	}}
 	role.Rules = append(role.Rules, snapshotLeaseRule(e)...)
 	return role

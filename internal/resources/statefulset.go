@@ -236,6 +236,7 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		"--key-file=" + tlsMountRoot + "/client/tls.key",
 		"--lease=$(POD_NAME)",
 		"--namespace=$(POD_NAMESPACE)",
+		"--pod-uid=$(POD_UID)",
 		"--",
 	}
 	return corev1.Container{
@@ -243,7 +244,9 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		Image:   s.MemberAgentImage,
 		Command: []string{"/etcd-conductor", "member-agent"},
 		Args:    append(args, etcdFlags(e)...),
-		Env:     podEnv(),
+		// The pod's UID names its incarnation: a restore order is for one incarnation, and the
+		// evidence the step reports (no data here) holds only for the pod that found it.
+		Env:     append(podEnv(), corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}),
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
 		// It writes the etcd config and may set a corrupt data dir aside: both volumes writable,
 		// the root filesystem not. The token is for its own member Lease (the old member ID of a

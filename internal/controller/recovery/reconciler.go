@@ -1,14 +1,14 @@
 // Package recovery holds the recovery controller (DEP-01 operator scenario 10): when quorum has
-// been lost beyond a grace period and a majority of the members reports no data, it asks one
-// member without data to restore the backup as a new single-member cluster, records the new
-// cluster ID, replaces the pods still running the old cluster, and leaves growing back to
-// spec.replicas to the membership controller (learners). internal/recovery decides; this
-// package observes and acts, one step per reconcile.
+// been lost beyond a grace period and a majority of the recorded voters proved in their current
+// pods that their data is gone, it orders one of them to restore the backup as a new
+// single-member cluster, records the new cluster ID, replaces the pods still running the old
+// cluster, and leaves growing back to spec.replicas to the membership controller (learners).
+// internal/recovery decides; this package observes and acts, one step per reconcile.
 //
-// The recovery under way is recorded in the restore request on the restoring member's Lease
-// (memberagent.AnnotationRestore), so an operator restart resumes it and the operator needs no
-// write access to the Etcd's spec or metadata; every step is an Event and the
-// RecoveryInProgress condition.
+// The order lives in the Etcd's status (status.recovery), which only the operator writes: a
+// member pod or a namespace user who can write a Lease cannot order a restore. An order found
+// the old way, as an annotation on a member Lease, is reported as a forgery and removed. Every
+// step is an Event and the RecoveryInProgress condition.
 package recovery
 
 import (
@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,10 +137,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			cs = &got
 		}
 	}
-	o, err := r.observe(etcd, sts, pods, leases, cs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	leases = resources.ControlledLeases(etcd, leases)
+	r.removeForgedOrders(ctx, etcd, leases)
+	o := r.observe(etcd, pods, leases, cs)
 	d := recovery.Plan(o)
 	log.V(1).Info("Recovery decision", "action", d.Action, "rule", d.Rule, "reason", d.Reason)
 	actErr := r.act(ctx, etcd, o, &d)
@@ -188,46 +187,64 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		c.Status == druidv1alpha1.ConditionTrue {
 		return false, nil
 	}
+	if etcd.Status.Recovery != nil {
+		return false, nil
+	}
 	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Client, etcd)
 	if err != nil {
 		return false, err
 	}
 	for _, l := range leases {
 		if l.Annotations[memberagent.AnnotationRestore] != "" {
+			// A forged order, to report and remove.
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) (recovery.Observed, error) {
-	now := r.now()
-	o := recovery.Observed{
-		Replicas:          int(*sts.Spec.Replicas),
-		Grace:             r.cfg.Grace,
-		RecordedClusterID: etcd.Status.ClusterID,
-		BackupConfigured:  backupConfigured(etcd),
-		NewToken:          fmt.Sprintf("%s-%s-restored-%d", etcd.Namespace, etcd.Name, now.Unix()),
-	}
+// removeForgedOrders reports and removes restore orders written on member Leases: the operator
+// orders restores only in the Etcd's status, so whoever wrote one there (a member pod, a
+// namespace user with Lease access) is not the operator. Nothing acts on them; removing them
+// keeps the report to one Event each.
+func (r *Reconciler) removeForgedOrders(ctx context.Context, etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) {
 	for _, l := range leases {
 		raw := l.Annotations[memberagent.AnnotationRestore]
 		if raw == "" {
 			continue
 		}
-		var req memberagent.RestoreRequest
-		if err := json.Unmarshal([]byte(raw), &req); err != nil {
-			return o, fmt.Errorf("annotation %s of Lease %s/%s is unreadable (%q): %w", memberagent.AnnotationRestore, l.Namespace, l.Name, raw, err)
+		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, ReasonForgedRestoreOrder,
+			"ignored a restore order written on Lease %s (%q): only the operator orders a restore, in the Etcd's status; the annotation is removed", l.Name, raw)
+		if err := r.annotateLease(ctx, etcd.Namespace, l.Name, memberagent.AnnotationRestore, ""); err != nil {
+			logr.FromContextOrDiscard(ctx).Info("Could not remove a forged restore order", "lease", l.Name, "error", err.Error())
 		}
-		o.InProgress = &recovery.State{Member: req.Member, Token: req.Token, OldClusterID: req.OldClusterID, QuorumLostAt: req.QuorumLostAt, StartedAt: req.StartedAt}
-		break
+	}
+}
+
+// ReasonForgedRestoreOrder is the Event reason for a restore order found outside the status.
+const ReasonForgedRestoreOrder = "ForgedRestoreOrderIgnored"
+
+// observe puts together what the planner decides on: the recorded voters with the evidence of
+// their current pods, the member pods, and what the members said.
+func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) recovery.Observed {
+	now := r.now()
+	o := recovery.Observed{
+		Replicas:          int(etcd.Spec.Replicas),
+		Grace:             r.cfg.Grace,
+		RecordedClusterID: etcd.Status.ClusterID,
+		BackupConfigured:  backupConfigured(etcd),
+		NewToken:          fmt.Sprintf("%s-%s-restored-%d", etcd.Namespace, etcd.Name, now.Unix()),
+	}
+	if req := etcd.Status.Recovery; req != nil {
+		o.InProgress = &recovery.State{Member: req.Member, PodUID: req.PodUID, Token: req.Token, OldClusterID: req.OldClusterID}
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
 		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
 		o.QuorumLost, o.QuorumLostFor = true, now.Sub(c.LastTransitionTime.Time)
 	}
-	decisions := map[string]string{}
-	for _, l := range leases {
-		decisions[l.Name] = l.Annotations[memberagent.AnnotationStartDecision]
+	leaseOf := map[string]*coordinationv1.Lease{}
+	for i := range leases {
+		leaseOf[leases[i].Name] = &leases[i]
 	}
 	clusterOf := map[string]string{}
 	if cs != nil {
@@ -238,25 +255,70 @@ func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, 
 		}
 		if leader, ok := cs.Leader(); ok {
 			o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = true, leader.Name, strconv.FormatUint(leader.ClusterID, 16)
+			o.LeaderID = strconv.FormatUint(leader.ID, 16)
 		}
 	}
-	for _, p := range pods {
+	podOf := map[string]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ordinal, ok := resources.OrdinalOf(etcd, p.Name)
-		if !ok {
+		if _, ok := resources.OrdinalOf(etcd, p.Name); !ok {
 			continue
 		}
-		decision := decisions[p.Name]
+		podOf[p.Name] = p
 		o.Pods = append(o.Pods, recovery.Pod{
-			Name: p.Name, Ordinal: ordinal, StartDecision: decision, ClusterID: clusterOf[p.Name],
-			// Still in its init step, which found no data and no leader.
-			NoData:      initRunning(&p) && strings.HasPrefix(decision, memberagent.StartRuleClusterUnknown+":"),
+			Name: p.Name, ClusterID: clusterOf[p.Name], StartDecision: startDecision(leaseOf[p.Name]),
 			EtcdRunning: containerRunning(p.Status.ContainerStatuses, resources.EtcdContainerName),
 		})
 	}
-	return o, nil
+	for _, rv := range etcd.Status.Voters {
+		o.Voters = append(o.Voters, voterEvidence(rv, podOf[rv.Name], leaseOf[rv.Name], clusterOf[rv.Name], etcd.Status.ClusterID))
+	}
+	return o
+}
+
+// voterEvidence is what the current pod of a recorded voter proves. Without data means: the
+// init step of this very pod incarnation, still running, reported an empty data dir. Holding
+// data means: its etcd answered as a member of the recorded cluster, or its init step found
+// valid data. Anything else (no pod, a pod that has not reported, etcd down or crash-looping, an
+// older incarnation's report) proves nothing either way.
+func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coordinationv1.Lease, clusterID, recordedClusterID string) recovery.Voter {
+	v := recovery.Voter{Name: rv.Name, ID: rv.ID}
+	if pod == nil {
+		v.State = "no pod"
+		return v
+	}
+	v.PodUID = string(pod.UID)
+	report, reported := memberagent.StartReport{}, false
+	if lease != nil {
+		report, reported = memberagent.ParseStartReport(lease.Annotations)
+		reported = reported && report.PodUID == v.PodUID
+	}
+	switch {
+	case clusterID != "":
+		v.State = "etcd answers as a member of cluster " + clusterID
+		v.HasData = clusterID == recordedClusterID
+	case initRunning(pod) && reported:
+		v.State = fmt.Sprintf("init step found %s data: %s", report.Data, startDecision(lease))
+		v.DataGone = report.Data == memberagent.DataEmpty
+		v.HasData = report.Data == memberagent.DataValid
+	case initRunning(pod):
+		v.State = "init step of this pod has not reported yet (its volume may hold data)"
+	case containerRunning(pod.Status.ContainerStatuses, resources.EtcdContainerName):
+		v.State = "etcd runs but does not answer (its volume may hold data)"
+	default:
+		v.State = "pod down (its volume may hold data)"
+	}
+	return v
+}
+
+func startDecision(l *coordinationv1.Lease) string {
+	if l == nil {
+		return ""
+	}
+	return l.Annotations[memberagent.AnnotationStartDecision]
 }
 
 // backupConfigured: spec.backup names a store provider.
@@ -284,19 +346,28 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 	switch d.Action {
 	case recovery.ActionStart:
 		s := *d.State
-		req, err := json.Marshal(memberagent.RestoreRequest{Member: s.Member, Token: s.Token, Reason: d.Reason, OldClusterID: s.OldClusterID,
-			StartedAt: now.Format(time.RFC3339Nano), QuorumLostAt: now.Add(-o.QuorumLostFor).Format(time.RFC3339Nano)})
-		if err != nil {
-			return err
+		order := &druidv1alpha1.RecoveryRequest{Member: s.Member, PodUID: s.PodUID, Token: s.Token, OldClusterID: s.OldClusterID, Reason: d.Reason,
+			StartedAt: ptr.To(metav1.NewTime(now)), QuorumLostAt: ptr.To(metav1.NewTime(now.Add(-s.QuorumLostFor)))}
+		// The order is the record: written into the status, where only the operator writes, on
+		// the version of the Etcd it was decided on.
+		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+			st.Recovery = order
+		}); err != nil {
+			return fmt.Errorf("ordering %s to restore: %w", s.Member, err)
 		}
-		// The request is the record: written once, on the member's own Lease.
-		if err := r.annotateLease(ctx, etcd.Namespace, s.Member, memberagent.AnnotationRestore, string(req)); err != nil {
-			return err
+		log.Info("Ordered a member to restore from the backup", "member", s.Member, "pod", s.PodUID, "token", s.Token)
+	case recovery.ActionCallOff:
+		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+			st.Recovery = nil
+		}); err != nil {
+			return fmt.Errorf("calling the restore off: %w", err)
 		}
-		log.Info("Asked a member to restore from the backup", "member", s.Member, "token", s.Token)
 	case recovery.ActionRecordClusterID:
+		// The restored member is the new cluster's one voter until the membership controller
+		// records more.
+		voters := []druidv1alpha1.RecordedVoter{{Name: o.LeaderName, ID: o.LeaderID}}
 		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
-			s.ClusterID = d.ClusterID
+			s.ClusterID, s.Voters = d.ClusterID, voters
 		}); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
 		}
@@ -315,10 +386,12 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			return fmt.Errorf("deleting pod %s: %w", d.Pod, err)
 		}
 	case recovery.ActionFinish:
-		if lostAt, err := time.Parse(time.RFC3339Nano, o.InProgress.QuorumLostAt); err == nil {
-			d.Reason += fmt.Sprintf("; quorum was lost for %s until the restored member led", now.Sub(lostAt).Round(time.Second))
+		if lostAt := etcd.Status.Recovery.QuorumLostAt; lostAt != nil {
+			d.Reason += fmt.Sprintf("; quorum was lost for %s until the restored member led", now.Sub(lostAt.Time).Round(time.Second))
 		}
-		return r.annotateLease(ctx, etcd.Namespace, o.InProgress.Member, memberagent.AnnotationRestore, "")
+		return status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+			s.Recovery = nil
+		})
 	}
 	return nil
 }

@@ -19,13 +19,14 @@ import (
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
 //     ready, selector and the conditions Ready, AllMembersReady, AllMembersUpdated and the
 //     backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
-//   - WriterMembership (the membership controller): clusterID and the condition
+//   - WriterMembership (the membership controller): clusterID, voters and the condition
 //     ScaleOperationInProgress;
-//   - WriterRecovery (the recovery controller): the condition RecoveryInProgress, and clusterID
-//     too: the membership controller records it once when the cluster forms, the recovery
-//     controller once more when a restore from backup has made a new cluster. The two never
-//     write it for the same cluster at the same time (the membership controller only while it is
-//     empty), and each write is a merge patch of that one field.
+//   - WriterRecovery (the recovery controller): recovery, the condition RecoveryInProgress, and
+//     clusterID and voters too: the membership controller records them while the recorded
+//     cluster is quorate, the recovery controller once more when a restore from backup has made
+//     a new cluster. The two never write them for the same cluster at the same time (the
+//     membership controller records voters only from a leader of the recorded cluster, and the
+//     cluster ID only while it is empty), and each write is a merge patch of those fields.
 type Writer string
 
 const (
@@ -62,8 +63,10 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 		s.LastOperation = nil
 	case WriterStatus:
 		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector = nil, 0, 0, 0, nil, nil
-	case WriterMembership, WriterRecovery:
-		s.ClusterID = ""
+	case WriterMembership:
+		s.ClusterID, s.Voters = "", nil
+	case WriterRecovery:
+		s.ClusterID, s.Voters, s.Recovery = "", nil, nil
 	default:
 		return s, fmt.Errorf("unknown Etcd status writer %q", w)
 	}
@@ -108,7 +111,11 @@ func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Wri
 		// Nothing changed (nil and empty lists marshal alike, so compare what would be sent).
 		return nil
 	}
-	if !equality.Semantic.DeepEqual(before.Status.Conditions, etcd.Status.Conditions) {
+	// The recovery order and the recorded voters are decisions about the cluster as it was read:
+	// they are written only onto the version they were decided on, like the shared conditions.
+	if !equality.Semantic.DeepEqual(before.Status.Conditions, etcd.Status.Conditions) ||
+		!equality.Semantic.DeepEqual(before.Status.Recovery, etcd.Status.Recovery) ||
+		!equality.Semantic.DeepEqual(before.Status.Voters, etcd.Status.Voters) {
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	}
 	if err := c.Status().Patch(ctx, etcd, patch); err != nil {

@@ -252,6 +252,20 @@ type EtcdStatus struct {
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
 
+	// Voters is the voting membership the operator last saw in the leader's member list while
+	// the cluster recorded in ClusterID was quorate. Recovery reasons about these voters only:
+	// nothing is restored from a backup unless a majority of them has proven that its data is
+	// gone. Not part of etcd-druid's API.
+	// +optional
+	Voters []RecordedVoter `json:"voters,omitempty"`
+
+	// Recovery is the restore from backup the operator has ordered (nil: none). It lives in the
+	// status, which only the operator writes: a member's init step restores only when the
+	// request here names its pod incarnation and carries the token it restores with. Not part of
+	// etcd-druid's API.
+	// +optional
+	Recovery *RecoveryRequest `json:"recovery,omitempty"`
+
 	// The fields below are etcd-druid's status fields the operator does not write; they are
 	// declared so that status copied from an etcd-druid cluster is accepted.
 
@@ -331,6 +345,46 @@ const (
 	// EtcdRoleLearner is a member that does not vote yet (scale-out or replacement in progress).
 	EtcdRoleLearner EtcdRole = "Learner"
 )
+
+// RecordedVoter is one voting member as the leader listed it.
+type RecordedVoter struct {
+	// Name is the member's (and its pod's) name.
+	Name string `json:"name"`
+	// ID is the member ID in hex.
+	ID string `json:"id"`
+	// PeerURLs are the member's advertised peer URLs.
+	// +optional
+	PeerURLs []string `json:"peerURLs,omitempty"`
+}
+
+// RecoveryRequest is the operator's order that one member restore the cluster from the backup as
+// a new single-member cluster (DEP-01 operator scenario 10).
+type RecoveryRequest struct {
+	// Member is the pod asked to restore.
+	Member string `json:"member"`
+	// PodUID is the incarnation of that pod the order is for: a pod recreated since then does
+	// not act on it.
+	PodUID string `json:"podUID"`
+	// Token is the fencing token and the new cluster's initial-cluster-token: a new cluster ID,
+	// so no member of the old cluster can ever talk to the new one.
+	Token string `json:"token"`
+	// OldClusterID is the cluster that lost quorum.
+	// +optional
+	OldClusterID string `json:"oldClusterID,omitempty"`
+	// Reason is the operator's, with its numbers.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// QuorumLostAt is when quorum was lost; StartedAt when the restore was ordered.
+	// +optional
+	QuorumLostAt *metav1.Time `json:"quorumLostAt,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+}
+
+// For tells whether the order is for this incarnation (pod uid) of member name, with a token.
+func (r *RecoveryRequest) For(name, uid string) bool {
+	return r != nil && r.Member == name && r.PodUID != "" && r.PodUID == uid && r.Token != ""
+}
 
 // EtcdMemberConditionStatus is a member's health.
 type EtcdMemberConditionStatus string
