@@ -110,7 +110,7 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // Reconcile runs one membership step:
 //  1. read the Etcd, its StatefulSet, pods and member Leases from the informer cache;
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
-//     ID once the cluster has formed;
+//     ID once the cluster has formed, and its voters whenever its leader lists others;
 //  3. plan (internal/membership); when the plan is an action, read the Etcd, StatefulSet, pods
 //     and Leases again uncached and plan again on them, so no action is ever taken on a lagging
 //     informer, while a settled cluster (the plan waits or is done) costs no uncached read;
@@ -130,6 +130,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.recordClusterID(ctx, etcd, id); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.recordVoters(ctx, etcd, cs); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
 	}
 
 	decision := r.plan(view, cs, credsErr)
