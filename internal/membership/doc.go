@@ -6,6 +6,11 @@
 // one action.
 //
 // Every rule has a stable id, and every decision's reason carries the numbers it was made on.
-// No rule removes a voter unless the healthy voters that remain are a quorum of the voters that
-// remain; no rule adds a learner while one exists; a learner is never a leadership target.
+// Quorums are counted on the voters the leader hears (Member.Heard: it leads, or it served a
+// linearizable read, which needs the leader), never on the members that answered the operator: a
+// member cut off from the leader on the peer network still answers. No rule removes a voter
+// unless the voters that remain and that the leader hears are a quorum of the voters that remain,
+// and none removes, promotes, adds or moves leadership before the controller has asked which
+// voters the leader hears; no rule adds a learner while one exists; a learner is never a
+// leadership target.
 package membership

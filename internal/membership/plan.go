@@ -46,10 +46,11 @@ func Plan(o Observed) Decision {
 // view is the observation with the counts every rule needs.
 type view struct {
 	o Observed
-	// voters and healthy count voting members and those of them that answered.
-	voters, healthy int
-	learner         *Member
-	leader          *Member
+	// voters counts voting members, healthy those of them that answered the operator, heard
+	// those the leader hears (Member.Heard; 0 unless Observed.HeardKnown).
+	voters, healthy, heard int
+	learner                *Member
+	leader                 *Member
 	// byOrdinal holds the members standing for pods of this Etcd.
 	byOrdinal map[int]*Member
 	// beyond are the voters no wanted pod stands for (ordinal ≥ desired or foreign), highest
@@ -84,6 +85,9 @@ func newView(o Observed) *view {
 		if m.Healthy {
 			v.healthy++
 		}
+		if m.Heard && o.HeardKnown {
+			v.heard++
+		}
 		switch {
 		case m.Ordinal < 0 && m.SeenFor < o.SuperfluousGrace:
 			v.inGrace = append(v.inGrace, m)
@@ -108,8 +112,21 @@ func (v *view) summary() string {
 			learners++
 		}
 	}
-	return fmt.Sprintf("%d/%d voters healthy (quorum %d), %d learner(s), desired %d, StatefulSet replicas %d",
-		v.healthy, v.voters, Quorum(v.voters), learners, v.o.Desired, v.o.StatefulSetReplicas)
+	heard := fmt.Sprintf("%d/%d voters heard by the leader (quorum %d)", v.heard, v.voters, Quorum(v.voters))
+	if !v.o.HeardKnown {
+		heard = fmt.Sprintf("%d voters (quorum %d), the leader's view not asked", v.voters, Quorum(v.voters))
+	}
+	return fmt.Sprintf("%s, %d/%d answered, %d learner(s), desired %d, StatefulSet replicas %d",
+		heard, v.healthy, v.voters, learners, v.o.Desired, v.o.StatefulSetReplicas)
+}
+
+// needHeard holds a step that counts a quorum until the controller has asked which voters the
+// leader hears (Observed.HeardKnown): unknown counts as not heard, so nothing is done on it.
+func (v *view) needHeard(step string) *Decision {
+	if v.o.HeardKnown {
+		return nil
+	}
+	return decide(ActionWait, RuleHeardUnknown, "%s counts on the voters the leader hears, not asked yet; %s", step, v.summary())
 }
 
 func describe(m *Member) string {
@@ -173,7 +190,9 @@ func ruleLearnerUnwanted(v *view) *Decision {
 }
 
 // ruleLearner finishes the one learner there is: its pod must exist, it must start, then it is
-// promoted when the voters after promotion still have a healthy quorum.
+// promoted when the voters after promotion still have a quorum the leader hears. The learner
+// itself counts when it answered: it can serve no read that needs the leader, and what the
+// leader sees of it, its progress, etcd checks at promotion (ErrLearnerNotReady).
 func ruleLearner(v *view) *Decision {
 	m := v.learner
 	if m == nil {
@@ -194,28 +213,34 @@ func ruleLearner(v *view) *Decision {
 		}
 		return decide(ActionWait, RuleLearnerStarting, "waiting for learner %s to start; %s", describe(m), v.summary())
 	}
+	if d := v.needHeard("promoting learner " + describe(m)); d != nil {
+		return d
+	}
 	after := v.voters + 1
-	healthyAfter := v.healthy
+	heardAfter := v.heard
+	learner := "the learner not counted: it did not answer"
 	if m.Healthy {
-		healthyAfter++
+		heardAfter++
+		learner = "the learner counted: it answered, and etcd checks its progress at promotion"
 	}
-	if healthyAfter < Quorum(after) {
-		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters would be healthy after it, quorum %d; %s",
-			describe(m), healthyAfter, after, Quorum(after), v.summary())
+	if heardAfter < Quorum(after) {
+		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
+			describe(m), heardAfter, after, learner, Quorum(after), v.summary())
 	}
-	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters healthy after it (quorum %d); %s",
-		describe(m), healthyAfter, after, Quorum(after), v.summary())
+	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
+		describe(m), heardAfter, after, learner, Quorum(after), v.summary())
 	d.Member = m
 	return d
 }
 
 // ruleReplaceDataLost removes a voter whose pod lost its data (member scenarios 4/5), so it can
-// be added again as a learner; only while the healthy voters left are a quorum of those left.
+// be added again as a learner; only while the voters left that the leader hears are a quorum of
+// those left.
 func ruleReplaceDataLost(v *view) *Decision {
 	for i := range v.o.Members {
 		m := &v.o.Members[i]
-		// A member that answers has its data, whatever a stale report says.
-		if m.Learner || !m.DataLost || m.Healthy || m.Ordinal < 0 || m.Ordinal >= v.o.Desired {
+		// A member that answers or serves has its data, whatever a stale report says.
+		if m.Learner || !m.DataLost || m.Healthy || m.Heard || m.Ordinal < 0 || m.Ordinal >= v.o.Desired {
 			continue
 		}
 		return removeIfSafe(v, m, RuleReplaceDataLost, RuleReplaceUnsafe, "its pod has no usable data for this member ID")
@@ -223,20 +248,25 @@ func ruleReplaceDataLost(v *view) *Decision {
 	return nil
 }
 
-// removeIfSafe removes voter m when the healthy voters other than m are a quorum of the voters
-// left.
+// removeIfSafe removes voter m when the voters other than m that the leader hears are a quorum
+// of the voters left. A member that answers the operator but that the leader does not hear (cut
+// off on the peer network) is not counted: removing another would leave the leader without a
+// quorum it hears.
 func removeIfSafe(v *view, m *Member, ok, unsafe RuleID, why string) *Decision {
+	if d := v.needHeard(fmt.Sprintf("removing %s (%s)", describe(m), why)); d != nil {
+		return d
+	}
 	after := v.voters - 1
-	healthyAfter := v.healthy
-	if m.Healthy {
-		healthyAfter--
+	heardAfter := v.heard
+	if m.Heard {
+		heardAfter--
 	}
-	if after < 1 || healthyAfter < Quorum(after) {
-		return decide(ActionWait, unsafe, "not removing %s (%s): %d of %d remaining voters would be healthy, quorum %d; %s",
-			describe(m), why, healthyAfter, after, Quorum(after), v.summary())
+	if after < 1 || heardAfter < Quorum(after) {
+		return decide(ActionWait, unsafe, "not removing %s (%s): %d of %d remaining voters heard by the leader, quorum %d; %s",
+			describe(m), why, heardAfter, after, Quorum(after), v.summary())
 	}
-	d := decide(ActionRemove, ok, "removing %s (%s): %d of %d remaining voters healthy, quorum %d; %s",
-		describe(m), why, healthyAfter, after, Quorum(after), v.summary())
+	d := decide(ActionRemove, ok, "removing %s (%s): %d of %d remaining voters heard by the leader, quorum %d; %s",
+		describe(m), why, heardAfter, after, Quorum(after), v.summary())
 	d.Member = m
 	return d
 }
@@ -263,17 +293,20 @@ func (v *view) resizeNeeded() bool {
 }
 
 // ruleScaleIn removes voters beyond the desired size, highest ordinal first, one at a time,
-// after moving leadership off them.
+// after moving leadership off them, to a kept voter the leader hears.
 func ruleScaleIn(v *view) *Decision {
 	if len(v.beyond) == 0 {
 		return nil
 	}
 	m := v.beyond[0]
 	if m.Leader {
+		if d := v.needHeard(fmt.Sprintf("moving leadership off %s", describe(m))); d != nil {
+			return d
+		}
 		var target *Member
 		for i := range v.o.Members {
 			c := &v.o.Members[i]
-			if c.Learner || !c.Healthy || c.Ordinal < 0 || c.Ordinal >= v.o.Desired {
+			if c.Learner || !c.Heard || c.Ordinal < 0 || c.Ordinal >= v.o.Desired {
 				continue
 			}
 			if target == nil || c.Ordinal < target.Ordinal {
@@ -281,7 +314,7 @@ func ruleScaleIn(v *view) *Decision {
 			}
 		}
 		if target == nil {
-			return decide(ActionWait, RuleNoLeaderTarget, "leader %s is to be removed but no healthy voter in [0, %d) can take over; %s",
+			return decide(ActionWait, RuleNoLeaderTarget, "leader %s is to be removed but no voter in [0, %d) that it hears can take over; %s",
 				describe(m), v.o.Desired, v.summary())
 		}
 		d := decide(ActionMoveLeader, RuleMoveLeader, "moving leadership from %s to %s before removing it; %s",
@@ -312,8 +345,9 @@ func ruleShrink(v *view) *Decision {
 	return d
 }
 
-// ruleScaleOut adds the lowest missing ordinal as a learner while the cluster is quorate; its pod
-// is created after (ruleLearner), so the pod finds itself in the member list when it starts.
+// ruleScaleOut adds the lowest missing ordinal as a learner while the leader hears a quorum of
+// the voters; its pod is created after (ruleLearner), so the pod finds itself in the member list
+// when it starts.
 func ruleScaleOut(v *view) *Decision {
 	missing := -1
 	for i := 0; i < v.o.Desired; i++ {
@@ -325,12 +359,15 @@ func ruleScaleOut(v *view) *Decision {
 	if missing < 0 {
 		return nil
 	}
-	if v.healthy < Quorum(v.voters) {
-		return decide(ActionWait, RuleAddUnsafe, "not adding a member for ordinal %d: %d of %d voters healthy, quorum %d; %s",
-			missing, v.healthy, v.voters, Quorum(v.voters), v.summary())
+	if d := v.needHeard(fmt.Sprintf("adding a learner for ordinal %d", missing)); d != nil {
+		return d
 	}
-	d := decide(ActionAddLearner, RuleAddLearner, "adding a learner for ordinal %d: %d of %d voters healthy (quorum %d); %s",
-		missing, v.healthy, v.voters, Quorum(v.voters), v.summary())
+	if v.heard < Quorum(v.voters) {
+		return decide(ActionWait, RuleAddUnsafe, "not adding a member for ordinal %d: %d of %d voters heard by the leader, quorum %d; %s",
+			missing, v.heard, v.voters, Quorum(v.voters), v.summary())
+	}
+	d := decide(ActionAddLearner, RuleAddLearner, "adding a learner for ordinal %d: %d of %d voters heard by the leader, quorum %d; %s",
+		missing, v.heard, v.voters, Quorum(v.voters), v.summary())
 	d.Ordinal = missing
 	return d
 }

@@ -7,22 +7,31 @@ import (
 	"time"
 )
 
-// voter builds a healthy started voting member of ordinal i.
+// voter builds a started voting member of ordinal i that answers and that the leader hears.
 func voter(i int) Member {
-	return Member{ID: uint64(100 + i), Name: name(i), Ordinal: i, Started: true, Healthy: true}
+	return Member{ID: uint64(100 + i), Name: name(i), Ordinal: i, Started: true, Healthy: true, Heard: true}
 }
 
 func name(i int) string { return "etcd-" + string(rune('0'+i)) }
 
 func with(m Member, f func(*Member)) Member { f(&m); return m }
 
-func leader(m Member) Member  { return with(m, func(m *Member) { m.Leader = true }) }
-func sick(m Member) Member    { return with(m, func(m *Member) { m.Healthy = false }) }
-func lost(m Member) Member    { return with(m, func(m *Member) { m.DataLost = true; m.Healthy = false }) }
-func learner(m Member) Member { return with(m, func(m *Member) { m.Learner = true }) }
-func unstarted(m Member) Member {
-	return with(m, func(m *Member) { m.Started = false; m.Healthy = false })
+func leader(m Member) Member { return with(m, func(m *Member) { m.Leader = true }) }
+func sick(m Member) Member   { return with(m, func(m *Member) { m.Healthy, m.Heard = false, false }) }
+func lost(m Member) Member {
+	return with(m, func(m *Member) { m.DataLost, m.Healthy, m.Heard = true, false, false })
 }
+func learner(m Member) Member { return with(m, func(m *Member) { m.Learner, m.Heard = true, false }) }
+func unstarted(m Member) Member {
+	return with(m, func(m *Member) { m.Started, m.Healthy, m.Heard = false, false, false })
+}
+
+// cutOff: the member answers the operator, but the leader does not hear it (a one-way partition
+// on the peer network): it serves no linearizable read.
+func cutOff(m Member) Member { return with(m, func(m *Member) { m.Heard = false }) }
+
+// serving: the member served a linearizable read although its status request failed.
+func serving(m Member) Member { return with(m, func(m *Member) { m.Heard = true }) }
 
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
@@ -31,8 +40,13 @@ func TestPlan(t *testing.T) {
 		action   Action
 		rule     RuleID
 		member   string
+		target   string
 		ordinal  int
 		replicas int
+		// unasked: the controller has not asked which voters the leader hears (HeardKnown false).
+		unasked bool
+		// reason must be part of the decision's reason.
+		reason string
 	}{
 		{name: "members unknown, not bootstrapped: size the StatefulSet",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 1},
@@ -46,9 +60,10 @@ func TestPlan(t *testing.T) {
 		{name: "wake from hibernation",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 0, Bootstrapped: true},
 			action: ActionSetReplicas, rule: RuleWake, replicas: 3},
-		{name: "settled",
-			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2)}},
-			action: ActionDone, rule: RuleDone},
+		{name: "settled: decided without asking the leader's view",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2)}},
+			unasked: true,
+			action:  ActionDone, rule: RuleDone},
 		{name: "1→3: add learner for ordinal 1 first",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 1, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0))}},
 			action: ActionAddLearner, rule: RuleAddLearner, ordinal: 1},
@@ -112,14 +127,78 @@ func TestPlan(t *testing.T) {
 		{name: "a learner is finished even during a rollout",
 			o:      Observed{Desired: 5, StatefulSetReplicas: 4, Bootstrapped: true, MembersKnown: true, RolloutInFlight: true, Members: []Member{leader(voter(0)), voter(1), voter(2), learner(voter(3))}},
 			action: ActionPromote, rule: RulePromote, member: "etcd-3"},
+
+		// The leader's view, not "answered me" (issue 24, item 4): members cut off from the
+		// leader on the peer network still answer the operator.
+		{name: "5→3 with two kept voters cut off from the leader: removing a third would leave it 2 heard of 4",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), cutOff(voter(1)), cutOff(voter(2)), voter(3), voter(4)}},
+			action: ActionWait, rule: RuleRemoveUnsafe, reason: "not removing etcd-4 (68) (beyond the desired 3 members): 2 of 4 remaining voters heard by the leader, quorum 3"},
+		{name: "5→3 with the two removed ones cut off: removing one leaves the leader a quorum it hears",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), cutOff(voter(3)), cutOff(voter(4))}},
+			action: ActionRemove, rule: RuleRemove, member: "etcd-4", reason: "3 of 4 remaining voters heard by the leader, quorum 3"},
+		{name: "5→3: leadership goes to a kept voter the leader hears, not to one that only answers",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{cutOff(voter(0)), voter(1), voter(2), voter(3), leader(voter(4))}},
+			action: ActionMoveLeader, rule: RuleMoveLeader, member: "etcd-4", target: "etcd-1", reason: "4/5 voters heard by the leader (quorum 3), 5/5 answered"},
+		{name: "5→3: no kept voter heard by the leader, no leadership target",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{cutOff(voter(0)), cutOff(voter(1)), cutOff(voter(2)), voter(3), leader(voter(4))}},
+			action: ActionWait, rule: RuleNoLeaderTarget, reason: "no voter in [0, 3) that it hears can take over; 2/5 voters heard by the leader (quorum 3), 5/5 answered"},
+		{name: "promotion counts the voters the leader hears: two cut off of three, wait",
+			o:      Observed{Desired: 5, StatefulSetReplicas: 4, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), cutOff(voter(1)), cutOff(voter(2)), learner(voter(3))}},
+			action: ActionWait, rule: RulePromoteUnsafe, reason: "not promoting etcd-3 (67): 2 of 4 voters after it heard by the leader (the learner counted: it answered, and etcd checks its progress at promotion), quorum 3"},
+		{name: "1→3: the learner of a single voter counts when it answered",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), learner(voter(1))}},
+			action: ActionPromote, rule: RulePromote, member: "etcd-1", reason: "2 of 2 voters after it heard by the leader (the learner counted"},
+		{name: "a learner that does not answer is not counted",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), sick(learner(voter(1)))}},
+			action: ActionWait, rule: RulePromoteUnsafe, reason: "1 of 2 voters after it heard by the leader (the learner not counted: it did not answer), quorum 2"},
+		{name: "no learner is added while the leader hears no quorum",
+			o:      Observed{Desired: 5, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), cutOff(voter(1)), cutOff(voter(2))}},
+			action: ActionWait, rule: RuleAddUnsafe, reason: "not adding a member for ordinal 3: 1 of 3 voters heard by the leader, quorum 2"},
+		{name: "data lost with another member cut off from the leader: wait",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), cutOff(voter(1)), lost(voter(2))}},
+			action: ActionWait, rule: RuleReplaceUnsafe, reason: "1 of 2 remaining voters heard by the leader, quorum 2"},
+		{name: "a data-lost report on a member that serves reads is stale: it is kept",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), serving(lost(voter(2)))}},
+			action: ActionDone, rule: RuleDone},
+		{name: "the leader's view not asked: no removal",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}},
+			unasked: true,
+			action:  ActionWait, rule: RuleHeardUnknown, reason: "removing etcd-4 (68) (beyond the desired 3 members) counts on the voters the leader hears, not asked yet; 5 voters (quorum 3), the leader's view not asked"},
+		{name: "the leader's view not asked: no leadership move",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{voter(0), voter(1), voter(2), voter(3), leader(voter(4))}},
+			unasked: true,
+			action:  ActionWait, rule: RuleHeardUnknown},
+		{name: "the leader's view not asked: no promotion",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), learner(voter(1))}},
+			unasked: true,
+			action:  ActionWait, rule: RuleHeardUnknown},
+		{name: "the leader's view not asked: no learner added",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 1, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0))}},
+			unasked: true,
+			action:  ActionWait, rule: RuleHeardUnknown},
+		{name: "the leader's view not asked: a data-lost member is not removed",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), lost(voter(2))}},
+			unasked: true,
+			action:  ActionWait, rule: RuleHeardUnknown},
+		{name: "the leader's view not asked: what costs no quorum goes on (an unwanted learner is removed)",
+			o:       Observed{Desired: 3, StatefulSetReplicas: 4, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), unstarted(learner(voter(3)))}},
+			unasked: true,
+			action:  ActionRemove, rule: RuleLearnerUnwanted, member: "etcd-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.o.HeardKnown = !tc.unasked
 			d := Plan(tc.o)
 			if d.Action != tc.action || d.Rule != tc.rule {
 				t.Fatalf("got %s [%s] %q, want %s [%s]", d.Action, d.Rule, d.Reason, tc.action, tc.rule)
 			}
 			if tc.member != "" && (d.Member == nil || d.Member.Name != tc.member) {
 				t.Errorf("member = %+v, want %s", d.Member, tc.member)
+			}
+			if tc.target != "" && (d.Target == nil || d.Target.Name != tc.target) {
+				t.Errorf("target = %+v, want %s", d.Target, tc.target)
+			}
+			if !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("reason %q, want it to say %q", d.Reason, tc.reason)
 			}
 			if tc.action == ActionAddLearner && d.Ordinal != tc.ordinal {
 				t.Errorf("ordinal = %d, want %d", d.Ordinal, tc.ordinal)
@@ -134,50 +213,77 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-// TestPlanProperties checks the safety invariants on random observations.
+// TestPlanProperties checks the safety invariants on random observations. Quorums are counted
+// here on their own, on the voters the leader hears (never on those that answered), and only
+// when the controller asked.
 func TestPlanProperties(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
+	acted := map[Action]int{}
 	for n := 0; n < 20000; n++ {
 		o := randomObserved(rng)
 		d := Plan(o)
 		v := newView(o)
-		learners := 0
+		learners, voters, heard := 0, 0, 0
 		for _, m := range o.Members {
-			if m.Learner {
+			switch {
+			case m.Learner:
 				learners++
+			case m.Heard:
+				voters++
+				heard++
+			default:
+				voters++
 			}
+		}
+		if !o.HeardKnown {
+			heard = 0
+		}
+		acted[d.Action]++
+		quorumStep := d.Action == ActionAddLearner || d.Action == ActionPromote || d.Action == ActionMoveLeader ||
+			(d.Action == ActionRemove && !d.Member.Learner)
+		if quorumStep && !o.HeardKnown {
+			t.Fatalf("%s without asking which voters the leader hears: %+v → %+v", d.Action, o, d)
 		}
 		switch d.Action {
 		case ActionAddLearner:
 			if learners > 0 {
 				t.Fatalf("adds while a learner exists: %+v → %+v", o, d)
 			}
-			if v.healthy < Quorum(v.voters) {
-				t.Fatalf("adds without a healthy quorum: %+v → %+v", o, d)
+			if heard < Quorum(voters) {
+				t.Fatalf("adds while the leader hears %d of %d voters: %+v → %+v", heard, voters, o, d)
 			}
 		case ActionRemove:
 			if d.Member.Ordinal < 0 && !d.Member.Learner && d.Member.SeenFor < o.SuperfluousGrace {
 				t.Fatalf("removes a member no pod stands for within its grace period: %+v → %+v", o, d)
 			}
 			if !d.Member.Learner {
-				healthyAfter := v.healthy
-				if d.Member.Healthy {
-					healthyAfter--
+				heardAfter := heard
+				if d.Member.Heard {
+					heardAfter--
 				}
-				if healthyAfter < Quorum(v.voters-1) {
-					t.Fatalf("removes a voter leaving %d healthy of %d: %+v → %+v", healthyAfter, v.voters-1, o, d)
+				if heardAfter < Quorum(voters-1) {
+					t.Fatalf("removes a voter leaving %d heard by the leader of %d: %+v → %+v", heardAfter, voters-1, o, d)
 				}
 				if d.Member.Leader {
 					t.Fatalf("removes the leader without moving leadership first: %+v → %+v", o, d)
 				}
 			}
 		case ActionMoveLeader:
-			if d.Target.Learner || !d.Target.Healthy {
-				t.Fatalf("moves leadership to a learner or an unhealthy member: %+v → %+v", o, d)
+			if d.Target.Learner || !d.Target.Heard {
+				t.Fatalf("moves leadership to a learner or a member the leader does not hear: %+v → %+v", o, d)
 			}
 		case ActionPromote:
 			if !d.Member.Learner || !d.Member.Started {
 				t.Fatalf("promotes a non-learner or an unstarted learner: %+v → %+v", o, d)
+			}
+			// The learner can serve no read that needs the leader: it counts when it answered,
+			// etcd checking its progress on the leader at promotion.
+			heardAfter := heard
+			if d.Member.Healthy {
+				heardAfter++
+			}
+			if heardAfter < Quorum(voters+1) {
+				t.Fatalf("promotes leaving %d heard by the leader of %d voters: %+v → %+v", heardAfter, voters+1, o, d)
 			}
 		case ActionSetReplicas:
 			// Never delete the pod of a member: the StatefulSet never shrinks below a member's ordinal.
@@ -189,6 +295,12 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("acts without a member list on a bootstrapped cluster: %+v → %+v", o, d)
 		}
 	}
+	// The generator must reach every step the invariants are about.
+	for _, a := range []Action{ActionAddLearner, ActionPromote, ActionRemove, ActionMoveLeader} {
+		if acted[a] == 0 {
+			t.Errorf("no random observation led to %s: %v", a, acted)
+		}
+	}
 }
 
 func randomObserved(rng *rand.Rand) Observed {
@@ -198,6 +310,7 @@ func randomObserved(rng *rand.Rand) Observed {
 		Bootstrapped:        rng.Intn(5) > 0,
 		MembersKnown:        rng.Intn(6) > 0,
 		RolloutInFlight:     rng.Intn(4) == 0,
+		HeardKnown:          rng.Intn(4) > 0,
 	}
 	learnerAdded := false
 	for i := 0; i < 8; i++ {
@@ -206,6 +319,10 @@ func randomObserved(rng *rand.Rand) Observed {
 		}
 		m := voter(i)
 		m.Healthy = rng.Intn(4) > 0
+		// Mostly a member the leader hears answers too; one cut off from the leader on the peer
+		// network answers all the same, and a member whose status request failed may still serve
+		// a read.
+		m.Heard = m.Healthy && rng.Intn(3) > 0 || rng.Intn(10) == 0
 		m.DataLost = rng.Intn(8) == 0
 		if !learnerAdded && rng.Intn(5) == 0 {
 			m.Learner, learnerAdded = true, true
@@ -214,7 +331,7 @@ func randomObserved(rng *rand.Rand) Observed {
 		o.Members = append(o.Members, m)
 	}
 	if rng.Intn(10) == 0 {
-		o.Members = append(o.Members, Member{ID: 999, Ordinal: -1, Started: true, Healthy: rng.Intn(2) == 0, SeenFor: time.Duration(rng.Intn(120)) * time.Second})
+		o.Members = append(o.Members, Member{ID: 999, Ordinal: -1, Started: true, Healthy: rng.Intn(2) == 0, Heard: rng.Intn(2) == 0, SeenFor: time.Duration(rng.Intn(120)) * time.Second})
 		o.SuperfluousGrace = time.Minute
 	}
 	var leaders []int
@@ -224,7 +341,9 @@ func randomObserved(rng *rand.Rand) Observed {
 		}
 	}
 	if len(leaders) > 0 && rng.Intn(5) > 0 {
-		o.Members[leaders[rng.Intn(len(leaders))]].Leader = true
+		l := &o.Members[leaders[rng.Intn(len(leaders))]]
+		// The controller counts the leader heard when it answered as leader.
+		l.Leader, l.Heard = true, l.Heard || rng.Intn(5) > 0
 	}
 	if !o.MembersKnown {
 		o.Members = nil

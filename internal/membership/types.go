@@ -14,9 +14,18 @@ type Member struct {
 	Learner bool
 	// Started: the member has run and published its client URLs.
 	Started bool
-	// Healthy: the member answered a status request just now.
+	// Healthy: the member answered a status request just now. It runs and has its data, no
+	// more: a member cut off from the leader on the peer network still answers the operator, so
+	// no quorum is ever counted on Healthy.
 	Healthy bool
-	Leader  bool
+	// Heard: the leader hears the member now, as the leader sees it. A voter is heard when it
+	// answered as the leader, or when it served a linearizable read: its ReadIndex needs the
+	// leader's confirmation, which a member the leader does not hear never gets. Every quorum is
+	// counted on Heard, and only when Observed.HeardKnown. A learner cannot serve such a read
+	// (etcd refuses it); what the leader sees of a learner is its progress, which etcd checks
+	// itself at promotion (ErrLearnerNotReady below 90 % of the leader's log).
+	Heard  bool
+	Leader bool
 	// SeenFor is how long the controller has seen this member as no pod of this Etcd (Ordinal
 	// -1); such a member is removed only after Observed.SuperfluousGrace.
 	SeenFor time.Duration
@@ -36,6 +45,10 @@ type Observed struct {
 	// MembersKnown: a member answered with the member list; Members is meaningless otherwise.
 	MembersKnown bool
 	Members      []Member
+	// HeardKnown: the controller asked which voters the leader hears (Member.Heard). It asks
+	// only when a plan without it waits on it (RuleHeardUnknown), so a settled cluster costs no
+	// read; without it no rule removes a voter, promotes, adds a learner or moves leadership.
+	HeardKnown bool
 	// SuperfluousGrace is how long a member no pod of this Etcd stands for is left alone (it may
 	// be an administrator's doing, or a pod being renamed) before it is removed.
 	SuperfluousGrace time.Duration
@@ -64,6 +77,7 @@ const (
 	RuleHibernate         RuleID = "hibernate/set-replicas"
 	RuleWake              RuleID = "wake/set-replicas"
 	RuleMembersUnknown    RuleID = "wait/members-unknown"
+	RuleHeardUnknown      RuleID = "wait/heard-unknown"
 	RuleBootstrapReplicas RuleID = "bootstrap/set-replicas"
 	RuleLearnerUnwanted   RuleID = "learner/remove-unwanted"
 	RulePromote           RuleID = "learner/promote"

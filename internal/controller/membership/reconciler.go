@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ type Members interface {
 	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
 	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberConn, error)
 	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
+	// LinearizableReads has the members named (among targets, all of the cluster's) serve a
+	// linearizable read and returns those that did.
+	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
 	Forget(cluster string)
 }
 
@@ -111,9 +115,12 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 //  1. read the Etcd, its StatefulSet, pods and member Leases from the informer cache;
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
 //     ID once the cluster has formed, and its voters whenever its leader lists others;
-//  3. plan (internal/membership); when the plan is an action, read the Etcd, StatefulSet, pods
-//     and Leases again uncached and plan again on them, so no action is ever taken on a lagging
-//     informer, while a settled cluster (the plan waits or is done) costs no uncached read;
+//  3. plan (internal/membership); when the plan is an action, or waits to know which voters the
+//     leader hears, read the Etcd, StatefulSet, pods and Leases again uncached and plan again on
+//     them, so no action is ever taken on a lagging informer; when that plan counts a quorum
+//     (remove, promote, move leadership, add a learner), ask which voters the leader hears (hear)
+//     and plan once more on that. A settled cluster (the plan waits or is done) costs no uncached
+//     read and no linearizable read;
 //  4. carry out at most one action;
 //  5. report: the ScaleOperationInProgress condition and an Event per action or refusal.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -138,9 +145,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	decision := r.plan(view, cs, credsErr)
-	if decision.Action != membership.ActionWait && decision.Action != membership.ActionDone {
-		// An action: decide again on what the apiserver holds now.
+	decision := r.plan(view, cs, nil, credsErr)
+	if (decision.Action != membership.ActionWait && decision.Action != membership.ActionDone) || decision.Rule == membership.RuleHeardUnknown {
+		// An action, or one the leader's view decides: decide again on what the apiserver holds
+		// now.
 		fresh, err := r.read(ctx, r.cfg.Reader, req.NamespacedName)
 		if err != nil || fresh == nil {
 			return ctrl.Result{}, err
@@ -151,7 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			tgts = freshTgts
 			creds, cs, credsErr = r.askMembers(ctx, etcd, tgts)
 		}
-		decision = r.plan(view, cs, credsErr)
+		decision = r.plan(view, cs, nil, credsErr)
+		if decision.Rule == membership.RuleHeardUnknown {
+			// The step counts a quorum: on the voters the leader hears, never on those that
+			// answered.
+			decision = r.plan(view, cs, r.hear(ctx, etcd, tgts, creds, cs), credsErr)
+		}
 	}
 	sts := view.sts
 	log.V(1).Info("Membership decision", "action", decision.Action, "rule", decision.Rule, "reason", decision.Reason)
@@ -373,16 +386,64 @@ func sameTargets(a, b []etcdclient.Target) bool {
 	return true
 }
 
-// plan observes the view with what the members said and plans one step.
-func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, credsErr error) membership.Decision {
+// plan observes the view with what the members said and plans one step. heard is which voters
+// the leader hears (hear), nil when not asked: then no step that counts a quorum is taken.
+func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, credsErr error) membership.Decision {
 	observed := observe(v.etcd, v.sts, v.pods, v.leases, cs)
 	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
+	if heard != nil {
+		observed.HeardKnown = true
+		for i := range observed.Members {
+			observed.Members[i].Heard = heard[observed.Members[i].ID]
+		}
+	}
 	r.ageForeign(clusterKey(v.etcd), observed.Members)
 	d := membership.Plan(observed)
 	if credsErr != nil && !observed.MembersKnown {
 		d.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
 	}
 	return d
+}
+
+// hear asks which voters the leader hears, as the leader sees it, by member ID: the member that
+// answered as leader in cs, and each other voter that serves a linearizable read now. A
+// linearizable read is a ReadIndex the leader must confirm, so a voter the leader does not hear
+// cannot serve one, though it still answers a status request (cut off from the leader on the
+// peer network, its client port open). The reads go out concurrently, each bounded by the
+// pool's call timeout. A voter no pod address stands for is not heard, nor is any voter when no
+// member answered as leader. The map is never nil: nil is "not asked" to plan.
+func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
+	heard := map[uint64]bool{}
+	if cs == nil {
+		return heard
+	}
+	leader, ok := cs.Leader()
+	if !ok {
+		return heard
+	}
+	heard[leader.ID] = true
+	ids := map[string]uint64{}
+	var names []string
+	for _, m := range cs.MemberList {
+		if m.IsLearner || m.ID == leader.ID || m.Name == "" ||
+			!slices.ContainsFunc(tgts, func(t etcdclient.Target) bool { return t.Name == m.Name }) {
+			continue
+		}
+		ids[m.Name] = m.ID
+		names = append(names, m.Name)
+	}
+	if len(names) == 0 {
+		return heard
+	}
+	served, err := r.cfg.Members.LinearizableReads(ctx, clusterKey(etcd), creds, tgts, names)
+	for _, name := range served {
+		heard[ids[name]] = true
+	}
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Voters that served no linearizable read are not counted as heard by the leader",
+			"leader", leader.Name, "asked", names, "served", served, "error", err.Error())
+	}
+	return heard
 }
 
 // secrets is where the member client key pair is read: the Secret cache when there is one.
