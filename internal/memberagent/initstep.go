@@ -24,6 +24,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -112,6 +113,8 @@ type Initializer struct {
 	now   func() time.Time
 	// etcdName is the Etcd owning this member's Lease, learnt from the Lease's owner.
 	etcdName string
+	// dataDir is etcd's data dir; what is kept aside next to it is reported with every decision.
+	dataDir string
 }
 
 // NewInitializer checks cfg; leases may be nil (no reporting), etcds may be nil (no restore
@@ -140,7 +143,7 @@ func NewInitializer(cfg InitConfig, leases coordinationv1client.LeasesGetter, et
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	i := &Initializer{cfg: cfg, log: log, now: time.Now, etcds: etcds}
+	i := &Initializer{cfg: cfg, log: log, now: time.Now, etcds: etcds, dataDir: settings["data-dir"]}
 	if leases != nil && cfg.Lease != "" && cfg.Namespace != "" {
 		i.leases = leases.Leases(cfg.Namespace)
 	}
@@ -317,6 +320,22 @@ func keptAside(dataDir string) bool {
 	return err != nil || len(aside) > 0
 }
 
+// dataAside lists what is kept aside next to the data dir, for the operator to report (the
+// Etcd's status.dataAside and a metric); ok is false when it cannot be listed now, and then the
+// report leaves the annotation as it was.
+func (i *Initializer) dataAside() (memberreport.DataAside, bool) {
+	list, err := datadir.ListAside(i.dataDir)
+	if err != nil {
+		i.log.Info("Cannot list the data kept aside; not reporting it this time", "dir", i.dataDir, "error", err.Error())
+		return memberreport.DataAside{}, false
+	}
+	all := make([]memberreport.Aside, 0, len(list))
+	for _, a := range list {
+		all = append(all, memberreport.Aside{Path: a.Path, Time: a.Time, Bytes: a.Bytes})
+	}
+	return memberreport.NewDataAside(all), true
+}
+
 // readOrder reads the operator's restore order from the status of the Etcd owning the Lease;
 // nil when there is none or it cannot be read (then nothing is restored: the next poll reads it
 // again).
@@ -332,8 +351,9 @@ func (i *Initializer) readOrder(ctx context.Context) *druidv1alpha1.RecoveryRequ
 	return etcd.Status.Recovery
 }
 
-// report writes the decision, and the evidence behind it, onto the member's Lease; failures are
-// only logged, since the decision does not depend on them.
+// report writes the decision, the evidence behind it and what is kept aside next to the data dir
+// onto the member's Lease, in one merge patch; failures are only logged, since the decision does
+// not depend on them.
 func (i *Initializer) report(ctx context.Context, d StartDecision, data DataState) {
 	if i.leases == nil {
 		return
@@ -350,11 +370,15 @@ func (i *Initializer) report(ctx context.Context, d StartDecision, data DataStat
 		}
 		evidence = string(raw)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+	annotations := map[string]any{
 		AnnotationStartDecision:    d.Rule + ": " + d.Reason,
 		AnnotationDataLostMemberID: lost,
 		AnnotationStartReport:      evidence,
-	}}})
+	}
+	if aside, ok := i.dataAside(); ok {
+		annotations[memberreport.AnnotationDataAside] = aside.Annotation()
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return
 	}
