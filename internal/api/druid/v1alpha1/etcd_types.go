@@ -266,6 +266,14 @@ type EtcdStatus struct {
 	// +optional
 	Recovery *RecoveryRequest `json:"recovery,omitempty"`
 
+	// DataAside lists the data dirs the members' init steps keep aside next to their data dirs
+	// (corrupt data, data of a removed member, the old data of a pod replaced after a restore, a
+	// restore called off), as each member reports it on its Lease: at most the newest 10 per
+	// member (the metrics etcd_conductor_member_data_aside_dirs and _bytes count them all).
+	// Nothing deletes them: a person decides what to do with them. Not part of etcd-druid's API.
+	// +optional
+	DataAside []DataAside `json:"dataAside,omitempty"`
+
 	// The fields below are etcd-druid's status fields the operator does not write; they are
 	// declared so that status copied from an etcd-druid cluster is accepted.
 
@@ -355,6 +363,18 @@ type RecordedVoter struct {
 	// PeerURLs are the member's advertised peer URLs.
 	// +optional
 	PeerURLs []string `json:"peerURLs,omitempty"`
+}
+
+// DataAside is one data dir a member keeps aside. Not part of etcd-druid's API.
+type DataAside struct {
+	// Member is the member (and pod) that keeps it.
+	Member string `json:"member"`
+	// Path is where it is in the member's pod (on its data volume).
+	Path string `json:"path"`
+	// KeptSince is when it was set aside.
+	KeptSince metav1.Time `json:"keptSince"`
+	// Bytes is the size of its files.
+	Bytes int64 `json:"bytes"`
 }
 
 // RecoveryRequest is the operator's order that one member restore the cluster from the backup as
