@@ -136,7 +136,12 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering etcd controller: %w", err)
 	}
-	if err := status.NewReconciler(mgr.GetClient()).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+	statusMetrics, err := status.NewMetrics(o.Registry)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("registering status metrics: %w", err)
+	}
+	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering status controller: %w", err)
 	}

@@ -57,11 +57,11 @@ func TestStatusWriteOnAStaleCopyIsARequeue(t *testing.T) {
 	}
 
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(stale)}
-	res, err := status.NewReconciler(laggingReader{Client: c, etcd: stale}).Reconcile(ctx, req)
+	res, err := status.NewReconciler(laggingReader{Client: c, etcd: stale}, nil).Reconcile(ctx, req)
 	if err != nil || !res.Requeue {
 		t.Fatalf("reconcile on a stale copy: result %+v, err %v; want a requeue and no error", res, err)
 	}
-	if _, err := status.NewReconciler(c).Reconcile(ctx, req); err != nil {
+	if _, err := status.NewReconciler(c, nil).Reconcile(ctx, req); err != nil {
 		t.Fatalf("reconcile on the fresh copy: %v", err)
 	}
 	got := &druidv1alpha1.Etcd{}

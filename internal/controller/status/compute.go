@@ -45,7 +45,8 @@ type Inputs struct {
 	Etcd        *druidv1alpha1.Etcd
 	StatefulSet *appsv1.StatefulSet // nil when not created yet
 	Pods        []corev1.Pod
-	Leases      []coordinationv1.Lease
+	// Leases are the member Leases the Etcd controls.
+	Leases []coordinationv1.Lease
 	// FullSnapshotLease and DeltaSnapshotLease are nil without backups (or before they exist).
 	FullSnapshotLease  *coordinationv1.Lease
 	DeltaSnapshotLease *coordinationv1.Lease
@@ -130,6 +131,8 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			allMembersUpdatedCondition(o, updateRevision, prev.LastOperation),
 		}
 	}
+	// Reported whatever the member count: data kept aside matters most when something is wrong.
+	out.DataAside = dataAside(AsideReports(o.Etcd, o.Leases))
 	conds = append(conds, backupConditions(o)...)
 	conds = setConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds

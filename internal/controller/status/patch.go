@@ -17,8 +17,8 @@ import (
 //   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
-//     ready, selector and the conditions Ready, AllMembersReady, AllMembersUpdated and the
-//     backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
+//     ready, selector, dataAside and the conditions Ready, AllMembersReady, AllMembersUpdated
+//     and the backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
 //   - WriterMembership (the membership controller): clusterID, voters and the condition
 //     ScaleOperationInProgress;
 //   - WriterRecovery (the recovery controller): recovery, the condition RecoveryInProgress, and
@@ -62,7 +62,7 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 	case WriterOnDelete:
 		s.LastOperation = nil
 	case WriterStatus:
-		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector = nil, 0, 0, 0, nil, nil
+		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector, s.DataAside = nil, 0, 0, 0, nil, nil, nil
 	case WriterMembership:
 		s.ClusterID, s.Voters = "", nil
 	case WriterRecovery:

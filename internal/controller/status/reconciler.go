@@ -28,15 +28,16 @@ const resyncInterval = 5 * time.Second
 
 // Reconciler writes Etcd status.
 type Reconciler struct {
-	client client.Client
-	now    func() time.Time
+	client  client.Client
+	metrics *Metrics
+	now     func() time.Time
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// NewReconciler builds the status reconciler.
-func NewReconciler(c client.Client) *Reconciler {
-	return &Reconciler{client: c, now: time.Now}
+// NewReconciler builds the status reconciler; metrics may be nil (no series are kept).
+func NewReconciler(c client.Client, metrics *Metrics) *Reconciler {
+	return &Reconciler{client: c, metrics: metrics, now: time.Now}
 }
 
 // RBAC: everything is read through the cache; only the status is written.
@@ -47,10 +48,14 @@ func NewReconciler(c client.Client) *Reconciler {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
 
 // Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
-// writes the fields it owns (WriterStatus) with one merge patch.
+// writes the fields it owns (WriterStatus) with one merge patch. It keeps the data-aside
+// metrics at what the member Leases report, and deletes them when the Etcd is gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	observed, err := r.observe(ctx, etcd)
@@ -58,6 +63,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	computed := Compute(observed)
+	r.metrics.recordAside(req.NamespacedName, AsideReports(etcd, observed.Leases))
 
 	if err := Patch(ctx, r.client, etcd, WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
 		s.Members = computed.Members
@@ -78,6 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.CurrentReplicas = computed.CurrentReplicas
 		s.Ready = computed.Ready
 		s.Selector = computed.Selector
+		s.DataAside = computed.DataAside
 	}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer patched the Etcd after the cached copy was read: the watch event of
