@@ -16,9 +16,11 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
 // The scenarios below must NOT restore: a restore while a majority of the recorded voters may
@@ -27,12 +29,13 @@ import (
 // that no acknowledged write is lost and that the history the instruments recorded is
 // linearizable, and noRestoreFor that the cluster ID never changed.
 
-// noRestoreGrace is how long a scenario holds the fault: the recovery controller's grace and a
-// few of its steps more.
-const noRestoreGrace = recoverycontroller.DefaultGrace + 15*time.Second
+// noRestoreHold is how long a scenario holds the fault once the Etcd says quorum is lost: the
+// recovery controller's grace, which counts from then, and a few of its steps more.
+const noRestoreHold = recoverycontroller.DefaultGrace + 15*time.Second
 
-// noRestoreFor watches the Etcd while the fault holds: no restore is ordered and the cluster ID
-// stays, and in the end the recovery controller says it waits for the voters awaited.
+// noRestoreFor watches the Etcd while the fault holds, from the fault until noRestoreHold after
+// the Ready condition turned QuorumLost: no restore is ordered and the cluster ID stays, and in
+// the end the recovery controller says it waits for the voters awaited.
 func noRestoreFor(ctx context.Context, e *env, awaited ...string) {
 	e.t.Helper()
 	before, err := e.cluster.Get(ctx)
@@ -42,8 +45,8 @@ func noRestoreFor(ctx context.Context, e *env, awaited ...string) {
 	if len(before.Status.Voters) == 0 || before.Status.ClusterID == "" {
 		e.t.Fatalf("voters %+v, cluster ID %q: nothing recorded before the fault", before.Status.Voters, before.Status.ClusterID)
 	}
-	deadline := time.Now().Add(noRestoreGrace)
-	for time.Now().Before(deadline) {
+	var deadline time.Time
+	for deadline.IsZero() || time.Now().Before(deadline) {
 		etcd, err := e.cluster.Get(ctx)
 		if err != nil {
 			e.t.Fatal(err)
@@ -51,6 +54,12 @@ func noRestoreFor(ctx context.Context, e *env, awaited ...string) {
 		if etcd.Status.Recovery != nil || etcd.Status.ClusterID != before.Status.ClusterID {
 			e.t.Fatalf("restore ordered while voters may hold their data: order %+v, cluster ID %s (was %s)",
 				etcd.Status.Recovery, etcd.Status.ClusterID, before.Status.ClusterID)
+		}
+		if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); deadline.IsZero() && c != nil && c.Reason == status.ReasonQuorumLost {
+			deadline = c.LastTransitionTime.Add(noRestoreHold)
+		}
+		if ctx.Err() != nil {
+			e.t.Fatalf("quorum loss not reported before the scenario's deadline: %v", ctx.Err())
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -171,55 +180,60 @@ func forgedOrdersIgnored(ctx context.Context, e *env, tokens ...string) {
 	})
 }
 
-// TestNoRestoreScaleOutInFlightVoterDown is the reproduction: a 3→5 scale-out in flight
-// (the StatefulSet already holds a 4th pod, not yet a member, which finds no leader) when
-// etcd-2 loses its volume and etcd-1 goes down with its volume intact. Two of four pods have no
-// data, but one of three voters: nothing may be restored, however long etcd-1 is down. Meanwhile
-// a member pod (its ServiceAccount) and a namespace user who may write Leases each write a
-// restore order on a Lease; both are reported and ignored. Once etcd-1 is back, the cluster
-// keeps its ID and every acknowledged write, replaces etcd-2 and reaches 5 members.
-func TestNoRestoreScaleOutInFlightVoterDown(t *testing.T) {
-	runScale(t, scaleScenario{name: "3-to-5-voter-down", from: 3, to: 5, backup: true, during: func(ctx context.Context, e *env) {
-		cutFromMembers(ctx, e, 3, 3)
-		kill(1)(ctx, e)
-		wipe(2)(ctx, e)
-
-		etcd, err := e.cluster.Get(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const user = "namespace-user"
-		leaseWriter(ctx, e, user)
-		// etcd-2 is the member with an empty volume, cut off from any leader: the issue's
-		// forger.
-		forgeOrder(ctx, e, asMemberPod(e, etcd, 2), e.cluster.PodName(2), "forged-by-a-member")
-		forgeOrder(ctx, e, impersonating(e, user), e.cluster.PodName(3), "forged-by-a-user")
-		noRestoreFor(ctx, e, e.cluster.PodName(1))
-		forgedOrdersIgnored(ctx, e, "forged-by-a-member", "forged-by-a-user")
-		fixed(1)(ctx, e)
-		heal(3)(ctx, e)
-	}})
+// TestNoRestore runs the scenarios below side by side under one operator (they spend most of
+// their time holding a fault), each in its own namespace.
+func TestNoRestore(t *testing.T) {
+	op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), scaleOperatorOptions)
+	for _, sc := range []scaleScenario{scaleOutInFlightVoterDown, onlyVoterDownDuringScaleOut, twoVotersDown} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			runScaleWith(t, sc, op)
+		})
+	}
 }
 
-// TestNoRestoreOnlyVoterDownDuringScaleOut: a 1→3 scale-out in flight (the learner's pod, cut off
-// from the member, finds no leader and no data) when the only voter goes down with its volume.
-// One of two pods has no data, none of the one voter: nothing may be restored.
-func TestNoRestoreOnlyVoterDownDuringScaleOut(t *testing.T) {
-	runScale(t, scaleScenario{name: "1-to-3-voter-down", from: 1, to: 3, backup: true, during: func(ctx context.Context, e *env) {
-		cutFromMembers(ctx, e, 1, 1)
-		kill(0)(ctx, e)
-		noRestoreFor(ctx, e, e.cluster.PodName(0))
-		fixed(0)(ctx, e)
-		heal(1)(ctx, e)
-	}})
-}
+// scaleOutInFlightVoterDown is the reproduction: a 3→5 scale-out in flight (the
+// StatefulSet already holds a 4th pod, not yet a member, which finds no leader) when etcd-2 loses
+// its volume and etcd-1 goes down with its volume intact. Two of four pods have no data, but one
+// of three voters: nothing may be restored, however long etcd-1 is down. Meanwhile a member pod
+// (its ServiceAccount) and a namespace user who may write Leases each write a restore order on a
+// Lease; both are reported and ignored. Once etcd-1 is back, the cluster keeps its ID and every
+// acknowledged write, replaces etcd-2 and reaches 5 members.
+var scaleOutInFlightVoterDown = scaleScenario{name: "3-to-5-voter-down", from: 3, to: 5, backup: true, during: func(ctx context.Context, e *env) {
+	cutFromMembers(ctx, e, 3, 3)
+	kill(1)(ctx, e)
+	wipe(2)(ctx, e)
 
-// TestNoRestoreTwoVotersDown: two of three voters crash-loop (volumes intact) past the grace.
-func TestNoRestoreTwoVotersDown(t *testing.T) {
-	runScale(t, scaleScenario{name: "two-voters-down", from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
-		kill(1)(ctx, e)
-		kill(2)(ctx, e)
-		noRestoreFor(ctx, e, e.cluster.PodName(1), e.cluster.PodName(2))
-		fixed(1, 2)(ctx, e)
-	}})
-}
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	const user = "namespace-user"
+	leaseWriter(ctx, e, user)
+	// etcd-2 is the member with an empty volume, cut off from any leader: the forger.
+	forgeOrder(ctx, e, asMemberPod(e, etcd, 2), e.cluster.PodName(2), "forged-by-a-member")
+	forgeOrder(ctx, e, impersonating(e, user), e.cluster.PodName(3), "forged-by-a-user")
+	noRestoreFor(ctx, e, e.cluster.PodName(1))
+	forgedOrdersIgnored(ctx, e, "forged-by-a-member", "forged-by-a-user")
+	fixed(1)(ctx, e)
+	heal(3)(ctx, e)
+}}
+
+// onlyVoterDownDuringScaleOut: a 1→3 scale-out in flight (the learner's pod, cut off from the
+// member, finds no leader and no data) when the only voter goes down with its volume. One of two
+// pods has no data, none of the one voter: nothing may be restored.
+var onlyVoterDownDuringScaleOut = scaleScenario{name: "1-to-3-voter-down", from: 1, to: 3, backup: true, during: func(ctx context.Context, e *env) {
+	cutFromMembers(ctx, e, 1, 1)
+	kill(0)(ctx, e)
+	noRestoreFor(ctx, e, e.cluster.PodName(0))
+	fixed(0)(ctx, e)
+	heal(1)(ctx, e)
+}}
+
+// twoVotersDown: two of three voters crash-loop (volumes intact) past the grace.
+var twoVotersDown = scaleScenario{name: "two-voters-down", from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
+	kill(1)(ctx, e)
+	kill(2)(ctx, e)
+	noRestoreFor(ctx, e, e.cluster.PodName(1), e.cluster.PodName(2))
+	fixed(1, 2)(ctx, e)
+}}

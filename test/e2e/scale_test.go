@@ -136,12 +136,20 @@ func (w *voterWatch) poll(ctx context.Context, e *env) {
 	}
 }
 
+// scaleOperatorOptions are the operator's options in the scale scenarios.
+var scaleOperatorOptions = framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}
+
 func runScale(t *testing.T, sc scaleScenario) {
+	runScaleWith(t, sc, framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), scaleOperatorOptions))
+}
+
+// runScaleWith runs sc with op, an operator started with scaleOperatorOptions that may serve
+// other scenarios' clusters at the same time, as one operator serves many Etcds.
+func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
-	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	e := &env{t: t, stack: s, opts: scaleOperatorOptions, operator: op}
 	var cluster *stack.EtcdCluster
 	if sc.backup {
 		cluster = createBackedUpCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from).cluster
@@ -213,9 +221,9 @@ func runScale(t *testing.T, sc scaleScenario) {
 		}
 	}
 	sort.Strings(promoted)
-	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d %s\n",
 		sc.name, sc.from, sc.to, took.Round(100*time.Millisecond), strings.Join(promoted, " "), report.QuorumLossMs, report.LongestWriteGapMs,
-		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges, report.Linearizability.Summary())
 	checkWrites(t, report, recErr)
 	for _, q := range report.QuorumLosses {
 		t.Logf("quorum loss from %s for %dms", q.Start.Sub(started).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
