@@ -111,11 +111,13 @@ func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Wri
 		// Nothing changed (nil and empty lists marshal alike, so compare what would be sent).
 		return nil
 	}
-	// The recovery order and the recorded voters are decisions about the cluster as it was read:
-	// they are written only onto the version they were decided on, like the shared conditions.
+	// The recovery order, the recorded voters and the recorded cluster ID are decisions about
+	// the cluster as it was read: they are written only onto the version they were decided on,
+	// like the shared conditions.
 	if !equality.Semantic.DeepEqual(before.Status.Conditions, etcd.Status.Conditions) ||
 		!equality.Semantic.DeepEqual(before.Status.Recovery, etcd.Status.Recovery) ||
-		!equality.Semantic.DeepEqual(before.Status.Voters, etcd.Status.Voters) {
+		!equality.Semantic.DeepEqual(before.Status.Voters, etcd.Status.Voters) ||
+		before.Status.ClusterID != etcd.Status.ClusterID {
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	}
 	if err := c.Status().Patch(ctx, etcd, patch); err != nil {
