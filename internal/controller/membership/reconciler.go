@@ -114,7 +114,8 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // Reconcile runs one membership step:
 //  1. read the Etcd, its StatefulSet, pods and member Leases from the informer cache;
 //  2. ask the members (status of each, the leader's member list) over mTLS; record the cluster
-//     ID once the cluster has formed, and its voters whenever its leader lists others;
+//     ID once the cluster has formed (from a member that answers, or else from a majority of
+//     fresh member Leases: leaseClusterID), and its voters whenever its leader lists others;
 //  3. plan (internal/membership); when the plan is an action, or waits to know which voters the
 //     leader hears, read the Etcd, StatefulSet, pods and Leases again uncached and plan again on
 //     them, so no action is ever taken on a lagging informer; when that plan counts a quorum
@@ -133,8 +134,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	tgts := memberaccess.Targets(etcd, view.pods)
 	creds, cs, credsErr := r.askMembers(ctx, etcd, tgts)
-	if id := clusterID(cs); id != "" && etcd.Status.ClusterID == "" {
-		if err := r.recordClusterID(ctx, etcd, id); err != nil {
+	if etcd.Status.ClusterID == "" {
+		if err := r.recordClusterID(ctx, etcd, cs, view.leases); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
@@ -460,15 +464,28 @@ func (r *Reconciler) forgetSecrets(etcd *druidv1alpha1.Etcd) {
 	}
 }
 
-// recordClusterID writes status.clusterID: from now on members without data join, never
-// bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to "existing").
-func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, id string) error {
+// recordClusterID writes status.clusterID once the cluster has formed: from now on members
+// without data join, never bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to
+// "existing"). The ID is the one a member answering the operator reports or, when none does (no
+// network path from the operator to the members), the one a majority of spec.replicas' fresh
+// member Leases report (leaseClusterID, which says why that can only stop a bootstrap). Nothing
+// is written while neither knows it.
+func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, cs *etcdclient.ClusterStatus, leases []coordinationv1.Lease) error {
+	id, source := clusterID(cs), "a member answered the operator"
+	if id == "" {
+		var from []string
+		id, from = leaseClusterID(etcd, leases, r.now())
+		source = fmt.Sprintf("no member answered the operator; the member Leases of %s report it", strings.Join(from, ", "))
+	}
+	if id == "" {
+		return nil
+	}
 	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
 		s.ClusterID = id
 	}); err != nil {
 		return fmt.Errorf("recording cluster ID: %w", err)
 	}
-	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed; members without data now join it", id)
+	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "ClusterBootstrapped", "etcd cluster %s formed (%s); members without data now join it", id, source)
 	return nil
 }
 
