@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func forgedOrdersIgnored(ctx context.Context, e *env, tokens ...string) {
 // their time holding a fault), each in its own namespace.
 func TestNoRestore(t *testing.T) {
 	op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), scaleOperatorOptions)
-	for _, sc := range []scaleScenario{scaleOutInFlightVoterDown, onlyVoterDownDuringScaleOut, twoVotersDown} {
+	for _, sc := range []scaleScenario{scaleOutInFlightVoterDown, onlyVoterDownDuringScaleOut, twoVotersDown, restoreCalledOff} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			runScaleWith(t, sc, op)
@@ -236,4 +237,72 @@ var twoVotersDown = scaleScenario{name: "two-voters-down", from: 3, to: 3, backu
 	kill(2)(ctx, e)
 	noRestoreFor(ctx, e, e.cluster.PodName(1), e.cluster.PodName(2))
 	fixed(1, 2)(ctx, e)
+}}
+
+// restoreCalledOff: two of three voters come back without data (etcd-1's volume lost, etcd-2's
+// data dir out of sight, as a volume that failed to mount would be), so after the grace etcd-1 is
+// ordered to restore; the backup store is down, so its restore keeps failing. Then etcd-2's data
+// is back: the old cluster (etcd-0, etcd-2) regains quorum and the restore must be called off
+// before anything is restored: same cluster ID, no acknowledged write lost, etcd-1 replaced as a
+// member that lost its data.
+var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
+	dir, err := e.stack.Sim.ClaimDir(ctx, e.cluster.Namespace+"/data-"+e.cluster.PodName(2))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	before, err := e.cluster.Get(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.backup.s3.Stop(); err != nil {
+		e.t.Fatal(err)
+	}
+	kill(2)(ctx, e)
+	hidden := dir + "/out-of-sight.etcd"
+	if err := os.Rename(dir+"/new.etcd", hidden); err != nil {
+		e.t.Fatal(err)
+	}
+	wipe(1)(ctx, e)
+	fixed(2)(ctx, e)
+	if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(2), metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor(ctx, "a restore ordered and failing (the store is down)", func(ctx context.Context) (bool, error) {
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil || etcd.Status.Recovery == nil {
+			return false, err
+		}
+		lease, err := e.stack.Kube.CoordinationV1().Leases(e.cluster.Namespace).Get(ctx, etcd.Status.Recovery.Member, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return strings.HasPrefix(lease.Annotations[memberagent.AnnotationStartDecision], memberagent.StartRuleRestoreFailed), nil
+	})
+	if err := os.Rename(hidden, dir+"/new.etcd"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor(ctx, "the restore called off", func(ctx context.Context) (bool, error) {
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		if etcd.Status.ClusterID != before.Status.ClusterID {
+			e.t.Fatalf("cluster ID %s, was %s: restored although the old cluster came back", etcd.Status.ClusterID, before.Status.ClusterID)
+		}
+		c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress)
+		return etcd.Status.Recovery == nil && c != nil && c.Status == druidv1alpha1.ConditionFalse, nil
+	})
+	if err := e.backup.s3.Start(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor(ctx, "a RecoveryCallOff Event", func(ctx context.Context) (bool, error) {
+		events, err := e.stack.Kube.CoreV1().Events(e.cluster.Namespace).List(ctx, metav1.ListOptions{})
+		for _, ev := range events.Items {
+			if ev.Reason == recovery.RuleCallOff.CamelCase() {
+				e.t.Logf("called off: %s", ev.Message)
+				return true, nil
+			}
+		}
+		return false, err
+	})
 }}

@@ -26,6 +26,8 @@ import (
 // simulator's gateway.
 type backupEnv struct {
 	*env
+	// s3 is the S3 server the backups go to (stopped and started again by scenarios).
+	s3    *s3server.Server
 	store backupstore.Store
 	// deltaPeriod is the Etcd's spec.backup.deltaSnapshotPeriod: the bound on what a restore may
 	// lose.
@@ -40,7 +42,7 @@ func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas 
 	t := e.t
 	t.Helper()
 	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), backupBucket)
-	b := &backupEnv{env: e, lostEarlier: map[string]bool{}}
+	b := &backupEnv{env: e, s3: srv, lostEarlier: map[string]bool{}}
 	var storePrefix string
 	createClusterWith(ctx, e, prefix, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
 		storePrefix = ns + "/" + etcd.Name

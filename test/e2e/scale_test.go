@@ -152,7 +152,8 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	e := &env{t: t, stack: s, opts: scaleOperatorOptions, operator: op}
 	var cluster *stack.EtcdCluster
 	if sc.backup {
-		cluster = createBackedUpCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from).cluster
+		e.backup = createBackedUpCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)
+		cluster = e.backup.cluster
 	} else {
 		cluster = createCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)
 	}

@@ -33,6 +33,8 @@ type env struct {
 	cluster  *stack.EtcdCluster
 	operator *framework.RunningOperator
 	opts     framework.OperatorOptions
+	// backup is the cluster's backup (nil: none).
+	backup *backupEnv
 	// instruments run from after the fault until the end of the rollout.
 	instruments *stack.Instruments
 	// bumpedImage is the image the scenario bumped to, once it has.
