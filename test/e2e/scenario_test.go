@@ -206,9 +206,9 @@ func run(t *testing.T, sc scenario) {
 		t.Errorf("%d leader changes, want exactly 1 (the handover)", report.LeaderChanges)
 	}
 	for _, reason := range sc.wantEvents {
-		events := e.eventsWithReasonPrefix(ctx, reason)
+		events := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string { return e.eventsWithReasonPrefix(ctx, reason) })
 		if len(events) == 0 {
-			t.Errorf("no %s Event", reason)
+			t.Errorf("no %s Event within %s", reason, eventDelivery)
 		}
 		for _, ev := range events {
 			t.Logf("event %s", ev)
@@ -392,26 +392,45 @@ func dumpOnFailure(t *testing.T, e *env) {
 	}
 }
 
+// eventDelivery bounds how long an Event may take to show after what it reports: the recorder
+// sends Events asynchronously, best effort, so a check right after a rollout can miss one.
+const eventDelivery = 10 * time.Second
+
+// eventsWithin asks list until it returns something or within runs out, and returns the last
+// answer.
+func (e *env) eventsWithin(ctx context.Context, within time.Duration, list func(context.Context) []string) []string {
+	var got []string
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		got = list(ctx)
+		return len(got) > 0, nil
+	})
+	return got
+}
+
 // checkRolesFromMembers: the controller must have learnt the roles from the members over mTLS
 // (not from the leases) for the participating deletions it made. Its Events say which source.
 func checkRolesFromMembers(ctx context.Context, t *testing.T, e *env) {
 	t.Helper()
-	events := &corev1.EventList{}
-	if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	direct, viaLease := 0, 0
-	for _, ev := range events.Items {
-		switch {
-		case strings.Contains(ev.Message, "(roles: direct)"):
-			direct++
-		case strings.Contains(ev.Message, "(roles: lease"):
-			viaLease++
-			t.Logf("deletion with roles from leases: %s", ev.Message)
+	viaLease := 0
+	direct := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string {
+		events := &corev1.EventList{}
+		if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if direct == 0 {
-		t.Errorf("no participating deletion used roles from the members (%d used leases)", viaLease)
+		var direct []string
+		viaLease = 0
+		for _, ev := range events.Items {
+			switch {
+			case strings.Contains(ev.Message, "(roles: direct)"):
+				direct = append(direct, ev.Message)
+			case strings.Contains(ev.Message, "(roles: lease"):
+				viaLease++
+			}
+		}
+		return direct
+	})
+	if len(direct) == 0 {
+		t.Errorf("no participating deletion used roles from the members within %s (%d used leases)", eventDelivery, viaLease)
 	}
 }
 
