@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 // RuleID names the rule behind a decision. The ids are stable: they appear in Events, logs and
@@ -86,9 +88,6 @@ type Decision struct {
 	Member string
 	Reason string
 }
-
-// Quorum is the number of voters a cluster of voters members needs to make progress.
-func Quorum(voters int) int { return voters/2 + 1 }
 
 // Plan decides the next step of a defragmentation run. The rules are tried in order; the first
 // that decides wins.
@@ -200,11 +199,11 @@ func ruleHeadroom(o Observed) (Decision, bool) {
 			healthy++
 		}
 	}
-	if headroom := healthy - Quorum(voters); headroom > 0 {
+	if headroom := healthy - quorum.Of(voters); headroom > 0 {
 		return Decision{}, false
 	}
 	return Decision{Action: ActionSkip, Rule: RuleNoHeadroom, Reason: fmt.Sprintf(
-		"no headroom: %d healthy of %d voters, quorum %d; blocking one would stop writes", healthy, voters, Quorum(voters))}, true
+		"no headroom: %d healthy of %d voters, quorum %d; blocking one would stop writes", healthy, voters, quorum.Of(voters))}, true
 }
 
 func ruleFollowersFirst(o Observed) (Decision, bool) {
@@ -264,7 +263,7 @@ func summary(o Observed) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%d/%d voters healthy, quorum %d, %s", healthy, voters, Quorum(voters), handledList(o))
+	return fmt.Sprintf("%d/%d voters healthy, quorum %d, %s", healthy, voters, quorum.Of(voters), handledList(o))
 }
 
 func handledList(o Observed) string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 func healthy(name string, leader bool, db, inUse int64) Member {
@@ -197,8 +199,8 @@ func TestPlanProperties(t *testing.T) {
 		if leaders != 1 {
 			t.Fatalf("defragments with %d leaders observed", leaders)
 		}
-		if healthyVoters-1 < Quorum(voters) {
-			t.Fatalf("defragments %s with %d healthy of %d voters (quorum %d): no headroom", d.Member, healthyVoters, voters, Quorum(voters))
+		if healthyVoters-1 < quorum.Of(voters) {
+			t.Fatalf("defragments %s with %d healthy of %d voters (quorum %d): no headroom", d.Member, healthyVoters, voters, quorum.Of(voters))
 		}
 		if target.Leader {
 			for _, m := range o.Members {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
@@ -112,9 +113,9 @@ func (v *view) summary() string {
 			learners++
 		}
 	}
-	heard := fmt.Sprintf("%d/%d voters heard by the leader (quorum %d)", v.heard, v.voters, Quorum(v.voters))
+	heard := fmt.Sprintf("%d/%d voters heard by the leader (quorum %d)", v.heard, v.voters, quorum.Of(v.voters))
 	if !v.o.HeardKnown {
-		heard = fmt.Sprintf("%d voters (quorum %d), the leader's view not asked", v.voters, Quorum(v.voters))
+		heard = fmt.Sprintf("%d voters (quorum %d), the leader's view not asked", v.voters, quorum.Of(v.voters))
 	}
 	return fmt.Sprintf("%s, %d/%d answered, %d learner(s), desired %d, StatefulSet replicas %d",
 		heard, v.healthy, v.voters, learners, v.o.Desired, v.o.StatefulSetReplicas)
@@ -223,12 +224,12 @@ func ruleLearner(v *view) *Decision {
 		heardAfter++
 		learner = "the learner counted: it answered, and etcd checks its progress at promotion"
 	}
-	if heardAfter < Quorum(after) {
+	if heardAfter < quorum.Of(after) {
 		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
-			describe(m), heardAfter, after, learner, Quorum(after), v.summary())
+			describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())
 	}
 	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
-		describe(m), heardAfter, after, learner, Quorum(after), v.summary())
+		describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())
 	d.Member = m
 	return d
 }
@@ -261,12 +262,12 @@ func removeIfSafe(v *view, m *Member, ok, unsafe RuleID, why string) *Decision {
 	if m.Heard {
 		heardAfter--
 	}
-	if after < 1 || heardAfter < Quorum(after) {
+	if after < 1 || heardAfter < quorum.Of(after) {
 		return decide(ActionWait, unsafe, "not removing %s (%s): %d of %d remaining voters heard by the leader, quorum %d; %s",
-			describe(m), why, heardAfter, after, Quorum(after), v.summary())
+			describe(m), why, heardAfter, after, quorum.Of(after), v.summary())
 	}
 	d := decide(ActionRemove, ok, "removing %s (%s): %d of %d remaining voters heard by the leader, quorum %d; %s",
-		describe(m), why, heardAfter, after, Quorum(after), v.summary())
+		describe(m), why, heardAfter, after, quorum.Of(after), v.summary())
 	d.Member = m
 	return d
 }
@@ -362,12 +363,12 @@ func ruleScaleOut(v *view) *Decision {
 	if d := v.needHeard(fmt.Sprintf("adding a learner for ordinal %d", missing)); d != nil {
 		return d
 	}
-	if v.heard < Quorum(v.voters) {
+	if v.heard < quorum.Of(v.voters) {
 		return decide(ActionWait, RuleAddUnsafe, "not adding a member for ordinal %d: %d of %d voters heard by the leader, quorum %d; %s",
-			missing, v.heard, v.voters, Quorum(v.voters), v.summary())
+			missing, v.heard, v.voters, quorum.Of(v.voters), v.summary())
 	}
 	d := decide(ActionAddLearner, RuleAddLearner, "adding a learner for ordinal %d: %d of %d voters heard by the leader, quorum %d; %s",
-		missing, v.heard, v.voters, Quorum(v.voters), v.summary())
+		missing, v.heard, v.voters, quorum.Of(v.voters), v.summary())
 	d.Ordinal = missing
 	return d
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 // voter builds a started voting member of ordinal i that answers and that the leader hears.
@@ -249,7 +251,7 @@ func TestPlanProperties(t *testing.T) {
 			if learners > 0 {
 				t.Fatalf("adds while a learner exists: %+v → %+v", o, d)
 			}
-			if heard < Quorum(voters) {
+			if heard < quorum.Of(voters) {
 				t.Fatalf("adds while the leader hears %d of %d voters: %+v → %+v", heard, voters, o, d)
 			}
 		case ActionRemove:
@@ -261,7 +263,7 @@ func TestPlanProperties(t *testing.T) {
 				if d.Member.Heard {
 					heardAfter--
 				}
-				if heardAfter < Quorum(voters-1) {
+				if heardAfter < quorum.Of(voters-1) {
 					t.Fatalf("removes a voter leaving %d heard by the leader of %d: %+v → %+v", heardAfter, voters-1, o, d)
 				}
 				if d.Member.Leader {
@@ -282,7 +284,7 @@ func TestPlanProperties(t *testing.T) {
 			if d.Member.Healthy {
 				heardAfter++
 			}
-			if heardAfter < Quorum(voters+1) {
+			if heardAfter < quorum.Of(voters+1) {
 				t.Fatalf("promotes leaving %d heard by the leader of %d voters: %+v → %+v", heardAfter, voters+1, o, d)
 			}
 		case ActionSetReplicas:

@@ -126,6 +126,3 @@ func (d Decision) InProgress() bool {
 	}
 	return true
 }
-
-// Quorum is the number of voters a cluster of n voters needs to commit.
-func Quorum(n int) int { return n/2 + 1 }

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
@@ -158,9 +159,6 @@ func (d Decision) InProgress() bool {
 	return false
 }
 
-// Quorum is the number of voters a cluster of n voters needs.
-func Quorum(n int) int { return n/2 + 1 }
-
 func decide(a Action, r RuleID, format string, args ...any) Decision {
 	return Decision{Action: a, Rule: r, Reason: fmt.Sprintf(format, args...)}
 }
@@ -281,7 +279,7 @@ func (o Observed) tally() tally { return o.tallyRestoring("") }
 
 // tallyRestoring counts restoring (the member ordered to restore) as without data.
 func (o Observed) tallyRestoring(restoring string) tally {
-	t := tally{voters: len(o.Voters), quorum: Quorum(len(o.Voters))}
+	t := tally{voters: len(o.Voters), quorum: quorum.Of(len(o.Voters))}
 	for _, v := range o.Voters {
 		if (v.DataGone && !v.HasData && v.PodUID != "") || (restoring != "" && v.Name == restoring) {
 			t.gone = append(t.gone, v)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 // voters are n recorded voters etcd-0..; those in gone proved in their pod that their data is
@@ -212,7 +214,7 @@ func TestPlanProperties(t *testing.T) {
 		}
 		switch d.Action {
 		case ActionStart:
-			if o.InProgress != nil || !o.QuorumLost || o.LeaderAnswered || !o.BackupConfigured || o.QuorumLostFor < o.Grace || n == 0 || proven < Quorum(n) {
+			if o.InProgress != nil || !o.QuorumLost || o.LeaderAnswered || !o.BackupConfigured || o.QuorumLostFor < o.Grace || n == 0 || proven < quorum.Of(n) {
 				t.Fatalf("restore ordered unsafely (%d of %d voters proven): %s", proven, n, where)
 			}
 			found := false
@@ -236,7 +238,7 @@ func TestPlanProperties(t *testing.T) {
 						restoringIsVoter = 1
 					}
 				}
-				if n > 0 && proven+restoringIsVoter < Quorum(n) {
+				if n > 0 && proven+restoringIsVoter < quorum.Of(n) {
 					t.Fatalf("a recovery goes on while the proofs no longer cover a majority: %s", where)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 func objectMeta(e *druidv1alpha1.Etcd, name string) metav1.ObjectMeta {
@@ -209,7 +210,7 @@ func PodDisruptionBudget(e *druidv1alpha1.Etcd) *policyv1.PodDisruptionBudget {
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(e, PodDisruptionBudgetName(e))}
 	minAvailable := intstr.FromInt32(0)
 	if e.Spec.Replicas > 1 {
-		minAvailable = intstr.FromInt32(e.Spec.Replicas/2 + 1)
+		minAvailable = intstr.FromInt32(int32(quorum.Of(int(e.Spec.Replicas))))
 	}
 	pdb.Spec = policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: &minAvailable,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 // verdict is one rule's answer. The zero value passes: the rule has nothing to say and the
@@ -220,8 +222,8 @@ func deletePods(rule RuleID, pods []string, format string, args ...any) verdict 
 }
 
 // quorum is the number of voters that must stay participating; headroom how many may not.
-func (v *view) quorum() int   { return v.o.Replicas/2 + 1 }
-func (v *view) headroom() int { return max(v.o.Replicas-v.quorum(), 0) }
+func (v *view) quorum() int   { return quorum.Of(v.o.Replicas) }
+func (v *view) headroom() int { return quorum.Headroom(v.o.Replicas) }
 
 // concurrent says whether the policy allows replacing several participating members at once.
 func (v *view) concurrent() bool { return v.o.Policy.MaxConcurrent > 1 }

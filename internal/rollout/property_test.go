@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
 // observedFromBytes turns arbitrary bytes into a plausible observation, so the fuzzer and the
@@ -183,7 +185,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		}
 	}
 	unavailable += missing
-	headroom := max(o.Replicas-(o.Replicas/2+1), 0)
+	headroom := quorum.Headroom(o.Replicas)
 	concurrent := o.Policy.MaxConcurrent > 1
 	byName := func(name string) (PodState, bool) {
 		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == name })

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -222,7 +223,7 @@ const rejoinProbeTimeout = 2 * time.Second
 
 func (a *DeletionAuditor) judgeBatch(pod *corev1.Pod, d Deletion) Deletion {
 	replicas := a.cluster.Replicas
-	allowed := min(a.concurrent, replicas-(replicas/2+1))
+	allowed := min(a.concurrent, quorum.Headroom(replicas))
 	var unavailable []string
 	for i := 0; i < replicas; i++ {
 		name := a.cluster.PodName(i)

@@ -15,6 +15,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -186,7 +187,7 @@ func NewQuorumMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial
 		opts:       o,
 		conns:      newMemberConns(creds),
 		http:       newReadyzClients(creds),
-		res:        QuorumResult{Expected: o.Expected, Quorum: o.Expected/2 + 1, Probe: o.Probe},
+		res:        QuorumResult{Expected: o.Expected, Quorum: quorum.Of(o.Expected), Probe: o.Probe},
 		members:    map[string]bool{},
 		count:      -1,
 		background: newBackground(),

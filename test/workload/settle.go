@@ -8,6 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -103,7 +104,7 @@ func settleRound(ctx context.Context, conns *memberConns, eps []Endpoint, expect
 				leaderID, s.Term, list[i].ep.Name, a.GetLeader(), a.GetRaftTerm())
 		}
 	}
-	if s.Answering < expected/2+1 {
+	if s.Answering < quorum.Of(expected) {
 		return s, false, fmt.Sprintf("%d of %d members answer", s.Answering, expected)
 	}
 	s.Leader = names[leaderID]

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 )
@@ -58,7 +59,7 @@ func leaseClusterID(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease, now
 		reporters[key] = append(reporters[key], l.Name)
 	}
 	for id, names := range reporters {
-		if len(names) >= replicas/2+1 {
+		if len(names) >= quorum.Of(replicas) {
 			slices.Sort(names)
 			return id, names
 		}
