@@ -14,11 +14,12 @@ import (
 	"strings"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
 // RuleID names the rule behind a decision. The ids are stable: they appear in Events, logs and
 // metrics.
-type RuleID string
+type RuleID = ruleid.ID
 
 const (
 	RuleNotDue           RuleID = "defrag/not-due"

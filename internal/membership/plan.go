@@ -6,12 +6,7 @@ import (
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
-
-// ConditionReason is the rule id as a condition or event reason ("scale-out/add-learner" →
-// "ScaleOutAddLearner"), converted by the same function the rollout rules use.
-func (r RuleID) CamelCase() string { return rollout.RuleID(r).CamelCase() }
 
 // rule either passes (nil) or decides.
 type rule func(v *view) *Decision

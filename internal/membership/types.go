@@ -1,6 +1,10 @@
 package membership
 
-import "time"
+import (
+	"time"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
+)
 
 // Member is one entry of etcd's member list, with what the controller learnt about it.
 type Member struct {
@@ -70,8 +74,10 @@ const (
 	ActionDone        Action = "done"
 )
 
-// RuleID names the rule behind a decision; ids are stable (events, conditions, logs).
-type RuleID string
+// RuleID names the rule behind a decision; ids are stable (events, conditions, logs). CamelCase
+// (package ruleid) turns one into a condition or Event reason ("scale-out/add-learner" →
+// "ScaleOutAddLearner"), as for every planner's rules.
+type RuleID = ruleid.ID
 
 const (
 	RuleHibernate         RuleID = "hibernate/set-replicas"

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
 // Voter is one recorded voter and what is known of it now.
@@ -114,8 +114,9 @@ const (
 	ActionFinish          Action = "finish"
 )
 
-// RuleID names the rule behind a decision; ids are stable (events, conditions, logs).
-type RuleID string
+// RuleID names the rule behind a decision; ids are stable (events, conditions, logs). CamelCase
+// (package ruleid) is the rule as a condition or Event reason.
+type RuleID = ruleid.ID
 
 const (
 	RuleNotNeeded     RuleID = "recovery/not-needed"
@@ -131,9 +132,6 @@ const (
 	RuleReplaceOldPod RuleID = "recovery/replace-old-member"
 	RuleFinish        RuleID = "recovery/finish"
 )
-
-// CamelCase is the rule as a condition or Event reason.
-func (r RuleID) CamelCase() string { return rollout.RuleID(r).CamelCase() }
 
 // Decision is Plan's answer.
 type Decision struct {

@@ -289,7 +289,9 @@ func TestPlanDoesNotModifyInput(t *testing.T) {
 
 var conditionReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
-func TestCamelCase(t *testing.T) {
+// TestRuleReasons pins the condition and Event reasons of the rollout rules, which users see
+// (the conversion itself is tested in package ruleid).
+func TestRuleReasons(t *testing.T) {
 	cases := []struct {
 		rule RuleID
 		want string
@@ -301,8 +303,8 @@ func TestCamelCase(t *testing.T) {
 		{RuleParticipatingUnknownRole, "ParticipatingUnknownRole"},
 		{RuleSingleNode, "SingleNode"},
 		{RuleNoUpdateRevision, "WaitNoUpdateRevision"},
-		{"", "Unknown"},
-		{"3rd/rule", "Rule3rdRule"},
+		{RuleQuorumHeadroom, "WaitQuorumHeadroom"},
+		{RuleHandover, "HandoverMoveLeader"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.rule), func(t *testing.T) {

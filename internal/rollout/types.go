@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
 // MaxMembers is the largest cluster the planner plans for: the Etcd API's bound on spec.replicas.
@@ -146,8 +147,9 @@ const (
 )
 
 // RuleID names the rule that made a decision. The ids are stable: they are printed by the plan
-// command, label metrics and, through CamelCase, become condition and event reasons.
-type RuleID string
+// command, label metrics and, through CamelCase (package ruleid), become condition and event
+// reasons.
+type RuleID = ruleid.ID
 
 const (
 	// RuleOutOfBounds refuses an observation larger than any cluster the operator runs (replicas,

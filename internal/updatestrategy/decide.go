@@ -13,10 +13,13 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
-// RuleID names the rule that decided, stable across releases (metric label, Event reason).
-type RuleID string
+// RuleID names the rule that decided, stable across releases (metric label, Event reason through
+// CamelCase, package ruleid).
+type RuleID = ruleid.ID
 
 const (
 	// RuleGateOn: the gate is on, so OnDelete (switching to it is always safe: it deletes nothing).

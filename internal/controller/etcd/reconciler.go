@@ -29,7 +29,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
 
@@ -547,7 +546,7 @@ func (r *Reconciler) reportStrategyHold(ctx context.Context, etcd *druidv1alpha1
 	}
 	logr.FromContextOrDiscard(ctx).Info("Keeping the StatefulSet on OnDelete until the rollout step in flight has finished",
 		"gate", features.QuorumAwareUpdatesWithOnDelete, "rule", d.Rule, "reason", d.Reason)
-	r.recorder.Event(etcd, corev1.EventTypeNormal, rollout.RuleID(d.Rule).CamelCase(), d.Reason)
+	r.recorder.Event(etcd, corev1.EventTypeNormal, d.Rule.CamelCase(), d.Reason)
 }
 
 func (r *Reconciler) reportStrategyChange(ctx context.Context, etcd *druidv1alpha1.Etcd, before, after string) {
