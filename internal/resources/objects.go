@@ -204,6 +204,16 @@ func ControlledLeases(e *druidv1alpha1.Etcd, leases []coordinationv1.Lease) []co
 	return out
 }
 
+// FindPod returns the pod named name among pods (a pointer into pods), or nil.
+func FindPod(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
 // PodDisruptionBudget keeps external actors (drains, VPA, autoscaler) from evicting below quorum.
 // The OnDelete controller deletes rather than evicts, so it is not bound by it (DEP-07).
 func PodDisruptionBudget(e *druidv1alpha1.Etcd) *policyv1.PodDisruptionBudget {

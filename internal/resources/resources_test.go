@@ -211,3 +211,17 @@ func TestControlledLeases(t *testing.T) {
 		t.Fatalf("ControlledLeases kept %v, want only etcd-main-0", got)
 	}
 }
+
+func TestFindPod(t *testing.T) {
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-1"}}}
+	got := FindPod(pods, "etcd-main-1")
+	if got != &pods[1] {
+		t.Fatalf("FindPod(etcd-main-1) = %v, want a pointer to pods[1]", got)
+	}
+	if got := FindPod(pods, "etcd-main-2"); got != nil {
+		t.Fatalf("FindPod(etcd-main-2) = %v, want nil", got.Name)
+	}
+	if got := FindPod(nil, "etcd-main-0"); got != nil {
+		t.Fatalf("FindPod on no pods = %v, want nil", got.Name)
+	}
+}

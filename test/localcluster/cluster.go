@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster/proc"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
@@ -418,9 +419,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, admin testpki.KeyPair) err
 	if err := c.waitFor(ctx, "kube-apiserver /readyz", c.apiServerReady); err != nil {
 		return err
 	}
-	scheme, err := NewScheme()
+	// Client knows what the operator knows: client-go's types plus the druid v1alpha1 Etcd API.
+	scheme, err := operator.NewScheme()
 	if err != nil {
-		return err
+		return fmt.Errorf("scheme: %w", err)
 	}
 	if c.client, err = client.New(c.restCfg, client.Options{Scheme: scheme}); err != nil {
 		return fmt.Errorf("client for kube-apiserver: %w", err)

@@ -11,13 +11,9 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
-
-	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
 
 // InstallCRDs applies the CRDs in dir, by default (dir "") the chart's (what `helm install` does
@@ -74,16 +70,4 @@ func waitEstablished(ctx context.Context, cs apiextensionsclient.Interface, name
 		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
-}
-
-// NewScheme returns client-go's types plus the druid v1alpha1 Etcd API: what Client knows.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
-	}
-	if err := druidv1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("add druid v1alpha1 to scheme: %w", err)
-	}
-	return s, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -66,7 +67,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	}
 	attempts := failuresOf(o.Pods, from) + 1
 	var failedTo []string
-	if pod := findPod(o.Pods, from); pod != nil {
+	if pod := resources.FindPod(o.Pods, from); pod != nil {
 		failedTo = appendNew(rollout.HandoverFailedTo(pod), to)
 		r.failures.record(decision.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, failedRecord{count: attempts, to: failedTo})
 	}
@@ -189,7 +190,7 @@ func memberID(reports []roles.MemberReport, name string) (uint64, error) {
 }
 
 func failuresOf(pods []corev1.Pod, name string) int {
-	if p := findPod(pods, name); p != nil {
+	if p := resources.FindPod(pods, name); p != nil {
 		n, err := strconv.Atoi(p.Annotations[rollout.AnnotationHandoverFailures])
 		if err == nil && n > 0 {
 			return n
@@ -301,7 +302,7 @@ func (f *handoverFailures) apply(cluster string, pods []corev1.Pod) []corev1.Pod
 // recordHandoverFailure writes the failure record on the leader's pod; the UID and
 // resourceVersion it was read at make a stale write fail instead of counting twice.
 func (r *Reconciler) recordHandoverFailure(ctx context.Context, pods []corev1.Pod, name string, failures failedRecord) error {
-	pod := findPod(pods, name)
+	pod := resources.FindPod(pods, name)
 	if pod == nil {
 		return fmt.Errorf("pod %s not found", name)
 	}

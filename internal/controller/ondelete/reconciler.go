@@ -413,7 +413,7 @@ func (r *Reconciler) deletePods(ctx context.Context, pods []corev1.Pod, d rollou
 }
 
 func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name string, d rollout.Decision) error {
-	pod := findPod(pods, name)
+	pod := resources.FindPod(pods, name)
 	if pod == nil {
 		return apierrors.NewNotFound(corev1.Resource("pods"), name)
 	}
@@ -423,15 +423,6 @@ func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name stri
 		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Deleted outdated pod", "pod", pod.Name, "rule", d.Rule, "reason", d.Reason)
-	return nil
-}
-
-func findPod(pods []corev1.Pod, name string) *corev1.Pod {
-	for i := range pods {
-		if pods[i].Name == name {
-			return &pods[i]
-		}
-	}
 	return nil
 }
 

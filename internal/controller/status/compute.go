@@ -187,15 +187,6 @@ func PodReady(pod *corev1.Pod) bool {
 	return false
 }
 
-func findPod(pods []corev1.Pod, name string) *corev1.Pod {
-	for i := range pods {
-		if pods[i].Name == name {
-			return &pods[i]
-		}
-	}
-	return nil
-}
-
 func findMember(members []druidv1alpha1.EtcdMemberStatus, name string) *druidv1alpha1.EtcdMemberStatus {
 	for i := range members {
 		if members[i].Name == name {

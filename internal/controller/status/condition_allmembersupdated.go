@@ -30,7 +30,7 @@ func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alph
 	updated := 0
 	names := resources.MemberNames(o.Etcd)
 	for _, name := range names {
-		pod := findPod(o.Pods, name)
+		pod := resources.FindPod(o.Pods, name)
 		if pod == nil || updateRevision == "" || pod.Labels[appsv1.StatefulSetRevisionLabel] != updateRevision || !pod.DeletionTimestamp.IsZero() {
 			outdated = append(outdated, name)
 			continue
