@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"unicode"
 
 	etcddatadir "go.etcd.io/etcd/server/v3/storage/datadir"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
 // State is the verdict on a data dir.
@@ -56,23 +56,8 @@ const (
 )
 
 // CamelCase turns the check id into a word usable as a Kubernetes condition or event reason
-// ("db/behind-snapshot" → "DbBehindSnapshot").
-func (c Check) CamelCase() string {
-	var b strings.Builder
-	upper := true
-	for _, r := range string(c) {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			upper = true
-			continue
-		}
-		if upper {
-			r = unicode.ToUpper(r)
-			upper = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// ("db/behind-snapshot" → "DbBehindSnapshot"), as every rule id becomes one.
+func (c Check) CamelCase() string { return ruleid.ID(c).CamelCase() }
 
 // Report is what Inspect found.
 type Report struct {
