@@ -433,7 +433,9 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	changed := prev == nil || prev.Status != cond || prev.Reason != reason || (acted && prev.Message != message)
 	if acted || (changed && (prev == nil || prev.Reason != reason)) {
 		eventType := corev1.EventTypeNormal
-		if actErr != nil || d.Rule == recovery.RuleNoBackup || d.Rule == recovery.RuleStart || d.Rule == recovery.RuleReplaceOldPod {
+		// A restore ordered or called off and a pod replaced are what a person must learn of,
+		// and Warnings are rate-limited apart from the many Normal waits on the same Etcd.
+		if actErr != nil || d.Rule == recovery.RuleNoBackup || d.Rule == recovery.RuleStart || d.Rule == recovery.RuleCallOff || d.Rule == recovery.RuleReplaceOldPod {
 			eventType = corev1.EventTypeWarning
 		}
 		r.cfg.Recorder.Event(etcd, eventType, reason, message)
