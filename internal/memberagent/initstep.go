@@ -115,6 +115,11 @@ type Initializer struct {
 	etcdName string
 	// dataDir is etcd's data dir; what is kept aside next to it is reported with every decision.
 	dataDir string
+	// aside is what is kept aside next to dataDir (asideErr: why it could not be listed). Only
+	// this step sets data aside, so it is listed once at the start and again after each move,
+	// not at every poll and report.
+	aside    []datadir.Aside
+	asideErr error
 }
 
 // NewInitializer checks cfg; leases may be nil (no reporting), etcds may be nil (no restore
@@ -169,6 +174,7 @@ func (c InitConfig) settings() map[string]string {
 func (i *Initializer) Run(ctx context.Context) error {
 	settings := i.cfg.settings()
 	dataDir := settings["data-dir"]
+	i.listAside()
 	// The first report learns which Etcd owns the Lease, so the first decision can read its
 	// restore order.
 	i.report(ctx, StartDecision{Rule: "init/started", Reason: "deciding how to start"}, "")
@@ -193,7 +199,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			BootstrapCluster: settings["initial-cluster"],
 			Restore:          i.readOrder(ctx),
 			BackupConfigured: i.cfg.BackupStore != nil,
-			FormedBefore:     keptAside(dataDir),
+			FormedBefore:     i.formedBefore(),
 		}
 		obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
 		d := DecideStart(obs)
@@ -310,27 +316,31 @@ func (i *Initializer) moveAside(dataDir string) error {
 		return fmt.Errorf("keeping data dir %s aside: %w", dataDir, err)
 	}
 	i.log.Info("Data dir kept aside", "from", dataDir, "to", aside)
+	i.listAside()
 	return nil
 }
 
-// keptAside tells whether data was ever kept aside next to dataDir: a cluster formed here. An
-// error listing them counts as kept aside: it only stops a bootstrap.
-func keptAside(dataDir string) bool {
-	aside, err := datadir.ListAside(dataDir)
-	return err != nil || len(aside) > 0
+// listAside lists what is kept aside next to the data dir.
+func (i *Initializer) listAside() {
+	i.aside, i.asideErr = datadir.ListAside(i.dataDir)
+	if i.asideErr != nil {
+		i.log.Info("Cannot list the data kept aside; not reporting it", "dir", i.dataDir, "error", i.asideErr.Error())
+	}
 }
+
+// formedBefore tells whether data was ever kept aside next to the data dir: a cluster formed
+// here. An error listing them counts as kept aside: it only stops a bootstrap.
+func (i *Initializer) formedBefore() bool { return i.asideErr != nil || len(i.aside) > 0 }
 
 // dataAside lists what is kept aside next to the data dir, for the operator to report (the
 // Etcd's status.dataAside and a metric); ok is false when it cannot be listed now, and then the
 // report leaves the annotation as it was.
 func (i *Initializer) dataAside() (memberreport.DataAside, bool) {
-	list, err := datadir.ListAside(i.dataDir)
-	if err != nil {
-		i.log.Info("Cannot list the data kept aside; not reporting it this time", "dir", i.dataDir, "error", err.Error())
+	if i.asideErr != nil {
 		return memberreport.DataAside{}, false
 	}
-	all := make([]memberreport.Aside, 0, len(list))
-	for _, a := range list {
+	all := make([]memberreport.Aside, 0, len(i.aside))
+	for _, a := range i.aside {
 		all = append(all, memberreport.Aside{Path: a.Path, Time: a.Time, Bytes: a.Bytes})
 	}
 	return memberreport.NewDataAside(all), true
