@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -90,7 +91,9 @@ func (o Outcome) RejoinPending() bool { return len(o.Rejoined) < len(o.AwaitingR
 func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Outcome, error) {
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
 	pods := MemberPods(st.StatefulSet, st.Pods)
-	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy)}
+	// A saved state without an Etcd has no conditions: nothing else is in flight.
+	ops := operation.Of(st.Etcd)
+	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy).WithOperations(ops)}
 	if mode != roles.SourcePolicyLeaseOnly {
 		// One round of reads for both: replaced members that may be back before their readiness
 		// says so, and members a failed handover went to that may be cut off before it says so.
@@ -145,7 +148,7 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	}
 	out.Reports = reports
 	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).
-		WithPolicy(policy).WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard))
+		WithPolicy(policy).WithOperations(ops).WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard))
 	return out, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
@@ -80,6 +81,8 @@ type Observed struct {
 	ScaleInFlight bool
 	// Handled names the members this run already defragmented or tried to.
 	Handled map[string]bool
+	// Operations are the other operations in flight on the Etcd (package operation).
+	Operations operation.Set
 }
 
 // Decision is what to do next and why; Reason carries the numbers.
@@ -98,6 +101,7 @@ func Plan(o Observed) Decision {
 		ruleValidObservation,
 		ruleNoRollout,
 		ruleNoScale,
+		ruleNoOtherOperation,
 		ruleAllMembersPresent,
 		ruleAllHealthy,
 		ruleLeaderKnown,
@@ -151,6 +155,17 @@ func ruleNoScale(o Observed) (Decision, bool) {
 		return Decision{}, false
 	}
 	return wait(RuleScaleInFlight, "a scale is in flight; %s", summary(o)), true
+}
+
+// ruleNoOtherOperation: one operation at a time. A membership change, a recovery or the
+// hand-over to RollingUpdate counts members too; a member blocked by a defragmentation under it
+// could cost the quorum.
+func ruleNoOtherOperation(o Observed) (Decision, bool) {
+	ops := o.Operations.Except(operation.KindDefragmentation)
+	if len(ops) == 0 {
+		return Decision{}, false
+	}
+	return wait(operation.WaitRule(ops[0].Kind), "waiting for the %s to finish; %s", ops.Describe(), summary(o)), true
 }
 
 func ruleAllMembersPresent(o Observed) (Decision, bool) {

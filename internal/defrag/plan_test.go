@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
@@ -54,6 +55,16 @@ func TestPlan(t *testing.T) {
 			name:       "scale in flight",
 			o:          Observed{Due: true, Replicas: 3, Members: three(), ScaleInFlight: true},
 			wantAction: ActionWait, wantRule: RuleScaleInFlight,
+		},
+		{
+			name:       "recovery in flight",
+			o:          Observed{Due: true, Replicas: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindRecovery}}},
+			wantAction: ActionWait, wantRule: operation.WaitRule(operation.KindRecovery),
+		},
+		{
+			name:       "its own operation is not waited on",
+			o:          Observed{Due: true, Replicas: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindDefragmentation}}},
+			wantAction: ActionDefragment, wantRule: RuleFollower, wantMember: "etcd-2",
 		},
 		{
 			name:       "a member pod missing",
@@ -129,6 +140,10 @@ func randomObserved(r *rand.Rand) Observed {
 		ScaleInFlight:   r.IntN(6) == 0,
 		Handled:         map[string]bool{},
 	}
+	if r.IntN(6) == 0 {
+		kinds := []operation.Kind{operation.KindScale, operation.KindRecovery, operation.KindDefragmentation, operation.KindStrategyHold}
+		o.Operations = operation.Set{{Kind: kinds[r.IntN(len(kinds))]}}
+	}
 	n := o.Replicas
 	if r.IntN(6) == 0 {
 		n = r.IntN(6)
@@ -170,7 +185,7 @@ func TestPlanProperties(t *testing.T) {
 			}
 			continue
 		}
-		if !o.Due || o.RolloutInFlight || o.ScaleInFlight {
+		if !o.Due || o.RolloutInFlight || o.ScaleInFlight || len(o.Operations.Except(operation.KindDefragmentation)) > 0 {
 			t.Fatalf("defragments %s outside a quiet due run: %+v", d.Member, o)
 		}
 		if o.Handled[d.Member] {

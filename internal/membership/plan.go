@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
@@ -15,6 +16,7 @@ type rule func(v *view) *Decision
 // (one at a time: nothing is added while one exists), lost members are replaced before resizing,
 // resizing waits for a rollout, scale-in comes before scale-out.
 var rules = []rule{
+	ruleNoOtherOperation,
 	ruleHibernate,
 	ruleMembersKnown,
 	ruleLearnerUnwanted,
@@ -265,6 +267,17 @@ func removeIfSafe(v *view, m *Member, ok, unsafe RuleID, why string) *Decision {
 		describe(m), why, heardAfter, after, quorum.Of(after), v.summary())
 	d.Member = m
 	return d
+}
+
+// ruleNoOtherOperation: one operation at a time. A recovery replaces members itself, and a
+// defragmenting member serves nothing while it may still look healthy: no member is added,
+// promoted or removed meanwhile.
+func ruleNoOtherOperation(v *view) *Decision {
+	if len(v.o.Operations) == 0 {
+		return nil
+	}
+	return decide(ActionWait, operation.WaitRule(v.o.Operations[0].Kind), "waiting for the %s to finish before changing the membership; %s",
+		v.o.Operations.Describe(), v.summary())
 }
 
 // ruleRolloutInFlight: resizing waits while pods are being replaced; the OnDelete controller

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
@@ -241,6 +242,9 @@ func TestPlanProperties(t *testing.T) {
 			heard = 0
 		}
 		acted[d.Action]++
+		if len(o.Operations) > 0 && (d.Action != ActionWait || d.InProgress()) {
+			t.Fatalf("acts (or claims a membership change) while %s is in flight: %+v → %+v", o.Operations[0].Kind, o, d)
+		}
 		quorumStep := d.Action == ActionAddLearner || d.Action == ActionPromote || d.Action == ActionMoveLeader ||
 			(d.Action == ActionRemove && !d.Member.Learner)
 		if quorumStep && !o.HeardKnown {
@@ -313,6 +317,9 @@ func randomObserved(rng *rand.Rand) Observed {
 		MembersKnown:        rng.Intn(6) > 0,
 		RolloutInFlight:     rng.Intn(4) == 0,
 		HeardKnown:          rng.Intn(4) > 0,
+	}
+	if rng.Intn(8) == 0 {
+		o.Operations = operation.Set{{Kind: []operation.Kind{operation.KindRecovery, operation.KindDefragmentation}[rng.Intn(2)]}}
 	}
 	learnerAdded := false
 	for i := 0; i < 8; i++ {

@@ -3,6 +3,7 @@ package membership
 import (
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
@@ -59,6 +60,9 @@ type Observed struct {
 	// RolloutInFlight: some pod is not at the StatefulSet's update revision, or terminating.
 	// Resizing waits for it; replacing lost members and finishing a learner do not.
 	RolloutInFlight bool
+	// Operations are the other operations in flight on the Etcd (package operation): while one
+	// is, no member is added, promoted or removed.
+	Operations operation.Set
 }
 
 // Action is what the controller does now.
@@ -128,7 +132,7 @@ func (d Decision) InProgress() bool {
 	case ActionDone:
 		return false
 	case ActionWait:
-		return d.Rule != RuleMembersUnknown && d.Rule != RuleRolloutInFlight
+		return d.Rule != RuleMembersUnknown && d.Rule != RuleRolloutInFlight && !operation.IsWaitRule(d.Rule)
 	}
 	return true
 }

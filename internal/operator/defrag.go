@@ -12,13 +12,12 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
-	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // registerDefrag adds the defragmentation controller, sharing the member client pool.
-func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *etcdclient.Pool, underMaintenance *maintenance.Registry) error {
+func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *etcdclient.Pool) error {
 	metrics, err := defrag.NewMetrics(o.Registry)
 	if err != nil {
 		return fmt.Errorf("registering defrag metrics: %w", err)
@@ -30,7 +29,6 @@ func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, 
 		Members:          pool,
 		Metrics:          metrics,
 		DefaultClientTLS: defaultClientTLS(o.Config.MemberClientTLS),
-		Maintenance:      underMaintenance,
 	})
 	if err := r.RegisterWithManager(mgr, o.Config.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		return fmt.Errorf("registering defrag controller: %w", err)

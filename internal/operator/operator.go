@@ -27,7 +27,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
-	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
@@ -120,7 +119,6 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, err
 	}
-	underMaintenance := maintenance.NewRegistry()
 	// The member client key pairs Etcds name, read at most every secretCacheTTL (or again when
 	// the members refuse them): see memberaccess.SecretCache.
 	secrets := memberaccess.NewSecretCache(mgr.GetAPIReader(), secretCacheTTL)
@@ -161,7 +159,6 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		RoleSource:       roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
 		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
-		Maintenance:      underMaintenance,
 		Policy:           RolloutPolicy(cfg.Controllers.OnDelete),
 		HandoverTimeout:  cfg.Controllers.OnDelete.Handover.Timeout.Duration,
 	})
@@ -181,7 +178,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering membership controller: %w", err)
 	}
-	if err := registerDefrag(mgr, o, recorder, pool, underMaintenance); err != nil {
+	if err := registerDefrag(mgr, o, recorder, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}

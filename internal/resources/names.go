@@ -44,10 +44,9 @@ const (
 	// AnnotationConfigChecksum makes a change of the etcd configuration a pod-template change,
 	// so it rolls like any other update.
 	AnnotationConfigChecksum = "etcd-conductor.io/config-checksum"
-	// AnnotationUpdateStrategyHold is on the member StatefulSet while OnDelete is kept although
-	// the QuorumAwareUpdatesWithOnDelete gate is off (internal/updatestrategy); its value is the
-	// reason. The OnDelete controller starts no step while it is there.
-	AnnotationUpdateStrategyHold = "etcd-conductor.io/update-strategy-hold"
+	// AnnotationLegacyUpdateStrategyHold is where releases before the UpdateStrategyHeld
+	// condition recorded the update strategy hold on the StatefulSet; it is removed when found.
+	AnnotationLegacyUpdateStrategyHold = "etcd-conductor.io/update-strategy-hold"
 	// AnnotationSafeToEvict keeps the cluster autoscaler from evicting members.
 	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 

@@ -8,6 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 )
 
 // Observe converts API objects into the planner's input. pods must already be the
@@ -113,6 +115,12 @@ func (o Observed) withEachPod(f func(PodState) PodState) Observed {
 		out.Pods[i] = f(p)
 	}
 	return out
+}
+
+// WithOperations sets the other operations in flight on the Etcd.
+func (o Observed) WithOperations(ops operation.Set) Observed {
+	o.Operations = ops.Except(operation.KindRollout)
+	return o
 }
 
 // WithPolicy returns o planned under policy p.

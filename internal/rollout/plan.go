@@ -31,6 +31,7 @@ var rules = []rule{
 	ruleWithinBounds,
 	ruleUpdateRevisionKnown,
 	ruleAllUpToDate,
+	ruleNoOtherOperation,
 	ruleSingleNode,
 	ruleNonParticipatingFirst,
 	ruleNoPodTerminating,

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 )
 
 type planCase struct {
@@ -120,6 +122,39 @@ func TestRuleAllUpToDate(t *testing.T) {
 			in: observed(3, pod("etcd-main-0"), pod("etcd-main-2"))},
 		{name: "updated condemned pod does not block done", action: ActionDone, rule: RuleDone,
 			in: observed(3, pod("etcd-main-0"), pod("etcd-main-1"), pod("etcd-main-2"), pod("etcd-main-3"))},
+	})
+}
+
+func TestRuleNoOtherOperation(t *testing.T) {
+	with := func(o Observed, kinds ...operation.Kind) Observed {
+		for _, k := range kinds {
+			o.Operations = append(o.Operations, operation.InFlight{Kind: k, Holder: "test"})
+		}
+		return o
+	}
+	rolling := observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated(), pod("etcd-main-2").outdated().dead())
+	runPlanCases(t, []planCase{
+		{name: "scale in flight holds even a dead pod", action: ActionWait, rule: RuleScaleInFlight, in: with(rolling, operation.KindScale)},
+		{name: "recovery in flight", action: ActionWait, rule: RuleRecoveryInFlight, in: with(rolling, operation.KindRecovery)},
+		{name: "defragmentation in flight", action: ActionWait, rule: RuleDefragmentationInFlight, in: with(rolling, operation.KindDefragmentation)},
+		{name: "strategy hold", action: ActionWait, rule: RuleStrategyHoldInFlight, in: with(rolling, operation.KindStrategyHold)},
+		{name: "the first in flight names the rule", action: ActionWait, rule: RuleRecoveryInFlight,
+			in: with(rolling, operation.KindRecovery, operation.KindScale)},
+		{name: "a rollout itself is never waited on", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingDead,
+			in: rolling.WithOperations(operation.Set{{Kind: operation.KindRollout}})},
+		{name: "done is done whatever is in flight", action: ActionDone, rule: RuleDone,
+			in: with(observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1"), pod("etcd-main-2")), operation.KindScale)},
+		{name: "a kind added later is waited on under its own id", action: ActionWait, rule: operation.WaitRule("example-maintenance"),
+			in: with(rolling, "example-maintenance")},
+	})
+	t.Run("HeldByOperation re-asks the rule alone", func(t *testing.T) {
+		d, held := HeldByOperation(with(rolling, operation.KindDefragmentation))
+		if !held || d.Rule != RuleDefragmentationInFlight || d.Action != ActionWait {
+			t.Fatalf("HeldByOperation = %+v, %v; want a wait under %s", d, held, RuleDefragmentationInFlight)
+		}
+		if _, held := HeldByOperation(rolling); held {
+			t.Fatal("held with nothing in flight")
+		}
 	})
 }
 
@@ -305,6 +340,8 @@ func TestRuleReasons(t *testing.T) {
 		{RuleNoUpdateRevision, "WaitNoUpdateRevision"},
 		{RuleQuorumHeadroom, "WaitQuorumHeadroom"},
 		{RuleHandover, "HandoverMoveLeader"},
+		{RuleScaleInFlight, "WaitOperationInFlightScale"},
+		{RuleStrategyHoldInFlight, "WaitOperationInFlightStrategyHold"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.rule), func(t *testing.T) {
@@ -325,7 +362,8 @@ var allRules = []RuleID{
 	RuleNonParticipatingUnknown, RuleNonParticipatingAlive, RulePodTerminating, RulePodMissing,
 	RuleUpdatedNotParticipating, RuleScaleDown, RuleParticipatingFollower, RuleParticipatingUnknownRole,
 	RuleParticipatingLeader, RuleNoCandidate, RuleQuorumHeadroom, RuleCatchUp, RuleHandover, RuleLeaderNoTransferee,
-	RuleLeaderHandoverFailed, RuleOutOfBounds,
+	RuleLeaderHandoverFailed, RuleOutOfBounds, RuleScaleInFlight, RuleRecoveryInFlight, RuleDefragmentationInFlight,
+	RuleStrategyHoldInFlight,
 }
 
 func TestReasonCarriesNumbers(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
@@ -44,6 +45,11 @@ func observedFromBytes(data []byte) Observed {
 		o.Pods = append(o.Pods, p)
 	}
 	o.Policy = policyFromByte(next())
+	// Now and then another operation in flight.
+	if b := next(); b%8 == 3 {
+		o.Operations = operation.Set{{Kind: []operation.Kind{operation.KindScale, operation.KindRecovery,
+			operation.KindDefragmentation, operation.KindStrategyHold}[int(b>>3)%4]}}
+	}
 	// Now and then a pod whose name carries no ordinal, as a careless selector would let in.
 	if b := next(); b%16 == 1 {
 		o.Pods = append(o.Pods, PodState{Name: "stray-pod", Ordinal: -1, Revision: revisions[int(b>>4)%len(revisions)],
@@ -156,11 +162,16 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleOutOfBounds {
 		return fail("refused an observation within bounds")
 	}
-	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy}); again.Action != d.Action ||
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy, Operations: o.Operations}); again.Action != d.Action ||
 		!slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule || again.HandoverTo != d.HandoverTo {
 		return fail("decision depends on pod order: %+v", again)
 	}
 
+	// One operation at a time: while another is in flight nothing is deleted and no leadership
+	// moves, and the wait names it.
+	if len(o.Operations) > 0 && d.Action != ActionDone && (d.Action != ActionWait || len(d.Pods) != 0) {
+		return fail("acted while %s is in flight", o.Operations[0].Kind)
+	}
 	inRange := func(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < o.Replicas }
 	present := map[int]bool{}
 	var terminating, updatedNotParticipating, condemned, unavailable int

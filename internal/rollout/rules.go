@@ -3,6 +3,8 @@ package rollout
 import (
 	"fmt"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 )
 
 // ruleWithinBounds refuses to plan on an observation larger than any cluster the operator
@@ -33,6 +35,25 @@ func ruleAllUpToDate(v *view) verdict {
 		action: ActionDone, rule: RuleDone,
 		reason: fmt.Sprintf("all %d pods run revision %s; %d/%d participating", len(v.pods), v.o.UpdateRevision, v.participating, v.o.Replicas),
 	}
+}
+
+// ruleNoOtherOperation: one operation at a time. While a membership change, a recovery, a
+// defragmentation or the hand-over to RollingUpdate is in flight, no pod goes, not even a
+// non-participating one: the other operation counts members too, and a pod taken away under it
+// could cost the quorum twice.
+func ruleNoOtherOperation(v *view) verdict {
+	if len(v.o.Operations) == 0 {
+		return verdict{}
+	}
+	return wait(operation.WaitRule(v.o.Operations[0].Kind), nil, "waiting for the %s to finish before replacing pods; %s",
+		v.o.Operations.Describe(), v.summary())
+}
+
+// HeldByOperation is ruleNoOtherOperation alone: the controller asks it again, on the Etcd read
+// afresh, right before it deletes, and reports a hold under the same rule id.
+func HeldByOperation(o Observed) (Decision, bool) {
+	got := ruleNoOtherOperation(newView(o))
+	return got.decision(), !got.passes()
 }
 
 // ruleSingleNode: a one-member cluster has no quorum to keep and no leader election to avoid,

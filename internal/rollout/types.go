@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
@@ -128,6 +129,9 @@ type Observed struct {
 	// Policy is configuration, not observation; it travels with the observation so Plan stays
 	// a function of its one argument.
 	Policy Policy
+	// Operations are the other operations in flight on the Etcd (package operation): while one
+	// is, no pod is deleted and no leadership moved.
+	Operations operation.Set
 }
 
 // Action is what the controller should do now.
@@ -187,6 +191,15 @@ const (
 	// RuleNoCandidate is a safety net: no rule matched although the rollout is not done. The rule
 	// set is built so that this cannot happen; if it does, waiting is the safe answer.
 	RuleNoCandidate RuleID = "wait/no-candidate"
+)
+
+// The operation rules wait while another operation is in flight on the Etcd (package
+// operation): one id per kind of operation, operation.WaitRule(kind).
+var (
+	RuleScaleInFlight           = operation.WaitRule(operation.KindScale)
+	RuleRecoveryInFlight        = operation.WaitRule(operation.KindRecovery)
+	RuleDefragmentationInFlight = operation.WaitRule(operation.KindDefragmentation)
+	RuleStrategyHoldInFlight    = operation.WaitRule(operation.KindStrategyHold)
 )
 
 // Decision is the planner's answer for one observation.

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,10 +29,11 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
-	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -65,9 +67,6 @@ type Config struct {
 	WaitInterval time.Duration
 	// Now is the clock (tests replace it).
 	Now func() time.Time
-	// Maintenance records the member being defragmented, so the OnDelete controller deletes no
-	// other member meanwhile.
-	Maintenance *maintenance.Registry
 }
 
 // Reconciler runs defragmentation schedules.
@@ -90,6 +89,9 @@ type schedule struct {
 	handled map[string]bool
 	// lastWait is the rule of the last wait reported, so an Event goes out once per change.
 	lastWait defrag.RuleID
+	// holding is set while this process may have left DefragmentationInProgress True (its
+	// release failed): the next reconcile clears it at once rather than after the timeout.
+	holding bool
 }
 
 // NewReconciler builds the controller.
@@ -104,6 +106,7 @@ func NewReconciler(cfg Config) *Reconciler {
 }
 
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -124,6 +127,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	s := r.schedule(log, req.NamespacedName, etcd)
+	// Reconciles of one Etcd never overlap and a member's defragmentation ends within its
+	// reconcile, so a DefragmentationInProgress True found here is left over: by this process
+	// when a release failed, or by an operator that stopped mid-call, whose call etcd ends
+	// within the timeout.
+	if wait, err := r.releaseLeftOver(ctx, etcd, s); err != nil || wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 	if s == nil {
 		return ctrl.Result{}, nil
 	}
@@ -259,12 +269,10 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 // observe turns the StatefulSet, its pods and what the members said into the planner's input.
 func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool) defrag.Observed {
 	rolled := rollout.Observe(sts, pods, nil)
-	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled}
-	o.RolloutInFlight = rolled.UpdateRevision == ""
+	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd)}
+	var revisions []operation.Pod
 	for _, p := range rolled.Pods {
-		if p.Revision != rolled.UpdateRevision || p.Terminating {
-			o.RolloutInFlight = true
-		}
+		revisions = append(revisions, operation.Pod{Revision: p.Revision, Terminating: p.Terminating})
 		st := status[p.Name]
 		o.Members = append(o.Members, defrag.Member{
 			Name:        p.Name,
@@ -276,6 +284,7 @@ func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 			DBSizeInUse: st.DBSizeInUse,
 		})
 	}
+	o.RolloutInFlight = operation.RolloutInFlight(rolled.UpdateRevision, revisions)
 	specReplicas := int32(1)
 	if sts.Spec.Replicas != nil {
 		specReplicas = *sts.Spec.Replicas
@@ -293,10 +302,19 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	before := o.status[d.Member].DBSize
 	log.Info("Defragmenting member", "member", d.Member, "rule", d.Rule, "timeout", timeout, "dbSize", before, "reason", d.Reason)
 
-	if r.cfg.Maintenance != nil {
-		end := r.cfg.Maintenance.Begin(decision.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
-		defer end()
+	// The defragmenting member serves nothing but may look ready until its probe times out: the
+	// condition tells every other controller to take no member away meanwhile.
+	if held, err := r.hold(ctx, etcd, s, d, timeout); err != nil || held != nil {
+		if held != nil {
+			r.cfg.Metrics.Decisions.WithLabelValues(string(held.Rule)).Inc()
+			r.reportWait(etcd, s, *held)
+			log.Info("Defragmentation held: another operation started meanwhile", "member", d.Member, "rule", held.Rule, "reason", held.Reason)
+			return
+		}
+		log.Info("Defragmentation not started: its condition could not be set; trying again", "member", d.Member, "error", err.Error())
+		return
 	}
+	defer r.release(ctx, etcd, s, d.Member)
 	start := r.cfg.Now()
 	err := r.cfg.Members.Defragment(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)
@@ -332,4 +350,82 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	r.cfg.Recorder.Event(etcd, corev1.EventTypeNormal, EventDefragmented,
 		fmt.Sprintf("member %s: db %d bytes -> %s in %s [%s]", d.Member, before, afterText, took.Round(time.Millisecond), d.Rule))
 	log.Info("Defragmented member", "member", d.Member, "before", before, "after", after, "duration", took)
+}
+
+// leftOverMargin is how long past its timeout a defragmentation another process started is
+// taken to be over: etcd ends the call by then, and the member has been probed since.
+const leftOverMargin = 10 * time.Second
+
+// hold sets DefragmentationInProgress before member d.Member is defragmented, on the Etcd as the
+// apiserver holds it now and with the status patch's optimistic lock: an operation another
+// controller started since the decision, or a status written meanwhile, stops it here. It returns
+// the planner's wait when another operation is in flight.
+func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, d defrag.Decision, timeout time.Duration) (*defrag.Decision, error) {
+	fresh := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
+		return nil, fmt.Errorf("re-reading Etcd %s/%s before defragmenting: %w", etcd.Namespace, etcd.Name, err)
+	}
+	if others := operation.Of(fresh).Except(operation.KindDefragmentation); len(others) > 0 {
+		return &defrag.Decision{Action: defrag.ActionWait, Rule: operation.WaitRule(others[0].Kind),
+			Reason: fmt.Sprintf("waiting for the %s to finish before defragmenting %s", others.Describe(), d.Member)}, nil
+	}
+	now := metav1.NewTime(r.cfg.Now())
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionTrue,
+		Reason: d.Rule.CamelCase(), Message: fmt.Sprintf("defragmenting member %s (timeout %s)", d.Member, timeout),
+		LastTransitionTime: now, LastUpdateTime: now}
+	if err := status.Patch(ctx, r.cfg.Client, fresh, status.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
+		st.Conditions = status.SetCondition(st.Conditions, c)
+	}); err != nil {
+		return nil, err
+	}
+	s.holding = true
+	return nil, nil
+}
+
+// release clears DefragmentationInProgress once member's defragmentation has returned. A release
+// that fails leaves holding set, and the next reconcile clears it (releaseLeftOver).
+func (r *Reconciler) release(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, member string) {
+	if err := r.clearCondition(ctx, etcd, fmt.Sprintf("member %s defragmented", member)); err != nil {
+		logr.FromContextOrDiscard(ctx).Info("Could not clear DefragmentationInProgress; the next reconcile does", "error", err.Error())
+		return
+	}
+	if s != nil {
+		s.holding = false
+	}
+}
+
+// releaseLeftOver clears a DefragmentationInProgress no defragmentation of this process is
+// under: at once when this process set it, otherwise once the defragmentation it marks must be
+// over (the Etcd's timeout and a margin since it was set). Until then it returns how long to
+// wait: the run goes on only once no other member can be blocked.
+func (r *Reconciler) releaseLeftOver(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule) (time.Duration, error) {
+	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeDefragmentationInProgress)
+	if c == nil || c.Status != druidv1alpha1.ConditionTrue {
+		return 0, nil
+	}
+	if s == nil || !s.holding {
+		if left := c.LastTransitionTime.Add(resources.DefragTimeout(etcd) + leftOverMargin).Sub(r.cfg.Now()); left > 0 {
+			return left, nil
+		}
+	}
+	if err := r.clearCondition(ctx, etcd, "no defragmentation is under way"); err != nil {
+		return 0, err
+	}
+	if s != nil {
+		s.holding = false
+	}
+	return 0, nil
+}
+
+func (r *Reconciler) clearCondition(ctx context.Context, etcd *druidv1alpha1.Etcd, message string) error {
+	fresh := &druidv1alpha1.Etcd{}
+	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
+		return fmt.Errorf("re-reading Etcd %s/%s to clear DefragmentationInProgress: %w", etcd.Namespace, etcd.Name, client.IgnoreNotFound(err))
+	}
+	now := metav1.NewTime(r.cfg.Now())
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionFalse,
+		Reason: "Idle", Message: message, LastTransitionTime: now, LastUpdateTime: now}
+	return status.Patch(ctx, r.cfg.Client, fresh, status.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
+		st.Conditions = status.SetCondition(st.Conditions, c)
+	})
 }

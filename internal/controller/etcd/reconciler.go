@@ -471,6 +471,17 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	if err != nil {
 		return false, err
 	}
+	holdBefore := ""
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld); c != nil && c.Status == druidv1alpha1.ConditionTrue {
+		holdBefore = c.Message
+	}
+	if strategy.Held() {
+		// Recorded before the StatefulSet is written: the OnDelete controller reads it afresh
+		// right before each deletion and starts no step while it holds (package operation).
+		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
+			return false, err
+		}
+	}
 	settings := r.settings
 	settings.UpdateStrategy = strategy.Type
 	desired, err := resources.StatefulSet(etcd, settings)
@@ -478,7 +489,7 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 		return false, err
 	}
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-	before, holdBefore := "", ""
+	before := ""
 	var claims []corev1.PersistentVolumeClaim
 	// Replicas and the fields immutable after creation are written only at creation: a change of
 	// spec.replicas alone is the membership controller's to carry out and rewrites nothing here.
@@ -489,16 +500,19 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}{desired.Labels, desired.Annotations, desired.Spec.Template, desired.Spec.UpdateStrategy}
 	if err := r.apply(ctx, etcd, obj, written, func() {
 		before = string(obj.Spec.UpdateStrategy.Type)
-		holdBefore = obj.Annotations[resources.AnnotationUpdateStrategyHold]
 		claims = obj.Spec.VolumeClaimTemplates
 		resources.ApplyMutableStatefulSetSpec(obj, desired)
-		if strategy.Held() {
-			metav1.SetMetaDataAnnotation(&obj.ObjectMeta, resources.AnnotationUpdateStrategyHold, strategy.Reason)
-		} else {
-			delete(obj.Annotations, resources.AnnotationUpdateStrategyHold)
-		}
+		// Where releases before the condition recorded the hold.
+		delete(obj.Annotations, resources.AnnotationLegacyUpdateStrategyHold)
 	}); err != nil {
 		return false, err
+	}
+	if !strategy.Held() && holdBefore != "" {
+		// Cleared only now that the StatefulSet is switched: until then the OnDelete controller
+		// must keep holding.
+		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
+			return false, err
+		}
 	}
 	r.reportStorageDrift(ctx, etcd, claims, desired.Spec.VolumeClaimTemplates)
 	r.reportStrategyHold(ctx, etcd, holdBefore, strategy)
@@ -522,7 +536,8 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	if in.GateOn || in.Current != appsv1.OnDeleteStatefulSetStrategyType || !metav1.IsControlledBy(sts, etcd) {
 		return updatestrategy.Decide(in), nil
 	}
-	_, in.HoldRecorded = sts.Annotations[resources.AnnotationUpdateStrategyHold]
+	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld)
+	in.HoldRecorded = c != nil && c.Status == druidv1alpha1.ConditionTrue
 	in.UpdateRevision = sts.Status.UpdateRevision
 	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
 		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
@@ -537,6 +552,24 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 			Terminating: !p.DeletionTimestamp.IsZero(), Ready: status.PodReady(p)})
 	}
 	return updatestrategy.Decide(in), nil
+}
+
+// recordStrategyHold sets UpdateStrategyHeld from d: True with its reason while the StatefulSet is
+// kept on OnDelete, False once it is not. The status patch's optimistic lock makes a write
+// decided on a stale Etcd fail (and the reconcile retry) rather than overwrite another's.
+func (r *Reconciler) recordStrategyHold(ctx context.Context, etcd *druidv1alpha1.Etcd, d updatestrategy.Decision) error {
+	now := metav1.Now()
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeUpdateStrategyHeld, Status: druidv1alpha1.ConditionFalse,
+		Reason: d.Rule.CamelCase(), Message: d.Reason, LastTransitionTime: now, LastUpdateTime: now}
+	if d.Held() {
+		c.Status = druidv1alpha1.ConditionTrue
+	}
+	if err := status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = status.SetCondition(s.Conditions, c)
+	}); err != nil {
+		return fmt.Errorf("recording the update strategy hold: %w", err)
+	}
+	return nil
 }
 
 // reportStrategyHold logs and records an Event when a hold starts or its reason changes.

@@ -14,6 +14,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -52,14 +53,16 @@ func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 		o.StatefulSetReplicas = int(*sts.Spec.Replicas)
 	}
 	podsByName := map[string]*corev1.Pod{}
+	revisions := make([]operation.Pod, 0, len(pods))
 	for i := range pods {
 		p := &pods[i]
 		podsByName[p.Name] = p
-		if !p.DeletionTimestamp.IsZero() ||
-			(sts.Status.UpdateRevision != "" && p.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision) {
-			o.RolloutInFlight = true
-		}
+		revisions = append(revisions, operation.Pod{Revision: p.Labels[appsv1.StatefulSetRevisionLabel], Terminating: !p.DeletionTimestamp.IsZero()})
 	}
+	o.RolloutInFlight = operation.RolloutInFlight(sts.Status.UpdateRevision, revisions)
+	// Not the strategy hold: it waits for updated pods to be ready, and a learner's pod is not
+	// until it is promoted. A membership change deletes no pod the hold protects.
+	o.Operations = operation.Of(etcd).Except(operation.KindScale).Except(operation.KindStrategyHold)
 	lostID := map[string]string{}
 	for _, l := range leases {
 		if id := l.Annotations[memberagent.AnnotationDataLostMemberID]; id != "" {

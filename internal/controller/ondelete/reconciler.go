@@ -27,12 +27,11 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
-	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -80,8 +79,6 @@ type Config struct {
 	// Clock reads the time Lease freshness is judged at; nil means time.Now. Tests replaying a
 	// recorded state set it to when the state was recorded.
 	Clock func() time.Time
-	// Maintenance names members blocked by a defragmentation; none is deleted meanwhile.
-	Maintenance *maintenance.Registry
 	// Policy is the rollout policy beyond DEP-07 (leadership handover, catch-up gate,
 	// quorum-headroom concurrency); the zero value is DEP-07 as written.
 	Policy rollout.Policy
@@ -190,11 +187,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || sts == nil {
 		return ctrl.Result{}, err
 	}
-	if membership.ScaleInProgress(etcd) {
-		// One change at a time: the membership controller yields to a rollout between its steps.
-		log.V(1).Info("Membership change in progress; not replacing pods now")
-		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
-	}
 	if deletable(sts, pods) {
 		if sts, etcd, pods, err = r.readFresh(ctx, req, sts); err != nil || sts == nil {
 			return ctrl.Result{}, err
@@ -225,18 +217,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	result := ctrl.Result{Priority: priority.For(inFlight(d))}
-	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
-		// A defragmenting member serves nothing but may still look ready: taking another
-		// member away now could leave no quorum. The defragmentation is bounded by its timeout.
-		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
-		return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval, Priority: priority.For(true)}, nil
-	}
 	if d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover {
-		if hold, err := r.strategyHold(ctx, sts); err != nil || hold != "" {
-			// The gate is off and the Etcd reconciler hands the StatefulSet to RollingUpdate once
-			// the step in flight has finished: starting another step now would race it.
-			log.Info("Deletion held: the StatefulSet is being handed to RollingUpdate", "pods", d.Pods, "hold", hold)
-			return ctrl.Result{RequeueAfter: r.cfg.RequeueInterval}, err
+		// Deciding may have taken a while (members asked over the network): another operation
+		// may have started meanwhile. Asked again on what the apiserver holds now, the same rule
+		// answers, so a hold is reported like any other wait.
+		held, err := r.heldByOperation(ctx, sts, outcome.Observed)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if held != nil {
+			log.Info("Deletion held: another operation started while deciding", "pods", d.Pods, "rule", held.Rule, "reason", held.Reason)
+			d = *held
 		}
 	}
 	switch d.Action {
@@ -358,21 +349,29 @@ func inFlight(d rollout.Decision) bool {
 	return d.Action != rollout.ActionDone
 }
 
-// strategyHold returns the StatefulSet's hold annotation (resources.AnnotationUpdateStrategyHold)
-// as the apiserver holds it now: read again right before a deletion, since deciding may have
-// taken a while (members asked over the network) and the hold may have been set meanwhile.
-func (r *Reconciler) strategyHold(ctx context.Context, sts *appsv1.StatefulSet) (string, error) {
-	if hold := sts.Annotations[resources.AnnotationUpdateStrategyHold]; hold != "" {
-		return hold, nil
-	}
+// heldByOperation asks the planner's operation rule (rollout.HeldByOperation) again on the Etcd
+// and the StatefulSet as the apiserver holds them now; nil means nothing holds the deletion. A
+// StatefulSet replaced or no longer OnDelete since it was read is being handed to RollingUpdate:
+// the Etcd reconciler clears its hold only once it has switched it, so that is a hold too.
+func (r *Reconciler) heldByOperation(ctx context.Context, sts *appsv1.StatefulSet, o rollout.Observed) (*rollout.Decision, error) {
 	fresh := &appsv1.StatefulSet{}
 	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(sts), fresh); err != nil {
-		return "", fmt.Errorf("re-reading StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
+		return nil, fmt.Errorf("re-reading StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
 	}
-	if fresh.UID != sts.UID || fresh.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-		return "the StatefulSet was replaced or is no longer OnDelete", nil
+	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Reader, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("re-reading the Etcd of StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
 	}
-	return fresh.Annotations[resources.AnnotationUpdateStrategyHold], nil
+	ops := operation.Of(etcd)
+	if fresh.UID != sts.UID || !isManagedOnDelete(fresh) {
+		ops = append(ops, operation.InFlight{Kind: operation.KindStrategyHold, Holder: "Etcd reconciler",
+			Detail: "the StatefulSet was replaced or is no longer OnDelete"})
+	}
+	d, held := rollout.HeldByOperation(o.WithOperations(ops))
+	if !held {
+		return nil, nil
+	}
+	return &d, nil
 }
 
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.

@@ -52,10 +52,10 @@ func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alph
 	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
 		return c
 	}
-	if hold := sts.Annotations[resources.AnnotationUpdateStrategyHold]; hold != "" {
+	if hold := druidv1alpha1.FindCondition(o.Etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld); hold != nil && hold.Status == druidv1alpha1.ConditionTrue {
 		// The gate is off: the OnDelete controller starts no step, so its last decision is stale.
 		c.Reason = ReasonUpdateStrategyHeld
-		c.Message += "; " + hold
+		c.Message += "; " + hold.Message
 		return c
 	}
 	if op != nil && op.Type == OperationRollout && op.RunID == updateRevision && op.Description != "" {

@@ -14,13 +14,15 @@ import (
 // fields, conditions by type, and writes them through Patch, the one status writing path, so the
 // writers never overwrite each other:
 //
-//   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors;
+//   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors and the condition
+//     UpdateStrategyHeld;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
 //     ready, selector, dataAside and the conditions Ready, AllMembersReady, AllMembersUpdated
 //     and the backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
 //   - WriterMembership (the membership controller): clusterID, voters and the condition
 //     ScaleOperationInProgress;
+//   - WriterDefrag (the defragmentation controller): the condition DefragmentationInProgress;
 //   - WriterRecovery (the recovery controller): recovery, the condition RecoveryInProgress, and
 //     clusterID and voters too: the membership controller records them while the recorded
 //     cluster is quorate, the recovery controller once more when a restore from backup has made
@@ -35,18 +37,21 @@ const (
 	WriterStatus     Writer = "status"
 	WriterMembership Writer = "membership"
 	WriterRecovery   Writer = "recovery"
+	WriterDefrag     Writer = "defrag"
 )
 
 // conditionOwners names the writer of each condition type.
 var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
-	druidv1alpha1.ConditionTypeReady:                    WriterStatus,
-	druidv1alpha1.ConditionTypeAllMembersReady:          WriterStatus,
-	druidv1alpha1.ConditionTypeAllMembersUpdated:        WriterStatus,
-	druidv1alpha1.ConditionTypeBackupReady:              WriterStatus,
-	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:  WriterStatus,
-	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady: WriterStatus,
-	druidv1alpha1.ConditionTypeScaleOperationInProgress: WriterMembership,
-	druidv1alpha1.ConditionTypeRecoveryInProgress:       WriterRecovery,
+	druidv1alpha1.ConditionTypeReady:                     WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersReady:           WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersUpdated:         WriterStatus,
+	druidv1alpha1.ConditionTypeBackupReady:               WriterStatus,
+	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:   WriterStatus,
+	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady:  WriterStatus,
+	druidv1alpha1.ConditionTypeScaleOperationInProgress:  WriterMembership,
+	druidv1alpha1.ConditionTypeRecoveryInProgress:        WriterRecovery,
+	druidv1alpha1.ConditionTypeDefragmentationInProgress: WriterDefrag,
+	druidv1alpha1.ConditionTypeUpdateStrategyHeld:        WriterEtcd,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.
@@ -67,6 +72,8 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 		s.ClusterID, s.Voters = "", nil
 	case WriterRecovery:
 		s.ClusterID, s.Voters, s.Recovery = "", nil, nil
+	case WriterDefrag:
+		// DefragmentationInProgress alone, a condition.
 	default:
 		return s, fmt.Errorf("unknown Etcd status writer %q", w)
 	}

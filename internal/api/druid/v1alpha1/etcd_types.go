@@ -324,6 +324,13 @@ const (
 	// quorum and a majority of its members' data from the backup (not an etcd-druid condition);
 	// its reason is the step it is on.
 	ConditionTypeRecoveryInProgress ConditionType = "RecoveryInProgress"
+	// ConditionTypeDefragmentationInProgress is True while the defragmentation controller
+	// defragments a member (not an etcd-druid condition); the message names the member.
+	ConditionTypeDefragmentationInProgress ConditionType = "DefragmentationInProgress"
+	// ConditionTypeUpdateStrategyHeld is True while the Etcd reconciler keeps the StatefulSet on
+	// OnDelete against the QuorumAwareUpdatesWithOnDelete gate until the rollout step in flight
+	// has finished, before handing it to RollingUpdate (not an etcd-druid condition).
+	ConditionTypeUpdateStrategyHeld ConditionType = "UpdateStrategyHeld"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
