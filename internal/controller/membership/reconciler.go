@@ -535,11 +535,3 @@ func isRefusal(r membership.RuleID) bool {
 	}
 	return false
 }
-
-// ScaleInProgress is the predicate the OnDelete controller waits on: a membership change is
-// under way, so no pod may be replaced now (a replaced pod and a resize together could cost
-// quorum twice).
-func ScaleInProgress(etcd *druidv1alpha1.Etcd) bool {
-	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
-	return c != nil && c.Status == druidv1alpha1.ConditionTrue
-}

@@ -14,6 +14,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -36,7 +37,7 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 }
 
 // scaleInFlight: a membership step is under way, or the spec (perhaps spec.replicas) changed and
-// was not acted on yet.
+// was not acted on yet. It only orders the work queue after a restart.
 func scaleInFlight(etcd *druidv1alpha1.Etcd) bool {
-	return ScaleInProgress(etcd) || etcd.Generation != ptr.Deref(etcd.Status.ObservedGeneration, 0)
+	return operation.Of(etcd).Has(operation.KindScale) || etcd.Generation != ptr.Deref(etcd.Status.ObservedGeneration, 0)
 }

@@ -344,7 +344,8 @@ func deletable(sts *appsv1.StatefulSet, pods []corev1.Pod) bool {
 	return false
 }
 
-// inFlight tells whether a rollout is under way: a pod outdated, terminating or missing.
+// inFlight tells whether a rollout is under way (a pod outdated, terminating or missing), for the
+// work queue's priority; what excludes other operations is package operation.
 func inFlight(d rollout.Decision) bool {
 	return d.Action != rollout.ActionDone
 }

@@ -50,7 +50,8 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 }
 
 // rolloutInFlight tells from a StatefulSet's status alone whether pods remain to be replaced:
-// fewer pods at the update revision than replicas.
+// fewer pods at the update revision than replicas. It only orders the work queue after a restart
+// (no pods are read for it); what holds or excludes operations is package operation.
 func rolloutInFlight(sts *appsv1.StatefulSet) bool {
 	replicas := int32(1)
 	if sts.Spec.Replicas != nil {
