@@ -65,14 +65,7 @@ func newestFirst(a, b Aside) int {
 }
 
 // Annotation is the report as AnnotationDataAside's value.
-func (d DataAside) Annotation() string {
-	raw, err := json.Marshal(d)
-	if err != nil {
-		// Only strings, numbers and times: it cannot fail.
-		panic(err)
-	}
-	return string(raw)
-}
+func (d DataAside) Annotation() string { return jsonValue(d) }
 
 // ParseDataAside reads AnnotationDataAside; ok is false when there is none or it does not make
 // sense (negative totals, more listed than counted). At most MaxAsideListed entries are kept,

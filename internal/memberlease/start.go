@@ -48,14 +48,7 @@ type StartReport struct {
 }
 
 // Annotation is the report as AnnotationStartReport's value.
-func (r StartReport) Annotation() string {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		// Only strings: it cannot fail.
-		panic(err)
-	}
-	return string(raw)
-}
+func (r StartReport) Annotation() string { return jsonValue(r) }
 
 // ParseStartReport reads AnnotationStartReport; ok is false when there is none or it is
 // unreadable.
