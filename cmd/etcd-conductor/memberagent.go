@@ -17,6 +17,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // runMemberAgent is the sidecar: it renews its pod's member Lease while the local etcd answers.
@@ -36,7 +37,7 @@ func runMemberAgent(args []string) int {
 	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
 	fs.StringVar(&cfg.Lease, "lease", "", "name of this member's Lease, $(POD_NAME)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease, $(POD_NAMESPACE)")
-	fs.DurationVar(&cfg.Interval, "interval", memberagent.DefaultInterval, "how often to renew the Lease")
+	fs.DurationVar(&cfg.Interval, "interval", memberlease.DefaultRenewInterval, "how often to renew the Lease")
 	fs.DurationVar(&cfg.CallTimeout, "call-timeout", memberagent.DefaultCallTimeout, "bound on each status call to the member")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")

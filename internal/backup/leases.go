@@ -5,80 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
-// Annotations on the full and delta snapshot Leases. holderIdentity is the latest revision
-// uploaded and renewTime when (etcd-druid's convention); these add what druid keeps in its
-// sidecar's logs: the last failure, and the on-demand full snapshot hand-over.
-const (
-	// AnnotationError is the last failure's message; removed by the next success.
-	AnnotationError = "etcd-conductor.io/backup-error"
-	// AnnotationErrorReason is its CamelCase reason (StoreUnreachable, StoreInvalid, …).
-	AnnotationErrorReason = "etcd-conductor.io/backup-error-reason"
-	// AnnotationErrorTime is when it happened (RFC 3339).
-	AnnotationErrorTime = "etcd-conductor.io/backup-error-time"
-	// AnnotationKey is the store key of the snapshot holderIdentity refers to.
-	AnnotationKey = "etcd-conductor.io/snapshot-key"
-	// AnnotationSize is its size in bytes.
-	AnnotationSize = "etcd-conductor.io/snapshot-size"
-	// AnnotationFullSnapshotRequest, on the full snapshot Lease, asks for a full snapshot; the
-	// operator copies it there from the Etcd's AnnotationFullSnapshot.
-	AnnotationFullSnapshotRequest = "etcd-conductor.io/full-snapshot-requested"
-	// AnnotationFullSnapshotHandled is the last request a full snapshot answered.
-	AnnotationFullSnapshotHandled = "etcd-conductor.io/full-snapshot-handled"
-	// AnnotationFullSnapshot, on an Etcd, requests an out-of-schedule full snapshot: any new
-	// value (a timestamp, say) triggers one.
-	AnnotationFullSnapshot = "etcd-conductor.io/full-snapshot"
-)
-
-// Failure reasons, as the snapshot Leases carry them and the BackupReady conditions show them.
-const (
-	ReasonStoreInvalid     = "StoreInvalid"
-	ReasonStoreUnreachable = "StoreUnreachable"
-	ReasonUploadFailed     = "UploadFailed"
-	ReasonSnapshotFailed   = "SnapshotFailed"
-)
-
-// SnapshotLeaseRecord is what a snapshot Lease says, parsed.
-type SnapshotLeaseRecord struct {
-	Revision    int64
-	HasRevision bool
-	Time        time.Time
-	Key         string
-	Size        int64
-	Error       string
-	ErrorReason string
-	ErrorTime   time.Time
-	Requested   string
-	Handled     string
-}
-
-// ParseSnapshotLease reads holderIdentity, renewTime and the annotations; unparseable values are
-// left zero rather than failing, since a user may have edited the Lease.
-func ParseSnapshotLease(holder *string, renew *metav1.MicroTime, annotations map[string]string) SnapshotLeaseRecord {
-	var r SnapshotLeaseRecord
-	if holder != nil {
-		if rev, err := strconv.ParseInt(strings.TrimSpace(*holder), 10, 64); err == nil {
-			r.Revision, r.HasRevision = rev, true
-		}
-	}
-	if renew != nil {
-		r.Time = renew.Time
-	}
-	r.Key = annotations[AnnotationKey]
-	r.Size, _ = strconv.ParseInt(annotations[AnnotationSize], 10, 64)
-	r.Error, r.ErrorReason = annotations[AnnotationError], annotations[AnnotationErrorReason]
-	r.ErrorTime, _ = time.Parse(time.RFC3339Nano, annotations[AnnotationErrorTime])
-	r.Requested, r.Handled = annotations[AnnotationFullSnapshotRequest], annotations[AnnotationFullSnapshotHandled]
-	return r
-}
+// AnnotationFullSnapshot, on an Etcd, requests an out-of-schedule full snapshot: any new value (a
+// timestamp, say) triggers one. The operator hands it on to the full snapshot Lease as
+// memberlease.AnnotationFullSnapshotRequest, where this loop reads it.
+const AnnotationFullSnapshot = "etcd-conductor.io/full-snapshot"
 
 // leaseWriter records snapshots and failures on the two Leases. Recording a snapshot is
 // conditional: on the resourceVersion read (a concurrent writer makes it fail) and on the
@@ -87,12 +27,12 @@ type leaseWriter struct {
 	leases coordinationv1client.LeaseInterface
 }
 
-func (w leaseWriter) read(ctx context.Context, name string) (SnapshotLeaseRecord, string, error) {
+func (w leaseWriter) read(ctx context.Context, name string) (memberlease.SnapshotLeaseRecord, string, error) {
 	lease, err := w.leases.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return SnapshotLeaseRecord{}, "", fmt.Errorf("read lease %s: %w", name, err)
+		return memberlease.SnapshotLeaseRecord{}, "", fmt.Errorf("read lease %s: %w", name, err)
 	}
-	return ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations), lease.ResourceVersion, nil
+	return memberlease.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations), lease.ResourceVersion, nil
 }
 
 // recordSnapshot writes revision and time, unless the Lease already names a higher revision.
@@ -106,16 +46,16 @@ func (w leaseWriter) recordSnapshot(ctx context.Context, name string, rev int64,
 		return fmt.Errorf("lease %s already records revision %d, above %d: not lowering it", name, current.Revision, rev)
 	}
 	annotations := map[string]any{
-		AnnotationKey: key, AnnotationSize: strconv.FormatInt(size, 10),
-		AnnotationError: nil, AnnotationErrorReason: nil, AnnotationErrorTime: nil,
+		memberlease.AnnotationSnapshotKey: key, memberlease.AnnotationSnapshotSize: strconv.FormatInt(size, 10),
+		memberlease.AnnotationBackupError: nil, memberlease.AnnotationBackupErrorReason: nil, memberlease.AnnotationBackupErrorTime: nil,
 	}
 	if handled != "" {
-		annotations[AnnotationFullSnapshotHandled] = handled
+		annotations[memberlease.AnnotationFullSnapshotHandled] = handled
 	}
 	return w.patch(ctx, name, map[string]any{
 		"metadata": map[string]any{"resourceVersion": rv, "annotations": annotations},
 		"spec": map[string]any{
-			"holderIdentity": strconv.FormatInt(rev, 10),
+			"holderIdentity": memberlease.FormatSnapshotRevision(rev),
 			"renewTime":      metav1.NewMicroTime(at),
 		},
 	})
@@ -124,7 +64,8 @@ func (w leaseWriter) recordSnapshot(ctx context.Context, name string, rev int64,
 // recordFailure sets the error annotations and leaves the last good snapshot as it is.
 func (w leaseWriter) recordFailure(ctx context.Context, name, reason, msg string, at time.Time) error {
 	return w.patch(ctx, name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		AnnotationError: msg, AnnotationErrorReason: reason, AnnotationErrorTime: at.UTC().Format(time.RFC3339Nano),
+		memberlease.AnnotationBackupError: msg, memberlease.AnnotationBackupErrorReason: reason,
+		memberlease.AnnotationBackupErrorTime: memberlease.FormatBackupErrorTime(at),
 	}}})
 }
 

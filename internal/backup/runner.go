@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
@@ -162,7 +163,7 @@ func (r *Runner) Step(ctx context.Context) {
 	r.metrics.leader.Set(1)
 	store, err := r.openStore()
 	if err != nil {
-		r.fail(ctx, ReasonStoreInvalid, err, snapshot.KindFull, snapshot.KindDelta)
+		r.fail(ctx, memberlease.ReasonStoreInvalid, err, snapshot.KindFull, snapshot.KindDelta)
 		return
 	}
 	if !r.loaded {
@@ -231,7 +232,7 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 	defer cancel()
 	snap, obj, err := UploadFull(ctx, r.member, store, r.cfg.SpoolDir, start)
 	if err != nil {
-		reason := ReasonSnapshotFailed
+		reason := memberlease.ReasonSnapshotFailed
 		if errors.Is(err, errUpload) {
 			reason = storeReason(err)
 		}
@@ -313,7 +314,7 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 	defer cancel()
 	cur, err := r.member.Revision(ctx)
 	if err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
 	if cur <= r.lastRev {
@@ -330,12 +331,12 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		return
 	}
 	if err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
 	var buf bytes.Buffer
 	if err := snapshot.EncodeDelta(&buf, r.lastRev+1, cur, events); err != nil {
-		r.fail(ctx, ReasonSnapshotFailed, err, snapshot.KindDelta)
+		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
 	snap := snapshot.Delta(r.lastRev+1, cur, start)
@@ -407,7 +408,7 @@ func (r *Runner) fail(ctx context.Context, reason string, err error, kinds ...sn
 		r.backoff = min(r.backoff, r.settings.DeltaPeriod)
 	}
 	r.state.RetryAt = now.Add(r.backoff)
-	if reason != ReasonSnapshotFailed {
+	if reason != memberlease.ReasonSnapshotFailed {
 		// Whatever the store held may have changed meanwhile: read it afresh once it answers.
 		r.loaded = false
 	}
@@ -469,9 +470,9 @@ func storeReason(err error) string {
 	var serr *backupstore.SecretError
 	switch {
 	case errors.As(err, &perr), errors.As(err, &serr):
-		return ReasonStoreInvalid
+		return memberlease.ReasonStoreInvalid
 	case backupstore.IsUnreachable(err):
-		return ReasonStoreUnreachable
+		return memberlease.ReasonStoreUnreachable
 	}
-	return ReasonUploadFailed
+	return memberlease.ReasonUploadFailed
 }

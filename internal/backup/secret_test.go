@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // TestReadSecretDir reads a Secret volume as kubelet lays it out: keys are links into a
@@ -51,9 +52,9 @@ func TestStoreReason(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&backupstore.ProviderError{Provider: "floppy"}, ReasonStoreInvalid},
-		{fmt.Errorf("wrapped: %w", &backupstore.SecretError{Key: "accessKeyID"}), ReasonStoreInvalid},
-		{errors.New("dial tcp 10.0.0.1:7070: connect: connection refused"), ReasonStoreUnreachable},
+		{&backupstore.ProviderError{Provider: "floppy"}, memberlease.ReasonStoreInvalid},
+		{fmt.Errorf("wrapped: %w", &backupstore.SecretError{Key: "accessKeyID"}), memberlease.ReasonStoreInvalid},
+		{errors.New("dial tcp 10.0.0.1:7070: connect: connection refused"), memberlease.ReasonStoreUnreachable},
 	} {
 		if got := storeReason(tt.err); got != tt.want {
 			t.Errorf("storeReason(%v) = %s, want %s", tt.err, got, tt.want)

@@ -18,13 +18,13 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-const (
-	DefaultInterval    = 5 * time.Second
-	DefaultCallTimeout = 2 * time.Second
-)
+// DefaultCallTimeout bounds the status call when the flags do not; the renewal interval's default
+// is memberlease.DefaultRenewInterval, which the operator's timing allows for.
+const DefaultCallTimeout = 2 * time.Second
 
 // Config is what the sidecar's flags carry.
 type Config struct {
@@ -71,7 +71,7 @@ type Agent struct {
 // New checks cfg and prepares an agent; it does not contact anything yet.
 func New(cfg Config, leases coordinationv1client.LeasesGetter, log logr.Logger) (*Agent, error) {
 	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultInterval
+		cfg.Interval = memberlease.DefaultRenewInterval
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -119,9 +119,9 @@ func (a *Agent) Renew(ctx context.Context) error {
 		// Not renewing is the point: the Lease expires and tells the operator.
 		return fmt.Errorf("member did not answer, leaving the lease to expire: %w", err)
 	}
-	holder := HolderIdentity(status.ID, status.ClusterID, status.IsLeader())
+	holder := memberlease.HolderIdentity(status.ID, status.ClusterID, status.IsLeader())
 	if status.IsLearner {
-		holder = LearnerHolderIdentity(status.ID, status.ClusterID)
+		holder = memberlease.LearnerHolderIdentity(status.ID, status.ClusterID)
 	}
 	if err := a.patchLease(ctx, holder); err != nil {
 		return err

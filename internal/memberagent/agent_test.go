@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
@@ -107,7 +108,7 @@ func (w *world) expectedHolders(t *testing.T) map[string]string {
 	holders := map[string]string{}
 	for _, m := range s.Members {
 		if m.Reachable {
-			holders[m.Name] = memberagent.HolderIdentity(m.ID, m.ClusterID, m.IsLeader())
+			holders[m.Name] = memberlease.HolderIdentity(m.ID, m.ClusterID, m.IsLeader())
 		}
 	}
 	return holders

@@ -24,26 +24,12 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
-	// AnnotationStartDecision on a member Lease holds the init step's last decision,
-	// "<rule>: <reason>", for people and for the operator.
-	AnnotationStartDecision = "etcd-conductor.io/start-decision"
-	// AnnotationDataLostMemberID names (hex) the member ID whose data the pod no longer has; the
-	// operator replaces exactly that member.
-	AnnotationDataLostMemberID = "etcd-conductor.io/data-lost-member-id"
-	// AnnotationStartReport on a member Lease is the init step's evidence for the operator, a
-	// StartReport in JSON: which pod incarnation decided what on which data. The operator counts
-	// a recorded voter as without data only on a report of its current pod.
-	AnnotationStartReport = "etcd-conductor.io/start-report"
-	// AnnotationRestore is where operators before the restore order moved to the Etcd's status
-	// kept it. A Lease is writable by the member pods and by namespace users, so nothing acts on
-	// it any more: the operator reports one it finds as a forgery and removes it.
-	AnnotationRestore = "etcd-conductor.io/restore-from-backup"
 	// StartRuleRestoreFailed is reported when a restore was attempted and failed; the init step
 	// tries again at the next poll.
 	StartRuleRestoreFailed = "restore/failed"
@@ -81,26 +67,6 @@ type InitConfig struct {
 	// PodUID is this pod's incarnation ($(POD_UID)): a restore order names the incarnation it is
 	// for, and every report carries it.
 	PodUID string
-}
-
-// StartReport is the init step's evidence on its Lease (AnnotationStartReport).
-type StartReport struct {
-	// PodUID is the pod incarnation that decided.
-	PodUID string `json:"podUID"`
-	// Rule is the start rule decided; Data what was found in the data dir when deciding.
-	Rule string    `json:"rule"`
-	Data DataState `json:"data"`
-}
-
-// ParseStartReport reads AnnotationStartReport; ok is false when there is none or it is
-// unreadable.
-func ParseStartReport(annotations map[string]string) (StartReport, bool) {
-	var r StartReport
-	raw := annotations[AnnotationStartReport]
-	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil || r.PodUID == "" {
-		return StartReport{}, false
-	}
-	return r, true
 }
 
 // Initializer decides how the member starts and writes its etcd configuration.
@@ -194,7 +160,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			Name:             settings["name"],
 			PodUID:           i.cfg.PodUID,
 			PeerURL:          strings.Split(settings["initial-advertise-peer-urls"], ",")[0],
-			Data:             DataState(data.State),
+			Data:             memberlease.DataState(data.State),
 			BootstrapState:   settings["initial-cluster-state"],
 			BootstrapCluster: settings["initial-cluster"],
 			Restore:          i.readOrder(ctx),
@@ -230,7 +196,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			if order := i.readOrder(ctx); !order.For(obs.Name, obs.PodUID) || order.Token != d.Token {
 				i.log.Info("The restore order was called off while restoring; keeping the restored data aside", "token", d.Token)
 				i.report(ctx, StartDecision{Rule: StartRuleRestoreCalledOff,
-					Reason: fmt.Sprintf("the operator's order (token %s) was withdrawn while restoring: the restored data is kept aside, deciding again", d.Token)}, DataValid)
+					Reason: fmt.Sprintf("the operator's order (token %s) was withdrawn while restoring: the restored data is kept aside, deciding again", d.Token)}, memberlease.DataValid)
 				if err := i.moveAside(dataDir); err != nil {
 					return err
 				}
@@ -238,7 +204,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			}
 			d.Reason += "; restored: " + res.String()
 			i.log.Info("Restored from the backup", "result", res.String(), "stoppedEarly", res.Stopped)
-			i.report(ctx, d, DataValid)
+			i.report(ctx, d, memberlease.DataValid)
 			settings["initial-cluster-token"] = d.Token
 		case StartWait:
 			if !i.sleep(ctx) {
@@ -335,15 +301,15 @@ func (i *Initializer) formedBefore() bool { return i.asideErr != nil || len(i.as
 // dataAside lists what is kept aside next to the data dir, for the operator to report (the
 // Etcd's status.dataAside and a metric); ok is false when it cannot be listed now, and then the
 // report leaves the annotation as it was.
-func (i *Initializer) dataAside() (memberreport.DataAside, bool) {
+func (i *Initializer) dataAside() (memberlease.DataAside, bool) {
 	if i.asideErr != nil {
-		return memberreport.DataAside{}, false
+		return memberlease.DataAside{}, false
 	}
-	all := make([]memberreport.Aside, 0, len(i.aside))
+	all := make([]memberlease.Aside, 0, len(i.aside))
 	for _, a := range i.aside {
-		all = append(all, memberreport.Aside{Path: a.Path, Time: a.Time, Bytes: a.Bytes})
+		all = append(all, memberlease.Aside{Path: a.Path, Time: a.Time, Bytes: a.Bytes})
 	}
-	return memberreport.NewDataAside(all), true
+	return memberlease.NewDataAside(all), true
 }
 
 // readOrder reads the operator's restore order from the status of the Etcd owning the Lease;
@@ -364,29 +330,25 @@ func (i *Initializer) readOrder(ctx context.Context) *druidv1alpha1.RecoveryRequ
 // report writes the decision, the evidence behind it and what is kept aside next to the data dir
 // onto the member's Lease, in one merge patch; failures are only logged, since the decision does
 // not depend on them.
-func (i *Initializer) report(ctx context.Context, d StartDecision, data DataState) {
+func (i *Initializer) report(ctx context.Context, d StartDecision, data memberlease.DataState) {
 	if i.leases == nil {
 		return
 	}
 	lost := any(nil)
 	if d.Rule == StartRuleDataLost {
-		lost = strconv.FormatUint(d.LostMemberID, 16)
+		lost = memberlease.FormatDataLostMemberID(d.LostMemberID)
 	}
 	evidence := any(nil)
 	if data != "" && i.cfg.PodUID != "" {
-		raw, err := json.Marshal(StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data})
-		if err != nil {
-			return
-		}
-		evidence = string(raw)
+		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data}.Annotation()
 	}
 	annotations := map[string]any{
-		AnnotationStartDecision:    d.Rule + ": " + d.Reason,
-		AnnotationDataLostMemberID: lost,
-		AnnotationStartReport:      evidence,
+		memberlease.AnnotationStartDecision:    memberlease.FormatStartDecision(d.Rule, d.Reason),
+		memberlease.AnnotationDataLostMemberID: lost,
+		memberlease.AnnotationStartReport:      evidence,
 	}
 	if aside, ok := i.dataAside(); ok {
-		annotations[memberreport.AnnotationDataAside] = aside.Annotation()
+		annotations[memberlease.AnnotationDataAside] = aside.Annotation()
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {

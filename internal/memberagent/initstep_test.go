@@ -13,7 +13,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // TestInitReportsDataKeptAside runs the init step against a real apiserver with twelve data dirs
@@ -57,12 +57,12 @@ func TestInitReportsDataKeptAside(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- init.Run(ctx) }()
 
-	var report memberreport.DataAside
+	var report memberlease.DataAside
 	for {
 		lease := getLease(t, leases, "etcd-main-0")
 		var ok bool
-		if report, ok = memberreport.ParseDataAside(lease.Annotations); ok && lease.Annotations[memberagent.AnnotationStartDecision] != "" {
-			t.Logf("%s: %s", memberreport.AnnotationDataAside, lease.Annotations[memberreport.AnnotationDataAside])
+		if report, ok = memberlease.ParseDataAside(lease.Annotations); ok && lease.Annotations[memberlease.AnnotationStartDecision] != "" {
+			t.Logf("%s: %s", memberlease.AnnotationDataAside, lease.Annotations[memberlease.AnnotationDataAside])
 			break
 		}
 		if ctx.Err() != nil {
@@ -78,8 +78,8 @@ func TestInitReportsDataKeptAside(t *testing.T) {
 	if report.Count != 12 || report.Bytes != wantBytes {
 		t.Errorf("reported %d data dirs of %d bytes aside, want 12 of %d", report.Count, report.Bytes, wantBytes)
 	}
-	if len(report.Newest) != memberreport.MaxAsideListed {
-		t.Fatalf("listed %d, want the newest %d", len(report.Newest), memberreport.MaxAsideListed)
+	if len(report.Newest) != memberlease.MaxAsideListed {
+		t.Fatalf("listed %d, want the newest %d", len(report.Newest), memberlease.MaxAsideListed)
 	}
 	newest := report.Newest[0]
 	if want := dataDir + ".aside-20261126T110000Z"; newest.Path != want || !newest.Time.Equal(first.Add(11*time.Hour)) || newest.Bytes != 12<<10 {

@@ -7,20 +7,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
-)
-
-// DataState is what the init step found in the member's data dir (internal/datadir's verdict).
-type DataState string
-
-const (
-	// DataEmpty: no data dir, or one without a member directory.
-	DataEmpty = DataState(datadir.Empty)
-	// DataValid: etcd would start from it: the WAL reads with etcd's wal package and the
-	// backend opens with bbolt.
-	DataValid = DataState(datadir.Valid)
-	// DataCorrupt: etcd's or bbolt's checks refuse it.
-	DataCorrupt = DataState(datadir.Corrupt)
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // StartObservation is everything the start decision (DEP-01's member scenarios) looks at.
@@ -28,7 +15,7 @@ type StartObservation struct {
 	// Name is this member's name (its pod name); PeerURL its advertised peer URL.
 	Name    string
 	PeerURL string
-	Data    DataState
+	Data    memberlease.DataState
 	// LeaderAnswered: a member that leads the cluster answered, and Members is its member list.
 	// Only a leader's list is trusted: a partitioned follower's may be stale.
 	LeaderAnswered bool
@@ -107,10 +94,10 @@ type StartDecision struct {
 func DecideStart(o StartObservation) StartDecision {
 	self := o.self()
 	switch o.Data {
-	case DataCorrupt:
+	case memberlease.DataCorrupt:
 		return StartDecision{Action: StartMoveAside, Rule: StartRuleCorrupt,
 			Reason: "the data dir has a member directory but no readable WAL and database; keeping it aside and starting without data"}
-	case DataValid:
+	case memberlease.DataValid:
 		switch {
 		case o.LeaderAnswered && self != nil && len(self.ClientURLs) == 0:
 			return StartDecision{Action: StartMoveAside, Rule: StartRuleStaleData,

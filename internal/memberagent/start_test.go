@@ -11,6 +11,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 const selfPeer = "https://etcd-2.etcd-peer.ns.svc:2380"
@@ -33,62 +35,62 @@ func TestDecideStart(t *testing.T) {
 		cluster string
 	}{
 		{name: "first bootstrap: no leader, recorded new",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
 			action: StartNew, rule: StartRuleBootstrap, state: "new", cluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
 		{name: "no data, no leader, cluster formed before: never new",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing"},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing"},
 			action: StartWait, rule: StartRuleClusterUnknown},
 		{name: "valid data restarts as is, whatever the cluster says",
-			o:      StartObservation{Data: DataValid, BootstrapState: "existing"},
+			o:      StartObservation{Data: memberlease.DataValid, BootstrapState: "existing"},
 			action: StartAsIs, rule: StartRuleRestart, state: "existing"},
 		{name: "valid data, listed and started: restart",
-			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: lostSelf},
+			o:      StartObservation{Data: memberlease.DataValid, LeaderAnswered: true, Members: lostSelf},
 			action: StartAsIs, rule: StartRuleRestart, state: "existing"},
 		{name: "added as learner: join with the current members",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BootstrapState: "existing"},
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, Members: addedLearner, BootstrapState: "existing"},
 			action: StartJoin, rule: StartRuleJoin, state: "existing",
 			cluster: "etcd-0=https://etcd-0.etcd-peer.ns.svc:2380,etcd-1=https://etcd-1.etcd-peer.ns.svc:2380,etcd-2=" + selfPeer},
 		{name: "bootstrap member that never started joins even if the state says new",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, BootstrapState: "new", Members: append(append([]etcdclient.Member{}, two...), etcdclient.Member{ID: 3, Name: "etcd-2", PeerURLs: []string{selfPeer}})},
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, BootstrapState: "new", Members: append(append([]etcdclient.Member{}, two...), etcdclient.Member{ID: 3, Name: "etcd-2", PeerURLs: []string{selfPeer}})},
 			action: StartJoin, rule: StartRuleJoin, state: "existing"},
 		{name: "not in the member list: wait to be added, never new next to a live cluster",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: two, BootstrapState: "new"},
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, Members: two, BootstrapState: "new"},
 			action: StartWait, rule: StartRuleNotAdded},
 		{name: "listed, has run, data gone: wait for replacement, naming the ID",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: lostSelf},
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, Members: lostSelf},
 			action: StartWait, rule: StartRuleDataLost},
 		{name: "corrupt data is kept aside",
-			o:      StartObservation{Data: DataCorrupt, LeaderAnswered: true, Members: lostSelf},
+			o:      StartObservation{Data: memberlease.DataCorrupt, LeaderAnswered: true, Members: lostSelf},
 			action: StartMoveAside, rule: StartRuleCorrupt},
 		{name: "asked to restore, no data, no leader: restore as a new single-member cluster",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartRestore, rule: StartRuleRestore, state: "new", cluster: "etcd-2=" + selfPeer},
 		{name: "asked to restore without a backup store: wait",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing", PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartWait, rule: StartRuleRestoreNoStore},
 		{name: "a restore request for another member is ignored",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-1", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-1", PodUID: "uid-2", Token: "t2"}},
 			action: StartWait, rule: StartRuleClusterUnknown},
 		{name: "a restore order for an earlier incarnation of this pod is ignored",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-3", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-3", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartWait, rule: StartRuleClusterUnknown},
 		{name: "no data, no leader, recorded new but data was kept aside here before: never new",
-			o:      StartObservation{Data: DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c", FormedBefore: true},
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c", FormedBefore: true},
 			action: StartWait, rule: StartRuleClusterUnknown},
 		{name: "asked to restore but a leader answers: join instead",
-			o:      StartObservation{Data: DataEmpty, LeaderAnswered: true, Members: addedLearner, BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, Members: addedLearner, BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartJoin, rule: StartRuleJoin},
 		{name: "asked to restore with valid data: restart, never restore over data",
-			o:      StartObservation{Data: DataValid, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataValid, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartAsIs, rule: StartRuleRestart},
 		{name: "asked to restore with corrupt data: keep it aside first",
-			o:      StartObservation{Data: DataCorrupt, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
+			o:      StartObservation{Data: memberlease.DataCorrupt, BootstrapState: "existing", BackupConfigured: true, PodUID: "uid-2", Restore: &druidv1alpha1.RecoveryRequest{Member: "etcd-2", PodUID: "uid-2", Token: "t2"}},
 			action: StartMoveAside, rule: StartRuleCorrupt},
 		{name: "data of a removed member is kept aside",
-			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: two},
+			o:      StartObservation{Data: memberlease.DataValid, LeaderAnswered: true, Members: two},
 			action: StartMoveAside, rule: StartRuleRemovedMember},
 		{name: "data from an earlier member of the same name is kept aside",
-			o:      StartObservation{Data: DataValid, LeaderAnswered: true, Members: addedLearner},
+			o:      StartObservation{Data: memberlease.DataValid, LeaderAnswered: true, Members: addedLearner},
 			action: StartMoveAside, rule: StartRuleStaleData},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 		"no-pod": {Member: "etcd-2", Token: "t"},
 	}
 	n := 0
-	for _, data := range []DataState{DataEmpty, DataValid, DataCorrupt} {
+	for _, data := range []memberlease.DataState{memberlease.DataEmpty, memberlease.DataValid, memberlease.DataCorrupt} {
 		for _, leader := range []bool{false, true} {
 			for ln, members := range lists {
 				for rn, req := range requests {
@@ -139,14 +141,14 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 							d := DecideStart(o)
 							where := fmt.Sprintf("data=%s leader=%v members=%s request=%s store=%v state=%s: %s [%s]", data, leader, ln, rn, store, state, d.Action, d.Rule)
 							if d.Action == StartRestore {
-								if data != DataEmpty || leader || rn != "self" || !store {
+								if data != memberlease.DataEmpty || leader || rn != "self" || !store {
 									t.Errorf("restored unsafely: %s", where)
 								}
 								if d.Token != "t" || d.ClusterState != "new" || d.InitialCluster != "etcd-2="+selfPeer {
 									t.Errorf("restore not as a single-member cluster with the new token: %s %+v", where, d)
 								}
 							}
-							if data == DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
+							if data == memberlease.DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
 								t.Errorf("asked to restore and safe to, but did not: %s", where)
 							}
 							if d.Action == StartNew && (leader || state != "new" || o.FormedBefore) {
@@ -159,6 +161,26 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 		}
 	}
 	t.Logf("%d combinations", n)
+}
+
+// TestReportedDataStatesAreDatadirVerdicts guards the init step's conversion of a datadir verdict
+// into what its report carries: the operator reads the report's spelling.
+func TestReportedDataStatesAreDatadirVerdicts(t *testing.T) {
+	tests := []struct {
+		verdict datadir.State
+		want    memberlease.DataState
+	}{
+		{datadir.Empty, memberlease.DataEmpty},
+		{datadir.Valid, memberlease.DataValid},
+		{datadir.Corrupt, memberlease.DataCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.verdict), func(t *testing.T) {
+			if got := memberlease.DataState(tt.verdict); got != tt.want {
+				t.Fatalf("verdict %q reported as %q, want %q", tt.verdict, got, tt.want)
+			}
+		})
+	}
 }
 
 func TestWriteEtcdConfig(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // Backup defaults, etcd-druid's where it has one.
@@ -46,10 +47,6 @@ func BackupEnabled(e *druidv1alpha1.Etcd) bool {
 	b := e.Spec.Backup
 	return b != nil && b.Store != nil && b.Store.Provider != nil && string(*b.Store.Provider) != ""
 }
-
-// FullSnapshotLeaseName and DeltaSnapshotLeaseName are etcd-druid's snapshot Lease names.
-func FullSnapshotLeaseName(e *druidv1alpha1.Etcd) string  { return e.Name + "-full-snap" }
-func DeltaSnapshotLeaseName(e *druidv1alpha1.Etcd) string { return e.Name + "-delta-snap" }
 
 // SnapshotLeaseLabels are the snapshot Leases' labels.
 func SnapshotLeaseLabels(e *druidv1alpha1.Etcd) map[string]string {
@@ -134,8 +131,8 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 		"--full-snapshot-schedule=" + FullSnapshotSchedule(e),
 		"--delta-snapshot-period=" + DeltaSnapshotPeriod(e).String(),
 		"--garbage-collection-period=" + garbageCollectionPeriod(e).String(),
-		"--full-snapshot-lease=" + FullSnapshotLeaseName(e),
-		"--delta-snapshot-lease=" + DeltaSnapshotLeaseName(e),
+		"--full-snapshot-lease=" + memberlease.FullSnapshotLeaseName(e),
+		"--delta-snapshot-lease=" + memberlease.DeltaSnapshotLeaseName(e),
 		fmt.Sprintf("--metrics-address=$(POD_IP):%d", BackupMetricsPort),
 	}
 	if b.GarbageCollectionPolicy != nil && *b.GarbageCollectionPolicy == druidv1alpha1.GarbageCollectionPolicy("Exponential") {
@@ -176,7 +173,7 @@ func snapshotLeaseRule(e *druidv1alpha1.Etcd) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{
 		APIGroups:     []string{coordinationv1.GroupName},
 		Resources:     []string{"leases"},
-		ResourceNames: []string{FullSnapshotLeaseName(e), DeltaSnapshotLeaseName(e)},
+		ResourceNames: []string{memberlease.FullSnapshotLeaseName(e), memberlease.DeltaSnapshotLeaseName(e)},
 		Verbs:         []string{"get", "patch"},
 	}}
 }

@@ -9,16 +9,17 @@ import (
 	"strings"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
-	// EtcdContainerName is the etcd container of a member pod.
-	EtcdContainerName = "etcd"
-	// MemberAgentContainerName is the sidecar that renews the member Lease.
-	MemberAgentContainerName = "member-agent"
-	// MemberInitContainerName decides how the member starts and writes its etcd configuration.
-	MemberInitContainerName = "member-init"
+	// The member pod's containers are named by internal/memberpod, where the planners read the
+	// names without importing the builder; they are repeated here so the builder and its callers
+	// spell the pod in one vocabulary with its ports and files.
+	EtcdContainerName        = memberpod.EtcdContainerName
+	MemberAgentContainerName = memberpod.MemberAgentContainerName
+	MemberInitContainerName  = memberpod.MemberInitContainerName
 	// EtcdConfigFile is the configuration member-init writes and etcd starts with.
 	EtcdConfigFile = configMountPath + "/etcd.conf.yaml"
 

@@ -3,8 +3,8 @@
 //
 //   - member reports: what each etcd member says about itself when asked directly (its ID and
 //     the leader ID it follows). This is current, but needs the members to be reachable.
-//   - member Leases: the member-agent sidecar writes "<memberID>:<role>" or
-//     "<memberID>:<clusterID>:<role>" (role Leader or Member) into the Lease named like the pod.
+//   - member Leases: the member-agent sidecar writes its member ID, cluster ID and role into the
+//     holderIdentity of the Lease named like the pod (the format is internal/memberlease's).
 //     This is available without talking to etcd, but can lag a leadership change (DEP-07
 //     "Known limitation").
 //

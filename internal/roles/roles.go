@@ -9,7 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
-	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
 
@@ -67,37 +67,19 @@ type Resolution struct {
 	Detail string
 }
 
-// ParseHolderIdentity reads a member Lease's holderIdentity: "<memberID>:<role>" or
-// "<memberID>:<clusterID>:<role>", where role is Leader, Member (a follower) or Learner (read as a follower). The member ID
-// comes back in canonical lower-case hex.
+// ParseHolderIdentity reads a member Lease's holderIdentity (memberlease's format) as the
+// planner's role: a learner never leads and, not ready, never participates, so the rollout
+// ranks it as a follower.
 func ParseHolderIdentity(s string) (memberID, clusterID string, role rollout.Role, ok bool) {
-	parts := strings.Split(s, ":")
-	var roleName string
-	switch len(parts) {
-	case 2:
-		memberID, roleName = parts[0], parts[1]
-	case 3:
-		memberID, clusterID, roleName = parts[0], parts[1], parts[2]
-		if clusterID == "" {
-			return "", "", "", false
-		}
-	default:
+	h, ok := memberlease.ParseHolderIdentity(s)
+	if !ok {
 		return "", "", "", false
 	}
-	id, err := strconv.ParseUint(memberID, 16, 64)
-	if err != nil || id == 0 {
-		return "", "", "", false
-	}
-	switch druidv1alpha1.EtcdRole(roleName) {
-	case druidv1alpha1.EtcdRoleLeader:
+	role = rollout.RoleFollower
+	if h.Role == memberlease.RoleLeader {
 		role = rollout.RoleLeader
-	case druidv1alpha1.EtcdRoleMember, druidv1alpha1.EtcdRoleLearner:
-		// A learner never leads and, not ready, never participates: the rollout never ranks it.
-		role = rollout.RoleFollower
-	default:
-		return "", "", "", false
 	}
-	return strconv.FormatUint(id, 16), clusterID, role, true
+	return h.MemberID, h.ClusterID, role, true
 }
 
 // Resolve assigns a role to every pod name; see the package documentation for the rules.
@@ -348,11 +330,12 @@ func canonicalID(s string) string {
 	return strconv.FormatUint(id, 16)
 }
 
+// holderRoleName spells a role as a holderIdentity does, for messages quoting a Lease.
 func holderRoleName(r rollout.Role) string {
 	if r == rollout.RoleLeader {
-		return string(druidv1alpha1.EtcdRoleLeader)
+		return memberlease.RoleLeader
 	}
-	return string(druidv1alpha1.EtcdRoleMember)
+	return memberlease.RoleMember
 }
 
 func sortedKeys[V any](m map[string]V) []string {

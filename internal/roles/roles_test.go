@@ -164,6 +164,8 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestParseHolderIdentity covers the mapping onto the planner's roles; the format itself is
+// memberlease's, tested there.
 func TestParseHolderIdentity(t *testing.T) {
 	cases := []struct {
 		in          string
@@ -176,15 +178,8 @@ func TestParseHolderIdentity(t *testing.T) {
 		{in: id0 + ":cdf9b6c1a3e4b0f2:Leader", id: id0, cluster: "cdf9b6c1a3e4b0f2", role: rollout.RoleLeader, ok: true},
 		{in: "8E9E05C52164694D:Member", id: id0, role: rollout.RoleFollower, ok: true},
 		{in: id0 + ":Learner", id: id0, role: rollout.RoleFollower, ok: true}, // the member-agent writes it for learners
-		{in: id0 + ":learner"},
 		{in: id0 + ":leader"},
-		{in: id0},
-		{in: ""},
-		{in: ":Leader"},
 		{in: "0:Leader"},
-		{in: "xyz:Leader"},
-		{in: id0 + "::Leader"},
-		{in: "a:b:c:Leader"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

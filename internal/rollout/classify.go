@@ -3,7 +3,7 @@ package rollout
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 )
 
 // deadWaitingReasons are waiting reasons after which the container does not come up again
@@ -58,7 +58,7 @@ func isParticipating(pod *corev1.Pod) bool {
 
 func etcdContainerStatus(pod *corev1.Pod) (corev1.ContainerStatus, bool) {
 	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == resources.EtcdContainerName { // its readiness and state describe the member
+		if s.Name == memberpod.EtcdContainerName { // its readiness and state describe the member
 			return s, true
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 )
 
 func waiting(reason string) corev1.ContainerState {
@@ -20,7 +20,7 @@ func waiting(reason string) corev1.ContainerState {
 func etcdStatus(state corev1.ContainerState, ready bool) []corev1.ContainerStatus {
 	return []corev1.ContainerStatus{
 		{Name: "member-agent", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-		{Name: resources.EtcdContainerName, Ready: ready, State: state},
+		{Name: memberpod.EtcdContainerName, Ready: ready, State: state},
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -95,11 +96,11 @@ func TestBackupsToObjectStore(t *testing.T) {
 	var onDemand string
 	e.waitFor(ctx, "the on-demand full snapshot", func(ctx context.Context) (bool, error) {
 		lease := &coordinationv1.Lease{}
-		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: resources.FullSnapshotLeaseName(etcd)}, lease); err != nil {
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: memberlease.FullSnapshotLeaseName(etcd)}, lease); err != nil {
 			return false, err
 		}
-		onDemand = lease.Annotations[backup.AnnotationKey]
-		return lease.Annotations[backup.AnnotationFullSnapshotHandled] == request, nil
+		onDemand = lease.Annotations[memberlease.AnnotationSnapshotKey]
+		return lease.Annotations[memberlease.AnnotationFullSnapshotHandled] == request, nil
 	})
 	onDemandAfter := time.Since(requested)
 	if _, err := store.Stat(ctx, onDemand); err != nil {
@@ -127,8 +128,8 @@ func TestBackupsToObjectStore(t *testing.T) {
 	}
 	down := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeBackupReady)
 	t.Logf("store down: BackupReady %s %s: %s", down.Status, down.Reason, down.Message)
-	if down.Reason != backup.ReasonStoreUnreachable && down.Reason != backup.ReasonUploadFailed {
-		t.Errorf("BackupReady reason %s while the store is down, want %s or %s", down.Reason, backup.ReasonStoreUnreachable, backup.ReasonUploadFailed)
+	if down.Reason != memberlease.ReasonStoreUnreachable && down.Reason != memberlease.ReasonUploadFailed {
+		t.Errorf("BackupReady reason %s while the store is down, want %s or %s", down.Reason, memberlease.ReasonStoreUnreachable, memberlease.ReasonUploadFailed)
 	}
 	eps := cluster.Endpoints()()
 	cc := dialMember(t, eps[0], cluster.PKI.ClientMaterial().Config)

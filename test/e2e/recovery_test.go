@@ -19,6 +19,7 @@ import (
 	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -122,7 +123,7 @@ func forgeOrder(ctx context.Context, e *env, cfg *rest.Config, lease, token stri
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, memberagent.AnnotationRestore,
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, memberlease.AnnotationRestore,
 		fmt.Sprintf(`{"member":%q,"token":%q}`, lease, token))
 	if _, err := kube.CoordinationV1().Leases(e.cluster.Namespace).Patch(ctx, lease, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("forging an order on Lease %s as %s: %v", lease, cfg.Impersonate.UserName, err)
@@ -276,7 +277,7 @@ var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3,
 		if err != nil {
 			return false, err
 		}
-		return strings.HasPrefix(lease.Annotations[memberagent.AnnotationStartDecision], memberagent.StartRuleRestoreFailed), nil
+		return strings.HasPrefix(lease.Annotations[memberlease.AnnotationStartDecision], memberagent.StartRuleRestoreFailed), nil
 	})
 	if err := os.Rename(hidden, dir+"/new.etcd"); err != nil {
 		e.t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
@@ -151,8 +151,8 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 	var restored string
 	for i := 0; i < n; i++ {
 		lease, err := b.stack.Kube.CoordinationV1().Leases(b.cluster.Namespace).Get(ctx, b.cluster.PodName(i), metav1.GetOptions{})
-		if err == nil && restoredRevision.MatchString(lease.Annotations[memberagent.AnnotationStartDecision]) {
-			restorer, restored = lease.Name, lease.Annotations[memberagent.AnnotationStartDecision]
+		if err == nil && restoredRevision.MatchString(lease.Annotations[memberlease.AnnotationStartDecision]) {
+			restorer, restored = lease.Name, lease.Annotations[memberlease.AnnotationStartDecision]
 		}
 	}
 	if restored == "" {

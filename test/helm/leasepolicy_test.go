@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -190,7 +190,7 @@ func memberClient(ctx context.Context, t *testing.T, admin *rest.Config, adminCl
 // A leader claim is what a forging pod would write.
 func renew(ctx context.Context, c kubernetes.Interface, namespace, lease string, leader bool) error {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{
-		"holderIdentity": memberagent.HolderIdentity(0xabc, 0xdef, leader),
+		"holderIdentity": memberlease.HolderIdentity(0xabc, 0xdef, leader),
 		"renewTime":      metav1.NewMicroTime(time.Now()),
 	}})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -141,7 +142,7 @@ func TestBackupWiringAndBadStoresReported(t *testing.T) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-full-snap"}, lease); err != nil {
 			return false, err.Error()
 		}
-		return lease.Annotations[backup.AnnotationFullSnapshotRequest] == "request-1", fmt.Sprintf("annotations %v", lease.Annotations)
+		return lease.Annotations[memberlease.AnnotationFullSnapshotRequest] == "request-1", fmt.Sprintf("annotations %v", lease.Annotations)
 	})
 
 	// An unknown provider: reported, and BackupReady says so without any agent.
@@ -161,7 +162,7 @@ func TestBackupWiringAndBadStoresReported(t *testing.T) {
 		if cond == nil {
 			return false, "no BackupReady condition"
 		}
-		return cond.Status == druidv1alpha1.ConditionFalse && cond.Reason == backup.ReasonStoreInvalid && strings.Contains(cond.Message, "floppy"),
+		return cond.Status == druidv1alpha1.ConditionFalse && cond.Reason == memberlease.ReasonStoreInvalid && strings.Contains(cond.Message, "floppy"),
 			fmt.Sprintf("BackupReady %s %s: %s", cond.Status, cond.Reason, cond.Message)
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -124,15 +125,15 @@ func (r *recoveryRig) initWaiting(name string) *corev1.Pod {
 
 // report writes the init step's evidence on member name's Lease (creating a Lease of a pod that
 // has none yet), as the init step of incarnation podUID would.
-func (r *recoveryRig) report(name, podUID string, data memberagent.DataState) {
+func (r *recoveryRig) report(name, podUID string, data memberlease.DataState) {
 	r.t.Helper()
-	raw, err := json.Marshal(memberagent.StartReport{PodUID: podUID, Rule: memberagent.StartRuleClusterUnknown, Data: data})
+	raw, err := json.Marshal(memberlease.StartReport{PodUID: podUID, Rule: memberagent.StartRuleClusterUnknown, Data: data})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.annotate(name, map[string]any{
-		memberagent.AnnotationStartReport:   string(raw),
-		memberagent.AnnotationStartDecision: memberagent.StartRuleClusterUnknown + ": no data, no leader answers",
+		memberlease.AnnotationStartReport:   string(raw),
+		memberlease.AnnotationStartDecision: memberagent.StartRuleClusterUnknown + ": no data, no leader answers",
 	})
 }
 
@@ -219,14 +220,14 @@ func TestRecoveryDecidesOnRecordedVoters(t *testing.T) {
 	}
 	r.quorumLost(time.Now().Add(-time.Minute))
 	lost := r.initWaiting("etcd-main-2")
-	r.report("etcd-main-2", string(lost.UID), memberagent.DataEmpty)
+	r.report("etcd-main-2", string(lost.UID), memberlease.DataEmpty)
 	joining := r.initWaiting("etcd-main-3")
-	r.report("etcd-main-3", string(joining.UID), memberagent.DataEmpty)
+	r.report("etcd-main-3", string(joining.UID), memberlease.DataEmpty)
 	down := r.initWaiting("etcd-main-1")
 	r.decides(t, recoveryplan.RuleDataRemains.CamelCase(), "1 of 3 recorded voters proved", "a restore needs 2 proven", "etcd-main-1")
 
 	t.Run("a report of an earlier incarnation proves nothing", func(t *testing.T) {
-		r.report("etcd-main-1", "uid-of-an-earlier-pod", memberagent.DataEmpty)
+		r.report("etcd-main-1", "uid-of-an-earlier-pod", memberlease.DataEmpty)
 		got := r.decides(t, recoveryplan.RuleDataRemains.CamelCase(), "1 of 3 recorded voters proved")
 		if got.Status.Recovery != nil {
 			t.Fatalf("restore ordered on an earlier incarnation's report: %+v", got.Status.Recovery)
@@ -234,7 +235,7 @@ func TestRecoveryDecidesOnRecordedVoters(t *testing.T) {
 	})
 
 	t.Run("an order written on a Lease is ignored and removed", func(t *testing.T) {
-		r.annotate("etcd-main-3", map[string]any{memberagent.AnnotationRestore: `{"member":"etcd-main-3","token":"forged"}`})
+		r.annotate("etcd-main-3", map[string]any{memberlease.AnnotationRestore: `{"member":"etcd-main-3","token":"forged"}`})
 		got := r.decides(t, recoveryplan.RuleDataRemains.CamelCase())
 		if got.Status.Recovery != nil {
 			t.Fatalf("restore ordered after a forged request: %+v", got.Status.Recovery)
@@ -244,13 +245,13 @@ func TestRecoveryDecidesOnRecordedVoters(t *testing.T) {
 		if err := r.env.Client().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "etcd-main-3"}, l); err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := l.Annotations[memberagent.AnnotationRestore]; ok {
+		if v, ok := l.Annotations[memberlease.AnnotationRestore]; ok {
 			t.Fatalf("forged order left on the Lease: %q", v)
 		}
 	})
 
 	t.Run("a majority of voters proven without data is ordered to restore", func(t *testing.T) {
-		r.report("etcd-main-1", string(down.UID), memberagent.DataEmpty)
+		r.report("etcd-main-1", string(down.UID), memberlease.DataEmpty)
 		got := r.decides(t, recoveryplan.RuleStart.CamelCase(), "2 of 3 recorded voters proved they lost their data (etcd-main-1, etcd-main-2)")
 		order := got.Status.Recovery
 		if order == nil || order.Member != "etcd-main-1" || order.PodUID != string(down.UID) || order.Token == "" || order.OldClusterID != got.Status.ClusterID {

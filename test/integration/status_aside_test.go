@@ -14,7 +14,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -41,11 +41,11 @@ func TestStatusListsDataAside(t *testing.T) {
 		if i < 2 {
 			lease.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(etcd, druidv1alpha1.GroupVersion.WithKind("Etcd"))}
 		}
-		var all []memberreport.Aside
+		var all []memberlease.Aside
 		for _, h := range hours {
-			all = append(all, memberreport.Aside{Path: fmt.Sprintf("/var/etcd/data/new.etcd.aside-h%d", h), Time: at.Add(time.Duration(h) * time.Hour), Bytes: int64(h+1) << 20})
+			all = append(all, memberlease.Aside{Path: fmt.Sprintf("/var/etcd/data/new.etcd.aside-h%d", h), Time: at.Add(time.Duration(h) * time.Hour), Bytes: int64(h+1) << 20})
 		}
-		lease.Annotations = map[string]string{memberreport.AnnotationDataAside: memberreport.NewDataAside(all).Annotation()}
+		lease.Annotations = map[string]string{memberlease.AnnotationDataAside: memberlease.NewDataAside(all).Annotation()}
 		if err := c.Create(ctx, lease); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestStatusListsDataAside(t *testing.T) {
 	// etcd-main-1's report goes.
 	lease := resources.MemberLease(etcd, "etcd-main-1")
 	if err := c.Patch(ctx, lease, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+memberreport.AnnotationDataAside+`":null}}}`))); err != nil {
+		[]byte(`{"metadata":{"annotations":{"`+memberlease.AnnotationDataAside+`":null}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(); fmt.Sprint(got) != fmt.Sprint(want[:2]) {

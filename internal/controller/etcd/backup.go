@@ -15,6 +15,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -34,17 +35,17 @@ func (r *Reconciler) syncSnapshotLeases(ctx context.Context, etcd *druidv1alpha1
 		return nil
 	}
 	request := etcd.Annotations[backup.AnnotationFullSnapshot]
-	for _, name := range []string{resources.FullSnapshotLeaseName(etcd), resources.DeltaSnapshotLeaseName(etcd)} {
+	for _, name := range []string{memberlease.FullSnapshotLeaseName(etcd), memberlease.DeltaSnapshotLeaseName(etcd)} {
 		desired := resources.SnapshotLease(etcd, name)
 		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
-		full := name == resources.FullSnapshotLeaseName(etcd)
+		full := name == memberlease.FullSnapshotLeaseName(etcd)
 		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
-			if full && request != "" && obj.Annotations[backup.AnnotationFullSnapshotRequest] != request {
+			if full && request != "" && obj.Annotations[memberlease.AnnotationFullSnapshotRequest] != request {
 				if obj.Annotations == nil {
 					obj.Annotations = map[string]string{}
 				}
-				obj.Annotations[backup.AnnotationFullSnapshotRequest] = request
+				obj.Annotations[memberlease.AnnotationFullSnapshotRequest] = request
 			}
 		}); err != nil {
 			return err

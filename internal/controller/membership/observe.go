@@ -12,7 +12,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -65,7 +65,7 @@ func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 	o.Operations = operation.Of(etcd).Except(operation.KindScale).Except(operation.KindStrategyHold)
 	lostID := map[string]string{}
 	for _, l := range leases {
-		if id := l.Annotations[memberagent.AnnotationDataLostMemberID]; id != "" {
+		if id := l.Annotations[memberlease.AnnotationDataLostMemberID]; id != "" {
 			lostID[l.Name] = id
 		}
 	}

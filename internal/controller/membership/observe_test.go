@@ -11,7 +11,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 func TestObserve(t *testing.T) {
@@ -22,7 +22,7 @@ func TestObserve(t *testing.T) {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.StatefulSetRevisionLabel: rev}}}
 	}
 	pods := []corev1.Pod{pod("main-0", "r1"), pod("main-1", "r1"), pod("main-2", "r0")}
-	leases := []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "main-2", Annotations: map[string]string{memberagent.AnnotationDataLostMemberID: "c"}}}}
+	leases := []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "main-2", Annotations: map[string]string{memberlease.AnnotationDataLostMemberID: "c"}}}}
 	cs := &etcdclient.ClusterStatus{
 		Members: []etcdclient.MemberStatus{
 			{Name: "main-0", Reachable: true, ID: 0xa, LeaderID: 0xa, ClusterID: 0xc1},

@@ -23,7 +23,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -200,8 +200,8 @@ func failuresOf(pods []corev1.Pod, name string) int {
 }
 
 // leaseCatchUp is how long after a confirmed handover a member Lease may still name the old
-// roles: up to one renewal of the member agent (memberagent.DefaultInterval), twice for a late one.
-const leaseCatchUp = 2 * memberagent.DefaultInterval
+// roles: up to one renewal of the member agent (memberlease.DefaultRenewInterval), twice for a late one.
+const leaseCatchUp = 2 * memberlease.DefaultRenewInterval
 
 // handoverTimes remembers, by cluster, when a handover was last confirmed. A restart forgets
 // it: a mismatch then is reported as any other.

@@ -32,11 +32,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -195,7 +194,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		return false, err
 	}
 	for _, l := range leases {
-		if l.Annotations[memberagent.AnnotationRestore] != "" {
+		if l.Annotations[memberlease.AnnotationRestore] != "" {
 			// A forged order, to report and remove.
 			return false, nil
 		}
@@ -209,13 +208,13 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 // keeps the report to one Event each.
 func (r *Reconciler) removeForgedOrders(ctx context.Context, etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) {
 	for _, l := range leases {
-		raw := l.Annotations[memberagent.AnnotationRestore]
+		raw := l.Annotations[memberlease.AnnotationRestore]
 		if raw == "" {
 			continue
 		}
 		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, ReasonForgedRestoreOrder,
 			"ignored a restore order written on Lease %s (%q): only the operator orders a restore, in the Etcd's status; the annotation is removed", l.Name, raw)
-		if err := r.annotateLease(ctx, etcd.Namespace, l.Name, memberagent.AnnotationRestore, ""); err != nil {
+		if err := r.annotateLease(ctx, etcd.Namespace, l.Name, memberlease.AnnotationRestore, ""); err != nil {
 			logr.FromContextOrDiscard(ctx).Info("Could not remove a forged restore order", "lease", l.Name, "error", err.Error())
 		}
 	}
@@ -291,9 +290,9 @@ func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coord
 		return v
 	}
 	v.PodUID = string(pod.UID)
-	report, reported := memberagent.StartReport{}, false
+	report, reported := memberlease.StartReport{}, false
 	if lease != nil {
-		report, reported = memberagent.ParseStartReport(lease.Annotations)
+		report, reported = memberlease.ParseStartReport(lease.Annotations)
 		reported = reported && report.PodUID == v.PodUID
 	}
 	switch {
@@ -302,8 +301,8 @@ func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coord
 		v.HasData = clusterID == recordedClusterID
 	case initRunning(pod) && reported:
 		v.State = fmt.Sprintf("init step found %s data: %s", report.Data, startDecision(lease))
-		v.DataGone = report.Data == memberagent.DataEmpty
-		v.HasData = report.Data == memberagent.DataValid
+		v.DataGone = report.Data == memberlease.DataEmpty
+		v.HasData = report.Data == memberlease.DataValid
 	case initRunning(pod):
 		v.State = "init step of this pod has not reported yet (its volume may hold data)"
 	case containerRunning(pod.Status.ContainerStatuses, resources.EtcdContainerName):
@@ -318,7 +317,7 @@ func startDecision(l *coordinationv1.Lease) string {
 	if l == nil {
 		return ""
 	}
-	return l.Annotations[memberagent.AnnotationStartDecision]
+	return l.Annotations[memberlease.AnnotationStartDecision]
 }
 
 // backupConfigured: spec.backup names a store provider.
@@ -375,7 +374,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		// not from the old cluster's chain. Asked on the full snapshot Lease, where the leading
 		// member-agent takes requests.
 		if backupConfigured(etcd) {
-			if err := r.annotateLease(ctx, etcd.Namespace, resources.FullSnapshotLeaseName(etcd), backup.AnnotationFullSnapshotRequest, "restored-"+o.InProgress.Token); err != nil {
+			if err := r.annotateLease(ctx, etcd.Namespace, memberlease.FullSnapshotLeaseName(etcd), memberlease.AnnotationFullSnapshotRequest, "restored-"+o.InProgress.Token); err != nil {
 				return fmt.Errorf("requesting a full snapshot of the restored cluster: %w", err)
 			}
 		}

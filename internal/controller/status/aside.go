@@ -8,18 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
-// AsideReports are the reports of data kept aside (memberreport.AnnotationDataAside) on the
+// AsideReports are the reports of data kept aside (memberlease.AnnotationDataAside) on the
 // member Leases etcd controls, by Lease (member) name; a Lease without a readable report is
 // left out. A member pod or a namespace user can write these: they are only reported (in
 // status.dataAside and the data-aside metrics), nothing acts on them. Pure.
-func AsideReports(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) map[string]memberreport.DataAside {
-	out := map[string]memberreport.DataAside{}
+func AsideReports(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) map[string]memberlease.DataAside {
+	out := map[string]memberlease.DataAside{}
 	for _, l := range resources.ControlledLeases(etcd, leases) {
-		if d, ok := memberreport.ParseDataAside(l.Annotations); ok {
+		if d, ok := memberlease.ParseDataAside(l.Annotations); ok {
 			out[l.Name] = d
 		}
 	}
@@ -27,8 +27,8 @@ func AsideReports(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) map[s
 }
 
 // dataAside lists the reported data dirs for status.dataAside, by member, oldest first: at most
-// memberreport.MaxAsideListed per member, the newest.
-func dataAside(reports map[string]memberreport.DataAside) []druidv1alpha1.DataAside {
+// memberlease.MaxAsideListed per member, the newest.
+func dataAside(reports map[string]memberlease.DataAside) []druidv1alpha1.DataAside {
 	var out []druidv1alpha1.DataAside
 	for member, d := range reports {
 		for _, a := range d.Newest {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -29,7 +29,7 @@ func asideLease(etcd *druidv1alpha1.Etcd, member, raw string) coordinationv1.Lea
 	l := *resources.MemberLease(etcd, member)
 	l.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(etcd, druidv1alpha1.GroupVersion.WithKind("Etcd"))}
 	if raw != "" {
-		l.Annotations = map[string]string{memberreport.AnnotationDataAside: raw}
+		l.Annotations = map[string]string{memberlease.AnnotationDataAside: raw}
 	}
 	return l
 }
@@ -37,11 +37,11 @@ func asideLease(etcd *druidv1alpha1.Etcd, member, raw string) coordinationv1.Lea
 // reported is what an init step writes for dirs kept aside at keptAt plus each of hours, 1 KiB
 // each.
 func reported(member string, hours ...int) string {
-	var all []memberreport.Aside
+	var all []memberlease.Aside
 	for _, h := range hours {
-		all = append(all, memberreport.Aside{Path: fmt.Sprintf("/var/etcd/data/new.etcd.aside-%s-h%d", member, h), Time: keptAt.Add(time.Duration(h) * time.Hour), Bytes: 1024})
+		all = append(all, memberlease.Aside{Path: fmt.Sprintf("/var/etcd/data/new.etcd.aside-%s-h%d", member, h), Time: keptAt.Add(time.Duration(h) * time.Hour), Bytes: 1024})
 	}
-	return memberreport.NewDataAside(all).Annotation()
+	return memberlease.NewDataAside(all).Annotation()
 }
 
 // TestComputeListsDataAside: status.dataAside lists what the member Leases the Etcd controls
@@ -111,7 +111,7 @@ func TestDataAsideMetrics(t *testing.T) {
 		asideLease(etcd, "etcd-main-1", reported("etcd-main-1")),
 	})
 	m.recordAside(key, reports)
-	m.recordAside(other, map[string]memberreport.DataAside{"etcd-other-0": {Count: 1, Bytes: 7}})
+	m.recordAside(other, map[string]memberlease.DataAside{"etcd-other-0": {Count: 1, Bytes: 7}})
 	if got := testutil.ToFloat64(m.AsideDirs.WithLabelValues("ns", "etcd-main", "etcd-main-0")); got != 12 {
 		t.Errorf("etcd-main-0 keeps %v dirs aside, want 12", got)
 	}

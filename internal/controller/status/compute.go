@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -151,7 +151,7 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 			case rollout.RoleFollower:
 				m.Role = ptr.To(druidv1alpha1.EtcdRoleMember)
 			}
-			if memberagent.IsLearnerIdentity(*lease.Spec.HolderIdentity) {
+			if memberlease.IsLearnerIdentity(*lease.Spec.HolderIdentity) {
 				m.Role = ptr.To(druidv1alpha1.EtcdRoleLearner)
 			}
 		}

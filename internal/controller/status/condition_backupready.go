@@ -8,8 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -48,7 +48,7 @@ func backupConditions(o Inputs) []druidv1alpha1.Condition {
 	if _, err := backupstore.ParseProvider(string(*o.Etcd.Spec.Backup.Store.Provider)); err != nil {
 		// No agent can build this store; say so without waiting for one to report it.
 		for _, c := range []*druidv1alpha1.Condition{&full, &delta} {
-			c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, backup.ReasonStoreInvalid, err.Error()
+			c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, memberlease.ReasonStoreInvalid, err.Error()
 		}
 	}
 	ready := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeBackupReady}
@@ -66,18 +66,18 @@ func backupConditions(o Inputs) []druidv1alpha1.Condition {
 }
 
 // failing: the agent reported a failure after its last good snapshot.
-func failing(rec backup.SnapshotLeaseRecord) bool {
+func failing(rec memberlease.SnapshotLeaseRecord) bool {
 	return rec.Error != "" && (rec.Time.IsZero() || rec.ErrorTime.After(rec.Time))
 }
 
-func failureReason(rec backup.SnapshotLeaseRecord) string {
+func failureReason(rec memberlease.SnapshotLeaseRecord) string {
 	if conditionReason.MatchString(rec.ErrorReason) {
 		return rec.ErrorReason
 	}
-	return backup.ReasonUploadFailed
+	return memberlease.ReasonUploadFailed
 }
 
-func describeLast(what string, rec backup.SnapshotLeaseRecord, now time.Time) string {
+func describeLast(what string, rec memberlease.SnapshotLeaseRecord, now time.Time) string {
 	if rec.Time.IsZero() || !rec.HasRevision {
 		return "no " + what + " yet"
 	}
@@ -111,12 +111,12 @@ func snapshotLease(leases []coordinationv1.Lease, name string) *coordinationv1.L
 // readSnapshotLease is what both snapshot conditions start with: a missing Lease is Unknown and
 // a recorded failure is False, each written into c with done set; otherwise it returns the
 // Lease's record and its "last snapshot" phrase for the caller to judge against the schedule.
-func readSnapshotLease(c *druidv1alpha1.Condition, lease *coordinationv1.Lease, what, missing string, now time.Time) (rec backup.SnapshotLeaseRecord, last string, done bool) {
+func readSnapshotLease(c *druidv1alpha1.Condition, lease *coordinationv1.Lease, what, missing string, now time.Time) (rec memberlease.SnapshotLeaseRecord, last string, done bool) {
 	if lease == nil {
 		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionUnknown, ReasonBackupUnknown, missing
 		return rec, "", true
 	}
-	rec = backup.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
+	rec = memberlease.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations)
 	last = describeLast(what, rec, now)
 	if failing(rec) {
 		c.Status, c.Reason, c.Message = druidv1alpha1.ConditionFalse, failureReason(rec), fmt.Sprintf("failing since %s ago: %s; %s", age(rec.ErrorTime, now), rec.Error, last)

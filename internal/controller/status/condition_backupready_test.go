@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 func TestBackupConditions(t *testing.T) {
@@ -32,7 +32,7 @@ func TestBackupConditions(t *testing.T) {
 		return l
 	}
 	failure := func(reason string, at time.Time) map[string]string {
-		return map[string]string{backup.AnnotationError: "dial tcp 10.0.0.1:7070: connection refused", backup.AnnotationErrorReason: reason, backup.AnnotationErrorTime: at.Format(time.RFC3339Nano)}
+		return map[string]string{memberlease.AnnotationBackupError: "dial tcp 10.0.0.1:7070: connection refused", memberlease.AnnotationBackupErrorReason: reason, memberlease.AnnotationBackupErrorTime: at.Format(time.RFC3339Nano)}
 	}
 	tests := []struct {
 		name        string
@@ -43,17 +43,17 @@ func TestBackupConditions(t *testing.T) {
 	}{
 		{"both fresh", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-5*time.Second), nil),
 			[3]druidv1alpha1.ConditionStatus{"True", "True", "True"}, ReasonBackupSucceeded, "last full snapshot at revision 100, 20m0s ago"},
-		{"store unreachable after the last delta", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-15*time.Second), failure(backup.ReasonStoreUnreachable, now.Add(-3*time.Second))),
-			[3]druidv1alpha1.ConditionStatus{"False", "True", "False"}, backup.ReasonStoreUnreachable, "connection refused"},
-		{"an old failure does not count", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-2*time.Second), failure(backup.ReasonStoreUnreachable, now.Add(-time.Minute))),
+		{"store unreachable after the last delta", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-15*time.Second), failure(memberlease.ReasonStoreUnreachable, now.Add(-3*time.Second))),
+			[3]druidv1alpha1.ConditionStatus{"False", "True", "False"}, memberlease.ReasonStoreUnreachable, "connection refused"},
+		{"an old failure does not count", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-2*time.Second), failure(memberlease.ReasonStoreUnreachable, now.Add(-time.Minute))),
 			[3]druidv1alpha1.ConditionStatus{"True", "True", "True"}, ReasonBackupSucceeded, ""},
 		{"full snapshot missed its schedule", lease("100", now.Add(-3*time.Hour), nil), lease("150", now.Add(-2*time.Second), nil),
 			[3]druidv1alpha1.ConditionStatus{"False", "False", "True"}, ReasonSnapshotMissedSchedule, "last full snapshot at revision 100, 3h0m0s ago"},
 		{"deltas stalled", lease("100", now.Add(-20*time.Minute), nil), lease("150", now.Add(-2*time.Minute), nil),
 			[3]druidv1alpha1.ConditionStatus{"False", "True", "False"}, ReasonSnapshotMissedSchedule, "2m0s ago"},
 		{"no leases yet", nil, nil, [3]druidv1alpha1.ConditionStatus{"Unknown", "Unknown", "Unknown"}, ReasonBackupUnknown, ""},
-		{"bad store from the start", lease("", time.Time{}, failure(backup.ReasonStoreInvalid, now)), lease("", time.Time{}, failure(backup.ReasonStoreInvalid, now)),
-			[3]druidv1alpha1.ConditionStatus{"False", "False", "False"}, backup.ReasonStoreInvalid, "no full snapshot yet"},
+		{"bad store from the start", lease("", time.Time{}, failure(memberlease.ReasonStoreInvalid, now)), lease("", time.Time{}, failure(memberlease.ReasonStoreInvalid, now)),
+			[3]druidv1alpha1.ConditionStatus{"False", "False", "False"}, memberlease.ReasonStoreInvalid, "no full snapshot yet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestBackupConditions(t *testing.T) {
 	}
 	etcd.Spec.Backup.Store.Provider = ptr.To(druidv1alpha1.StorageProvider("floppy"))
 	conds := backupConditions(Inputs{Etcd: etcd, Now: now})
-	if conds[0].Status != druidv1alpha1.ConditionFalse || conds[0].Reason != backup.ReasonStoreInvalid || !strings.Contains(conds[0].Message, "floppy") {
+	if conds[0].Status != druidv1alpha1.ConditionFalse || conds[0].Reason != memberlease.ReasonStoreInvalid || !strings.Contains(conds[0].Message, "floppy") {
 		t.Fatalf("unknown provider: BackupReady %+v", conds[0])
 	}
 	etcd.Spec.Backup.Store = nil

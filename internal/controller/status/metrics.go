@@ -6,14 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/memberreport"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
 // Metrics are the status controller's Prometheus series. They are registered on the registry
 // passed in (the manager's in production, a fresh one in tests), never on a global default.
 type Metrics struct {
 	// AsideDirs and AsideBytes are, per member, how many data dirs its init step keeps aside
-	// and their size, as it last reported on its Lease (memberreport.AnnotationDataAside).
+	// and their size, as it last reported on its Lease (memberlease.AnnotationDataAside).
 	AsideDirs  *prometheus.GaugeVec
 	AsideBytes *prometheus.GaugeVec
 
@@ -44,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 // recordAside sets the data-aside series of etcd's members to reports and deletes those of
 // members that no longer report. A nil Metrics records nothing.
-func (m *Metrics) recordAside(etcd types.NamespacedName, reports map[string]memberreport.DataAside) {
+func (m *Metrics) recordAside(etcd types.NamespacedName, reports map[string]memberlease.DataAside) {
 	if m == nil {
 		return
 	}

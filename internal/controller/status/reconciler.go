@@ -20,6 +20,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -127,8 +128,8 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inp
 			return o, fmt.Errorf("listing snapshot leases: %w", err)
 		}
 		controlled := resources.ControlledLeases(etcd, snapLeases.Items)
-		o.FullSnapshotLease = snapshotLease(controlled, resources.FullSnapshotLeaseName(etcd))
-		o.DeltaSnapshotLease = snapshotLease(controlled, resources.DeltaSnapshotLeaseName(etcd))
+		o.FullSnapshotLease = snapshotLease(controlled, memberlease.FullSnapshotLeaseName(etcd))
+		o.DeltaSnapshotLease = snapshotLease(controlled, memberlease.DeltaSnapshotLeaseName(etcd))
 	}
 	return o, nil
 }

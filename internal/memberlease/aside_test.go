@@ -1,4 +1,4 @@
-package memberreport
+package memberlease
 
 import (
 	"fmt"

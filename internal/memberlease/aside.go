@@ -1,11 +1,4 @@
-// Package memberreport is what a member pod reports on its member Lease for the operator to read,
-// in one place both sides import: the member's init step writes it, the status controller reads
-// it. (The start decision and start report annotations still live in internal/memberagent.)
-//
-// A member pod writes its Lease through a ServiceAccount every member pod of the cluster shares,
-// and namespace users may be granted Lease write too: nothing read from here may trigger an
-// action. The operator only reports it, in the Etcd's status and in metrics.
-package memberreport
+package memberlease
 
 import (
 	"encoding/json"
@@ -16,7 +9,9 @@ import (
 
 const (
 	// AnnotationDataAside on a member Lease is what the member's init step keeps aside next to
-	// its data dir (internal/datadir.MoveAside: data is never deleted), a DataAside in JSON.
+	// its data dir (internal/datadir.MoveAside: data is never deleted), a DataAside in JSON. A
+	// member pod and namespace users can write it, so the operator only reports it (the Etcd's
+	// status and metrics) and never acts on it.
 	AnnotationDataAside = "etcd-conductor.io/data-aside"
 	// MaxAsideListed bounds the entries a DataAside lists, so the annotation stays small;
 	// Count and Bytes still cover everything kept aside.
@@ -70,14 +65,7 @@ func newestFirst(a, b Aside) int {
 }
 
 // Annotation is the report as AnnotationDataAside's value.
-func (d DataAside) Annotation() string {
-	raw, err := json.Marshal(d)
-	if err != nil {
-		// Only strings, numbers and times: it cannot fail.
-		panic(err)
-	}
-	return string(raw)
-}
+func (d DataAside) Annotation() string { return jsonValue(d) }
 
 // ParseDataAside reads AnnotationDataAside; ok is false when there is none or it does not make
 // sense (negative totals, more listed than counted). At most MaxAsideListed entries are kept,

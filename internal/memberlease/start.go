@@ -1,0 +1,70 @@
+package memberlease
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// What the member's init step (`member-agent init`) writes on its member Lease after every start
+// decision, in one merge patch.
+const (
+	// AnnotationStartDecision holds the init step's last decision, "<rule>: <reason>"
+	// (FormatStartDecision), for people and for the operator's Events.
+	AnnotationStartDecision = "etcd-conductor.io/start-decision"
+	// AnnotationDataLostMemberID names (hex) the member ID whose data the pod no longer has; the
+	// operator replaces exactly that member. The init step removes it with any other decision.
+	AnnotationDataLostMemberID = "etcd-conductor.io/data-lost-member-id"
+	// AnnotationStartReport is the init step's evidence for the operator, a StartReport in JSON:
+	// which pod incarnation decided what on which data. The operator counts a recorded voter as
+	// without data only on a report of its current pod.
+	AnnotationStartReport = "etcd-conductor.io/start-report"
+	// AnnotationRestore is where operators before the restore order moved to the Etcd's status
+	// kept it. A Lease is writable by the member pods and by namespace users, so nothing acts on
+	// it any more: the operator reports one it finds as a forgery and removes it.
+	AnnotationRestore = "etcd-conductor.io/restore-from-backup"
+)
+
+// DataState is what the init step found in the member's data dir. The values are
+// internal/datadir's verdicts, spelled the same so a report reads like the init step's log.
+type DataState string
+
+const (
+	// DataEmpty: no data dir, or one without a member directory.
+	DataEmpty DataState = "Empty"
+	// DataValid: etcd would start from it: the WAL reads with etcd's wal package and the
+	// backend opens with bbolt.
+	DataValid DataState = "Valid"
+	// DataCorrupt: etcd's or bbolt's checks refuse it.
+	DataCorrupt DataState = "Corrupt"
+)
+
+// StartReport is the init step's evidence on its Lease (AnnotationStartReport).
+type StartReport struct {
+	// PodUID is the pod incarnation that decided.
+	PodUID string `json:"podUID"`
+	// Rule is the start rule decided; Data what was found in the data dir when deciding.
+	Rule string    `json:"rule"`
+	Data DataState `json:"data"`
+}
+
+// Annotation is the report as AnnotationStartReport's value.
+func (r StartReport) Annotation() string { return jsonValue(r) }
+
+// ParseStartReport reads AnnotationStartReport; ok is false when there is none or it is
+// unreadable.
+func ParseStartReport(annotations map[string]string) (StartReport, bool) {
+	var r StartReport
+	raw := annotations[AnnotationStartReport]
+	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil || r.PodUID == "" {
+		return StartReport{}, false
+	}
+	return r, true
+}
+
+// FormatStartDecision is AnnotationStartDecision's value: the rule id first, so a reader can
+// match on the prefix.
+func FormatStartDecision(rule, reason string) string { return rule + ": " + reason }
+
+// FormatDataLostMemberID is AnnotationDataLostMemberID's value: the member ID in lower-case hex,
+// as the holderIdentity spells it.
+func FormatDataLostMemberID(memberID uint64) string { return strconv.FormatUint(memberID, 16) }
