@@ -176,7 +176,7 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Outpu
 	if err != nil {
 		return plancmd.Output{}, err
 	}
-	var members []roles.MemberReport
+	var members plancmd.MemberStatus
 	if o.memberStatusPath != "" {
 		data, err := readInput(o.memberStatusPath, stdin)
 		if err != nil {
@@ -198,7 +198,8 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Outpu
 	if err != nil {
 		return plancmd.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, plancmd.Reports(members), nil, o.mode, o.policy, o.now))
+	src := plancmd.Sources{Members: plancmd.Reports(members.Reports), Answers: plancmd.SavedAnswers(members.Answers)}
+	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, src, o.mode, o.policy, o.now))
 }
 
 // refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
@@ -215,7 +216,7 @@ func refuseOutOfBounds(out plancmd.Output, err error) (plancmd.Output, error) {
 }
 
 // planLive reads the objects from the cluster and, if asked to, the members' own view.
-func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, error) {
+func planLive(o planOptions, members plancmd.MemberStatus) (plancmd.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
 	c, namespace, err := liveClient(o.kubeconfig, o.namespace)
@@ -226,19 +227,22 @@ func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, erro
 	if err != nil {
 		return plancmd.Output{}, err
 	}
-	memberSource := plancmd.Reports(members)
-	if o.askMembers() && o.mode != roles.SourcePolicyLeaseOnly {
+	src := plancmd.Sources{Members: plancmd.Reports(members.Reports), Leases: plancmd.LiveLeases(c), Answers: plancmd.SavedAnswers(members.Answers)}
+	if o.askMembers() {
 		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
 		if err != nil {
 			return plancmd.Output{}, fmt.Errorf("member client TLS: %w", err)
 		}
 		pool := etcdclient.NewPool(etcdclient.Options{})
 		defer pool.Close()
-		// A failed question is not fatal: the roles fall back to the Leases, and the output
-		// says why.
-		memberSource = plancmd.AskMembers(pool, creds, o.addresses)
+		// A failed question is not fatal: the roles fall back to the Leases, the other
+		// controllers decide as if no member answered, and the output says why.
+		if o.mode != roles.SourcePolicyLeaseOnly {
+			src.Members = plancmd.AskMembers(pool, creds, o.addresses)
+		}
+		src.Answers = plancmd.AskAllMembers(pool, creds, o.addresses)
 	}
-	return refuseOutOfBounds(plancmd.Plan(ctx, st, memberSource, plancmd.LiveLeases(c), o.mode, o.policy, o.now))
+	return refuseOutOfBounds(plancmd.Plan(ctx, st, src, o.mode, o.policy, o.now))
 }
 
 // liveClient builds a client through a kubeconfig, resolved the way kubectl does, and returns

@@ -426,9 +426,11 @@ func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, s
 	}
 	var reports []roles.MemberReport
 	if data, err := os.ReadFile(base + ".members.json"); err == nil {
-		if reports, err = plancmd.DecodeMemberStatus(data); err != nil {
+		saved, err := plancmd.DecodeMemberStatus(data)
+		if err != nil {
 			t.Fatal(err)
 		}
+		reports = saved.Reports
 	}
 	metrics, err := ondelete.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
