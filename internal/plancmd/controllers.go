@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -56,9 +55,9 @@ type Step struct {
 
 	// NotDecided says why the state plan was given cannot tell this controller's step.
 	NotDecided string `json:"notDecided,omitempty"`
-	// Assumed lists what plan took as given where the controller knows more (its memory, its
-	// configuration), so the step is read with that in mind.
-	Assumed []string `json:"assumed,omitempty"`
+	// Notes say what the state did not hold and what plan took in its place where the
+	// controller knows more (its memory), so the step is read with that in mind.
+	Notes []string `json:"notes,omitempty"`
 
 	// Defragmentation runs only on its schedule: Schedule and NextRun say when, and IfDueNow
 	// marks the step as what the planner decides for a run starting now.
@@ -114,15 +113,12 @@ type controllerInputs struct {
 func planControllers(ctx context.Context, st State, answers AnswerSource, rolled Output, now time.Time) (Controllers, error) {
 	out := Controllers{Rollout: Step{Action: string(rolled.Action), Rule: rolled.Rule, Reason: rolled.Reason,
 		Pods: rolled.Pods, HandoverTo: rolled.HandoverTo}}
+	// A state's Etcd is the one owning the StatefulSet (DecodeState, ReadLive), as the
+	// controllers require.
 	if st.Etcd == nil {
 		// These controllers decide on the Etcd's spec and status (replicas, cluster ID, voters,
 		// conditions, schedule); defaults standing in for them would be a guess.
 		why := "the state holds no Etcd owning the StatefulSet, and this controller decides on its spec and status"
-		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
-		return out, nil
-	}
-	if !metav1.IsControlledBy(st.StatefulSet, st.Etcd) {
-		why := fmt.Sprintf("StatefulSet %s is not controlled by Etcd %s: this controller leaves it alone", st.StatefulSet.Name, st.Etcd.Name)
 		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
 		return out, nil
 	}
@@ -149,20 +145,20 @@ func planMembership(ctx context.Context, in controllerInputs) Step {
 	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered())
 	observed.SuperfluousGrace = membershipctl.DefaultSuperfluousGrace
 	d := membership.Plan(observed)
-	var assumed []string
+	var notes []string
 	if d.Rule == membership.RuleHeardUnknown && in.answers.Heard != nil {
 		d = membership.Plan(membershipctl.WithHeard(observed, in.answers.Heard(ctx)))
 	}
 	if !in.answers.Asked {
-		assumed = append(assumed, "no member answers (--member-status, or --etcd-ca/--etcd-cert/--etcd-key live): the member list is unknown")
+		notes = append(notes, "no member answers (--member-status, or --etcd-ca/--etcd-cert/--etcd-key live): the member list is unknown")
 	}
 	if d.Rule == membership.RuleHeardUnknown {
-		assumed = append(assumed, `which voters the leader hears is not known: the saved answers have no "heard"`)
+		notes = append(notes, `which voters the leader hears is not known: the saved answers have no "heard"`)
 	}
 	if slices.ContainsFunc(observed.Members, func(m membership.Member) bool { return m.Ordinal < 0 }) {
-		assumed = append(assumed, fmt.Sprintf("members no pod stands for are taken as first seen now (the operator keeps that in memory), with the default grace of %s", membershipctl.DefaultSuperfluousGrace))
+		notes = append(notes, fmt.Sprintf("members no pod stands for are taken as first seen now (the operator keeps that in memory), of the %s grace", membershipctl.DefaultSuperfluousGrace))
 	}
-	step := Step{Action: string(d.Action), Rule: d.Rule, Reason: d.Reason, Assumed: assumed}
+	step := Step{Action: string(d.Action), Rule: d.Rule, Reason: d.Reason, Notes: notes}
 	if d.Member != nil {
 		step.Member, step.MemberID = d.Member.Name, strconv.FormatUint(d.Member.ID, 16)
 	}
@@ -185,16 +181,18 @@ func planRecovery(in controllerInputs) Step {
 		return Step{Action: string(recovery.ActionNone), Reason: "the StatefulSet has 0 replicas (hibernated): the recovery controller does not look"}
 	}
 	if recoveryctl.NothingToRecover(in.etcd, in.leases) {
-		return Step{Action: string(recovery.ActionNone),
-			Reason: "nothing to recover: no cluster ID recorded yet, or Ready does not say quorum is lost and no recovery is recorded; the controller asks no member"}
+		why := "Ready does not say quorum is lost and no recovery is recorded"
+		if in.etcd.Status.ClusterID == "" {
+			why = "no cluster ID is recorded, the cluster has not formed yet"
+		}
+		return Step{Action: string(recovery.ActionNone), Reason: "nothing to recover: " + why + "; the controller asks no member"}
 	}
 	if !in.answers.Asked {
 		return Step{NotDecided: "recovery decides on whether a member answers as leader and of which cluster: no member answers (--member-status, or --etcd-ca/--etcd-cert/--etcd-key live)"}
 	}
 	o := recoveryctl.Observe(in.etcd, in.pods, resources.ControlledLeases(in.etcd, in.leases), in.answers.answered(), recoveryctl.DefaultGrace, in.now)
 	d := recovery.Plan(o)
-	step := Step{Action: string(d.Action), Rule: d.Rule, Reason: d.Reason, ClusterID: d.ClusterID,
-		Assumed: []string{fmt.Sprintf("the default grace of %s", recoveryctl.DefaultGrace)}}
+	step := Step{Action: string(d.Action), Rule: d.Rule, Reason: d.Reason, ClusterID: d.ClusterID}
 	if d.Pod != "" {
 		step.Pods = []string{d.Pod}
 	}
@@ -228,6 +226,6 @@ func planDefragmentation(in controllerInputs) Step {
 	}
 	d := defrag.Plan(defragctl.Observe(in.etcd, in.sts, in.pods, status, map[string]bool{}))
 	step.Action, step.Rule, step.Reason, step.Member = string(d.Action), d.Rule, d.Reason, d.Member
-	step.Assumed = []string{"a run that starts now, with no member handled yet: a run under way lives in the operator's memory"}
+	step.Notes = []string{"a run that starts now, with no member handled yet: a run under way lives in the operator's memory"}
 	return step
 }
