@@ -29,15 +29,22 @@ const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [-
 
 Prints, as one JSON object, what the OnDelete controller would do next: plan runs the
 controller's own pipeline (pods owned by the StatefulSet, roles resolved only when the choice is
-among participating members, members dialled at the Etcd's client port).
+among participating members, members dialled at the Etcd's client port). Under "controllers" it
+adds the next step of the membership, recovery and defragmentation controllers, from their own
+observation and planners: each with action, rule and reason, or notDecided saying what the state
+lacks (they need the Etcd, and answers from the members). Defragmentation runs only on its
+schedule: its step is what a run starting now would do, with the next scheduled run.
 STATE is "kubectl get etcd,sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding
 exactly one StatefulSet and, preferably, the Etcd owning it; without that Etcd the defaults
 stand in (client port 2379, the Etcd named like the StatefulSet) and the output says so. With
 --etcd the same objects are read from the cluster instead (the StatefulSet is named like the
-Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner"}]}
-(the last two optional).
+Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner",
+"clusterID","dbSize","dbSizeInUse"}],"memberList":[{"id","name","peerURLs","clientURLs",
+"isLearner"}],"heard":["etcd-main-0",...]}: all but name, id, leaderID and reachable optional;
+without memberList the member list is unknown, without heard which voters the leader hears.
 With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client
-port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names.
+port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names; it reads
+nothing but status, the member list and linearizable reads.
 --now evaluates Lease freshness at that time (default: the current time), for replaying a
 state captured earlier.
 POLICY, as the operator's controllers.ondelete configuration (defaults the same):
@@ -47,7 +54,7 @@ POLICY, as the operator's controllers.ondelete configuration (defaults the same)
 // liveTimeout bounds live mode: the API reads and the member questions.
 const liveTimeout = 30 * time.Second
 
-// runPlan explains the next OnDelete step. Exit codes: 0 with the decision on stdout, 2 with a
+// runPlan explains the next step of every deciding controller. Exit codes: 0 with the decision on stdout, 2 with a
 // one-line error on stderr for bad flags or input.
 func runPlan(args []string) int {
 	return planCommand(args, os.Stdin, os.Stdout, os.Stderr, time.Now)
