@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -245,7 +246,8 @@ func TestPlanLive(t *testing.T) {
 	}
 
 	// Pod deletion timestamps cannot be created, so pod-terminating stays a file-only fixture.
-	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-lease-only", "lease-stale-member-status", "quorum-lost", "rolling-handover-rejoining", "single-node", "leader-handover", "leader-catch-up"} {
+	for _, name := range []string{"one-member-dead", "hung-leader", "lease-stale-lease-only", "lease-stale-member-status", "quorum-lost", "rolling-handover-rejoining", "single-node", "leader-handover", "leader-catch-up",
+		"membership-add-learner", "membership-heard-unknown", "membership-scale-in", "recovery-members-with-data", "defrag-follower"} {
 		t.Run(name, func(t *testing.T) {
 			base := filepath.Join("testdata", "plan", name)
 			data, err := os.ReadFile(base + ".yaml")
@@ -527,12 +529,17 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 	uids := map[string]types.UID{}
 	if st.Etcd != nil {
 		etcd := st.Etcd.DeepCopy()
+		status := etcd.Status
 		clearServerFields(&etcd.ObjectMeta, uids)
-		etcd.Status = druidv1alpha1.EtcdStatus{}
 		if err := c.Create(ctx, etcd); err != nil {
 			t.Fatalf("create Etcd: %v", err)
 		}
 		uids["Etcd/"+etcd.Name] = etcd.UID
+		// The status is what membership and recovery decide on (cluster ID, voters, Ready).
+		etcd.Status = status
+		if err := c.Status().Update(ctx, etcd); err != nil {
+			t.Fatalf("Etcd status: %v", err)
+		}
 	}
 	sts := st.StatefulSet.DeepCopy()
 	status := sts.Status
@@ -545,13 +552,18 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 	if err := c.Status().Update(ctx, sts); err != nil {
 		t.Fatalf("StatefulSet status: %v", err)
 	}
+	// A start report names the pod incarnation that made it: the pod the apiserver creates
+	// anew is that incarnation here.
+	podUIDs := map[string]types.UID{}
 	for i := range st.Pods {
 		pod := st.Pods[i].DeepCopy()
 		status := pod.Status
+		saved := pod.UID
 		clearServerFields(&pod.ObjectMeta, uids)
 		if err := c.Create(ctx, pod); err != nil {
 			t.Fatalf("create pod %s: %v", pod.Name, err)
 		}
+		podUIDs[string(saved)] = pod.UID
 		pod.Status = status
 		if err := c.Status().Update(ctx, pod); err != nil {
 			t.Fatalf("pod %s status: %v", pod.Name, err)
@@ -560,6 +572,14 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 	for i := range st.Leases {
 		lease := st.Leases[i].DeepCopy()
 		clearServerFields(&lease.ObjectMeta, uids)
+		if report, ok := memberagent.ParseStartReport(lease.Annotations); ok && podUIDs[report.PodUID] != "" {
+			report.PodUID = string(podUIDs[report.PodUID])
+			raw, err := json.Marshal(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lease.Annotations[memberagent.AnnotationStartReport] = string(raw)
+		}
 		if err := c.Create(ctx, lease); err != nil {
 			t.Fatalf("create lease %s: %v", lease.Name, err)
 		}
