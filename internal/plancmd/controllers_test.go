@@ -261,7 +261,7 @@ func TestAskAllMembers(t *testing.T) {
 		pods[i].Status.PodIP = "10.1.0." + string(rune('7'+i))
 	}
 	q := &answeringQuerier{status: etcdclient.ClusterStatus{
-		Members: []etcdclient.MemberStatus{{Name: "etcd-main-0", Reachable: true, ID: 0xa, LeaderID: 0xa}, {Name: "etcd-main-1", Reachable: true, ID: 0xb, LeaderID: 0xa}},
+		Members:    []etcdclient.MemberStatus{{Name: "etcd-main-0", Reachable: true, ID: 0xa, LeaderID: 0xa}, {Name: "etcd-main-1", Reachable: true, ID: 0xb, LeaderID: 0xa}},
 		MemberList: []etcdclient.Member{{ID: 0xa, Name: "etcd-main-0"}, {ID: 0xb, Name: "etcd-main-1"}},
 	}}
 	answers, err := AskAllMembers(q, conductortls.ClientMaterial{}, map[string]string{"etcd-main-1": "127.0.0.1:23791"})(context.Background(), etcd, pods)
