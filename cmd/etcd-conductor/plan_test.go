@@ -35,6 +35,7 @@ import (
 	defragctl "github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	recoveryctl "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
@@ -383,6 +384,35 @@ func TestPlanLive(t *testing.T) {
 		if got["roleSource"] != "lease" || got["memberQueryError"] == nil || !reflect.DeepEqual(got["pods"], []any{"etcd-main-0"}) ||
 			!strings.Contains(got["roleDetail"].(string), "none of 3 members reachable") {
 			t.Fatalf("with unreachable members: %s", stdout.String())
+		}
+
+		// Every controller asks the real members: an Etcd scaled in to 1 of these 3 has
+		// membership take etcd-main-2 out, on the voters the leader hears (read linearizably),
+		// and a defragmentation wait for the scale.
+		data, err = os.ReadFile(filepath.Join("testdata", "plan", "defrag-follower.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err = plancmd.DecodeState(data); err != nil {
+			t.Fatal(err)
+		}
+		st.Etcd.Spec.Replicas = 1
+		load(ctx, t, env.Client(), st)
+		stdout.Reset()
+		if code := planCommand(reachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		steps := decodeOneObject(t, stdout.Bytes())["controllers"].(map[string]any)
+		membershipStep := steps["membership"].(map[string]any)
+		if rule := membershipStep["rule"]; rule != string(membership.RuleRemove) && rule != string(membership.RuleMoveLeader) ||
+			!strings.Contains(membershipStep["reason"].(string), "3/3 voters heard by the leader") {
+			t.Errorf("membership with the members asked: %v", membershipStep)
+		}
+		if rule := steps["defragmentation"].(map[string]any)["rule"]; rule != string(defrag.RuleScaleInFlight) {
+			t.Errorf("defragmentation with the members asked: %v", steps["defragmentation"])
+		}
+		if steps["recovery"].(map[string]any)["action"] != "none" || steps["memberQueryError"] != nil {
+			t.Errorf("recovery with the members asked: %v", steps)
 		}
 	})
 

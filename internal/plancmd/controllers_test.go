@@ -3,6 +3,7 @@ package plancmd
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func voters(n int, heardCalls *int) Answers {
 	cs := &etcdclient.ClusterStatus{MemberList: []etcdclient.Member{}}
 	for i := range n {
 		id := uint64(0xa0 + i)
-		name := "etcd-main-" + string(rune('0'+i))
+		name := "etcd-main-" + strconv.Itoa(i)
 		cs.Members = append(cs.Members, etcdclient.MemberStatus{Name: name, Reachable: true, ID: id, LeaderID: 0xa0, ClusterID: 0xc1, DBSize: 100, DBSizeInUse: 40})
 		cs.MemberList = append(cs.MemberList, etcdclient.Member{ID: id, Name: name, ClientURLs: []string{"https://" + name}})
 	}
@@ -163,7 +164,7 @@ func TestPlanControllers(t *testing.T) {
 				tc.adjust(st.Etcd, sts)
 			}
 			for i := range tc.replicas {
-				st.Pods = append(st.Pods, *memberPod("etcd-main-"+string(rune('0'+i)), newRev, owned(sts)))
+				st.Pods = append(st.Pods, *memberPod("etcd-main-"+strconv.Itoa(int(i)), newRev, owned(sts)))
 			}
 			heardCalls := 0
 			var answers AnswerSource
@@ -258,7 +259,7 @@ func TestAskAllMembers(t *testing.T) {
 	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns}}
 	pods := []corev1.Pod{*memberPod("etcd-main-0", newRev), *memberPod("etcd-main-1", newRev)}
 	for i := range pods {
-		pods[i].Status.PodIP = "10.1.0." + string(rune('7'+i))
+		pods[i].Status.PodIP = "10.1.0." + strconv.Itoa(7+i)
 	}
 	q := &answeringQuerier{status: etcdclient.ClusterStatus{
 		Members:    []etcdclient.MemberStatus{{Name: "etcd-main-0", Reachable: true, ID: 0xa, LeaderID: 0xa}, {Name: "etcd-main-1", Reachable: true, ID: 0xb, LeaderID: 0xa}},
