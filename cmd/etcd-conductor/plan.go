@@ -29,15 +29,22 @@ const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [-
 
 Prints, as one JSON object, what the OnDelete controller would do next: plan runs the
 controller's own pipeline (pods owned by the StatefulSet, roles resolved only when the choice is
-among participating members, members dialled at the Etcd's client port).
+among participating members, members dialled at the Etcd's client port). Under "controllers" it
+adds the next step of the membership, recovery and defragmentation controllers, from their own
+observation and planners: each with action, rule and reason, or notDecided saying what the state
+lacks (they need the Etcd, and answers from the members). Defragmentation runs only on its
+schedule: its step is what a run starting now would do, with the next scheduled run.
 STATE is "kubectl get etcd,sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding
 exactly one StatefulSet and, preferably, the Etcd owning it; without that Etcd the defaults
 stand in (client port 2379, the Etcd named like the StatefulSet) and the output says so. With
 --etcd the same objects are read from the cluster instead (the StatefulSet is named like the
-Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner"}]}
-(the last two optional).
+Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner",
+"clusterID","dbSize","dbSizeInUse"}],"memberList":[{"id","name","peerURLs","clientURLs",
+"isLearner"}],"heard":["etcd-main-0",...]}: all but name, id, leaderID and reachable optional;
+without memberList the member list is unknown, without heard which voters the leader hears.
 With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client
-port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names.
+port or at --member-address (e.g. a kubectl port-forward), verifying their DNS names; it reads
+nothing but status, the member list and linearizable reads.
 --now evaluates Lease freshness at that time (default: the current time), for replaying a
 state captured earlier.
 POLICY, as the operator's controllers.ondelete configuration (defaults the same):
@@ -47,7 +54,7 @@ POLICY, as the operator's controllers.ondelete configuration (defaults the same)
 // liveTimeout bounds live mode: the API reads and the member questions.
 const liveTimeout = 30 * time.Second
 
-// runPlan explains the next OnDelete step. Exit codes: 0 with the decision on stdout, 2 with a
+// runPlan explains the next step of every deciding controller. Exit codes: 0 with the decision on stdout, 2 with a
 // one-line error on stderr for bad flags or input.
 func runPlan(args []string) int {
 	return planCommand(args, os.Stdin, os.Stdout, os.Stderr, time.Now)
@@ -176,7 +183,7 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Outpu
 	if err != nil {
 		return plancmd.Output{}, err
 	}
-	var members []roles.MemberReport
+	var members plancmd.MemberStatus
 	if o.memberStatusPath != "" {
 		data, err := readInput(o.memberStatusPath, stdin)
 		if err != nil {
@@ -198,7 +205,8 @@ func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Outpu
 	if err != nil {
 		return plancmd.Output{}, fmt.Errorf("%s: %w", o.statePath, err)
 	}
-	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, plancmd.Reports(members), nil, o.mode, o.policy, o.now))
+	src := plancmd.Sources{Members: plancmd.Reports(members.Reports), Answers: plancmd.SavedAnswers(members.Answers)}
+	return refuseOutOfBounds(plancmd.Plan(context.Background(), st, src, o.mode, o.policy, o.now))
 }
 
 // refuseOutOfBounds turns the planner's refusal of a state beyond the member bound (replicas
@@ -215,7 +223,7 @@ func refuseOutOfBounds(out plancmd.Output, err error) (plancmd.Output, error) {
 }
 
 // planLive reads the objects from the cluster and, if asked to, the members' own view.
-func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, error) {
+func planLive(o planOptions, members plancmd.MemberStatus) (plancmd.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), liveTimeout)
 	defer cancel()
 	c, namespace, err := liveClient(o.kubeconfig, o.namespace)
@@ -226,19 +234,22 @@ func planLive(o planOptions, members []roles.MemberReport) (plancmd.Output, erro
 	if err != nil {
 		return plancmd.Output{}, err
 	}
-	memberSource := plancmd.Reports(members)
-	if o.askMembers() && o.mode != roles.SourcePolicyLeaseOnly {
+	src := plancmd.Sources{Members: plancmd.Reports(members.Reports), Leases: plancmd.LiveLeases(c), Answers: plancmd.SavedAnswers(members.Answers)}
+	if o.askMembers() {
 		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
 		if err != nil {
 			return plancmd.Output{}, fmt.Errorf("member client TLS: %w", err)
 		}
 		pool := etcdclient.NewPool(etcdclient.Options{})
 		defer pool.Close()
-		// A failed question is not fatal: the roles fall back to the Leases, and the output
-		// says why.
-		memberSource = plancmd.AskMembers(pool, creds, o.addresses)
+		// A failed question is not fatal: the roles fall back to the Leases, the other
+		// controllers decide as if no member answered, and the output says why.
+		if o.mode != roles.SourcePolicyLeaseOnly {
+			src.Members = plancmd.AskMembers(pool, creds, o.addresses)
+		}
+		src.Answers = plancmd.AskAllMembers(pool, creds, o.addresses)
 	}
-	return refuseOutOfBounds(plancmd.Plan(ctx, st, memberSource, plancmd.LiveLeases(c), o.mode, o.policy, o.now))
+	return refuseOutOfBounds(plancmd.Plan(ctx, st, src, o.mode, o.policy, o.now))
 }
 
 // liveClient builds a client through a kubeconfig, resolved the way kubectl does, and returns

@@ -3,9 +3,13 @@ package plancmd
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -36,5 +40,42 @@ func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses ma
 		}
 		cs, err := q.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
 		return roles.ReportsFromClusterStatus(cs), err
+	}
+}
+
+// MemberAsker is the part of etcdclient.Pool asking all members takes: their status and member
+// list, and which voters serve a linearizable read.
+type MemberAsker interface {
+	MemberQuerier
+	membershipctl.LinearizableReader
+}
+
+var _ MemberAsker = (*etcdclient.Pool)(nil)
+
+// AskAllMembers is an AnswerSource that asks every member pod, as the membership, recovery and
+// defragmentation controllers do, and, when the membership plan waits on it, which voters the
+// leader hears (membershipctl.Hear). addresses overrides targets as for AskMembers. A question
+// no member answers is no error: the controllers decide on that too, and the output says why.
+func AskAllMembers(q MemberAsker, creds conductortls.ClientMaterial, addresses map[string]string) AnswerSource {
+	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod) (Answers, error) {
+		targets := memberaccess.Targets(etcd, pods)
+		for i, t := range targets {
+			if address, ok := addresses[t.Name]; ok {
+				targets[i].Address = address
+			}
+		}
+		// Its own connections: the target set differs from the rollout's question.
+		cluster := decision.ClusterKey(etcd.Namespace, etcd.Name) + "/plan"
+		answers := Answers{Asked: true}
+		if len(targets) == 0 {
+			answers.QueryErr = decision.ErrNoMemberAddress
+			return answers, nil
+		}
+		cs, err := q.Query(ctx, cluster, creds, targets)
+		answers.Status, answers.QueryErr = &cs, err
+		answers.Heard = func(ctx context.Context) map[uint64]bool {
+			return membershipctl.Hear(ctx, q, cluster, targets, creds, answers.answered())
+		}
+		return answers, nil
 	}
 }

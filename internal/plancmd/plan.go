@@ -1,7 +1,9 @@
 // Package plancmd backs the `etcd-conductor plan` command: it reads a cluster state, saved or
-// live, runs the controller's own decision pipeline (internal/decision) on it and reports the
-// decision together with the role resolution behind it. Decoding is pure; ReadLive and the
-// member questions do I/O only through the clients the caller passes in.
+// live, runs the OnDelete controller's own decision pipeline (internal/decision) on it and
+// reports the decision together with the role resolution behind it, then the next step of the
+// membership, recovery and defragmentation controllers through their own observation functions
+// (controllers.go). Decoding is pure; ReadLive and the member questions do I/O only through the
+// clients the caller passes in.
 package plancmd
 
 import (
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,12 +56,46 @@ type Output struct {
 	EtcdDefaults string `json:"etcdDefaults,omitempty"`
 	// MemberQueryError says why asking the members failed; roles then come from Leases.
 	MemberQueryError string `json:"memberQueryError,omitempty"`
+	// Controllers is the next step of every deciding controller; the fields above are the
+	// rollout's, kept at the top as before.
+	Controllers Controllers `json:"controllers"`
 }
 
 // MemberStatusDocument is the optional member-status document:
 // {"members":[{"name":"etcd-main-0","id":"8e9e05c52164694d","leaderID":"…","reachable":true}]}.
+// Beyond the roles, a member may carry clusterID, dbSize and dbSizeInUse (recovery and
+// defragmentation decide on them); memberList is the member list a member answered with
+// (membership decides on it: without it the member list is unknown), and heard names the voters
+// the leader hears (without it, unknown).
 type MemberStatusDocument struct {
-	Members []roles.MemberReport `json:"members"`
+	Members    []SavedMember  `json:"members"`
+	MemberList []ListedMember `json:"memberList,omitempty"`
+	Heard      []string       `json:"heard,omitempty"`
+}
+
+// SavedMember is one member's answer to a status request.
+type SavedMember struct {
+	roles.MemberReport
+	ClusterID   string `json:"clusterID,omitempty"`
+	DBSize      int64  `json:"dbSize,omitempty"`
+	DBSizeInUse int64  `json:"dbSizeInUse,omitempty"`
+}
+
+// ListedMember is one entry of etcd's member list; a learner that has not started has no name
+// yet, only peer URLs.
+type ListedMember struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name,omitempty"`
+	PeerURLs   []string `json:"peerURLs,omitempty"`
+	ClientURLs []string `json:"clientURLs,omitempty"`
+	IsLearner  bool     `json:"isLearner,omitempty"`
+}
+
+// MemberStatus is a decoded member-status document: the reports the rollout resolves roles
+// from, and the whole round for the other controllers.
+type MemberStatus struct {
+	Reports []roles.MemberReport
+	Answers Answers
 }
 
 // State is what plan needs from the cluster: one StatefulSet, the Etcd owning it (nil when the
@@ -70,17 +107,38 @@ type State struct {
 	Leases      []coordinationv1.Lease
 }
 
-// Plan runs the controller's pipeline (decision.Decide) on st under policy. members answers
-// when the decision depends on roles and the members are to be asked (nil: no member status,
-// roles from the Leases); leases, if not nil, reads the member Leases instead of st.Leases (live
-// mode).
-func Plan(ctx context.Context, st State, members MemberSource, leases LeaseSource, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Output, error) {
-	in := roleInputs{st: st, members: members, leases: leases}
+// Sources are where plan's answers come from beyond the state's objects.
+type Sources struct {
+	// Members answers when the rollout depends on roles and the members are to be asked (nil:
+	// no member status, roles from the Leases).
+	Members MemberSource
+	// Leases, if not nil, reads the member Leases instead of the state's (live mode).
+	Leases LeaseSource
+	// Answers, if not nil, gives the membership, recovery and defragmentation controllers what
+	// the members said (nil: nothing known of the members).
+	Answers AnswerSource
+}
+
+// Plan runs the OnDelete controller's pipeline (decision.Decide) on st under policy, then the
+// membership, recovery and defragmentation controllers' observation and planner.
+func Plan(ctx context.Context, st State, src Sources, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Output, error) {
+	if src.Leases != nil {
+		leases, err := src.Leases(ctx, decision.EtcdOrDefault(st.Etcd, st.StatefulSet))
+		if err != nil {
+			return Output{}, err
+		}
+		st.Leases = leases
+	}
+	in := roleInputs{st: st, members: src.Members}
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: st.Etcd, StatefulSet: st.StatefulSet, Pods: st.Pods}, in, mode, policy, now)
 	if err != nil {
 		return Output{}, err
 	}
-	return output(st, outcome), nil
+	out := output(st, outcome)
+	if out.Controllers, err = planControllers(ctx, st, src.Answers, out, now); err != nil {
+		return Output{}, err
+	}
+	return out, nil
 }
 
 // MemberSource is where plan's member reports come from: a member-status file or the members.
@@ -99,13 +157,10 @@ func Reports(reports []roles.MemberReport) MemberSource {
 type roleInputs struct {
 	st      State
 	members MemberSource
-	leases  LeaseSource
 }
 
-func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
-	if in.leases != nil {
-		return in.leases(ctx, etcd)
-	}
+// MemberLeases are the state's, which Plan has already read when live.
+func (in roleInputs) MemberLeases(context.Context, *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
 	return in.st.Leases, nil
 }
 
@@ -265,20 +320,88 @@ func (s *stateObjects) add(item []byte) error {
 
 // DecodeMemberStatus reads the member-status document; empty input means no member status.
 // Unknown fields are errors, so a misspelt "leaderID" does not silently drop the leader.
-func DecodeMemberStatus(data []byte) ([]roles.MemberReport, error) {
+func DecodeMemberStatus(data []byte) (MemberStatus, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
+		return MemberStatus{}, nil
 	}
-	var ms MemberStatusDocument
+	var doc MemberStatusDocument
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ms); err != nil {
-		return nil, fmt.Errorf("decoding member status: %w", err)
+	if err := dec.Decode(&doc); err != nil {
+		return MemberStatus{}, fmt.Errorf("decoding member status: %w", err)
 	}
-	for i, m := range ms.Members {
+	reports := make([]roles.MemberReport, len(doc.Members))
+	for i, m := range doc.Members {
 		if m.Name == "" {
-			return nil, fmt.Errorf("member status entry %d has no name", i)
+			return MemberStatus{}, fmt.Errorf("member status entry %d has no name", i)
+		}
+		reports[i] = m.MemberReport
+	}
+	if doc.Members == nil {
+		reports = nil
+	}
+	answers, err := doc.answers()
+	if err != nil {
+		return MemberStatus{}, err
+	}
+	return MemberStatus{Reports: reports, Answers: answers}, nil
+}
+
+// answers turns the document into the round the controllers ask for, as etcdclient returns it.
+func (doc MemberStatusDocument) answers() (Answers, error) {
+	cs := etcdclient.ClusterStatus{}
+	for i, m := range doc.Members {
+		status := etcdclient.MemberStatus{Name: m.Name, Reachable: m.Reachable, RaftAppliedIndex: m.AppliedIndex,
+			IsLearner: m.IsLearner, DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse}
+		for _, id := range []struct {
+			field, hex string
+			into       *uint64
+		}{{"id", m.ID, &status.ID}, {"leaderID", m.LeaderID, &status.LeaderID}, {"clusterID", m.ClusterID, &status.ClusterID}} {
+			var err error
+			if *id.into, err = parseHexID(id.hex); err != nil {
+				return Answers{}, fmt.Errorf("member status entry %d (%s): %s: %w", i, m.Name, id.field, err)
+			}
+		}
+		cs.Members = append(cs.Members, status)
+	}
+	byName := map[string]uint64{}
+	if doc.MemberList != nil {
+		// Present, even empty: the member list was answered.
+		cs.MemberList = []etcdclient.Member{}
+	}
+	for i, m := range doc.MemberList {
+		id, err := parseHexID(m.ID)
+		if err != nil || id == 0 {
+			return Answers{}, fmt.Errorf("member list entry %d: id %q is not a member ID in hex", i, m.ID)
+		}
+		cs.MemberList = append(cs.MemberList, etcdclient.Member{ID: id, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+		if m.Name != "" {
+			byName[m.Name] = id
 		}
 	}
-	return ms.Members, nil
+	answers := Answers{Asked: true, Status: &cs}
+	if doc.Heard != nil {
+		heard := map[uint64]bool{}
+		for _, name := range doc.Heard {
+			id, ok := byName[name]
+			if !ok {
+				return Answers{}, fmt.Errorf("heard names %s, which the member list does not", name)
+			}
+			heard[id] = true
+		}
+		answers.Heard = func(context.Context) map[uint64]bool { return heard }
+	}
+	return answers, nil
+}
+
+// parseHexID reads a member or cluster ID as etcd prints it; "" and "0" are no ID.
+func parseHexID(hex string) (uint64, error) {
+	if hex == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an ID in hex", hex)
+	}
+	return id, nil
 }

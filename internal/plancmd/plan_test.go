@@ -112,7 +112,8 @@ func planOn(state, memberStatus []byte, mode roles.SourcePolicy) (Output, error)
 	if err != nil {
 		return Output{}, err
 	}
-	return Plan(context.Background(), st, Reports(members), nil, mode, rollout.DefaultPolicy(), now)
+	src := Sources{Members: Reports(members.Reports), Answers: SavedAnswers(members.Answers)}
+	return Plan(context.Background(), st, src, mode, rollout.DefaultPolicy(), now)
 }
 
 func TestPlan(t *testing.T) {

@@ -299,7 +299,9 @@ var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3,
 	// The order withdrawn with the cluster ID unchanged is the call-off (the one other way an
 	// order ends records a new cluster ID). Its Event is best effort: client-go's recorder drops
 	// Events of an object beyond a burst, so it is shown when it came, not required.
-	called := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string { return e.eventsWithReasonPrefix(ctx, recovery.RuleCallOff.CamelCase()) })
+	called := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string {
+		return e.eventsWithReasonPrefix(ctx, recovery.RuleCallOff.CamelCase())
+	})
 	for _, ev := range called {
 		e.t.Logf("called off: %s", ev)
 	}

@@ -78,7 +78,7 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := plancmd.Plan(ctx, state, nil, plancmd.LiveLeases(rig.env.Client()), roles.SourcePolicyAuto, rollout.DefaultPolicy(), time.Now())
+	out, err := plancmd.Plan(ctx, state, plancmd.Sources{Leases: plancmd.LiveLeases(rig.env.Client())}, roles.SourcePolicyAuto, rollout.DefaultPolicy(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,16 +258,25 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 		// Unreachable members are observed as such; the planner waits for them.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
 	}
-	out := observation{creds: creds, targets: targets, status: map[string]etcdclient.MemberStatus{}}
-	for _, m := range cs.Members {
-		out.status[m.Name] = m
-	}
-	out.observed = observe(etcd, sts, pods.Items, out.status, s.handled)
+	out := observation{creds: creds, targets: targets, status: StatusByMember(cs)}
+	out.observed = Observe(etcd, sts, pods.Items, out.status, s.handled)
 	return out, nil
 }
 
-// observe turns the StatefulSet, its pods and what the members said into the planner's input.
-func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool) defrag.Observed {
+// StatusByMember indexes the members' answers by member name; a member that was not asked is
+// absent, which Observe takes as not reachable.
+func StatusByMember(cs etcdclient.ClusterStatus) map[string]etcdclient.MemberStatus {
+	status := make(map[string]etcdclient.MemberStatus, len(cs.Members))
+	for _, m := range cs.Members {
+		status[m.Name] = m
+	}
+	return status
+}
+
+// Observe turns the StatefulSet, its pods and what the members said into the planner's input for
+// a run in progress (Due), with the members this run already handled. It reads nothing itself,
+// so `plan` runs the very same observation on a saved state and saved member answers.
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool) defrag.Observed {
 	rolled := rollout.Observe(sts, pods, nil)
 	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd)}
 	var revisions []operation.Pod

@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,9 +43,12 @@ func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
 	return name, ordinal
 }
 
-// observe builds the planner's input from the Etcd, the StatefulSet, pods, leases and what the
-// members said (cs is nil when no member answered).
-func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) membership.Observed {
+// Observe builds the planner's input from the Etcd, the StatefulSet, pods, leases and what the
+// members said (cs is nil when no member answered). It reads nothing itself, so `plan` runs the
+// very same observation on a saved state and saved member answers. SuperfluousGrace, the members'
+// SeenFor and which voters the leader hears (WithHeard) are the caller's to add: they come from
+// the controller's configuration, its memory and a further question.
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) membership.Observed {
 	o := membership.Observed{
 		Desired:      int(etcd.Spec.Replicas),
 		Bootstrapped: etcd.Status.ClusterID != "",
@@ -93,6 +97,21 @@ func observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 			member.DataLost = true
 		}
 		o.Members = append(o.Members, member)
+	}
+	return o
+}
+
+// WithHeard marks the voters the leader hears (heard, by member ID, as Hear answers). A nil heard
+// means not asked and leaves HeardKnown false, so the planner holds every step that counts a
+// quorum. The members are copied: the observation heard is added to may still be planned on.
+func WithHeard(o membership.Observed, heard map[uint64]bool) membership.Observed {
+	if heard == nil {
+		return o
+	}
+	o.HeardKnown = true
+	o.Members = slices.Clone(o.Members)
+	for i := range o.Members {
+		o.Members[i].Heard = heard[o.Members[i].ID]
 	}
 	return o
 }

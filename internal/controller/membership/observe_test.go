@@ -37,7 +37,7 @@ func TestObserve(t *testing.T) {
 			{ID: 0xe, Name: "other-0", ClientURLs: []string{"x"}},
 		},
 	}
-	o := observe(etcd, sts, pods, leases, cs)
+	o := Observe(etcd, sts, pods, leases, cs)
 	if !o.MembersKnown || !o.Bootstrapped || o.Desired != 3 || o.StatefulSetReplicas != 3 || !o.RolloutInFlight {
 		t.Fatalf("observed %+v", o)
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	SuperfluousGrace time.Duration
 }
 
+// DefaultSuperfluousGrace is how long a member no pod of the Etcd stands for is left alone
+// unless Config says otherwise.
+const DefaultSuperfluousGrace = time.Minute
+
 // Reconciler is the membership controller.
 type Reconciler struct {
 	cfg Config
@@ -92,7 +96,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		cfg.SettledInterval = 15 * time.Second
 	}
 	if cfg.SuperfluousGrace == 0 {
-		cfg.SuperfluousGrace = time.Minute
+		cfg.SuperfluousGrace = DefaultSuperfluousGrace
 	}
 	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
 }
@@ -393,14 +397,9 @@ func sameTargets(a, b []etcdclient.Target) bool {
 // plan observes the view with what the members said and plans one step. heard is which voters
 // the leader hears (hear), nil when not asked: then no step that counts a quorum is taken.
 func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, credsErr error) membership.Decision {
-	observed := observe(v.etcd, v.sts, v.pods, v.leases, cs)
+	observed := Observe(v.etcd, v.sts, v.pods, v.leases, cs)
 	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
-	if heard != nil {
-		observed.HeardKnown = true
-		for i := range observed.Members {
-			observed.Members[i].Heard = heard[observed.Members[i].ID]
-		}
-	}
+	observed = WithHeard(observed, heard)
 	r.ageForeign(clusterKey(v.etcd), observed.Members)
 	d := membership.Plan(observed)
 	if credsErr != nil && !observed.MembersKnown {
@@ -409,14 +408,25 @@ func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard ma
 	return d
 }
 
-// hear asks which voters the leader hears, as the leader sees it, by member ID: the member that
+// hear asks which voters the leader hears (Hear) through the controller's pool.
+func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
+	return Hear(ctx, r.cfg.Members, clusterKey(etcd), tgts, creds, cs)
+}
+
+// LinearizableReader is the part of the member client pool Hear needs.
+type LinearizableReader interface {
+	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
+}
+
+// Hear asks which voters the leader hears, as the leader sees it, by member ID: the member that
 // answered as leader in cs, and each other voter that serves a linearizable read now. A
 // linearizable read is a ReadIndex the leader must confirm, so a voter the leader does not hear
 // cannot serve one, though it still answers a status request (cut off from the leader on the
 // peer network, its client port open). The reads go out concurrently, each bounded by the
 // pool's call timeout. A voter no pod address stands for is not heard, nor is any voter when no
-// member answered as leader. The map is never nil: nil is "not asked" to plan.
-func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
+// member answered as leader. The map is never nil: nil is "not asked" to WithHeard. It is
+// exported for `plan`, which asks live members the same question.
+func Hear(ctx context.Context, members LinearizableReader, cluster string, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
 	heard := map[uint64]bool{}
 	if cs == nil {
 		return heard
@@ -439,7 +449,7 @@ func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []
 	if len(names) == 0 {
 		return heard
 	}
-	served, err := r.cfg.Members.LinearizableReads(ctx, clusterKey(etcd), creds, tgts, names)
+	served, err := members.LinearizableReads(ctx, cluster, creds, tgts, names)
 	for _, name := range served {
 		heard[ids[name]] = true
 	}

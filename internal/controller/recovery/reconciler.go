@@ -138,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	leases = resources.ControlledLeases(etcd, leases)
 	r.removeForgedOrders(ctx, etcd, leases)
-	o := r.observe(etcd, pods, leases, cs)
+	o := Observe(etcd, pods, leases, cs, r.cfg.Grace, r.now())
 	d := recovery.Plan(o)
 	log.V(1).Info("Recovery decision", "action", d.Action, "rule", d.Rule, "reason", d.Reason)
 	actErr := r.act(ctx, etcd, o, &d)
@@ -163,10 +163,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // nothingToRecover decides from the informer cache alone, so that a fleet of healthy (or never
-// bootstrapped) clusters costs no uncached read and no member query: there is nothing to recover
-// unless the cluster has bootstrapped (status.clusterID) and either its Ready condition says
-// quorum is lost or a recovery is recorded (RecoveryInProgress True, or a restore request on a
-// member Lease, which must be finished and cleared even after quorum is back).
+// bootstrapped) clusters costs no uncached read and no member query (NothingToRecover). The
+// member Leases are read only when the Etcd's status alone does not call for a look.
 func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bool, error) {
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.cfg.Client.Get(ctx, req.NamespacedName, etcd); err != nil {
@@ -175,31 +173,48 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		}
 		return true, client.IgnoreNotFound(err)
 	}
-	if etcd.Status.ClusterID == "" {
-		return true, nil
-	}
-	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
-		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
-		return false, nil
-	}
-	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress); c != nil &&
-		c.Status == druidv1alpha1.ConditionTrue {
-		return false, nil
-	}
-	if etcd.Status.Recovery != nil {
-		return false, nil
+	if etcd.Status.ClusterID == "" || statusCallsForLook(etcd) {
+		return NothingToRecover(etcd, nil), nil
 	}
 	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Client, etcd)
 	if err != nil {
 		return false, err
 	}
+	return NothingToRecover(etcd, leases), nil
+}
+
+// NothingToRecover says the controller leaves the Etcd alone without asking its members: there is
+// nothing to recover unless the cluster has bootstrapped (status.clusterID) and either its Ready
+// condition says quorum is lost or a recovery is recorded (RecoveryInProgress True,
+// status.recovery, or a restore order on a member Lease, which must be reported and removed even
+// after quorum is back). `plan` asks it too, so it reports what the controller would do.
+func NothingToRecover(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) bool {
+	if etcd.Status.ClusterID == "" {
+		return true
+	}
+	if statusCallsForLook(etcd) {
+		return false
+	}
 	for _, l := range leases {
 		if l.Annotations[memberlease.AnnotationRestore] != "" {
 			// A forged order, to report and remove.
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
+}
+
+// statusCallsForLook: the Etcd's status says quorum is lost or a recovery is under way.
+func statusCallsForLook(etcd *druidv1alpha1.Etcd) bool {
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		return true
+	}
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress); c != nil &&
+		c.Status == druidv1alpha1.ConditionTrue {
+		return true
+	}
+	return etcd.Status.Recovery != nil
 }
 
 // removeForgedOrders reports and removes restore orders written on member Leases: the operator
@@ -223,13 +238,15 @@ func (r *Reconciler) removeForgedOrders(ctx context.Context, etcd *druidv1alpha1
 // ReasonForgedRestoreOrder is the Event reason for a restore order found outside the status.
 const ReasonForgedRestoreOrder = "ForgedRestoreOrderIgnored"
 
-// observe puts together what the planner decides on: the recorded voters with the evidence of
-// their current pods, the member pods, and what the members said.
-func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) recovery.Observed {
-	now := r.now()
+// Observe puts together what the planner decides on: the recorded voters with the evidence of
+// their current pods, the member pods (pods controlled by the StatefulSet), the member Leases
+// the Etcd controls, and what the members said (cs nil: none answered), with the controller's
+// grace and clock. It reads nothing itself, so `plan` runs the very same observation on a saved
+// state and saved member answers.
+func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus, grace time.Duration, now time.Time) recovery.Observed {
 	o := recovery.Observed{
 		Replicas:          int(etcd.Spec.Replicas),
-		Grace:             r.cfg.Grace,
+		Grace:             grace,
 		RecordedClusterID: etcd.Status.ClusterID,
 		BackupConfigured:  backupConfigured(etcd),
 		NewToken:          fmt.Sprintf("%s-%s-restored-%d", etcd.Namespace, etcd.Name, now.Unix()),
