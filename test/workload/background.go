@@ -5,7 +5,24 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 )
+
+// lifecycleDefaults fills the options every instrument has: the deadline of one request
+// (DefaultRequestTimeout; nil where the instrument names it otherwise), MaxRun (DefaultMaxRun)
+// and the logger (discard).
+func lifecycleDefaults(requestTimeout, maxRun *time.Duration, logger *logr.Logger) {
+	if requestTimeout != nil && *requestTimeout <= 0 {
+		*requestTimeout = DefaultRequestTimeout
+	}
+	if *maxRun <= 0 {
+		*maxRun = DefaultMaxRun
+	}
+	if logger.GetSink() == nil {
+		*logger = logr.Discard()
+	}
+}
 
 // background is the lifecycle every instrument shares: started once, one loop goroutine bounded
 // by MaxRun, stopped once, its connections closed after the loop returned. The instruments embed

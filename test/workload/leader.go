@@ -31,15 +31,7 @@ func (o LeaderOptions) withDefaults() LeaderOptions {
 	if o.Interval <= 0 {
 		o.Interval = DefaultLeaderPollInterval
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 

@@ -80,12 +80,7 @@ func (o QuorumOptions) withDefaults() (QuorumOptions, error) {
 	if o.ReadyzURL == nil {
 		o.ReadyzURL = DefaultReadyzURL
 	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	lifecycleDefaults(nil, &o.MaxRun, &o.Logger)
 	return o, nil
 }
 

@@ -35,15 +35,7 @@ func (o ReaderOptions) withDefaults() ReaderOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultReadRate
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 

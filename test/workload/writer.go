@@ -51,15 +51,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultWriteRate
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 
