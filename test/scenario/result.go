@@ -27,7 +27,7 @@ type Result struct {
 	Deletions   []stack.Deletion
 	AuditErr    error
 	// Events are the Events the scenario waited for (Spec.WantEvents), "reason: message", by the
-	// reason asked for; a reason with none arrived within EventDelivery.
+	// reason asked for; none under a reason means none arrived within EventDelivery.
 	Events map[string][]string
 }
 

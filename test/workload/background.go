@@ -9,10 +9,10 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// lifecycleDefaults fills the options every instrument has: the deadline of one request
+// instrumentDefaults fills the options every instrument has: the deadline of one request
 // (DefaultRequestTimeout; nil where the instrument names it otherwise), MaxRun (DefaultMaxRun)
 // and the logger (discard).
-func lifecycleDefaults(requestTimeout, maxRun *time.Duration, logger *logr.Logger) {
+func instrumentDefaults(requestTimeout, maxRun *time.Duration, logger *logr.Logger) {
 	if requestTimeout != nil && *requestTimeout <= 0 {
 		*requestTimeout = DefaultRequestTimeout
 	}

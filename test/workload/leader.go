@@ -31,7 +31,7 @@ func (o LeaderOptions) withDefaults() LeaderOptions {
 	if o.Interval <= 0 {
 		o.Interval = DefaultLeaderPollInterval
 	}
-	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 

@@ -80,7 +80,7 @@ func (o QuorumOptions) withDefaults() (QuorumOptions, error) {
 	if o.ReadyzURL == nil {
 		o.ReadyzURL = DefaultReadyzURL
 	}
-	lifecycleDefaults(nil, &o.MaxRun, &o.Logger)
+	instrumentDefaults(nil, &o.MaxRun, &o.Logger)
 	return o, nil
 }
 

@@ -35,7 +35,7 @@ func (o ReaderOptions) withDefaults() ReaderOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultReadRate
 	}
-	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 

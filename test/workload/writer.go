@@ -51,7 +51,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultWriteRate
 	}
-	lifecycleDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 
