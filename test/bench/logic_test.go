@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-conductor/etcd-conductor/test/figures"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 

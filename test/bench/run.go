@@ -122,19 +122,19 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	// Figures count from the moment the fault has settled and the instruments work (a stable
 	// leader, a quorum seen, a write acknowledged): their first connections on a busy machine and
 	// the election a killed member caused are not the rollout's doing.
-	var beforeBump scenariopkg.Hook
-	if sc.beforeBump != nil {
-		beforeBump = func(ctx context.Context, in *scenariopkg.Instruments) error {
-			e.recorder = in.Recorder
-			phases.mark("instruments+idle")
-			return sc.beforeBump(ctx, e)
+	atBump := func(ctx context.Context, in *scenariopkg.Instruments) error {
+		e.recorder = in.Recorder
+		phases.mark("instruments+idle")
+		if sc.beforeBump == nil {
+			return nil
 		}
+		return sc.beforeBump(ctx, e)
 	}
 	res, err := scenariopkg.Run(ctx, scenariopkg.Spec{
 		Cluster: cluster, Image: cfg.toImage,
 		Writer:      workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
 		Concurrency: st.concurrency, Idle: cfg.idleBaseline,
-		AtBump: beforeBump, Stall: cfg.stall, Timeout: cfg.timeout,
+		AtBump: atBump, Stall: cfg.stall, Timeout: cfg.timeout,
 	})
 	phases.mark("rollout+audit")
 	if res.Bumped.IsZero() {

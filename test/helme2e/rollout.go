@@ -82,9 +82,9 @@ type RolloutResult struct {
 	Last Frame
 }
 
-// RunRollout creates the Etcd, waits for it, kills member Dead, starts the workload recorder
-// and the deletion auditor, bumps the image and follows the rollout until every member runs the
-// new revision and is ready (or Timeout).
+// RunRollout creates the Etcd, waits for it, kills member Dead, then hands the rollout to the
+// scenario runner (instruments, a 1 s baseline, the bump, the wait until every member runs the new
+// revision and is ready, or Timeout), showing a Frame at every poll.
 func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*RolloutResult, error) {
 	if o.Replicas == 0 {
 		o.Replicas = 3
