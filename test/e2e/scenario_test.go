@@ -174,10 +174,10 @@ func run(t *testing.T, sc scenario) {
 		sc.name, res.Duration.Round(100*time.Millisecond), res.QuorumLossMs, res.QuorumUnconfirmedMs, res.LongestWriteGapMs,
 		res.LeaderStepGapMs, res.IdleJitterMs, res.FailedWrites, res.WriteTimeouts, res.WriteRefusals,
 		res.AckedWrites, res.LostAckedWrites, res.LeaderChanges, sc.promise)
-	recordFigures(sc.name, res.Rollout)
 	if !res.Completed {
 		t.Fatalf("rollout did not complete: %s", res.Note)
 	}
+	recordFigures(sc.name, res.Rollout)
 
 	// With the quorum already lost no member participates once its readiness has caught up, so
 	// every deletion may be a non-participating one: no role is needed then.

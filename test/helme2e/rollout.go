@@ -133,16 +133,16 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	// The instruments start after the fault: the figures measure the rollout under it.
 	res := &RolloutResult{Cluster: cluster}
 	var v *viewer
-	progressed := false
 	res.Result, err = scenario.Run(ctx, scenario.Spec{
 		Cluster: cluster, Image: o.To,
 		Writer: workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
 		Idle:   time.Second, Timeout: o.Timeout, Tick: o.Tick,
+		AtBump: func(context.Context, *scenario.Instruments) error {
+			progress(fmt.Sprintf("bumping spec.etcd.image to %s", o.To))
+			return nil
+		},
 		OnTick: func(ctx context.Context, in *scenario.Instruments, done bool) {
-			if !progressed {
-				progressed = true
-				progress(fmt.Sprintf("bumped spec.etcd.image to %s", o.To))
-			}
+			// The view counts from the bump, which the runner stamps just before it.
 			if v == nil {
 				v = &viewer{stack: s, cluster: cluster, rec: in.Recorder, bumped: in.BumpedAt(), image: o.To}
 			}
