@@ -486,17 +486,29 @@ func TestLearnerNeverCatchesUp(t *testing.T) {
 		if learners != 1 || voters != 3 {
 			t.Errorf("with the learner cut off: %d voters, %d learners; want 3 and 1 (not promoted, nothing more added)", voters, learners)
 		}
+		var last *druidv1alpha1.Condition
+		waiting := scenariopkg.Within(ctx, scenariopkg.StatusWithin, func(ctx context.Context) []druidv1alpha1.Condition {
+			etcd, err := e.cluster.Get(ctx)
+			if err != nil {
+				return nil
+			}
+			last = druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
+			if last == nil || last.Status != druidv1alpha1.ConditionTrue || !strings.Contains(last.Message, "learner") {
+				return nil
+			}
+			return []druidv1alpha1.Condition{*last}
+		})
+		switch {
+		case len(waiting) > 0:
+			t.Logf("condition while stuck: %s %s: %s", waiting[0].Status, waiting[0].Reason, waiting[0].Message)
+		case last == nil:
+			t.Errorf("no ScaleOperationInProgress condition within %s while the learner is cut off", scenariopkg.StatusWithin)
+		default:
+			t.Errorf("the condition does not say the scale waits on the learner within %s: %s %s: %s", scenariopkg.StatusWithin, last.Status, last.Reason, last.Message)
+		}
 		etcd, err = e.cluster.Get(ctx)
 		if err != nil {
 			t.Fatal(err)
-		}
-		for _, c := range etcd.Status.Conditions {
-			if c.Type == druidv1alpha1.ConditionTypeScaleOperationInProgress {
-				t.Logf("condition while stuck: %s %s: %s", c.Status, c.Reason, c.Message)
-				if c.Status != druidv1alpha1.ConditionTrue || !strings.Contains(c.Message, "learner") {
-					t.Errorf("the condition does not say the scale waits on the learner: %s: %s", c.Reason, c.Message)
-				}
-			}
 		}
 		patch = client.MergeFrom(etcd.DeepCopy())
 		etcd.Spec.Replicas = 3

@@ -13,6 +13,10 @@ import (
 // sends Events asynchronously, best effort, so a check right after a rollout can miss one.
 const EventDelivery = 10 * time.Second
 
+// StatusWithin bounds how long a condition may take to say what the controller decided: the
+// status is written by the reconcile after the one that decided, and a watch event behind.
+const StatusWithin = 10 * time.Second
+
 // Within asks list until it returns something or within runs out, and returns the last answer:
 // what a test asserts is waited for, not read once.
 func Within[T any](ctx context.Context, within time.Duration, list func(context.Context) []T) []T {
