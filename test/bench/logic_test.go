@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
@@ -115,7 +116,7 @@ func TestTimelineSpans(t *testing.T) {
 			{At: at(4000), Member: "etcd-0", Participating: true},
 		},
 	}
-	got := timeline("x", &report.Run{Completed: true, RolloutSeconds: 8}, []string{"etcd-0", "etcd-1"}, bumped, rep, nil)
+	got := timeline("x", &report.Run{Completed: true, Rollout: figures.Rollout{RolloutSeconds: 8}}, []string{"etcd-0", "etcd-1"}, bumped, rep, nil)
 	want := []report.Span{{Member: "etcd-1", From: -1, To: 2}, {Member: "etcd-0", From: 4, To: 9}}
 	if !reflect.DeepEqual(got.Participation, want) {
 		t.Errorf("spans = %+v, want %+v", got.Participation, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -121,39 +122,25 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	// Figures count from the moment the fault has settled and the instruments work (a stable
 	// leader, a quorum seen, a write acknowledged): their first connections on a busy machine and
 	// the election a killed member caused are not the rollout's doing.
-	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
+	atBump := func(ctx context.Context, in *scenariopkg.Instruments) error {
+		e.recorder = in.Recorder
+		phases.mark("instruments+idle")
+		if sc.beforeBump == nil {
+			return nil
+		}
+		return sc.beforeBump(ctx, e)
+	}
+	res, err := scenariopkg.Run(ctx, scenariopkg.Spec{
+		Cluster: cluster, Image: cfg.toImage,
 		Writer:      workload.WriterOptions{Rate: cfg.writeRate, RequestTimeout: cfg.writeTimeout},
-		Concurrency: st.concurrency,
+		Concurrency: st.concurrency, Idle: cfg.idleBaseline,
+		AtBump: atBump, Stall: cfg.stall, Timeout: cfg.timeout,
 	})
-	if err != nil {
+	phases.mark("rollout+audit")
+	if res.Bumped.IsZero() {
 		return fail("%v", err)
 	}
-	defer instruments.Stop(90 * time.Second) // a run that fails on the way; only the first Stop measures
-	rec := instruments.Recorder
-	e.recorder = rec
-	phases.mark("instruments")
-	time.Sleep(cfg.idleBaseline) // the idle baseline: a window with no rollout, measured
-	instruments.IdleEnd(time.Now())
-	if sc.beforeBump != nil {
-		if err := sc.beforeBump(ctx, e); err != nil {
-			return fail("preparing the bump: %v", err)
-		}
-	}
-	bumped := time.Now()
-	instruments.Bumped(bumped)
-	if err := cluster.SetImage(ctx, cfg.toImage); err != nil {
-		return fail("bumping the image: %v", err)
-	}
-	completed, why, state := waitRollout(ctx, cluster, cfg)
-	rolloutTime := time.Since(bumped)
-	phases.mark("rollout")
-	if completed {
-		time.Sleep(time.Second) // let the writer show the cluster serving again
-	}
-
-	measured := instruments.Stop(90 * time.Second)
-	rep0, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
-	phases.mark("audit")
+	rep0, deletions, bumped := res.Report, res.Deletions, res.Bumped
 	if cfg.rawDir != "" {
 		if err := writeRaw(filepath.Join(cfg.rawDir, ns+".json"), bumped, rep0, deletions); err != nil {
 			logf("  %v", err)
@@ -161,31 +148,22 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 	}
 
 	run := &out.run
-	run.Completed = completed
-	run.RolloutSeconds = rolloutTime.Seconds()
+	run.Completed = res.Completed
+	run.Rollout = res.Rollout
 	var notes []string
-	if !completed {
-		notes = append(notes, why)
+	if res.Note != "" {
+		notes = append(notes, res.Note)
 	}
-	if recErr != nil {
-		notes = append(notes, fmt.Sprintf("recorder: %v", recErr))
+	if err != nil {
+		notes = append(notes, err.Error())
 	}
-	if auditErr != nil {
-		notes = append(notes, fmt.Sprintf("deletion audit incomplete: %v", auditErr))
+	if res.RecorderErr != nil {
+		notes = append(notes, fmt.Sprintf("recorder: %v", res.RecorderErr))
+	}
+	if res.AuditErr != nil {
+		notes = append(notes, fmt.Sprintf("deletion audit incomplete: %v", res.AuditErr))
 	}
 	run.Note = strings.Join(notes, "; ")
-	run.QuorumLossMs = rep0.QuorumLossMs
-	run.QuorumUnconfirmedMs = rep0.QuorumUnconfirmedMs
-	run.ProbeTimeouts, run.ProbeRefusals = rep0.ProbeTimeouts, rep0.ProbeRefusals
-	run.WriteTimeouts, run.WriteRefusals = rep0.WriteTimeouts, rep0.WriteRefusals
-	run.IdleJitterMs, run.LeaderStepGapMs = measured.IdleJitterMs, measured.LeaderStepGapMs
-	run.LongestWriteGapMs = rep0.LongestWriteGapMs
-	run.FailedWrites = rep0.FailedWrites
-	run.AckedWrites = rep0.AckedWrites
-	run.LostAckedWrites = rep0.LostAckedWrites
-	run.AuditError = rep0.AuditError
-	run.LeaderChanges = rep0.LeaderChanges
-	run.TermIncrements = rep0.TermIncrements
 	if st.onDelete {
 		run.Decisions = decisions(op)
 	}
@@ -221,6 +199,11 @@ func runOne(ctx context.Context, s *stack.Stack, cfg config, sc scenario, st str
 		}
 	}
 	if report.IsStaleRole(sc.id) {
+		// The update revision the rollout ended on: it no longer changes once the rollout is over.
+		state, err := cluster.State(ctx)
+		if err != nil {
+			logf("  reading the rollout state for the stale-role count: %v", err)
+		}
 		outdated := func(i int) bool {
 			return rollout.IsOutdated(rollout.PodState{Revision: deletions[i].Revision}, state.UpdateRevision)
 		}
@@ -269,41 +252,6 @@ func (p *phases) mark(step string) {
 }
 
 func (p *phases) String() string { return strings.Join(p.steps, ", ") }
-
-// waitRollout waits until every member runs the new image's revision and is ready. It gives up
-// when nothing moved (pods updated or ready, none terminating) for cfg.stall, or after
-// cfg.timeout.
-func waitRollout(ctx context.Context, c *stack.EtcdCluster, cfg config) (bool, string, stack.RolloutState) {
-	start := time.Now()
-	lastChange := start
-	var last stack.RolloutState
-	seen := false
-	for {
-		st, err := c.State(ctx)
-		if err == nil {
-			// A terminating pod is progress under way (a hung member sits out its grace period).
-			if !seen || st.Terminating > 0 || st.Updated != last.Updated || st.Ready != last.Ready || st.UpdateRevision != last.UpdateRevision {
-				lastChange = time.Now()
-			}
-			last, seen = st, true
-			if st.Image == cfg.toImage && st.UpdateRevision != "" && st.Updated == c.Replicas && st.Ready == c.Replicas && st.Terminating == 0 {
-				return true, "", st
-			}
-		}
-		now := time.Now()
-		switch {
-		case now.Sub(lastChange) > cfg.stall:
-			return false, fmt.Sprintf("no progress for %s (%s)", cfg.stall, last), last
-		case now.Sub(start) > cfg.timeout:
-			return false, fmt.Sprintf("not done after %s (%s)", cfg.timeout, last), last
-		}
-		select {
-		case <-ctx.Done():
-			return false, fmt.Sprintf("interrupted (%s)", last), last
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
 
 // decisions reads the OnDelete controller's counters from the operator's registry.
 func decisions(op *framework.RunningOperator) map[string]int {

@@ -5,35 +5,22 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
 
-	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
 )
-
-// figures are what one scenario run measured.
-type figures struct {
-	rollout           time.Duration
-	quorumLossMs      int64
-	unconfirmedMs     int64
-	longestWriteGapMs int64
-	leaderStepGapMs   int64
-	idleJitterMs      int64
-	failedWrites      int
-	leaderChanges     int
-}
 
 // measured collects every run's figures by scenario, for the spread printed when a scenario ran
 // more than once (go test -count=N, make soak).
 var measured struct {
 	mu   sync.Mutex
-	runs map[string][]figures
+	runs map[string][]figures.Rollout
 }
 
-func recordFigures(scenario string, f figures) {
+func recordFigures(scenario string, f figures.Rollout) {
 	measured.mu.Lock()
 	defer measured.mu.Unlock()
 	if measured.runs == nil {
-		measured.runs = map[string][]figures{}
+		measured.runs = map[string][]figures.Rollout{}
 	}
 	measured.runs[scenario] = append(measured.runs[scenario], f)
 }
@@ -54,17 +41,17 @@ func printSpread(w io.Writer) {
 	sort.Strings(names)
 	columns := []struct {
 		title string
-		value func(figures) float64
+		value func(figures.Rollout) float64
 		unit  string
 	}{
-		{"rollout", func(f figures) float64 { return f.rollout.Seconds() }, "s"},
-		{"quorum loss", func(f figures) float64 { return float64(f.quorumLossMs) }, "ms"},
-		{"unconfirmed (timeouts)", func(f figures) float64 { return float64(f.unconfirmedMs) }, "ms"},
-		{"longest write gap", func(f figures) float64 { return float64(f.longestWriteGapMs) }, "ms"},
-		{"gap at leader step", func(f figures) float64 { return float64(f.leaderStepGapMs) }, "ms"},
-		{"idle jitter", func(f figures) float64 { return float64(f.idleJitterMs) }, "ms"},
-		{"failed writes", func(f figures) float64 { return float64(f.failedWrites) }, ""},
-		{"leader changes", func(f figures) float64 { return float64(f.leaderChanges) }, ""},
+		{"rollout", func(f figures.Rollout) float64 { return f.RolloutSeconds }, "s"},
+		{"quorum loss", func(f figures.Rollout) float64 { return float64(f.QuorumLossMs) }, "ms"},
+		{"unconfirmed (timeouts)", func(f figures.Rollout) float64 { return float64(f.QuorumUnconfirmedMs) }, "ms"},
+		{"longest write gap", func(f figures.Rollout) float64 { return float64(f.LongestWriteGapMs) }, "ms"},
+		{"gap at leader step", func(f figures.Rollout) float64 { return float64(f.LeaderStepGapMs) }, "ms"},
+		{"idle jitter", func(f figures.Rollout) float64 { return float64(f.IdleJitterMs) }, "ms"},
+		{"failed writes", func(f figures.Rollout) float64 { return float64(f.FailedWrites) }, ""},
+		{"leader changes", func(f figures.Rollout) float64 { return float64(f.LeaderChanges) }, ""},
 	}
 	fmt.Fprintf(w, "\n=== spread per scenario: min / median / max over the runs ===\n")
 	fmt.Fprintf(w, "%-24s %4s", "scenario", "runs")
@@ -80,7 +67,7 @@ func printSpread(w io.Writer) {
 			for i, r := range runs {
 				values[i] = c.value(r)
 			}
-			st := report.Summarize(values)
+			st := figures.Summarize(values)
 			format := "%.0f"
 			if c.unit == "s" {
 				format = "%.1f"

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 )
 
 // The scenarios below must NOT restore: a restore while a majority of the recorded voters may
@@ -299,13 +300,11 @@ var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3,
 	// The order withdrawn with the cluster ID unchanged is the call-off (the one other way an
 	// order ends records a new cluster ID). Its Event is best effort: client-go's recorder drops
 	// Events of an object beyond a burst, so it is shown when it came, not required.
-	called := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string {
-		return e.eventsWithReasonPrefix(ctx, recovery.RuleCallOff.CamelCase())
-	})
+	called := scenariopkg.EventsWithin(ctx, e.cluster, recovery.RuleCallOff.CamelCase(), scenariopkg.EventDelivery)
 	for _, ev := range called {
 		e.t.Logf("called off: %s", ev)
 	}
 	if len(called) == 0 {
-		e.t.Logf("no %s Event within %s (Events are best effort)", recovery.RuleCallOff.CamelCase(), eventDelivery)
+		e.t.Logf("no %s Event within %s (Events are best effort)", recovery.RuleCallOff.CamelCase(), scenariopkg.EventDelivery)
 	}
 }}

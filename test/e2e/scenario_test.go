@@ -16,6 +16,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -36,7 +37,7 @@ type env struct {
 	// backup is the cluster's backup (nil: none).
 	backup *backupEnv
 	// instruments run from after the fault until the end of the rollout.
-	instruments *stack.Instruments
+	instruments *scenariopkg.Instruments
 	// bumpedImage is the image the scenario bumped to, once it has.
 	bumpedImage string
 }
@@ -89,6 +90,8 @@ func (e *env) waitNotReady(ctx context.Context, i int) {
 type scenario struct {
 	name     string
 	replicas int32
+	// promise is what the design promises for this rollout, asserted after it.
+	promise scenariopkg.Promise
 	// beforeBump injects the fault the rollout starts under.
 	beforeBump func(ctx context.Context, e *env)
 	// atBump acts with the instruments running, right before the image changes.
@@ -102,12 +105,6 @@ type scenario struct {
 	// quorumLost: the fault leaves no quorum, so the instruments start without waiting for a
 	// leader to settle on.
 	quorumLost bool
-	// noQuorumLoss fails the scenario on any quorum loss (members' refusals; client-side probe
-	// timeouts are reported apart) and on any deletion, by whichever controller, that the
-	// auditor flags.
-	noQuorumLoss bool
-	// oneLeaderChange fails the scenario unless leadership moved exactly once.
-	oneLeaderChange bool
 	// wantEvents are Event reasons that must have been recorded on the cluster's namespace.
 	wantEvents []string
 	// tune adjusts the OnDelete controller's configuration; concurrency is the
@@ -120,8 +117,23 @@ type scenario struct {
 // longest write gap is the run's idle jitter, the yardstick for the gap at the leader step.
 const idleBaseline = 2 * time.Second
 
-// run executes one scenario and prints its figures.
+// hook runs one of the scenario's steps with the running instruments at hand.
+func (e *env) hook(step func(ctx context.Context, e *env)) scenariopkg.Hook {
+	if step == nil {
+		return nil
+	}
+	return func(ctx context.Context, in *scenariopkg.Instruments) error {
+		e.instruments = in
+		step(ctx, e)
+		return nil
+	}
+}
+
+// run executes one scenario, prints its figures and asserts its promise.
 func run(t *testing.T, sc scenario) {
+	if err := sc.promise.Validate(); err != nil {
+		t.Fatalf("scenario %s: %v", sc.name, err)
+	}
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -139,85 +151,53 @@ func run(t *testing.T, sc scenario) {
 	if sc.beforeBump != nil {
 		sc.beforeBump(ctx, e)
 	}
-	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{
-		Writer:      workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
-		QuorumLost:  sc.quorumLost,
-		Concurrency: sc.concurrency,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A failed scenario leaves nothing running; after a pass this Stop does nothing.
-	t.Cleanup(func() { instruments.Stop(10 * time.Second) })
-	e.instruments = instruments
-	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
-		instruments.Settled.Took.Round(10*time.Millisecond), instruments.Settled.Leader, instruments.Settled.Term, instruments.Settled.Answering)
-	time.Sleep(idleBaseline) // the idle baseline: a measurement window, not a wait for a condition
-	instruments.IdleEnd(time.Now())
 	image := sc.bumpImage
 	if image == "" {
 		image = framework.EtcdImage(toVersion)
 	}
-	if sc.atBump != nil {
-		sc.atBump(ctx, e)
-	}
-	bumped := time.Now()
-	instruments.Bumped(bumped)
 	e.bumpedImage = image
-	if err := cluster.SetImage(ctx, image); err != nil {
-		t.Fatal(err)
+	res, err := scenariopkg.Run(ctx, scenariopkg.Spec{
+		Cluster: cluster, Image: image, FinalImage: sc.finalImage,
+		Writer:     workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		QuorumLost: sc.quorumLost, Concurrency: sc.concurrency, Idle: idleBaseline,
+		AtBump: e.hook(sc.atBump), AfterBump: e.hook(sc.afterBump),
+		WantEvents: sc.wantEvents,
+	})
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
 	}
-	if sc.afterBump != nil {
-		sc.afterBump(ctx, e)
+	t.Logf("instruments started after the fault settled in %s: leader %s (term %d), %d members answering",
+		res.Settled.Took.Round(10*time.Millisecond), res.Settled.Leader, res.Settled.Term, res.Settled.Answering)
+	report, bumped := res.Report, res.Bumped
+	t.Logf("figures %s: rollout=%s %s", sc.name, res.Duration.Round(100*time.Millisecond), report.Summary())
+	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d timeoutUnconfirmedMs=%-6d longestWriteGapMs=%-6d leaderStepGapMs=%-5d idleJitterMs=%-5d failedWrites=%-4d (timeouts=%d refusals=%d) ackedWrites=%-5d lost=%d leaderChanges=%d promise=%q\n",
+		sc.name, res.Duration.Round(100*time.Millisecond), res.QuorumLossMs, res.QuorumUnconfirmedMs, res.LongestWriteGapMs,
+		res.LeaderStepGapMs, res.IdleJitterMs, res.FailedWrites, res.WriteTimeouts, res.WriteRefusals,
+		res.AckedWrites, res.LostAckedWrites, res.LeaderChanges, sc.promise)
+	if !res.Completed {
+		t.Fatalf("rollout did not complete: %s", res.Note)
 	}
-	final := sc.finalImage
-	if final == "" {
-		final = image
-	}
-	if err := cluster.WaitConverged(ctx, final); err != nil {
-		t.Fatalf("rollout did not complete: %v", err)
-	}
-	rollout := time.Since(bumped)
-	e.waitServing(ctx, instruments.Recorder, time.Now())
+	recordFigures(sc.name, res.Rollout)
 
 	// With the quorum already lost no member participates once its readiness has caught up, so
 	// every deletion may be a non-participating one: no role is needed then.
 	if replicas > 1 && !sc.quorumLost {
 		checkRolesFromMembers(ctx, t, e)
 	}
-
-	measured := instruments.Stop(90 * time.Second)
-	report, recErr, deletions, auditErr := measured.Report, measured.RecorderErr, measured.Deletions, measured.AuditErr
-	t.Logf("figures %s: rollout=%s %s", sc.name, rollout.Round(100*time.Millisecond), report.Summary())
-	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d timeoutUnconfirmedMs=%-6d longestWriteGapMs=%-6d leaderStepGapMs=%-5d idleJitterMs=%-5d failedWrites=%-4d (timeouts=%d refusals=%d) ackedWrites=%-5d lost=%d leaderChanges=%d\n",
-		sc.name, rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.QuorumUnconfirmedMs, report.LongestWriteGapMs,
-		measured.LeaderStepGapMs, measured.IdleJitterMs, report.FailedWrites, report.WriteTimeouts, report.WriteRefusals,
-		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
-
-	recordFigures(sc.name, figures{
-		rollout: rollout, quorumLossMs: report.QuorumLossMs, unconfirmedMs: report.QuorumUnconfirmedMs,
-		longestWriteGapMs: report.LongestWriteGapMs, leaderStepGapMs: measured.LeaderStepGapMs, idleJitterMs: measured.IdleJitterMs,
-		failedWrites: report.FailedWrites, leaderChanges: report.LeaderChanges,
-	})
-	if sc.noQuorumLoss {
-		checkNoQuorumLoss(t, report)
-	}
-	if sc.oneLeaderChange && report.LeaderChanges != 1 {
-		t.Errorf("%d leader changes, want exactly 1 (the handover)", report.LeaderChanges)
-	}
+	checkPromise(t, sc.promise, res.Report)
 	for _, reason := range sc.wantEvents {
-		events := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string { return e.eventsWithReasonPrefix(ctx, reason) })
+		events := res.Events[reason]
 		if len(events) == 0 {
-			t.Errorf("no %s Event within %s", reason, eventDelivery)
+			t.Errorf("no %s Event within %s", reason, scenariopkg.EventDelivery)
 		}
 		for _, ev := range events {
 			t.Logf("event %s", ev)
 		}
 	}
 
-	checkWrites(t, report, recErr)
-	if auditErr != nil {
-		t.Errorf("deletion audit incomplete: %v", auditErr)
+	checkWrites(t, report, res.RecorderErr)
+	if res.AuditErr != nil {
+		t.Errorf("deletion audit incomplete: %v", res.AuditErr)
 	}
 	for _, ep := range report.LeaderEpochs {
 		t.Logf("leader epoch at %s: term %d leader %s", ep.At.Sub(bumped).Round(10*time.Millisecond), ep.Term, ep.Leader)
@@ -234,14 +214,14 @@ func run(t *testing.T, sc scenario) {
 	for _, q := range report.QuorumUnconfirmed {
 		t.Logf("quorum unconfirmed (probe timeouts) from %s for %dms", q.Start.Sub(bumped).Round(10*time.Millisecond), q.Ms)
 	}
-	for _, d := range deletions {
+	for _, d := range res.Deletions {
 		t.Logf("at %s deleted %s participating=%v revision=%s strategy=%s%s", d.At.Sub(bumped).Round(10*time.Millisecond), d.Pod, d.Participating, d.Revision, d.Strategy,
 			rejoinedNote(d.RejoinedByProbe))
 		switch {
 		case d.Violation == "":
 		case d.Strategy == appsv1.OnDeleteStatefulSetStrategyType:
 			t.Errorf("participating pod %s deleted by the OnDelete controller while: %s", d.Pod, d.Violation)
-		case sc.noQuorumLoss:
+		case sc.promise.NoQuorumLoss:
 			t.Errorf("under %s participating pod %s deleted while: %s", d.Strategy, d.Pod, d.Violation)
 		default:
 			// The Kubernetes StatefulSet controller's doing (the gate was off): the very
@@ -251,29 +231,21 @@ func run(t *testing.T, sc scenario) {
 	}
 }
 
-// checkNoQuorumLoss fails on any quorum loss the members' refusals prove. A probe answered
-// "leader changed" (a request in flight while leadership moved) is asked again once, as clientv3
-// does, so a leadership move that leaves a leader in a few milliseconds is no loss; the count of
-// such retries is logged.
-func checkNoQuorumLoss(t *testing.T, report workload.Report) {
+// checkPromise fails on every part of the promise the figures break. A probe answered "leader
+// changed" (a request in flight while leadership moved) is asked again once, as clientv3 does,
+// so a leadership move that leaves a leader in a few milliseconds is no loss; the count of such
+// retries is logged.
+func checkPromise(t *testing.T, p scenariopkg.Promise, report workload.Report) {
 	t.Helper()
 	if report.ProbeLeaderChangedRetries > 0 {
 		t.Logf("%d probes answered \"leader changed\" and were asked again", report.ProbeLeaderChangedRetries)
 	}
-	for _, q := range report.QuorumLosses {
-		t.Errorf("quorum lost for %d ms from %s (members' refusals; %d ms in all, %d ms more unconfirmed by probe timeouts)",
-			q.Ms, q.Start.Format("15:04:05.000"), report.QuorumLossMs, report.QuorumUnconfirmedMs)
+	if p.Waived != "" {
+		t.Logf("not promised: %s", p.Waived)
 	}
-}
-
-// waitServing waits until the writer has a write acknowledged after since: the cluster serves
-// again after the rollout.
-func (e *env) waitServing(ctx context.Context, rec *workload.Recorder, since time.Time) {
-	e.t.Helper()
-	e.waitFor(ctx, "a write acknowledged after the rollout", func(context.Context) (bool, error) {
-		w := rec.Writer().Snapshot()
-		return len(w.Acked) > 0 && w.Acked[len(w.Acked)-1].At.After(since), nil
-	})
+	for _, b := range p.Broken(report) {
+		t.Errorf("promise broken: %s", b)
+	}
 }
 
 // createCluster creates an Etcd of replicas members at fromVersion in a namespace of its own
@@ -392,27 +364,12 @@ func dumpOnFailure(t *testing.T, e *env) {
 	}
 }
 
-// eventDelivery bounds how long an Event may take to show after what it reports: the recorder
-// sends Events asynchronously, best effort, so a check right after a rollout can miss one.
-const eventDelivery = 10 * time.Second
-
-// eventsWithin asks list until it returns something or within runs out, and returns the last
-// answer.
-func (e *env) eventsWithin(ctx context.Context, within time.Duration, list func(context.Context) []string) []string {
-	var got []string
-	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		got = list(ctx)
-		return len(got) > 0, nil
-	})
-	return got
-}
-
 // checkRolesFromMembers: the controller must have learnt the roles from the members over mTLS
 // (not from the leases) for the participating deletions it made. Its Events say which source.
 func checkRolesFromMembers(ctx context.Context, t *testing.T, e *env) {
 	t.Helper()
 	viaLease := 0
-	direct := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string {
+	direct := scenariopkg.Within(ctx, scenariopkg.EventDelivery, func(ctx context.Context) []string {
 		events := &corev1.EventList{}
 		if err := e.stack.Client.List(ctx, events, client.InNamespace(e.cluster.Namespace)); err != nil {
 			t.Fatal(err)
@@ -430,7 +387,7 @@ func checkRolesFromMembers(ctx context.Context, t *testing.T, e *env) {
 		return direct
 	})
 	if len(direct) == 0 {
-		t.Errorf("no participating deletion used roles from the members within %s (%d used leases)", eventDelivery, viaLease)
+		t.Errorf("no participating deletion used roles from the members within %s (%d used leases)", scenariopkg.EventDelivery, viaLease)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
@@ -58,6 +59,9 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	}
 
 	const dead = 0
+	// One member of three dead: the quorum carries it, and the leader is among the members the
+	// rollout replaces and can hand over.
+	promise := scenario.Handover
 	res, err := RunRollout(ctx, s, RolloutOptions{
 		Namespace: "helm-e2e", Name: "etcd",
 		From: framework.EtcdImage("3.6.8"), To: framework.EtcdImage("3.7.3"),
@@ -77,6 +81,9 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	}
 	if res.Last.Strategy != appsv1.OnDeleteStatefulSetStrategyType {
 		t.Errorf("StatefulSet updateStrategy = %s with the gate on, want OnDelete", res.Last.Strategy)
+	}
+	for _, b := range promise.Broken(res.Report) {
+		t.Errorf("promise broken: %s", b)
 	}
 	if res.RecorderErr != nil {
 		t.Errorf("write audit: %v", res.RecorderErr)

@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -73,20 +74,17 @@ type PodView struct {
 	State string
 }
 
-// RolloutResult is what a rollout measured.
+// RolloutResult is what a rollout measured: the runner's Result, the cluster it ran on and the
+// last Frame of the live view.
 type RolloutResult struct {
-	Cluster   *stack.EtcdCluster
-	Completed bool
-	Duration  time.Duration
-	Bumped    time.Time
-	// Measured holds the workload report and the deletions seen, with their errors.
-	stack.Measured
+	Cluster *stack.EtcdCluster
+	scenario.Result
 	Last Frame
 }
 
-// RunRollout creates the Etcd, waits for it, kills member Dead, starts the workload recorder
-// and the deletion auditor, bumps the image and follows the rollout until every member runs the
-// new revision and is ready (or Timeout).
+// RunRollout creates the Etcd, waits for it, kills member Dead, then hands the rollout to the
+// scenario runner (instruments, a 1 s baseline, the bump, the wait until every member runs the new
+// revision and is ready, or Timeout), showing a Frame at every poll.
 func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*RolloutResult, error) {
 	if o.Replicas == 0 {
 		o.Replicas = 3
@@ -133,70 +131,33 @@ func RunRollout(ctx context.Context, s *stack.Stack, o RolloutOptions) (*Rollout
 	}
 
 	// The instruments start after the fault: the figures measure the rollout under it.
-	instruments, err := cluster.StartInstruments(ctx, stack.InstrumentOptions{Writer: workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond}})
-	if err != nil {
-		return nil, err
-	}
-	rec := instruments.Recorder
 	res := &RolloutResult{Cluster: cluster}
-	// Stopping audits the acknowledged writes, which waits for the cluster to serve a
-	// linearizable read; when the caller gave up, it gets a few seconds only.
-	stopInstruments := func() {
-		budget := 90 * time.Second
-		if ctx.Err() != nil {
-			budget = 5 * time.Second
-		}
-		res.Measured = instruments.Stop(budget)
-	}
-	select { // a baseline before anything happens
-	case <-ctx.Done():
-		stopInstruments()
-		return res, ctx.Err()
-	case <-time.After(time.Second):
-	}
-
-	res.Bumped = time.Now()
-	if err := cluster.SetImage(ctx, o.To); err != nil {
-		stopInstruments()
-		return res, fmt.Errorf("bumping the image: %w", err)
-	}
-	progress(fmt.Sprintf("bumped spec.etcd.image to %s", o.To))
-
-	v := &viewer{stack: s, cluster: cluster, rec: rec, bumped: res.Bumped, image: o.To}
-	deadline := time.NewTimer(o.Timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(o.Tick)
-	defer tick.Stop()
-	for !res.Completed {
-		frame, err := v.frame(ctx)
-		if err == nil {
-			st, stErr := cluster.State(ctx)
-			if stErr == nil && st.Image == o.To && st.Updated == cluster.Replicas && st.Ready == cluster.Replicas && st.Terminating == 0 {
-				res.Completed, res.Duration = true, time.Since(res.Bumped)
-				frame.Done = true
+	var v *viewer
+	res.Result, err = scenario.Run(ctx, scenario.Spec{
+		Cluster: cluster, Image: o.To,
+		Writer: workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
+		Idle:   time.Second, Timeout: o.Timeout, Tick: o.Tick,
+		AtBump: func(context.Context, *scenario.Instruments) error {
+			progress(fmt.Sprintf("bumping spec.etcd.image to %s", o.To))
+			return nil
+		},
+		OnTick: func(ctx context.Context, in *scenario.Instruments, done bool) {
+			// The view counts from the bump, which the runner stamps just before it.
+			if v == nil {
+				v = &viewer{stack: s, cluster: cluster, rec: in.Recorder, bumped: in.BumpedAt(), image: o.To}
 			}
+			frame, err := v.frame(ctx)
+			if err != nil {
+				return
+			}
+			frame.Done = done
 			res.Last = frame
 			if o.OnTick != nil {
 				o.OnTick(frame)
 			}
-		}
-		if res.Completed {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			stopInstruments()
-			return res, ctx.Err()
-		case <-deadline.C:
-			res.Duration = time.Since(res.Bumped)
-			stopInstruments()
-			return res, nil
-		case <-tick.C:
-		}
-	}
-	time.Sleep(time.Second) // let the writer show the cluster serving again
-	stopInstruments()
-	return res, nil
+		},
+	})
+	return res, err
 }
 
 // waitQuorate waits until every member but dead is ready by /readyz, i.e. the survivors

@@ -150,6 +150,22 @@ func (c *EtcdCluster) StatefulSet(ctx context.Context) (*appsv1.StatefulSet, err
 	return sts, c.stack.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, sts)
 }
 
+// EventsWithReason lists "reason: message" of the Events in the cluster's namespace whose reason
+// starts with prefix.
+func (c *EtcdCluster) EventsWithReason(ctx context.Context, prefix string) ([]string, error) {
+	events := &corev1.EventList{}
+	if err := c.stack.Client.List(ctx, events, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the Events of %s: %w", c.Namespace, err)
+	}
+	var out []string
+	for _, ev := range events.Items {
+		if strings.HasPrefix(ev.Reason, prefix) {
+			out = append(out, ev.Reason+": "+ev.Message)
+		}
+	}
+	return out, nil
+}
+
 // Pods lists the member pods, sorted by name.
 func (c *EtcdCluster) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}

@@ -31,15 +31,7 @@ func (o LeaderOptions) withDefaults() LeaderOptions {
 	if o.Interval <= 0 {
 		o.Interval = DefaultLeaderPollInterval
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 
@@ -92,7 +84,6 @@ type LeaderMonitor struct {
 	opts      LeaderOptions
 	conns     *memberConns
 
-	mu      sync.Mutex
 	res     LeaderResult
 	epochs  map[uint64]*LeaderEpoch // term → first report of its leader
 	names   map[uint64]string       // member ID → name, learnt from each member's own answer
@@ -104,32 +95,28 @@ type LeaderMonitor struct {
 
 // NewLeaderMonitor prepares a monitor; Start begins polling.
 func NewLeaderMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o LeaderOptions) *LeaderMonitor {
-	return &LeaderMonitor{
-		endpoints:  endpoints,
-		opts:       o.withDefaults(),
-		conns:      newMemberConns(creds),
-		epochs:     map[uint64]*LeaderEpoch{},
-		names:      map[uint64]string{},
-		last:       map[string]LeaderObservation{},
-		background: newBackground(),
+	m := &LeaderMonitor{
+		endpoints: endpoints,
+		opts:      o.withDefaults(),
+		conns:     newMemberConns(creds),
+		epochs:    map[uint64]*LeaderEpoch{},
+		names:     map[uint64]string{},
+		last:      map[string]LeaderObservation{},
 	}
+	m.setUp("leader monitor", m.opts.MaxRun, m.conns.close)
+	return m
 }
 
 // Start begins polling in the background until Stop, ctx ends or MaxRun passes.
 func (m *LeaderMonitor) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.start(ctx, "leader monitor", m.opts.MaxRun, m.run); err != nil {
-		return err
-	}
-	m.res.Started = time.Now()
-	return nil
+	return m.start(ctx, func(ctx context.Context) {
+		paced(ctx, m.opts.Interval, func() bool { m.round(ctx); return true })
+	})
 }
 
 // Stop ends polling and returns the result.
 func (m *LeaderMonitor) Stop(ctx context.Context) LeaderResult {
-	m.stop(ctx, &m.mu)
-	m.conns.close()
+	m.halt(ctx)
 	return m.Snapshot()
 }
 
@@ -138,6 +125,7 @@ func (m *LeaderMonitor) Snapshot() LeaderResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	res := m.res
+	res.Started, res.Stopped = m.started, m.stopped
 	res.Observations = append([]LeaderObservation(nil), m.res.Observations...)
 	for i := range res.Observations {
 		if res.Observations[i].Leader == "" && res.Observations[i].LeaderID != "" {
@@ -179,22 +167,6 @@ func (m *LeaderMonitor) nameOfHex(id string) string {
 		}
 	}
 	return id
-}
-
-func (m *LeaderMonitor) run(ctx context.Context) {
-	defer close(m.done)
-	defer func() {
-		m.mu.Lock()
-		m.res.Stopped = time.Now()
-		m.mu.Unlock()
-	}()
-	for next := time.Now(); sleepUntil(ctx, next); {
-		next = next.Add(m.opts.Interval)
-		m.round(ctx)
-		if now := time.Now(); next.Before(now) {
-			next = now
-		}
-	}
 }
 
 func (m *LeaderMonitor) round(ctx context.Context) {

@@ -80,12 +80,7 @@ func (o QuorumOptions) withDefaults() (QuorumOptions, error) {
 	if o.ReadyzURL == nil {
 		o.ReadyzURL = DefaultReadyzURL
 	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	instrumentDefaults(nil, &o.MaxRun, &o.Logger)
 	return o, nil
 }
 
@@ -168,7 +163,6 @@ type QuorumMonitor struct {
 	conns     *memberConns
 	http      *readyzClients
 
-	mu      sync.Mutex
 	res     QuorumResult
 	members map[string]bool // last observation per member
 	count   int             // participating members in the last round, -1 before the first
@@ -181,35 +175,26 @@ func NewQuorumMonitor(endpoints EndpointsFunc, creds conductortls.ClientMaterial
 	if err != nil {
 		return nil, err
 	}
-	return &QuorumMonitor{
-		endpoints:  endpoints,
-		creds:      creds,
-		opts:       o,
-		conns:      newMemberConns(creds),
-		http:       newReadyzClients(creds),
-		res:        QuorumResult{Expected: o.Expected, Quorum: quorum.Of(o.Expected), Probe: o.Probe},
-		members:    map[string]bool{},
-		count:      -1,
-		background: newBackground(),
-	}, nil
+	m := &QuorumMonitor{
+		endpoints: endpoints,
+		creds:     creds,
+		opts:      o,
+		conns:     newMemberConns(creds),
+		http:      newReadyzClients(creds),
+		res:       QuorumResult{Expected: o.Expected, Quorum: quorum.Of(o.Expected), Probe: o.Probe},
+		members:   map[string]bool{},
+		count:     -1,
+	}
+	m.setUp("quorum monitor", o.MaxRun, m.conns.close, m.http.close)
+	return m, nil
 }
 
 // Start begins polling in the background until Stop, ctx ends or MaxRun passes.
-func (m *QuorumMonitor) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.start(ctx, "quorum monitor", m.opts.MaxRun, m.run); err != nil {
-		return err
-	}
-	m.res.Started = time.Now()
-	return nil
-}
+func (m *QuorumMonitor) Start(ctx context.Context) error { return m.start(ctx, m.run) }
 
 // Stop ends polling and returns the result; an ongoing loss is closed at the stop time.
 func (m *QuorumMonitor) Stop(ctx context.Context) QuorumResult {
-	m.stop(ctx, &m.mu)
-	m.conns.close()
-	m.http.close()
+	m.halt(ctx)
 	return m.Snapshot()
 }
 
@@ -218,13 +203,11 @@ func (m *QuorumMonitor) Snapshot() QuorumResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	res := m.res
+	res.Started, res.Stopped = m.started, m.stopped
 	res.Losses = append([]Interval(nil), m.res.Losses...)
 	res.Participation = append([]ParticipationSample(nil), m.res.Participation...)
 	res.Counts = append([]CountSample(nil), m.res.Counts...)
-	end := res.Stopped
-	if end.IsZero() {
-		end = time.Now()
-	}
+	end := m.until()
 	closeOpen(res.Losses, end, &res.QuorumLossMs, &res.LongestQuorumLossMs)
 	res.Unconfirmed = append([]Interval(nil), m.res.Unconfirmed...)
 	closeOpen(res.Unconfirmed, end, &res.UnconfirmedMs, &res.LongestUnconfirmedMs)
@@ -242,25 +225,16 @@ func closeOpen(spans []Interval, end time.Time, total, longest *int64) {
 }
 
 func (m *QuorumMonitor) run(ctx context.Context) {
-	defer close(m.done)
-	defer func() {
-		m.mu.Lock()
-		m.res.Stopped = time.Now()
-		m.mu.Unlock()
-	}()
-	for next := time.Now(); sleepUntil(ctx, next); {
-		next = next.Add(m.opts.Interval)
+	paced(ctx, m.opts.Interval, func() bool {
 		at := time.Now()
 		observed := m.round(ctx)
 		if ctx.Err() != nil {
 			// Probes cut short by the stop say nothing about the cluster.
-			return
+			return false
 		}
 		m.record(at, observed)
-		if now := time.Now(); next.Before(now) {
-			next = now
-		}
-	}
+		return true
+	})
 }
 
 // probeResult is one member's answer in one round.

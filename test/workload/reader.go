@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,15 +35,7 @@ func (o ReaderOptions) withDefaults() ReaderOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultReadRate
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 
@@ -85,39 +76,30 @@ type Reader struct {
 	opts      ReaderOptions
 	conns     *memberConns
 
-	mu  sync.Mutex
 	res ReadResult
 	background
 }
 
 // NewReader prepares a reader of w's keys; Start begins reading.
 func NewReader(endpoints EndpointsFunc, creds conductortls.ClientMaterial, w *Writer, o ReaderOptions) *Reader {
-	return &Reader{
-		endpoints:  endpoints,
-		writer:     w,
-		opts:       o.withDefaults(),
-		conns:      newMemberConns(creds),
-		res:        ReadResult{FailuresByClass: map[ErrorClass]int{}},
-		background: newBackground(),
+	r := &Reader{
+		endpoints: endpoints,
+		writer:    w,
+		opts:      o.withDefaults(),
+		conns:     newMemberConns(creds),
+		res:       ReadResult{FailuresByClass: map[ErrorClass]int{}},
 	}
+	r.setUp("reader", r.opts.MaxRun, r.conns.close)
+	return r
 }
 
 // Start begins reading in the background until Stop, ctx ends or MaxRun passes.
-func (r *Reader) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.start(ctx, "reader", r.opts.MaxRun, r.run); err != nil {
-		return err
-	}
-	r.res.Started = time.Now()
-	return nil
-}
+func (r *Reader) Start(ctx context.Context) error { return r.start(ctx, r.run) }
 
 // Stop ends the reader and returns what it measured. It waits for the Get in flight (at most
 // RequestTimeout) unless ctx ends first.
 func (r *Reader) Stop(ctx context.Context) ReadResult {
-	r.stop(ctx, &r.mu)
-	r.conns.close()
+	r.halt(ctx)
 	return r.Snapshot()
 }
 
@@ -126,6 +108,7 @@ func (r *Reader) Snapshot() ReadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
+	res.Started, res.Stopped = r.started, r.stopped
 	res.FailuresByClass = make(map[ErrorClass]int, len(r.res.FailuresByClass))
 	for k, v := range r.res.FailuresByClass {
 		res.FailuresByClass[k] = v
@@ -135,18 +118,9 @@ func (r *Reader) Snapshot() ReadResult {
 }
 
 func (r *Reader) run(ctx context.Context) {
-	defer close(r.done)
-	defer func() {
-		r.mu.Lock()
-		r.res.Stopped = time.Now()
-		r.mu.Unlock()
-	}()
-	interval := time.Duration(float64(time.Second) / r.opts.Rate)
-	next := time.Now()
-	for round := 0; ; round++ {
-		if !sleepUntil(ctx, next) {
-			return
-		}
+	round := 0
+	paced(ctx, time.Duration(float64(time.Second)/r.opts.Rate), func() bool {
+		defer func() { round++ }()
 		// A member that cannot be dialled is skipped: the writer counts those failures.
 		conns, _ := r.conns.sync(r.endpoints())
 		for i, c := range conns {
@@ -158,14 +132,11 @@ func (r *Reader) run(ctx context.Context) {
 			}
 			r.read(ctx, c, key)
 			if ctx.Err() != nil {
-				return
+				return false
 			}
 		}
-		next = next.Add(interval)
-		if now := time.Now(); next.Before(now) {
-			next = now
-		}
-	}
+		return true
+	})
 }
 
 // read makes one linearizable Get and records it; a failed one is only counted.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,15 +51,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Rate <= 0 {
 		o.Rate = DefaultWriteRate
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxRun <= 0 {
-		o.MaxRun = DefaultMaxRun
-	}
-	if o.Logger.GetSink() == nil {
-		o.Logger = logr.Discard()
-	}
+	instrumentDefaults(&o.RequestTimeout, &o.MaxRun, &o.Logger)
 	return o
 }
 
@@ -129,7 +120,6 @@ type Writer struct {
 	opts      WriterOptions
 	conns     *memberConns
 
-	mu      sync.Mutex
 	res     WriteResult
 	lastAck time.Time
 	// failingSince is the first failure after the last acknowledgement, zero while succeeding.
@@ -146,7 +136,7 @@ type Writer struct {
 // NewWriter prepares a writer; Start begins writing.
 func NewWriter(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o WriterOptions) *Writer {
 	o = o.withDefaults()
-	return &Writer{
+	w := &Writer{
 		endpoints: endpoints,
 		opts:      o,
 		conns:     newMemberConns(creds),
@@ -155,26 +145,18 @@ func NewWriter(endpoints EndpointsFunc, creds conductortls.ClientMaterial, o Wri
 			Prefix:          KeyPrefix + o.Run + "/",
 			FailuresByClass: map[ErrorClass]int{},
 		},
-		background: newBackground(),
 	}
+	w.setUp("writer", o.MaxRun, w.conns.close)
+	return w
 }
 
 // Start begins writing in the background until Stop, ctx ends or MaxRun passes.
-func (w *Writer) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.start(ctx, "writer", w.opts.MaxRun, w.run); err != nil {
-		return err
-	}
-	w.res.Started = time.Now()
-	return nil
-}
+func (w *Writer) Start(ctx context.Context) error { return w.start(ctx, w.run) }
 
 // Stop ends the writer and returns what it measured. It waits for the in-flight request (at
 // most RequestTimeout) unless ctx ends first.
 func (w *Writer) Stop(ctx context.Context) WriteResult {
-	w.stop(ctx, &w.mu)
-	w.conns.close()
+	w.halt(ctx)
 	return w.Snapshot()
 }
 
@@ -183,10 +165,8 @@ func (w *Writer) Snapshot() WriteResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	res := w.res
-	end := res.Stopped
-	if end.IsZero() {
-		end = time.Now()
-	}
+	res.Started, res.Stopped = w.started, w.stopped
+	end := w.until()
 	if !w.failingSince.IsZero() {
 		from := w.lastAck
 		if from.IsZero() {
@@ -279,37 +259,26 @@ func (w *Writer) waitWhilePaused(ctx context.Context) bool {
 }
 
 func (w *Writer) run(ctx context.Context) {
-	defer close(w.done)
-	defer func() {
-		w.mu.Lock()
-		w.res.Stopped = time.Now()
-		w.mu.Unlock()
-	}()
-	interval := time.Duration(float64(time.Second) / w.opts.Rate)
-	next := time.Now()
 	// sticky is the member that acknowledged last; writes go there first so a healthy run
 	// does not hop between members.
 	sticky := ""
-	for seq := int64(1); ; seq++ {
-		if !sleepUntil(ctx, next) || !w.waitWhilePaused(ctx) {
-			return
+	seq := int64(0)
+	paced(ctx, time.Duration(float64(time.Second)/w.opts.Rate), func() bool {
+		if !w.waitWhilePaused(ctx) {
+			return false
 		}
+		seq++
 		member, ok := w.write(ctx, seq, sticky)
-		if !ok {
-			w.mu.Lock()
-			w.res.PendingSeq = seq
-			w.mu.Unlock()
-			return
-		}
 		w.mu.Lock()
-		w.current = seq + 1
-		w.mu.Unlock()
-		sticky = member
-		next = next.Add(interval)
-		if now := time.Now(); next.Before(now) {
-			next = now
+		defer w.mu.Unlock()
+		if !ok {
+			w.res.PendingSeq = seq
+			return false
 		}
-	}
+		w.current = seq + 1
+		sticky = member
+		return true
+	})
 }
 
 // sentPut is what the history needs of a key's attempts: those that may have reached a member.
@@ -399,7 +368,7 @@ func (w *Writer) recordAck(seq int64, key, value, member string, first time.Time
 	from := w.lastAck
 	if from.IsZero() && !w.failingSince.IsZero() {
 		// Failing from the very start: the outage began when the writer did.
-		from = w.res.Started
+		from = w.started
 	}
 	if !from.IsZero() {
 		if gap := now.Sub(from); gap.Milliseconds() > w.res.LongestGapMs || w.res.LongestGapEnd.IsZero() {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
 )
 
 // Scenario and strategy ids, as the issue names them and rollout.json carries them.
@@ -101,32 +103,8 @@ type Run struct {
 	// Note says why a run did not complete, or what else went wrong while measuring.
 	Note string `json:"note,omitempty"`
 
-	// QuorumLossMs is proven by the members' own refusals (not ready, no leader, refused);
-	// QuorumUnconfirmedMs is time a quorum was not confirmed only because probes ran into the
-	// client's deadline (a busy host), reported apart and never dropped.
-	QuorumLossMs        int64 `json:"quorumLossMs"`
-	QuorumUnconfirmedMs int64 `json:"quorumUnconfirmedMs"`
-	ProbeTimeouts       int   `json:"probeTimeouts"`
-	ProbeRefusals       int   `json:"probeRefusals"`
-	LongestWriteGapMs   int64 `json:"longestWriteGapMs"`
-	// LeaderStepGapMs is the longest write gap around a leader change; IdleJitterMs the longest
-	// write gap in the idle window before the bump, in the same run.
-	LeaderStepGapMs int64 `json:"leaderStepGapMs"`
-	IdleJitterMs    int64 `json:"idleJitterMs"`
-	FailedWrites    int   `json:"failedWrites"`
-	// WriteTimeouts and WriteRefusals split FailedWrites: the client's deadline, or a member's error.
-	WriteTimeouts   int `json:"writeTimeouts"`
-	WriteRefusals   int `json:"writeRefusals"`
-	AckedWrites     int `json:"ackedWrites"`
-	LostAckedWrites int `json:"lostAckedWrites"`
-	// AuditError is set when the acknowledged writes could not be read back; LostAckedWrites
-	// is then meaningless.
-	AuditError     string `json:"auditError,omitempty"`
-	LeaderChanges  int    `json:"leaderChanges"`
-	TermIncrements uint64 `json:"termIncrements"`
-	// RolloutSeconds: image bump to every pod updated and participating; for a run that did
-	// not complete, the time until the benchmark gave up.
-	RolloutSeconds float64 `json:"rolloutSeconds"`
+	// The rollout's figures, under their own names in rollout.json.
+	figures.Rollout
 
 	// Controller decisions. Deletions and ParticipatingDeletions come from watching the pods
 	// (any controller). InvariantViolations counts deletions of a participating pod while

@@ -5,31 +5,12 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
 )
 
-// Stat is the spread of one figure over the repetitions of a scenario × strategy.
-type Stat struct {
-	N                int
-	Median, Min, Max float64
-}
-
-// Summarize returns the median, min and max of values (N is 0 for none).
-func Summarize(values []float64) Stat {
-	if len(values) == 0 {
-		return Stat{}
-	}
-	v := append([]float64(nil), values...)
-	sort.Float64s(v)
-	n := len(v)
-	med := v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	return Stat{N: n, Median: med, Min: v[0], Max: v[n-1]}
-}
-
 // Ratio is a/b of two medians, or false when it means nothing (a missing side, or b zero).
-func Ratio(a, b Stat) (float64, bool) {
+func Ratio(a, b figures.Stat) (float64, bool) {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {
 		return 0, false
 	}
@@ -45,7 +26,7 @@ type figure struct {
 	ratio  bool
 }
 
-var figures = []figure{
+var columns = []figure{
 	{"rollout s", func(r Run) float64 { return r.RolloutSeconds }, func(v float64) string { return fmt.Sprintf("%.1f", v) }, true},
 	{"leader changes", func(r Run) float64 { return float64(r.LeaderChanges) }, intFormat, false},
 	{"quorum loss ms (refusals)", func(r Run) float64 { return float64(r.QuorumLossMs) }, intFormat, false},
@@ -179,15 +160,15 @@ func incomplete(runs []Run) []Run {
 	return out
 }
 
-func stat(runs []Run, value func(Run) float64) Stat {
+func stat(runs []Run, value func(Run) float64) figures.Stat {
 	values := make([]float64, 0, len(runs))
 	for _, r := range runs {
 		values = append(values, value(r))
 	}
-	return Summarize(values)
+	return figures.Summarize(values)
 }
 
-func cell(s Stat, format func(float64) string) string {
+func cell(s figures.Stat, format func(float64) string) string {
 	if s.N == 0 {
 		return "—"
 	}
@@ -197,7 +178,7 @@ func cell(s Stat, format func(float64) string) string {
 	return fmt.Sprintf("%s (%s–%s)", format(s.Median), format(s.Min), format(s.Max))
 }
 
-func ratioCell(a, b Stat) string {
+func ratioCell(a, b figures.Stat) string {
 	q, ok := Ratio(a, b)
 	if !ok {
 		return "—"
@@ -210,7 +191,7 @@ func Table(runs []Run) string {
 	groups, keys := group(runs)
 	var b strings.Builder
 	header := []string{"scenario", "strategy", "completed"}
-	for _, f := range figures {
+	for _, f := range columns {
 		header = append(header, f.title)
 		if f.ratio {
 			header = append(header, "×RU")
@@ -222,7 +203,7 @@ func Table(runs []Run) string {
 		done := completed(groups[k])
 		baseline := completed(groups[key{k.scenario, StrategyRollingUpdate}])
 		row := []string{k.scenario, "`" + k.strategy + "`", fmt.Sprintf("%d/%d", len(done), len(groups[k]))}
-		for _, f := range figures {
+		for _, f := range columns {
 			if f.value == nil && f.title == "step gap ≤ 3× jitter" {
 				n := 0
 				for _, r := range done {

@@ -3,38 +3,21 @@ package report
 import (
 	"strings"
 	"testing"
-)
 
-func TestSummarize(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		values []float64
-		want   Stat
-	}{
-		{"none", nil, Stat{}},
-		{"one", []float64{4}, Stat{N: 1, Median: 4, Min: 4, Max: 4}},
-		{"odd count, unsorted", []float64{9, 1, 5}, Stat{N: 3, Median: 5, Min: 1, Max: 9}},
-		{"even count takes the mean of the middle two", []float64{1, 10, 2, 4}, Stat{N: 4, Median: 3, Min: 1, Max: 10}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Summarize(tc.values); got != tc.want {
-				t.Errorf("Summarize(%v) = %+v, want %+v", tc.values, got, tc.want)
-			}
-		})
-	}
-}
+	"github.com/etcd-conductor/etcd-conductor/test/figures"
+)
 
 func TestRatio(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		a, b   Stat
+		a, b   figures.Stat
 		want   float64
 		wantOK bool
 	}{
-		{"plain", Stat{N: 1, Median: 1}, Stat{N: 1, Median: 4}, 0.25, true},
-		{"baseline zero", Stat{N: 1, Median: 3}, Stat{N: 1, Median: 0}, 0, false},
-		{"no baseline runs", Stat{N: 1, Median: 3}, Stat{}, 0, false},
-		{"no runs", Stat{}, Stat{N: 1, Median: 3}, 0, false},
+		{"plain", figures.Stat{N: 1, Median: 1}, figures.Stat{N: 1, Median: 4}, 0.25, true},
+		{"baseline zero", figures.Stat{N: 1, Median: 3}, figures.Stat{N: 1, Median: 0}, 0, false},
+		{"no baseline runs", figures.Stat{N: 1, Median: 3}, figures.Stat{}, 0, false},
+		{"no runs", figures.Stat{}, figures.Stat{N: 1, Median: 3}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := Ratio(tc.a, tc.b)
@@ -49,11 +32,11 @@ func intp(n int) *int { return &n }
 
 func sampleRuns() []Run {
 	return []Run{
-		{Scenario: "3-one-dead", Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, RolloutSeconds: 10, QuorumLossMs: 0, LongestWriteGapMs: 200, LeaderStepGapMs: 200, IdleJitterMs: 50, FailedWrites: 2, Deletions: 3, ParticipatingDeletions: 2},
-		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, RolloutSeconds: 8, QuorumLossMs: 3000, LongestWriteGapMs: 1600, FailedWrites: 20, Deletions: 3, ParticipatingDeletions: 2},
-		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 2, Completed: true, RolloutSeconds: 12, QuorumLossMs: 1000, LongestWriteGapMs: 1400, FailedWrites: 30, Deletions: 3, ParticipatingDeletions: 2},
-		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdateMaxUnavailable, Rep: 1, Completed: false, RolloutSeconds: 31, Note: "no progress for 30s"},
-		{Scenario: "3-healthy", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, RolloutSeconds: 9, Deletions: 3, ParticipatingDeletions: 3},
+		{Scenario: "3-one-dead", Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, Deletions: 3, ParticipatingDeletions: 2, Rollout: figures.Rollout{RolloutSeconds: 10, QuorumLossMs: 0, LongestWriteGapMs: 200, LeaderStepGapMs: 200, IdleJitterMs: 50, FailedWrites: 2}},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, Deletions: 3, ParticipatingDeletions: 2, Rollout: figures.Rollout{RolloutSeconds: 8, QuorumLossMs: 3000, LongestWriteGapMs: 1600, FailedWrites: 20}},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdate, Rep: 2, Completed: true, Deletions: 3, ParticipatingDeletions: 2, Rollout: figures.Rollout{RolloutSeconds: 12, QuorumLossMs: 1000, LongestWriteGapMs: 1400, FailedWrites: 30}},
+		{Scenario: "3-one-dead", Strategy: StrategyRollingUpdateMaxUnavailable, Rep: 1, Completed: false, Note: "no progress for 30s", Rollout: figures.Rollout{RolloutSeconds: 31}},
+		{Scenario: "3-healthy", Strategy: StrategyRollingUpdate, Rep: 1, Completed: true, Deletions: 3, ParticipatingDeletions: 3, Rollout: figures.Rollout{RolloutSeconds: 9}},
 		{Scenario: ScenarioStaleRole, Strategy: StrategyOnDeleteLease, Rep: 1, Completed: true, Deletions: 3, LeaderDeletedWhileFollowersRemained: intp(1)},
 		{Scenario: ScenarioStaleRole, Strategy: StrategyOnDeleteDirect, Rep: 1, Completed: true, Deletions: 3, LeaderDeletedWhileFollowersRemained: intp(0)},
 	}

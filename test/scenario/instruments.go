@@ -1,10 +1,11 @@
-package stack
+package scenario
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
@@ -17,7 +18,7 @@ type Instruments struct {
 	// Warm is when the instruments first saw a quorum and an acknowledged write: figures count
 	// from then.
 	Warm      time.Time
-	auditor   *DeletionAuditor
+	auditor   *stack.DeletionAuditor
 	bumped    time.Time
 	idleEnded time.Time
 	stopped   bool
@@ -34,24 +35,10 @@ type InstrumentOptions struct {
 	Concurrency int
 }
 
-// Measured is what the instruments saw; an error says a part of it is incomplete.
-type Measured struct {
-	// Report counts from Warm on, or from the bump when Bumped was called.
-	Report      workload.Report
-	RecorderErr error
-	Deletions   []Deletion
-	AuditErr    error
-	// IdleJitterMs is the longest write gap from Warm to the bump (Bumped): the baseline with no
-	// rollout, on this machine in this run. Zero when Bumped was not called.
-	IdleJitterMs int64
-	// LeaderStepGapMs is the longest write gap around a leader change (workload.Report.LeaderStepGapMs).
-	LeaderStepGapMs int64
-}
-
 // StartInstruments waits until the cluster has settled after a fault (a stable leader a quorum
 // agrees on, workload.WaitSettled), then starts a writer, the quorum and leader monitors
 // (readiness by /readyz) and the deletion auditor, and waits until they work.
-func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions) (*Instruments, error) {
+func StartInstruments(ctx context.Context, c *stack.EtcdCluster, o InstrumentOptions) (*Instruments, error) {
 	in := &Instruments{}
 	if !o.QuorumLost {
 		settled, err := workload.WaitSettled(ctx, c.Endpoints(), c.PKI.ClientMaterial(), workload.SettleOptions{Expected: c.Replicas})
@@ -82,7 +69,7 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions)
 	if !o.QuorumLost {
 		if in.Warm, err = rec.WaitWarm(ctx, 30*time.Second); err != nil {
 			in.Stop(10 * time.Second)
-			return nil, err
+			return nil, fmt.Errorf("warming up the instruments: %w", err)
 		}
 	}
 	return in, nil
@@ -93,6 +80,9 @@ func (c *EtcdCluster) StartInstruments(ctx context.Context, o InstrumentOptions)
 func (in *Instruments) IdleEnd(at time.Time) { in.idleEnded = at }
 func (in *Instruments) Bumped(at time.Time)  { in.bumped = at }
 
+// BumpedAt is when the rollout began, zero before.
+func (in *Instruments) BumpedAt() time.Time { return in.bumped }
+
 func (in *Instruments) idleEnd() time.Time {
 	if !in.idleEnded.IsZero() {
 		return in.idleEnded
@@ -101,24 +91,27 @@ func (in *Instruments) idleEnd() time.Time {
 }
 
 // Stop stops the instruments, the recorder within budget (its audit of the acknowledged writes
-// waits for a linearizable read), and returns what they measured. Only the first call measures.
-func (in *Instruments) Stop(budget time.Duration) Measured {
+// waits for a linearizable read), and returns what they measured, the rollout's time aside (the
+// runner knows it). Only the first call measures.
+func (in *Instruments) Stop(budget time.Duration) Result {
 	if in.stopped {
-		return Measured{}
+		return Result{}
 	}
 	in.stopped = true
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	var m Measured
-	m.Report, m.RecorderErr = in.Recorder.Stop(ctx)
-	m.Report = m.Report.Since(in.Warm)
-	m.Deletions, m.AuditErr = in.auditor.Stop()
+	var res Result
+	res.Report, res.RecorderErr = in.Recorder.Stop(ctx)
+	res.Report = res.Report.Since(in.Warm)
+	res.Deletions, res.AuditErr = in.auditor.Stop()
+	res.Settled, res.Bumped = in.Settled, in.bumped
 	if !in.bumped.IsZero() {
-		m.IdleJitterMs = m.Report.LongestWriteGapWithin(in.Warm, in.idleEnd())
+		res.IdleJitterMs = res.Report.LongestWriteGapWithin(in.Warm, in.idleEnd())
 		// The rollout's figures: whatever a scenario did with the instruments running before the
 		// bump (the stale-role scenario moves leadership) is not the rollout's.
-		m.Report = m.Report.Since(in.bumped)
+		res.Report = res.Report.Since(in.bumped)
 	}
-	m.LeaderStepGapMs = m.Report.LeaderStepGapMs()
-	return m
+	res.LeaderStepGapMs = res.Report.LeaderStepGapMs()
+	res.fill()
+	return res
 }
