@@ -35,6 +35,6 @@ func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses ma
 			dialled[i] = t
 		}
 		cs, err := q.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
-		return roles.ReportsFromClusterStatus(cs), err
+		return decision.ReportsFromClusterStatus(cs), err
 	}
 }

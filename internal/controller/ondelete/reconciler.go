@@ -455,7 +455,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		}
 		return nil, err
 	}
-	return roles.ReportsFromClusterStatus(cs), nil
+	return decision.ReportsFromClusterStatus(cs), nil
 }
 
 func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
