@@ -17,7 +17,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -56,7 +56,7 @@ func noRestoreFor(ctx context.Context, e *env, awaited ...string) {
 			e.t.Fatalf("restore ordered while voters may hold their data: order %+v, cluster ID %s (was %s)",
 				etcd.Status.Recovery, etcd.Status.ClusterID, before.Status.ClusterID)
 		}
-		if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); deadline.IsZero() && c != nil && c.Reason == status.ReasonQuorumLost {
+		if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); deadline.IsZero() && c != nil && c.Reason == etcdstatus.ReasonQuorumLost {
 			deadline = c.LastTransitionTime.Add(noRestoreHold)
 		}
 		if ctx.Err() != nil {
@@ -298,7 +298,9 @@ var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3,
 	// The order withdrawn with the cluster ID unchanged is the call-off (the one other way an
 	// order ends records a new cluster ID). Its Event is best effort: client-go's recorder drops
 	// Events of an object beyond a burst, so it is shown when it came, not required.
-	called := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string { return e.eventsWithReasonPrefix(ctx, recovery.RuleCallOff.CamelCase()) })
+	called := e.eventsWithin(ctx, eventDelivery, func(ctx context.Context) []string {
+		return e.eventsWithReasonPrefix(ctx, recovery.RuleCallOff.CamelCase())
+	})
 	for _, ev := range called {
 		e.t.Logf("called off: %s", ev)
 	}

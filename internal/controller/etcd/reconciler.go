@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
@@ -273,7 +273,7 @@ func secretsValidated(etcd *druidv1alpha1.Etcd) bool {
 	return s.ObservedGeneration != nil && *s.ObservedGeneration == etcd.Generation && len(s.LastErrors) == 0
 }
 
-// recordOutcome writes the status fields this reconciler owns (status.WriterEtcd:
+// recordOutcome writes the status fields this reconciler owns (etcdstatus.WriterEtcd:
 // observedGeneration, lastErrors) with one merge patch.
 func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
 	return r.writeOutcome(ctx, etcd, problems, len(problems) == 0)
@@ -287,7 +287,7 @@ func (r *Reconciler) recordOutcomeConverged(ctx context.Context, etcd *druidv1al
 
 func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem, converged bool) error {
 	now := metav1.Now()
-	return status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+	return etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
 		var lastErrors []druidv1alpha1.LastError
 		for _, p := range problems {
 			observedAt := now
@@ -534,7 +534,7 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	for i := range pods {
 		p := &pods[i]
 		in.Pods = append(in.Pods, updatestrategy.Pod{Name: p.Name, Revision: p.Labels[appsv1.StatefulSetRevisionLabel],
-			Terminating: !p.DeletionTimestamp.IsZero(), Ready: status.PodReady(p)})
+			Terminating: !p.DeletionTimestamp.IsZero(), Ready: etcdstatus.PodReady(p)})
 	}
 	return updatestrategy.Decide(in), nil
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -480,7 +480,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Et
 	if id == "" {
 		return nil
 	}
-	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
 		s.ClusterID = id
 	}); err != nil {
 		return fmt.Errorf("recording cluster ID: %w", err)
@@ -490,7 +490,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Et
 }
 
 // report sets the ScaleOperationInProgress condition and emits an Event for every action and
-// for every change of what the controller waits on. The condition goes through status.Patch,
+// for every change of what the controller waits on. The condition goes through etcdstatus.Patch,
 // which sends nothing when it is already as decided.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
 	condStatus := druidv1alpha1.ConditionFalse
@@ -510,15 +510,15 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 	}
 	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
 		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
-	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = status.SetCondition(s.Conditions, cond) }
-	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, set)
+	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = etcdstatus.SetCondition(s.Conditions, cond) }
+	err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, set)
 	if apierrors.IsConflict(err) {
 		// The Etcd changed since it was read (the cached copy lags, or another writer): the
 		// OnDelete controller waits on this condition, so write it now on a fresh copy rather
 		// than at the next poll.
 		fresh := &druidv1alpha1.Etcd{}
 		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
-			err = status.Patch(ctx, r.cfg.Client, fresh, status.WriterMembership, set)
+			err = etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterMembership, set)
 		}
 	}
 	if err != nil {

@@ -29,8 +29,8 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -515,8 +515,8 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 // AllMembersUpdated condition's reason and message) and, when the decision changed or a pod was
 // deleted, an Event on the Etcd.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d rollout.Decision, res roles.Resolution) error {
-	op := status.RolloutOperation(d, res, decision.NeedsRoles(d), sts.Status.UpdateRevision, metav1.NewTime(r.now()))
-	changed := !status.SameRolloutOperation(etcd.Status.LastOperation, op)
+	op := etcdstatus.RolloutOperation(d, res, decision.NeedsRoles(d), sts.Status.UpdateRevision, metav1.NewTime(r.now()))
+	changed := !etcdstatus.SameRolloutOperation(etcd.Status.LastOperation, op)
 	if !changed && d.Action != rollout.ActionDelete {
 		return nil
 	}
@@ -525,7 +525,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *
 		eventType = corev1.EventTypeWarning
 	}
 	r.cfg.Recorder.Event(etcd, eventType, d.Rule.CamelCase(), op.Description)
-	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
 		s.LastOperation = &op
 	}); err != nil {
 		return fmt.Errorf("recording rollout decision: %w", err)

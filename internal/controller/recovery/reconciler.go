@@ -33,8 +33,8 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
@@ -180,7 +180,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		return true, nil
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
-		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == etcdstatus.ReasonQuorumLost {
 		return false, nil
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress); c != nil &&
@@ -239,7 +239,7 @@ func (r *Reconciler) observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases
 		o.InProgress = &recovery.State{Member: req.Member, PodUID: req.PodUID, Token: req.Token, OldClusterID: req.OldClusterID}
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
-		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == etcdstatus.ReasonQuorumLost {
 		o.QuorumLost, o.QuorumLostFor = true, now.Sub(c.LastTransitionTime.Time)
 	}
 	leaseOf := map[string]*coordinationv1.Lease{}
@@ -350,14 +350,14 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			StartedAt: ptr.To(metav1.NewTime(now)), QuorumLostAt: ptr.To(metav1.NewTime(now.Add(-s.QuorumLostFor)))}
 		// The order is the record: written into the status, where only the operator writes, on
 		// the version of the Etcd it was decided on.
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
 			st.Recovery = order
 		}); err != nil {
 			return fmt.Errorf("ordering %s to restore: %w", s.Member, err)
 		}
 		log.Info("Ordered a member to restore from the backup", "member", s.Member, "pod", s.PodUID, "token", s.Token)
 	case recovery.ActionCallOff:
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
 			st.Recovery = nil
 		}); err != nil {
 			return fmt.Errorf("calling the restore off: %w", err)
@@ -366,7 +366,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		// The restored member is the new cluster's one voter until the membership controller
 		// records more.
 		voters := []druidv1alpha1.RecordedVoter{{Name: o.LeaderName, ID: o.LeaderID}}
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.ClusterID, s.Voters = d.ClusterID, voters
 		}); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
@@ -389,7 +389,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		if lostAt := etcd.Status.Recovery.QuorumLostAt; lostAt != nil {
 			d.Reason += fmt.Sprintf("; quorum was lost for %s until the restored member led", now.Sub(lostAt.Time).Round(time.Second))
 		}
-		return status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		return etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.Recovery = nil
 		})
 	}
@@ -451,8 +451,8 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	now := metav1.NewTime(r.now())
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeRecoveryInProgress, Status: cond, Reason: reason, Message: message,
 		LastUpdateTime: now, LastTransitionTime: now}
-	if err := status.Patch(ctx, r.cfg.Client, fresh, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, c)
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 	}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer changed the conditions since the read: the next pass writes it.
