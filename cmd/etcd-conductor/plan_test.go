@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -434,13 +435,15 @@ func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, s
 	if err != nil {
 		t.Fatal(err)
 	}
+	access := memberaccess.New(memberaccess.Config{Reader: c,
+		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil }})
 	r := ondelete.NewReconciler(ondelete.Config{
 		Client: c, Reader: c, Recorder: record.NewFakeRecorder(100), Metrics: metrics,
-		Members:          recordedMembers(reports),
-		RoleSource:       o.mode,
-		Policy:           o.policy,
-		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil },
-		Clock:            func() time.Time { return o.now },
+		Members:    recordedMembers(reports),
+		RoleSource: o.mode,
+		Policy:     o.policy,
+		Access:     access,
+		Clock:      func() time.Time { return o.now },
 	})
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sts)}); err != nil {
 		t.Fatalf("reconcile: %v", err)

@@ -6,6 +6,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -25,7 +26,7 @@ var _ MemberQuerier = (*etcdclient.Pool)(nil)
 func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses map[string]string) MemberSource {
 	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 		if len(targets) == 0 {
-			return nil, decision.ErrNoMemberAddress
+			return nil, memberaccess.ErrNoMemberAddress
 		}
 		dialled := make([]etcdclient.Target, len(targets))
 		for i, t := range targets {
@@ -34,7 +35,7 @@ func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses ma
 			}
 			dialled[i] = t
 		}
-		cs, err := q.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
+		cs, err := q.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
 		return decision.ReportsFromClusterStatus(cs), err
 	}
 }

@@ -28,7 +28,6 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/maintenance"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -59,8 +58,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	Members  Members
 	Metrics  *Metrics
-	// DefaultClientTLS is the operator-wide client key pair, used when an Etcd names none.
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// Access reaches the members: their client key pair, read fresh for each step. Nil reads it
+	// through Reader, with no operator-wide key pair.
+	Access *memberaccess.Access
 	// WaitInterval is how soon a waiting run looks again (default 10s).
 	WaitInterval time.Duration
 	// Now is the clock (tests replace it).
@@ -99,6 +99,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	return &Reconciler{cfg: cfg, runs: map[types.NamespacedName]*schedule{}}
 }
@@ -234,16 +237,16 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
 		return observation{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
-	pods := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return observation{}, fmt.Errorf("listing member pods: %w", err)
+	pods, err := memberaccess.ReadLabelledPods(ctx, r.cfg.Reader, etcd)
+	if err != nil {
+		return observation{}, err
 	}
-	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.FreshClientTLS(ctx, etcd)
 	if err != nil {
 		return observation{}, fmt.Errorf("member client TLS: %w", err)
 	}
-	targets := memberaccess.Targets(etcd, pods.Items)
-	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	targets := memberaccess.Targets(etcd, pods)
+	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		// Unreachable members are observed as such; the planner waits for them.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
@@ -252,7 +255,7 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 	for _, m := range cs.Members {
 		out.status[m.Name] = m
 	}
-	out.observed = observe(etcd, sts, pods.Items, out.status, s.handled)
+	out.observed = observe(etcd, sts, pods, out.status, s.handled)
 	return out, nil
 }
 
@@ -294,11 +297,11 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	log.Info("Defragmenting member", "member", d.Member, "rule", d.Rule, "timeout", timeout, "dbSize", before, "reason", d.Reason)
 
 	if r.cfg.Maintenance != nil {
-		end := r.cfg.Maintenance.Begin(decision.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
+		end := r.cfg.Maintenance.Begin(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), d.Member)
 		defer end()
 	}
 	start := r.cfg.Now()
-	err := r.cfg.Members.Defragment(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
+	err := r.cfg.Members.Defragment(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)
 	s.handled[d.Member] = true
 	s.lastWait = ""
@@ -311,7 +314,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 		return
 	}
 	after := int64(-1)
-	if cs, qerr := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
+	if cs, qerr := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
 		for _, m := range cs.Members {
 			if m.Name == d.Member && m.Reachable {
 				after = m.DBSize

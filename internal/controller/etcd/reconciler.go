@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
@@ -527,7 +527,7 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
 		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
 	}
-	pods, err := decision.ReadMemberPods(ctx, r.secrets, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.secrets, sts)
 	if err != nil {
 		return updatestrategy.Decision{}, err
 	}

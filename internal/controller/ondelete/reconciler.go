@@ -61,16 +61,14 @@ type Config struct {
 	// decided on what the apiserver holds now, not on a lagging informer.
 	Client client.Client
 	Reader client.Reader
-	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
-	// Reader each time.
-	Secrets  *memberaccess.SecretCache
+	// Access reaches the members: their client key pair, its Secrets read through a cache. Nil
+	// reads them through Reader on every use, with no operator-wide key pair.
+	Access   *memberaccess.Access
 	Recorder record.EventRecorder
 	Members  MemberPool
 	Metrics  *Metrics
 	// RoleSource is Auto (ask the members, fall back to leases) or LeaseOnly.
 	RoleSource roles.SourcePolicy
-	// DefaultClientTLS loads the operator-wide client key pair, used for Etcds that name none.
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// RequeueInterval is how soon a waiting rollout is looked at again.
 	RequeueInterval time.Duration
 	// RejoinInterval is how soon a rollout waiting on a replaced member that runs but has not
@@ -149,6 +147,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.RejoinInterval == 0 {
 		cfg.RejoinInterval = DefaultRejoinInterval
 	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
+	}
 	r := &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
 	r.rejoin = newRejoinWatch(cfg.RejoinInterval, func(outcome string) {
 		cfg.Metrics.RejoinWatches.WithLabelValues(outcome).Inc()
@@ -158,7 +159,7 @@ func NewReconciler(cfg Config) *Reconciler {
 
 // RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
 // read fresh (get, list), as are the leases; the Etcd is read from the cache; the client key pair
-// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); the pods of
+// is read from its Secrets by name (get only, never listed; memberaccess.Access); the pods of
 // one decision (one, or a batch within the quorum's headroom) are deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
@@ -200,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	pods = r.failures.apply(decision.ClusterKey(etcd.Namespace, etcd.Name), pods)
+	pods = r.failures.apply(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), pods)
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
 		roleInputs{r: r}, r.cfg.RoleSource, r.cfg.Policy, r.now())
 	if err != nil {
@@ -225,7 +226,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	result := ctrl.Result{Priority: priority.For(inFlight(d))}
-	if member, busy := r.cfg.Maintenance.Busy(decision.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
+	if member, busy := r.cfg.Maintenance.Busy(memberaccess.ClusterKey(etcd.Namespace, etcd.Name)); busy && (d.Action == rollout.ActionDelete || d.Action == rollout.ActionHandover) {
 		// A defragmenting member serves nothing but may still look ready: taking another
 		// member away now could leave no quorum. The defragmentation is bounded by its timeout.
 		log.Info("Deletion held while a member is defragmented", "pods", d.Pods, "defragmenting", member)
@@ -281,20 +282,20 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 		if apierrors.IsNotFound(err) {
 			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
 			r.rejoin.stop(req.NamespacedName)
-			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+			r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
 		r.rejoin.stop(req.NamespacedName)
-		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+		r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
 		return nil, nil, nil, nil
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)
 	if err != nil || etcd == nil {
 		return nil, nil, nil, err
 	}
-	pods, err := decision.ReadMemberPods(ctx, reader, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, reader, sts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -312,7 +313,7 @@ func (r *Reconciler) readFresh(ctx context.Context, req ctrl.Request, cached *ap
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
-		pods, podsErr = decision.ReadMemberPods(ctx, r.cfg.Reader, cached)
+		pods, podsErr = memberaccess.ReadMemberPods(ctx, r.cfg.Reader, cached)
 	}()
 	sts := &appsv1.StatefulSet{}
 	stsErr := r.cfg.Reader.Get(ctx, req.NamespacedName, sts)
@@ -323,19 +324,11 @@ func (r *Reconciler) readFresh(ctx context.Context, req ctrl.Request, cached *ap
 	if podsErr != nil {
 		return nil, nil, nil, podsErr
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)
 	if err != nil || etcd == nil {
 		return nil, nil, nil, err
 	}
 	return sts, etcd, pods, nil
-}
-
-// secrets is where the member client key pair is read: the Secret cache when there is one.
-func (r *Reconciler) secrets() client.Reader {
-	if r.cfg.Secrets != nil {
-		return r.cfg.Secrets
-	}
-	return r.cfg.Reader
 }
 
 // deletable tells whether a view holds a pod the controller could delete: one not at the
@@ -377,7 +370,7 @@ func (r *Reconciler) strategyHold(ctx context.Context, sts *appsv1.StatefulSet) 
 
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.
 func isManagedOnDelete(sts *appsv1.StatefulSet) bool {
-	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && decision.EtcdOwner(sts) != nil
+	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && memberaccess.EtcdOwner(sts) != nil
 }
 
 func countOutdated(o rollout.Observed) int {
@@ -431,12 +424,12 @@ func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name stri
 type roleInputs struct{ r *Reconciler }
 
 func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
-	return decision.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
+	return memberaccess.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
 }
 
 func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r := in.r
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
@@ -444,15 +437,13 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, decision.ErrNoMemberAddress
+		return nil, memberaccess.ErrNoMemberAddress
 	}
-	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
-		if r.cfg.Secrets != nil {
-			// Perhaps the key pair or CA was rotated: read them again next time.
-			r.cfg.Secrets.Forget(etcd)
-		}
+		// Perhaps the key pair or CA was rotated: read them again next time.
+		r.cfg.Access.ForgetSecrets(etcd)
 		return nil, err
 	}
 	return decision.ReportsFromClusterStatus(cs), nil
@@ -460,14 +451,14 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 
 func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
 	r := in.r
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		// AskMembers reports a broken key pair when roles are needed; readiness still works.
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
 	defer cancel()
-	return r.cfg.Members.LinearizableReads(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
+	return r.cfg.Members.LinearizableReads(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
 }
 
 // recordRejoinReads counts the reads that asked replaced members whether they are back, by
@@ -499,7 +490,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 	}
 	res := o.Resolution
 	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
-	if res.Mismatch && r.handedOver.within(decision.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
+	if res.Mismatch && r.handedOver.within(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
 		// Our own handover moved leadership since the agents last renewed their Leases: the
 		// disagreement is that delay, not a fault worth a Warning.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member Leases not yet renewed since the handover", "detail", res.Detail)

@@ -33,7 +33,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
@@ -54,11 +53,14 @@ type Members interface {
 
 // Config holds the controller's dependencies.
 type Config struct {
-	Client           client.Client
-	Reader           client.Reader
-	Recorder         record.EventRecorder
-	Members          Members
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	Client   client.Client
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Members  Members
+	// Access reaches the members: their client key pair, read fresh on every look, since
+	// members not answering is what a lost quorum looks like, not a sign of a rotated key pair.
+	// Nil reads it through Reader, with no operator-wide key pair.
+	Access *memberaccess.Access
 	// Grace is how long quorum must have been lost before a restore starts (DefaultGrace).
 	Grace time.Duration
 	// StepInterval is how soon a cluster without quorum or in recovery is looked at again;
@@ -82,6 +84,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.SettledInterval == 0 {
 		cfg.SettledInterval = 15 * time.Second
+	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	return &Reconciler{cfg: cfg, now: time.Now}
 }
@@ -122,16 +127,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !metav1.IsControlledBy(sts, etcd) || sts.Spec.Replicas == nil || *sts.Spec.Replicas == 0 {
 		return ctrl.Result{}, nil
 	}
-	pods, err := decision.ReadMemberPods(ctx, r.cfg.Reader, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.cfg.Reader, sts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Reader, etcd)
+	leases, err := memberaccess.ReadMemberLeases(ctx, r.cfg.Reader, etcd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var cs *etcdclient.ClusterStatus
-	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, credsErr := r.cfg.Access.FreshClientTLS(ctx, etcd)
 	if tgts := memberaccess.Targets(etcd, pods); credsErr == nil && len(tgts) > 0 {
 		if got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts); err == nil {
 			cs = &got
@@ -190,7 +195,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 	if etcd.Status.Recovery != nil {
 		return false, nil
 	}
-	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Client, etcd)
+	leases, err := memberaccess.ReadMemberLeases(ctx, r.cfg.Client, etcd)
 	if err != nil {
 		return false, err
 	}
