@@ -51,6 +51,17 @@ func etcdNaming(clientSecret string) *druidv1alpha1.Etcd {
 	return etcd
 }
 
+// countBuilds counts the key pairs a builds from then on.
+func countBuilds(a *Access) *int {
+	builds := 0
+	build := a.built.build
+	a.built.build = func(ca *corev1.Secret, caKey string, c *corev1.Secret) (conductortls.ClientMaterial, error) {
+		builds++
+		return build(ca, caKey, c)
+	}
+	return &builds
+}
+
 func newPKI(t *testing.T) *testpki.EtcdPKI {
 	t.Helper()
 	pki, err := testpki.NewEtcdPKI("etcd-main", ns)
@@ -76,12 +87,7 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 	store.put(testpki.TLSSecret(ns, "client", pki.CA, pki.Client), "1")
 	store.put(testpki.TLSSecret(ns, "other-client", pki.CA, pki.Client), "1")
 	a := New(Config{Reader: store, SecretTTL: time.Minute})
-	builds := 0
-	build := a.built.build
-	a.built.build = func(ca *corev1.Secret, caKey string, c *corev1.Secret) (conductortls.ClientMaterial, error) {
-		builds++
-		return build(ca, caKey, c)
-	}
+	builds := countBuilds(a)
 	etcd := etcdNaming("client")
 
 	steps := []struct {
@@ -108,8 +114,8 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if store.gets != s.wantReads || builds != s.wantBuilds {
-			t.Errorf("%s: %d reads and %d builds, want %d and %d", s.name, store.gets, builds, s.wantReads, s.wantBuilds)
+		if store.gets != s.wantReads || *builds != s.wantBuilds {
+			t.Errorf("%s: %d reads and %d builds, want %d and %d", s.name, store.gets, *builds, s.wantReads, s.wantBuilds)
 		}
 		if got.Fingerprint() != s.want.Fingerprint() {
 			t.Errorf("%s: another key pair than expected", s.name)
@@ -169,18 +175,13 @@ func TestClientTLSUnversionedSecretsAreBuiltEachTime(t *testing.T) {
 	store.put(pki.CA.Secret(ns, "ca"), "")
 	store.put(testpki.TLSSecret(ns, "client", pki.CA, pki.Client), "")
 	a := New(Config{Reader: store})
-	builds := 0
-	build := a.built.build
-	a.built.build = func(ca *corev1.Secret, caKey string, c *corev1.Secret) (conductortls.ClientMaterial, error) {
-		builds++
-		return build(ca, caKey, c)
-	}
+	builds := countBuilds(a)
 	for i := 1; i <= 2; i++ {
 		if _, err := a.ClientTLS(t.Context(), etcdNaming("client")); err != nil {
 			t.Fatal(err)
 		}
-		if builds != i || store.gets != 2*i {
-			t.Fatalf("use %d: %d builds and %d reads, want %d and %d", i, builds, store.gets, i, 2*i)
+		if *builds != i || store.gets != 2*i {
+			t.Fatalf("use %d: %d builds and %d reads, want %d and %d", i, *builds, store.gets, i, 2*i)
 		}
 	}
 }

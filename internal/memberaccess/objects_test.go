@@ -15,11 +15,10 @@ import (
 
 const ns = "shoot"
 
+// testEtcd serves clients on a port of its own, so a target shows where its port came from.
 func testEtcd() *druidv1alpha1.Etcd {
-	e := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns, UID: "etcd-uid"}}
-	e.Spec.Replicas = 3
-	e.Spec.Etcd.ClientPort = ptr.To[int32](3379)
-	return e
+	return &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns, UID: "etcd-uid"},
+		Spec: druidv1alpha1.EtcdSpec{Etcd: druidv1alpha1.EtcdConfig{ClientPort: ptr.To[int32](3379)}}}
 }
 
 func testStatefulSet() *appsv1.StatefulSet {

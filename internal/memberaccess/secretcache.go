@@ -19,8 +19,9 @@ import (
 // every Secret in reach), so it cannot learn cheaply that one changed. Reading an Etcd's client
 // key pair on every member query would cost two GETs per Etcd every poll, the whole fleet over,
 // at every manager restart. Instead a Secret read is kept for the TTL, and forgotten at once
-// when the members refuse or cannot be reached with it (Forget): a rotated key pair or CA is
-// then read again on the next reconcile. Only the Secrets Etcds name are held, never a list.
+// when the members refuse or cannot be reached with it (Access.ForgetSecrets): a rotated key
+// pair or CA is then read again on the next reconcile. Only the Secrets Etcds name are held,
+// never a list.
 type secretCache struct {
 	reader client.Reader
 	ttl    time.Duration
