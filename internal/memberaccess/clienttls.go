@@ -83,7 +83,8 @@ const builtIdle = time.Hour
 // builtMaterials keeps the key pairs built from Secrets, by what they were built from. Building
 // verifies the pair and its chain to the CA, which parses every certificate; the same Secrets at
 // the same resourceVersions build the same key pair, so each Etcd's is built once, and again
-// only when its Secrets or the Etcd's references to them change.
+// only when its Secrets or the Etcd's references to them change, or when one of its
+// certificates expires, since building would then fail and say so.
 type builtMaterials struct {
 	build func(caSecret *corev1.Secret, caDataKey string, clientSecret *corev1.Secret) (conductortls.ClientMaterial, error)
 	now   func() time.Time
@@ -93,8 +94,9 @@ type builtMaterials struct {
 }
 
 type builtMaterial struct {
-	material conductortls.ClientMaterial
-	usedAt   time.Time
+	material   conductortls.ClientMaterial
+	validUntil time.Time
+	usedAt     time.Time
 }
 
 // materialSource is what a key pair was built from: the Secrets the Etcd names, at the
@@ -134,11 +136,11 @@ func (b *builtMaterials) get(namespace string, caSecret *corev1.Secret, caDataKe
 	defer b.mu.Unlock()
 	now := b.now()
 	for k, v := range b.kept {
-		if now.Sub(v.usedAt) >= builtIdle {
+		if now.Sub(v.usedAt) >= builtIdle || !now.Before(v.validUntil) {
 			delete(b.kept, k)
 		}
 	}
-	b.kept[from] = builtMaterial{material: cloneMaterial(m), usedAt: now}
+	b.kept[from] = builtMaterial{material: cloneMaterial(m), validUntil: m.ValidUntil(), usedAt: now}
 	return m, nil
 }
 
@@ -146,10 +148,11 @@ func (b *builtMaterials) lookup(from materialSource) (conductortls.ClientMateria
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	hit, found := b.kept[from]
-	if !found {
+	now := b.now()
+	if !found || !now.Before(hit.validUntil) {
 		return conductortls.ClientMaterial{}, false
 	}
-	hit.usedAt = b.now()
+	hit.usedAt = now
 	b.kept[from] = hit
 	return cloneMaterial(hit.material), true
 }

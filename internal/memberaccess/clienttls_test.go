@@ -226,3 +226,44 @@ func TestBuiltMaterialsDropIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltMaterialsExpire: a key pair is not handed out once a certificate in it has expired;
+// it is built again, which fails then as building always did for an expired certificate.
+func TestBuiltMaterialsExpire(t *testing.T) {
+	pki := newPKI(t)
+	shortLived, err := pki.CA.Issue(testpki.Request{CommonName: "etcd-main-client", Validity: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	b := newBuiltMaterials(conductortls.FromSecrets)
+	b.now = func() time.Time { return now }
+	builds := 0
+	b.build = func(ca *corev1.Secret, caKey string, c *corev1.Secret) (conductortls.ClientMaterial, error) {
+		builds++
+		return conductortls.FromSecrets(ca, caKey, c)
+	}
+	ca, client := pki.CA.Secret(ns, "ca"), testpki.TLSSecret(ns, "client", pki.CA, shortLived)
+	ca.ResourceVersion, client.ResourceVersion = "1", "1"
+	for _, step := range []struct {
+		name       string
+		after      time.Duration
+		wantBuilds int
+	}{
+		{"first use builds", 0, 1},
+		{"still valid: kept", 30 * time.Minute, 1},
+		// The clock b goes by is past the expiry; the one x509 verifies against is not, so the
+		// build succeeds here: what counts is that it happens.
+		{"expired: built again", 2 * time.Hour, 2},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			now = now.Add(step.after)
+			if _, err := b.get(ns, ca, "ca.crt", client); err != nil {
+				t.Fatal(err)
+			}
+			if builds != step.wantBuilds {
+				t.Errorf("%d builds, want %d", builds, step.wantBuilds)
+			}
+		})
+	}
+}
