@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -43,6 +44,19 @@ func (m ClientMaterial) Fingerprint() string {
 		h.Write(part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ValidUntil is when the first of the certificates in m (CA bundle and client chain) expires:
+// until then a verification that passed passes again, so a caller may keep m that long without
+// verifying it anew. Zero when m holds no certificate.
+func (m ClientMaterial) ValidUntil() time.Time {
+	var until time.Time
+	for _, c := range append(allCertificates(m.CA), allCertificates(m.Cert)...) {
+		if until.IsZero() || c.NotAfter.Before(until) {
+			until = c.NotAfter
+		}
+	}
+	return until
 }
 
 // Config builds a client TLS configuration that verifies the server against the CA bundle and

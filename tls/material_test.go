@@ -3,6 +3,7 @@ package tls_test
 import (
 	cryptotls "crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
@@ -179,6 +180,40 @@ func TestFingerprint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if m.Fingerprint() == base.Fingerprint() {
 				t.Fatal("fingerprint did not change")
+			}
+		})
+	}
+}
+
+// TestValidUntil: the first expiry among the CA bundle and the client chain.
+func TestValidUntil(t *testing.T) {
+	f := newFixture(t)
+	shortLived, err := f.ca.Issue(testpki.Request{CommonName: "short-lived", Validity: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notAfter := func(pemData []byte) time.Time {
+		t.Helper()
+		block, _ := pem.Decode(pemData)
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.NotAfter
+	}
+	for _, tc := range []struct {
+		name string
+		m    conductortls.ClientMaterial
+		want time.Time
+	}{
+		{"the client certificate expires first", f.ca.ClientMaterial(shortLived), notAfter(shortLived.CertPEM)},
+		{"a certificate in the CA bundle expires first", conductortls.ClientMaterial{CA: append(append([]byte{}, f.ca.CertPEM...), shortLived.CertPEM...),
+			Cert: f.client.CertPEM, Key: f.client.KeyPEM}, notAfter(shortLived.CertPEM)},
+		{"no certificate", conductortls.ClientMaterial{}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.m.ValidUntil(); !got.Equal(tc.want) {
+				t.Errorf("ValidUntil() = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
 	recoveryctl "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
@@ -477,13 +478,15 @@ func decidesLikeController(ctx context.Context, t *testing.T, c client.Client, s
 	if err != nil {
 		t.Fatal(err)
 	}
+	access := memberaccess.New(memberaccess.Config{Reader: c,
+		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil }})
 	r := ondelete.NewReconciler(ondelete.Config{
 		Client: c, Reader: c, Recorder: record.NewFakeRecorder(100), Metrics: metrics,
-		Members:          recordedMembers(reports),
-		RoleSource:       o.mode,
-		Policy:           o.policy,
-		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil },
-		Clock:            func() time.Time { return o.now },
+		Members:    recordedMembers(reports),
+		RoleSource: o.mode,
+		Policy:     o.policy,
+		Access:     access,
+		Clock:      func() time.Time { return o.now },
 	})
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(sts)}); err != nil {
 		t.Fatalf("reconcile: %v", err)
@@ -660,7 +663,8 @@ func othersDecideLikePlan(ctx context.Context, t *testing.T, c client.Client, st
 		}
 	}
 	answers := &savedAnswers{answers: saved.Answers}
-	noTLS := func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil }
+	access := memberaccess.New(memberaccess.Config{Reader: c,
+		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return conductortls.ClientMaterial{}, nil }})
 	key := client.ObjectKeyFromObject(st.Etcd)
 	conditionReason := func(typ druidv1alpha1.ConditionType) string {
 		etcd := &druidv1alpha1.Etcd{}
@@ -687,7 +691,7 @@ func othersDecideLikePlan(ctx context.Context, t *testing.T, c client.Client, st
 			t.Skip("plan waits on the leader's view, which the controller asks for")
 		}
 		r := membershipctl.NewReconciler(membershipctl.Config{Client: c, Reader: c, Recorder: record.NewFakeRecorder(100),
-			Members: answers, DefaultClientTLS: noTLS})
+			Members: answers, Access: access})
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key}) // an action fails on saved answers, by design
 		if got := conditionReason(druidv1alpha1.ConditionTypeScaleOperationInProgress); got != wantReason(step) {
 			t.Errorf("the membership controller recorded %q, plan printed %v", got, step)
@@ -696,7 +700,7 @@ func othersDecideLikePlan(ctx context.Context, t *testing.T, c client.Client, st
 	t.Run("recovery", func(t *testing.T) {
 		step := steps["recovery"].(map[string]any)
 		r := recoveryctl.NewReconciler(recoveryctl.Config{Client: c, Reader: c, Recorder: record.NewFakeRecorder(100),
-			Members: answers, DefaultClientTLS: noTLS})
+			Members: answers, Access: access})
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +725,7 @@ func othersDecideLikePlan(ctx context.Context, t *testing.T, c client.Client, st
 		}
 		events := record.NewFakeRecorder(100)
 		r := defragctl.NewReconciler(defragctl.Config{Client: c, Reader: c, Recorder: events, Members: answers, Metrics: metrics,
-			DefaultClientTLS: noTLS, Now: clock})
+			Access: access, Now: clock})
 		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatal(err)
 		}

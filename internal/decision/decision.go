@@ -3,12 +3,12 @@
 // controller (internal/controller/ondelete) and the `plan` command both call Decide, so `plan`
 // says what the controller would do on the same state. Planning itself stays in
 // internal/rollout (pure) and role resolution in internal/roles (pure); this package only puts
-// them in order and selects their inputs. I/O goes through RoleInputs, which the caller supplies.
+// them in order and selects their inputs. I/O goes through RoleInputs, which the caller supplies;
+// which objects are the members' and how to reach them is internal/memberaccess's.
 package decision
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -36,7 +36,7 @@ type State struct {
 	Etcd        *druidv1alpha1.Etcd
 	StatefulSet *appsv1.StatefulSet
 	// Pods may hold more than the member pods (a whole namespace, as kubectl lists it);
-	// Decide keeps those MemberPods selects.
+	// Decide keeps those memberaccess.MemberPods selects.
 	Pods []corev1.Pod
 }
 
@@ -90,7 +90,7 @@ func (o Outcome) RejoinPending() bool { return len(o.Rejoined) < len(o.AwaitingR
 // fresh.
 func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolicy, policy rollout.Policy, now time.Time) (Outcome, error) {
 	etcd := EtcdOrDefault(st.Etcd, st.StatefulSet)
-	pods := MemberPods(st.StatefulSet, st.Pods)
+	pods := memberaccess.MemberPods(st.StatefulSet, st.Pods)
 	// A saved state without an Etcd has no conditions: nothing else is in flight.
 	ops := operation.Of(st.Etcd)
 	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy).WithOperations(ops)}
@@ -183,22 +183,6 @@ func EtcdOrDefault(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) *druidv1al
 	return &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: sts.Name, Namespace: sts.Namespace}}
 }
 
-// MemberPods keeps the pods the StatefulSet controls: same namespace and a controller
-// reference with the StatefulSet's UID. Pods of an older StatefulSet of the same name, other
-// etcds' pods and orphans are not members.
-func MemberPods(sts *appsv1.StatefulSet, pods []corev1.Pod) []corev1.Pod {
-	var out []corev1.Pod
-	for _, pod := range pods {
-		if pod.Namespace != sts.Namespace {
-			continue
-		}
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
-			out = append(out, pod)
-		}
-	}
-	return out
-}
-
 // MemberLeases keeps the Leases of etcd's members: in its namespace, carrying its member
 // selector labels and, unless etcd is the stand-in for an unknown Etcd (known false), controlled
 // by it. A Lease under a member's name that something else created says nothing about the member
@@ -212,7 +196,7 @@ func MemberLeases(etcd *druidv1alpha1.Etcd, known bool, leases []coordinationv1.
 			continue
 		}
 		if known {
-			ref := EtcdOwner(&l)
+			ref := memberaccess.EtcdOwner(&l)
 			if ref == nil || ref.Name != etcd.Name || (etcd.UID != "" && ref.UID != etcd.UID) {
 				continue
 			}
@@ -221,12 +205,6 @@ func MemberLeases(etcd *druidv1alpha1.Etcd, known bool, leases []coordinationv1.
 	}
 	return out
 }
-
-// ErrNoMemberAddress is what asking members returns when no member pod can be dialled.
-var ErrNoMemberAddress = errors.New("no member pod has an address")
-
-// ClusterKey names an Etcd's connections in the member client pool.
-func ClusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
 
 func podNames(pods []corev1.Pod) []string {
 	names := make([]string, len(pods))

@@ -117,7 +117,7 @@ func (r *recordingInputs) MemberLeases(_ context.Context, _ *druidv1alpha1.Etcd)
 
 func (r *recordingInputs) AskMembers(_ context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r.asked = append(r.asked, targets)
-	r.askedForKey = ClusterKey(etcd.Namespace, etcd.Name)
+	r.askedForKey = memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
 	return r.reports, r.askErr
 }
 
@@ -350,17 +350,8 @@ func TestMemberTargetsUseTheEtcdClientPort(t *testing.T) {
 	}
 }
 
-func TestMemberPodsAndLeases(t *testing.T) {
+func TestMemberLeases(t *testing.T) {
 	sts := testStatefulSet()
-	elsewhere := pod("etcd-main-1", oldRev)
-	elsewhere.Namespace = "other"
-	orphan := pod("etcd-main-2", oldRev)
-	orphan.OwnerReferences = nil
-	pods := []corev1.Pod{pod("etcd-main-0", newRev), elsewhere, orphan, pod("etcd-main-3", newRev, ownedBy("old-sts-uid"))}
-	if got := MemberPods(sts, pods); len(got) != 1 || got[0].Name != "etcd-main-0" {
-		t.Fatalf("MemberPods() = %v, want only etcd-main-0", got)
-	}
-
 	unlabelled := lease("etcd-main-1", "b2:Member")
 	unlabelled.Labels = nil
 	foreign := lease("etcd-main-2", "c3:Member")
@@ -385,32 +376,6 @@ func TestMemberPodsAndLeases(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("MemberLeases() = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestOwningEtcdIn(t *testing.T) {
-	sts := testStatefulSet()
-	sts.OwnerReferences = []metav1.OwnerReference{{APIVersion: druidv1alpha1.GroupVersion.String(), Kind: "Etcd", Name: "etcd-main", UID: "etcd-uid", Controller: ptr.To(true)}}
-	replaced := *testEtcd()
-	replaced.UID = "another-uid"
-	noUID := *testEtcd()
-	noUID.UID = ""
-	cases := []struct {
-		name  string
-		etcds []druidv1alpha1.Etcd
-		want  bool
-	}{
-		{"owner present", []druidv1alpha1.Etcd{*testEtcd()}, true},
-		{"owner recorded without UID", []druidv1alpha1.Etcd{noUID}, true},
-		{"replaced by another of the same name", []druidv1alpha1.Etcd{replaced}, false},
-		{"none", nil, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := OwningEtcdIn(sts, tc.etcds); (got != nil) != tc.want {
-				t.Fatalf("OwningEtcdIn() = %v, want found=%v", got, tc.want)
 			}
 		})
 	}

@@ -12,16 +12,17 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
 
-// SecretCache is a client.Reader that remembers the Secrets it was asked for by name, for at
+// secretCache is a client.Reader that remembers the Secrets it was asked for by name, for at
 // most a TTL, and reads everything else through.
 //
 // The operator may only get Secrets (least privilege: no list, no watch, so no informer holding
 // every Secret in reach), so it cannot learn cheaply that one changed. Reading an Etcd's client
 // key pair on every member query would cost two GETs per Etcd every poll, the whole fleet over,
 // at every manager restart. Instead a Secret read is kept for the TTL, and forgotten at once
-// when the members refuse or cannot be reached with it (Forget): a rotated key pair or CA is
-// then read again on the next reconcile. Only the Secrets Etcds name are held, never a list.
-type SecretCache struct {
+// when the members refuse or cannot be reached with it (Access.ForgetSecrets): a rotated key
+// pair or CA is then read again on the next reconcile. Only the Secrets Etcds name are held,
+// never a list.
+type secretCache struct {
 	reader client.Reader
 	ttl    time.Duration
 	now    func() time.Time
@@ -35,16 +36,16 @@ type cachedSecret struct {
 	readAt time.Time
 }
 
-// NewSecretCache wraps reader (the manager's uncached APIReader).
-func NewSecretCache(reader client.Reader, ttl time.Duration) *SecretCache {
-	return &SecretCache{reader: reader, ttl: ttl, now: time.Now, secrets: map[types.NamespacedName]cachedSecret{}}
+// newSecretCache wraps reader (the manager's uncached APIReader).
+func newSecretCache(reader client.Reader, ttl time.Duration) *secretCache {
+	return &secretCache{reader: reader, ttl: ttl, now: time.Now, secrets: map[types.NamespacedName]cachedSecret{}}
 }
 
-var _ client.Reader = &SecretCache{}
+var _ client.Reader = &secretCache{}
 
 // Get returns a Secret from the cache while it is younger than the TTL, else reads and keeps it;
 // any other object is read through.
-func (c *SecretCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c *secretCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	secret, ok := obj.(*corev1.Secret)
 	if !ok {
 		return c.reader.Get(ctx, key, obj, opts...)
@@ -73,13 +74,13 @@ func (c *SecretCache) Get(ctx context.Context, key client.ObjectKey, obj client.
 }
 
 // List reads through: Secrets are never listed.
-func (c *SecretCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (c *secretCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return c.reader.List(ctx, list, opts...)
 }
 
 // Forget drops the Secrets etcd's member client key pair comes from, so the next use reads them
 // again.
-func (c *SecretCache) Forget(etcd *druidv1alpha1.Etcd) {
+func (c *secretCache) Forget(etcd *druidv1alpha1.Etcd) {
 	t := etcd.Spec.Etcd.ClientUrlTLS
 	if t == nil {
 		return

@@ -29,7 +29,7 @@ func (r *countingReader) List(context.Context, client.ObjectList, ...client.List
 
 func TestSecretCache(t *testing.T) {
 	reader := &countingReader{}
-	cache := NewSecretCache(reader, time.Minute)
+	cache := newSecretCache(reader, time.Minute)
 	now := time.Unix(1000, 0)
 	cache.now = func() time.Time { return now }
 	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e"}}

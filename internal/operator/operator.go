@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -119,16 +120,19 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, err
 	}
-	// The member client key pairs Etcds name, read at most every secretCacheTTL (or again when
-	// the members refuse them): see memberaccess.SecretCache.
-	secrets := memberaccess.NewSecretCache(mgr.GetAPIReader(), secretCacheTTL)
+	// One way to the members for every controller: the key pairs Etcds name are read at most
+	// every secretCacheTTL (or again when the members refuse them) and built once.
+	access := memberaccess.New(memberaccess.Config{Reader: mgr.GetAPIReader(), SecretTTL: secretCacheTTL,
+		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS)})
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
 		MemberAgentImage:    o.MemberAgentImage,
 		MemberAgentInterval: o.MemberAgentInterval,
-		DBSizes:             dbSizes(mgr.GetAPIReader(), pool, defaultClientTLS(cfg.MemberClientTLS)),
+		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
+			return access.DBSizes(ctx, pool, etcd)
+		},
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
@@ -150,39 +154,37 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("registering ondelete metrics: %w", err)
 	}
 	onDelete := ondelete.NewReconciler(ondelete.Config{
-		Client:           mgr.GetClient(),
-		Reader:           mgr.GetAPIReader(),
-		Secrets:          secrets,
-		Recorder:         recorder,
-		Members:          pool,
-		Metrics:          onDeleteMetrics,
-		RoleSource:       roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
-		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
-		RequeueInterval:  cfg.Controllers.OnDelete.RequeueInterval.Duration,
-		Policy:           RolloutPolicy(cfg.Controllers.OnDelete),
-		HandoverTimeout:  cfg.Controllers.OnDelete.Handover.Timeout.Duration,
+		Client:          mgr.GetClient(),
+		Reader:          mgr.GetAPIReader(),
+		Access:          access,
+		Recorder:        recorder,
+		Members:         pool,
+		Metrics:         onDeleteMetrics,
+		RoleSource:      roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
+		RequeueInterval: cfg.Controllers.OnDelete.RequeueInterval.Duration,
+		Policy:          RolloutPolicy(cfg.Controllers.OnDelete),
+		HandoverTimeout: cfg.Controllers.OnDelete.Handover.Timeout.Duration,
 	})
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering ondelete controller: %w", err)
 	}
 	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
-		Client:           mgr.GetClient(),
-		Reader:           mgr.GetAPIReader(),
-		Secrets:          secrets,
-		Recorder:         recorder,
-		Members:          pool,
-		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS),
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Access:   access,
+		Recorder: recorder,
+		Members:  pool,
 	})
 	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering membership controller: %w", err)
 	}
-	if err := registerDefrag(mgr, o, recorder, pool); err != nil {
+	if err := registerDefrag(mgr, o, recorder, pool, access); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	if err := registerRecovery(mgr, o, recorder, pool); err != nil {
+	if err := registerRecovery(mgr, o, recorder, pool, access); err != nil {
 		pool.Close()
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	recoveryctl "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -122,7 +123,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
 		return out, nil
 	}
-	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: decision.MemberPods(st.StatefulSet, st.Pods),
+	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: memberaccess.MemberPods(st.StatefulSet, st.Pods),
 		leases: decision.MemberLeases(st.Etcd, false, st.Leases), now: now}
 	if answers != nil {
 		var err error

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 )
 
 // ReadLive reads the StatefulSet named name (the Etcd's name), the Etcd owning it and its
@@ -21,11 +21,11 @@ func ReadLive(ctx context.Context, c client.Reader, namespace, name string) (Sta
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, sts); err != nil {
 		return State{}, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, name, err)
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, c, sts)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, c, sts)
 	if err != nil {
 		return State{}, fmt.Errorf("reading the Etcd owning StatefulSet %s/%s: %w", namespace, name, err)
 	}
-	pods, err := decision.ReadMemberPods(ctx, c, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, c, sts)
 	if err != nil {
 		return State{}, err
 	}
@@ -35,6 +35,6 @@ func ReadLive(ctx context.Context, c client.Reader, namespace, name string) (Sta
 // LiveLeases reads member Leases from the cluster, as the controller does.
 func LiveLeases(c client.Reader) LeaseSource {
 	return func(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
-		return decision.ReadMemberLeases(ctx, c, etcd)
+		return memberaccess.ReadMemberLeases(ctx, c, etcd)
 	}
 }

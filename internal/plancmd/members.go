@@ -29,7 +29,7 @@ var _ MemberQuerier = (*etcdclient.Pool)(nil)
 func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses map[string]string) MemberSource {
 	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 		if len(targets) == 0 {
-			return nil, decision.ErrNoMemberAddress
+			return nil, memberaccess.ErrNoMemberAddress
 		}
 		dialled := make([]etcdclient.Target, len(targets))
 		for i, t := range targets {
@@ -38,8 +38,8 @@ func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses ma
 			}
 			dialled[i] = t
 		}
-		cs, err := q.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
-		return roles.ReportsFromClusterStatus(cs), err
+		cs, err := q.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
+		return decision.ReportsFromClusterStatus(cs), err
 	}
 }
 
@@ -65,10 +65,10 @@ func AskAllMembers(q MemberAsker, creds conductortls.ClientMaterial, addresses m
 			}
 		}
 		// Its own connections: the target set differs from the rollout's question.
-		cluster := decision.ClusterKey(etcd.Namespace, etcd.Name) + "/plan"
+		cluster := memberaccess.ClusterKey(etcd.Namespace, etcd.Name) + "/plan"
 		answers := Answers{Asked: true}
 		if len(targets) == 0 {
-			answers.QueryErr = decision.ErrNoMemberAddress
+			answers.QueryErr = memberaccess.ErrNoMemberAddress
 			return answers, nil
 		}
 		cs, err := q.Query(ctx, cluster, creds, targets)

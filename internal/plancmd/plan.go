@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -220,7 +221,7 @@ func DecodeState(data []byte) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	return State{Etcd: decision.OwningEtcdIn(sts, objs.etcds), StatefulSet: sts, Pods: objs.pods, Leases: objs.leases}, nil
+	return State{Etcd: memberaccess.OwningEtcdIn(sts, objs.etcds), StatefulSet: sts, Pods: objs.pods, Leases: objs.leases}, nil
 }
 
 type stateObjects struct {

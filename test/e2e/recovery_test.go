@@ -17,7 +17,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
@@ -58,7 +58,7 @@ func noRestoreFor(ctx context.Context, e *env, awaited ...string) {
 			e.t.Fatalf("restore ordered while voters may hold their data: order %+v, cluster ID %s (was %s)",
 				etcd.Status.Recovery, etcd.Status.ClusterID, before.Status.ClusterID)
 		}
-		if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); deadline.IsZero() && c != nil && c.Reason == status.ReasonQuorumLost {
+		if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); deadline.IsZero() && c != nil && c.Reason == etcdstatus.ReasonQuorumLost {
 			deadline = c.LastTransitionTime.Add(noRestoreHold)
 		}
 		if ctx.Err() != nil {

@@ -17,7 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -165,7 +165,7 @@ func TestRestartOverSettledEtcdSendsNoWrite(t *testing.T) {
 		// currentReplicas comes from the pods' revisions, written once the StatefulSet controller
 		// has labelled them: a restart before that would have one real change to write.
 		if s.ObservedGeneration == nil || *s.ObservedGeneration != got.Generation || len(s.Members) != 3 || s.CurrentReplicas != 3 ||
-			s.LastOperation == nil || s.LastOperation.State != status.OperationSucceeded ||
+			s.LastOperation == nil || s.LastOperation.State != etcdstatus.OperationSucceeded ||
 			druidv1alpha1.FindCondition(s.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress) == nil {
 			return false, fmt.Sprintf("status = %+v", s)
 		}

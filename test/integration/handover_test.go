@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -96,9 +97,10 @@ func (r *handoverRig) currentLeader(t *testing.T) string {
 func (r *handoverRig) reconciler(members ondelete.MemberPool, recorder record.EventRecorder, metrics *ondelete.Metrics, policy rollout.Policy) *ondelete.Reconciler {
 	return ondelete.NewReconciler(ondelete.Config{
 		Client: r.env.Client(), Reader: r.env.Client(), Recorder: recorder, Members: members, Metrics: metrics,
-		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return r.cluster.Client, nil },
-		Policy:           policy,
-		HandoverTimeout:  5 * time.Second,
+		Access: memberaccess.New(memberaccess.Config{Reader: r.env.Client(),
+			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return r.cluster.Client, nil }}),
+		Policy:          policy,
+		HandoverTimeout: 5 * time.Second,
 	})
 }
 

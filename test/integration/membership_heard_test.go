@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -58,7 +59,8 @@ func TestScaleInWaitsUntilTheLeaderHearsAQuorum(t *testing.T) {
 	events := record.NewFakeRecorder(1000)
 	rec := membershipcontroller.NewReconciler(membershipcontroller.Config{
 		Client: env.Client(), Reader: env.Client(), Recorder: events, Members: pool,
-		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return cluster.Client, nil },
+		Access: memberaccess.New(memberaccess.Config{Reader: env.Client(),
+			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return cluster.Client, nil }}),
 	})
 	reconcile := func() error {
 		_, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)})

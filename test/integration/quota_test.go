@@ -13,7 +13,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
@@ -33,7 +33,7 @@ func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
 		SecretReader:     env.Client(),
 		MemberAgentImage: "agent",
 		DBSizes: func(ctx context.Context, e *druidv1alpha1.Etcd) (map[string]int64, error) {
-			return memberclient.DBSizes(ctx, env.Client(), pool, e, nil)
+			return memberaccess.New(memberaccess.Config{Reader: env.Client()}).DBSizes(ctx, pool, e)
 		},
 	})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)}

@@ -22,7 +22,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/recovery"
@@ -89,10 +89,10 @@ func (r *recoveryRig) get() *druidv1alpha1.Etcd {
 func (r *recoveryRig) quorumLost(since time.Time) {
 	r.t.Helper()
 	etcd := r.get()
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: status.ReasonQuorumLost,
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: etcdstatus.ReasonQuorumLost,
 		Message: "members lost quorum", LastTransitionTime: metav1.NewTime(since), LastUpdateTime: metav1.NewTime(since)}
-	if err := status.Patch(context.Background(), r.env.Client(), etcd, status.WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, c)
+	if err := etcdstatus.Patch(context.Background(), r.env.Client(), etcd, etcdstatus.WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 	}); err != nil {
 		r.t.Fatal(err)
 	}

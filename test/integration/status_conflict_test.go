@@ -11,6 +11,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -50,8 +51,8 @@ func TestStatusWriteOnAStaleCopyIsARequeue(t *testing.T) {
 	other := stale.DeepCopy()
 	scaling := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: druidv1alpha1.ConditionFalse,
 		Reason: "Settled", Message: "written by the membership controller", LastUpdateTime: metav1.NewTime(time.Now())}
-	if err := status.Patch(ctx, c, other, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, scaling)
+	if err := etcdstatus.Patch(ctx, c, other, etcdstatus.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, scaling)
 	}); err != nil {
 		t.Fatal(err)
 	}

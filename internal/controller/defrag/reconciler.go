@@ -29,9 +29,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -61,8 +60,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	Members  Members
 	Metrics  *Metrics
-	// DefaultClientTLS is the operator-wide client key pair, used when an Etcd names none.
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// Access reaches the members: their client key pair, read fresh for each step. Nil reads it
+	// through Reader, with no operator-wide key pair.
+	Access *memberaccess.Access
 	// WaitInterval is how soon a waiting run looks again (default 10s).
 	WaitInterval time.Duration
 	// Now is the clock (tests replace it).
@@ -101,6 +101,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	return &Reconciler{cfg: cfg, runs: map[types.NamespacedName]*schedule{}}
 }
@@ -244,22 +247,22 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 	if err := r.cfg.Reader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
 		return observation{}, fmt.Errorf("reading the StatefulSet: %w", err)
 	}
-	pods := &corev1.PodList{}
-	if err := r.cfg.Reader.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return observation{}, fmt.Errorf("listing member pods: %w", err)
+	pods, err := memberaccess.ReadLabelledPods(ctx, r.cfg.Reader, etcd)
+	if err != nil {
+		return observation{}, err
 	}
-	creds, err := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.FreshClientTLS(ctx, etcd)
 	if err != nil {
 		return observation{}, fmt.Errorf("member client TLS: %w", err)
 	}
-	targets := memberaccess.Targets(etcd, pods.Items)
-	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	targets := memberaccess.Targets(etcd, pods)
+	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		// Unreachable members are observed as such; the planner waits for them.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
 	}
 	out := observation{creds: creds, targets: targets, status: StatusByMember(cs)}
-	out.observed = Observe(etcd, sts, pods.Items, out.status, s.handled)
+	out.observed = Observe(etcd, sts, pods, out.status, s.handled)
 	return out, nil
 }
 
@@ -325,7 +328,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	}
 	defer r.release(ctx, etcd, s, d.Member)
 	start := r.cfg.Now()
-	err := r.cfg.Members.Defragment(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
+	err := r.cfg.Members.Defragment(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)
 	s.handled[d.Member] = true
 	s.lastWait = ""
@@ -338,7 +341,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 		return
 	}
 	after := int64(-1)
-	if cs, qerr := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
+	if cs, qerr := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
 		for _, m := range cs.Members {
 			if m.Name == d.Member && m.Reachable {
 				after = m.DBSize
@@ -382,8 +385,8 @@ func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *sche
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionTrue,
 		Reason: d.Rule.CamelCase(), Message: fmt.Sprintf("defragmenting member %s (timeout %s)", d.Member, timeout),
 		LastTransitionTime: now, LastUpdateTime: now}
-	if err := status.Patch(ctx, r.cfg.Client, fresh, status.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
-		st.Conditions = status.SetCondition(st.Conditions, c)
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
+		st.Conditions = etcdstatus.SetCondition(st.Conditions, c)
 	}); err != nil {
 		return nil, err
 	}
@@ -434,7 +437,7 @@ func (r *Reconciler) clearCondition(ctx context.Context, etcd *druidv1alpha1.Etc
 	now := metav1.NewTime(r.cfg.Now())
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionFalse,
 		Reason: "Idle", Message: message, LastTransitionTime: now, LastUpdateTime: now}
-	return status.Patch(ctx, r.cfg.Client, fresh, status.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
-		st.Conditions = status.SetCondition(st.Conditions, c)
+	return etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
+		st.Conditions = etcdstatus.SetCondition(st.Conditions, c)
 	})
 }

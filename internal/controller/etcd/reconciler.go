@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
@@ -273,7 +273,7 @@ func secretsValidated(etcd *druidv1alpha1.Etcd) bool {
 	return s.ObservedGeneration != nil && *s.ObservedGeneration == etcd.Generation && len(s.LastErrors) == 0
 }
 
-// recordOutcome writes the status fields this reconciler owns (status.WriterEtcd:
+// recordOutcome writes the status fields this reconciler owns (etcdstatus.WriterEtcd:
 // observedGeneration, lastErrors) with one merge patch.
 func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
 	return r.writeOutcome(ctx, etcd, problems, len(problems) == 0)
@@ -287,7 +287,7 @@ func (r *Reconciler) recordOutcomeConverged(ctx context.Context, etcd *druidv1al
 
 func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem, converged bool) error {
 	now := metav1.Now()
-	return status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+	return etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
 		var lastErrors []druidv1alpha1.LastError
 		for _, p := range problems {
 			observedAt := now
@@ -542,14 +542,14 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
 		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
 	}
-	pods, err := decision.ReadMemberPods(ctx, r.secrets, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.secrets, sts)
 	if err != nil {
 		return updatestrategy.Decision{}, err
 	}
 	for i := range pods {
 		p := &pods[i]
 		in.Pods = append(in.Pods, updatestrategy.Pod{Name: p.Name, Revision: p.Labels[appsv1.StatefulSetRevisionLabel],
-			Terminating: !p.DeletionTimestamp.IsZero(), Ready: status.PodReady(p)})
+			Terminating: !p.DeletionTimestamp.IsZero(), Ready: etcdstatus.PodReady(p)})
 	}
 	return updatestrategy.Decide(in), nil
 }
@@ -564,8 +564,8 @@ func (r *Reconciler) recordStrategyHold(ctx context.Context, etcd *druidv1alpha1
 	if d.Held() {
 		c.Status = druidv1alpha1.ConditionTrue
 	}
-	if err := status.Patch(ctx, r.client, etcd, status.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, c)
+	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 	}); err != nil {
 		return fmt.Errorf("recording the update strategy hold: %w", err)
 	}

@@ -30,8 +30,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -55,13 +54,11 @@ type Config struct {
 	// action is taken.
 	Client client.Client
 	Reader client.Reader
-	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
-	// Reader each time.
-	Secrets  *memberaccess.SecretCache
+	// Access reaches the members: their client key pair, its Secrets read through a cache. Nil
+	// reads them through Reader on every use, with no operator-wide key pair.
+	Access   *memberaccess.Access
 	Recorder record.EventRecorder
 	Members  Members
-	// DefaultClientTLS loads the operator-wide client key pair, for Etcds that name none.
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// StepInterval is how soon a membership change in progress is looked at again;
 	// SettledInterval how often a settled cluster is checked (superfluous members, lost data).
 	StepInterval    time.Duration
@@ -97,6 +94,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.SuperfluousGrace == 0 {
 		cfg.SuperfluousGrace = DefaultSuperfluousGrace
+	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
 }
@@ -350,15 +350,15 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.N
 	if !metav1.IsControlledBy(sts, etcd) {
 		return nil, nil
 	}
-	pods, err := decision.ReadMemberPods(ctx, reader, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, reader, sts)
 	if err != nil {
 		return nil, err
 	}
-	leases := &coordinationv1.LeaseList{}
-	if err := reader.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return nil, fmt.Errorf("listing member leases: %w", err)
+	leases, err := memberaccess.ReadMemberLeases(ctx, reader, etcd)
+	if err != nil {
+		return nil, err
 	}
-	return &clusterView{etcd: etcd, sts: sts, pods: pods, leases: leases.Items}, nil
+	return &clusterView{etcd: etcd, sts: sts, pods: pods, leases: leases}, nil
 }
 
 // askMembers asks the member pods tgts for their status over mTLS, with the Etcd's client key
@@ -368,7 +368,7 @@ func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	if len(tgts) == 0 {
 		return conductortls.ClientMaterial{}, nil, nil
 	}
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		return creds, nil, err
 	}
@@ -376,7 +376,7 @@ func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).V(1).Info("No member answered", "error", err.Error())
 		// Perhaps the key pair or CA was rotated: read them again next time.
-		r.forgetSecrets(etcd)
+		r.cfg.Access.ForgetSecrets(etcd)
 		return creds, nil, nil
 	}
 	return creds, &got, nil
@@ -460,20 +460,6 @@ func Hear(ctx context.Context, members LinearizableReader, cluster string, tgts 
 	return heard
 }
 
-// secrets is where the member client key pair is read: the Secret cache when there is one.
-func (r *Reconciler) secrets() client.Reader {
-	if r.cfg.Secrets != nil {
-		return r.cfg.Secrets
-	}
-	return r.cfg.Reader
-}
-
-func (r *Reconciler) forgetSecrets(etcd *druidv1alpha1.Etcd) {
-	if r.cfg.Secrets != nil {
-		r.cfg.Secrets.Forget(etcd)
-	}
-}
-
 // recordClusterID writes status.clusterID once the cluster has formed: from now on members
 // without data join, never bootstrap (the Etcd reconciler turns ETCD_INITIAL_CLUSTER_STATE to
 // "existing"). The ID is the one a member answering the operator reports or, when none does (no
@@ -490,7 +476,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Et
 	if id == "" {
 		return nil
 	}
-	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
 		s.ClusterID = id
 	}); err != nil {
 		return fmt.Errorf("recording cluster ID: %w", err)
@@ -500,7 +486,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Et
 }
 
 // report sets the ScaleOperationInProgress condition and emits an Event for every action and
-// for every change of what the controller waits on. The condition goes through status.Patch,
+// for every change of what the controller waits on. The condition goes through etcdstatus.Patch,
 // which sends nothing when it is already as decided.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d membership.Decision, actErr error) error {
 	condStatus := druidv1alpha1.ConditionFalse
@@ -520,15 +506,15 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 	}
 	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
 		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
-	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = status.SetCondition(s.Conditions, cond) }
-	err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, set)
+	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = etcdstatus.SetCondition(s.Conditions, cond) }
+	err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, set)
 	if apierrors.IsConflict(err) {
 		// The Etcd changed since it was read (the cached copy lags, or another writer): the
 		// OnDelete controller waits on this condition, so write it now on a fresh copy rather
 		// than at the next poll.
 		fresh := &druidv1alpha1.Etcd{}
 		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
-			err = status.Patch(ctx, r.cfg.Client, fresh, status.WriterMembership, set)
+			err = etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterMembership, set)
 		}
 	}
 	if err != nil {

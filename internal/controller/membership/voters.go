@@ -9,7 +9,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 )
 
 // recordVoters keeps status.voters at the voting membership of the recorded cluster, as its
@@ -22,7 +22,7 @@ func (r *Reconciler) recordVoters(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	if !ok || slices.EqualFunc(voters, etcd.Status.Voters, sameVoter) {
 		return nil
 	}
-	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, func(s *druidv1alpha1.EtcdStatus) {
 		s.Voters = voters
 	}); err != nil {
 		return fmt.Errorf("recording the voters of cluster %s: %w", etcd.Status.ClusterID, err)

@@ -58,7 +58,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	r.cfg.Metrics.Handovers.WithLabelValues(etcd.Namespace, etcd.Name, to, outcome).Inc()
 	r.cfg.Metrics.HandoverDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if err == nil {
-		r.handedOver.record(decision.ClusterKey(etcd.Namespace, etcd.Name), r.now())
+		r.handedOver.record(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now())
 		log.Info("Leadership handed over", "duration", elapsed)
 		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "LeadershipHandedOver",
 			"leadership moved from %s to %s in %s, confirmed by the members; %s is deleted next as a follower [%s]",
@@ -69,7 +69,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	var failedTo []string
 	if pod := resources.FindPod(o.Pods, from); pod != nil {
 		failedTo = appendNew(rollout.HandoverFailedTo(pod), to)
-		r.failures.record(decision.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, failedRecord{count: attempts, to: failedTo})
+		r.failures.record(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, failedRecord{count: attempts, to: failedTo})
 	}
 	log.Info("Leadership handover failed", "attempt", attempts, "outcome", outcome, "error", err.Error())
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "HandoverFailed",
@@ -89,12 +89,12 @@ func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etc
 	if err != nil {
 		return err
 	}
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		return fmt.Errorf("member client TLS: %w", err)
 	}
 	targets := memberaccess.Targets(etcd, o.Pods)
-	key := decision.ClusterKey(etcd.Namespace, etcd.Name)
+	key := memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
 
 	moveCtx, cancel := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
 	defer cancel()

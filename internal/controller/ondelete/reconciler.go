@@ -28,8 +28,8 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -60,16 +60,14 @@ type Config struct {
 	// decided on what the apiserver holds now, not on a lagging informer.
 	Client client.Client
 	Reader client.Reader
-	// Secrets reads the member client key pair (memberaccess.SecretCache); nil reads it through
-	// Reader each time.
-	Secrets  *memberaccess.SecretCache
+	// Access reaches the members: their client key pair, its Secrets read through a cache. Nil
+	// reads them through Reader on every use, with no operator-wide key pair.
+	Access   *memberaccess.Access
 	Recorder record.EventRecorder
 	Members  MemberPool
 	Metrics  *Metrics
 	// RoleSource is Auto (ask the members, fall back to leases) or LeaseOnly.
 	RoleSource roles.SourcePolicy
-	// DefaultClientTLS loads the operator-wide client key pair, used for Etcds that name none.
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
 	// RequeueInterval is how soon a waiting rollout is looked at again.
 	RequeueInterval time.Duration
 	// RejoinInterval is how soon a rollout waiting on a replaced member that runs but has not
@@ -146,6 +144,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.RejoinInterval == 0 {
 		cfg.RejoinInterval = DefaultRejoinInterval
 	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
+	}
 	r := &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
 	r.rejoin = newRejoinWatch(cfg.RejoinInterval, func(outcome string) {
 		cfg.Metrics.RejoinWatches.WithLabelValues(outcome).Inc()
@@ -155,7 +156,7 @@ func NewReconciler(cfg Config) *Reconciler {
 
 // RBAC: the StatefulSet and pods are watched through the cache and, while a pod may be deleted,
 // read fresh (get, list), as are the leases; the Etcd is read from the cache; the client key pair
-// is read from its Secrets by name (get only, never listed; memberaccess.SecretCache); the pods of
+// is read from its Secrets by name (get only, never listed; memberaccess.Access); the pods of
 // one decision (one, or a batch within the quorum's headroom) are deleted.
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete;patch
@@ -192,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	pods = r.failures.apply(decision.ClusterKey(etcd.Namespace, etcd.Name), pods)
+	pods = r.failures.apply(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), pods)
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
 		roleInputs{r: r}, r.cfg.RoleSource, r.cfg.Policy, r.now())
 	if err != nil {
@@ -272,20 +273,20 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 		if apierrors.IsNotFound(err) {
 			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
 			r.rejoin.stop(req.NamespacedName)
-			r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+			r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
 		r.rejoin.stop(req.NamespacedName)
-		r.cfg.Members.Forget(decision.ClusterKey(req.Namespace, req.Name))
+		r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
 		return nil, nil, nil, nil
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)
 	if err != nil || etcd == nil {
 		return nil, nil, nil, err
 	}
-	pods, err := decision.ReadMemberPods(ctx, reader, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, reader, sts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -303,7 +304,7 @@ func (r *Reconciler) readFresh(ctx context.Context, req ctrl.Request, cached *ap
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
-		pods, podsErr = decision.ReadMemberPods(ctx, r.cfg.Reader, cached)
+		pods, podsErr = memberaccess.ReadMemberPods(ctx, r.cfg.Reader, cached)
 	}()
 	sts := &appsv1.StatefulSet{}
 	stsErr := r.cfg.Reader.Get(ctx, req.NamespacedName, sts)
@@ -314,19 +315,11 @@ func (r *Reconciler) readFresh(ctx context.Context, req ctrl.Request, cached *ap
 	if podsErr != nil {
 		return nil, nil, nil, podsErr
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Client, sts)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)
 	if err != nil || etcd == nil {
 		return nil, nil, nil, err
 	}
 	return sts, etcd, pods, nil
-}
-
-// secrets is where the member client key pair is read: the Secret cache when there is one.
-func (r *Reconciler) secrets() client.Reader {
-	if r.cfg.Secrets != nil {
-		return r.cfg.Secrets
-	}
-	return r.cfg.Reader
 }
 
 // deletable tells whether a view holds a pod the controller could delete: one not at the
@@ -359,7 +352,7 @@ func (r *Reconciler) heldByOperation(ctx context.Context, sts *appsv1.StatefulSe
 	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(sts), fresh); err != nil {
 		return nil, fmt.Errorf("re-reading StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
 	}
-	etcd, err := decision.ReadOwningEtcd(ctx, r.cfg.Reader, fresh)
+	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Reader, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("re-reading the Etcd of StatefulSet %s/%s before a deletion: %w", sts.Namespace, sts.Name, err)
 	}
@@ -377,7 +370,7 @@ func (r *Reconciler) heldByOperation(ctx context.Context, sts *appsv1.StatefulSe
 
 // isManagedOnDelete is the controller's predicate: owned by an Etcd and set to OnDelete.
 func isManagedOnDelete(sts *appsv1.StatefulSet) bool {
-	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && decision.EtcdOwner(sts) != nil
+	return sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && memberaccess.EtcdOwner(sts) != nil
 }
 
 func countOutdated(o rollout.Observed) int {
@@ -431,12 +424,12 @@ func (r *Reconciler) deletePod(ctx context.Context, pods []corev1.Pod, name stri
 type roleInputs struct{ r *Reconciler }
 
 func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error) {
-	return decision.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
+	return memberaccess.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
 }
 
 func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r := in.r
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
@@ -444,30 +437,28 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		return nil, err
 	}
 	if len(targets) == 0 {
-		return nil, decision.ErrNoMemberAddress
+		return nil, memberaccess.ErrNoMemberAddress
 	}
-	cs, err := r.cfg.Members.Query(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
-		if r.cfg.Secrets != nil {
-			// Perhaps the key pair or CA was rotated: read them again next time.
-			r.cfg.Secrets.Forget(etcd)
-		}
+		// Perhaps the key pair or CA was rotated: read them again next time.
+		r.cfg.Access.ForgetSecrets(etcd)
 		return nil, err
 	}
-	return roles.ReportsFromClusterStatus(cs), nil
+	return decision.ReportsFromClusterStatus(cs), nil
 }
 
 func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
 	r := in.r
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		// AskMembers reports a broken key pair when roles are needed; readiness still works.
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
 	defer cancel()
-	return r.cfg.Members.LinearizableReads(ctx, decision.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
+	return r.cfg.Members.LinearizableReads(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
 }
 
 // recordRejoinReads counts the reads that asked replaced members whether they are back, by
@@ -499,7 +490,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 	}
 	res := o.Resolution
 	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
-	if res.Mismatch && r.handedOver.within(decision.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
+	if res.Mismatch && r.handedOver.within(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
 		// Our own handover moved leadership since the agents last renewed their Leases: the
 		// disagreement is that delay, not a fault worth a Warning.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member Leases not yet renewed since the handover", "detail", res.Detail)
@@ -515,8 +506,8 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 // AllMembersUpdated condition's reason and message) and, when the decision changed or a pod was
 // deleted, an Event on the Etcd.
 func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d rollout.Decision, res roles.Resolution) error {
-	op := status.RolloutOperation(d, res, decision.NeedsRoles(d), sts.Status.UpdateRevision, metav1.NewTime(r.now()))
-	changed := !status.SameRolloutOperation(etcd.Status.LastOperation, op)
+	op := etcdstatus.RolloutOperation(d, res, decision.NeedsRoles(d), sts.Status.UpdateRevision, metav1.NewTime(r.now()))
+	changed := !etcdstatus.SameRolloutOperation(etcd.Status.LastOperation, op)
 	if !changed && d.Action != rollout.ActionDelete {
 		return nil
 	}
@@ -525,7 +516,7 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *
 		eventType = corev1.EventTypeWarning
 	}
 	r.cfg.Recorder.Event(etcd, eventType, d.Rule.CamelCase(), op.Description)
-	if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterOnDelete, func(s *druidv1alpha1.EtcdStatus) {
 		s.LastOperation = &op
 	}); err != nil {
 		return fmt.Errorf("recording rollout decision: %w", err)

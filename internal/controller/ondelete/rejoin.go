@@ -189,7 +189,7 @@ func (r *Reconciler) RejoinWakeups() <-chan event.GenericEvent { return r.rejoin
 // cluster's pooled connections (LinearizableReadsOf leaves the other members' alone), so the
 // connection the watch saw serve is the one the decision it wakes reads through.
 func (r *Reconciler) watchRejoin(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, o decision.Outcome) {
-	creds, err := memberaccess.ClientTLS(ctx, r.secrets(), etcd, r.cfg.DefaultClientTLS)
+	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
 		// Decide's own reads failed the same way and said so; the requeue asks again.
 		return
@@ -203,7 +203,7 @@ func (r *Reconciler) watchRejoin(ctx context.Context, etcd *druidv1alpha1.Etcd, 
 	if len(targets) == 0 {
 		return
 	}
-	cluster := decision.ClusterKey(etcd.Namespace, etcd.Name)
+	cluster := memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
 	r.rejoin.watch(ctx, sts, targets, 2*r.cfg.RequeueInterval, func(ctx context.Context) bool {
 		ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
 		defer cancel()

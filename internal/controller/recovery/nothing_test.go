@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
@@ -21,11 +21,11 @@ func TestNothingToRecover(t *testing.T) {
 	}{
 		{name: "never bootstrapped, even with quorum lost", want: true, etcd: func(e *druidv1alpha1.Etcd) {
 			e.Status.ClusterID = ""
-			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: status.ReasonQuorumLost}}
+			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: etcdstatus.ReasonQuorumLost}}
 		}},
 		{name: "quorate, nothing recorded", want: true},
 		{name: "quorum lost", want: false, etcd: func(e *druidv1alpha1.Etcd) {
-			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: status.ReasonQuorumLost}}
+			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: etcdstatus.ReasonQuorumLost}}
 		}},
 		{name: "Ready False for another reason", want: true, etcd: func(e *druidv1alpha1.Etcd) {
 			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: "Unknown"}}

@@ -32,8 +32,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
@@ -53,11 +52,14 @@ type Members interface {
 
 // Config holds the controller's dependencies.
 type Config struct {
-	Client           client.Client
-	Reader           client.Reader
-	Recorder         record.EventRecorder
-	Members          Members
-	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	Client   client.Client
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Members  Members
+	// Access reaches the members: their client key pair, read fresh on every look, since
+	// members not answering is what a lost quorum looks like, not a sign of a rotated key pair.
+	// Nil reads it through Reader, with no operator-wide key pair.
+	Access *memberaccess.Access
 	// Grace is how long quorum must have been lost before a restore starts (DefaultGrace).
 	Grace time.Duration
 	// StepInterval is how soon a cluster without quorum or in recovery is looked at again;
@@ -81,6 +83,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.SettledInterval == 0 {
 		cfg.SettledInterval = 15 * time.Second
+	}
+	if cfg.Access == nil {
+		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	return &Reconciler{cfg: cfg, now: time.Now}
 }
@@ -121,16 +126,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !metav1.IsControlledBy(sts, etcd) || sts.Spec.Replicas == nil || *sts.Spec.Replicas == 0 {
 		return ctrl.Result{}, nil
 	}
-	pods, err := decision.ReadMemberPods(ctx, r.cfg.Reader, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.cfg.Reader, sts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Reader, etcd)
+	leases, err := memberaccess.ReadMemberLeases(ctx, r.cfg.Reader, etcd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var cs *etcdclient.ClusterStatus
-	creds, credsErr := memberaccess.ClientTLS(ctx, r.cfg.Reader, etcd, r.cfg.DefaultClientTLS)
+	creds, credsErr := r.cfg.Access.FreshClientTLS(ctx, etcd)
 	if tgts := memberaccess.Targets(etcd, pods); credsErr == nil && len(tgts) > 0 {
 		if got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts); err == nil {
 			cs = &got
@@ -176,7 +181,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 	if etcd.Status.ClusterID == "" || statusCallsForLook(etcd) {
 		return NothingToRecover(etcd, nil), nil
 	}
-	leases, err := decision.ReadMemberLeases(ctx, r.cfg.Client, etcd)
+	leases, err := memberaccess.ReadMemberLeases(ctx, r.cfg.Client, etcd)
 	if err != nil {
 		return false, err
 	}
@@ -207,7 +212,7 @@ func NothingToRecover(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) b
 // statusCallsForLook: the Etcd's status says quorum is lost or a recovery is under way.
 func statusCallsForLook(etcd *druidv1alpha1.Etcd) bool {
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
-		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == etcdstatus.ReasonQuorumLost {
 		return true
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeRecoveryInProgress); c != nil &&
@@ -255,7 +260,7 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 		o.InProgress = &recovery.State{Member: req.Member, PodUID: req.PodUID, Token: req.Token, OldClusterID: req.OldClusterID}
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
-		c.Status == druidv1alpha1.ConditionFalse && c.Reason == status.ReasonQuorumLost {
+		c.Status == druidv1alpha1.ConditionFalse && c.Reason == etcdstatus.ReasonQuorumLost {
 		o.QuorumLost, o.QuorumLostFor = true, now.Sub(c.LastTransitionTime.Time)
 	}
 	leaseOf := map[string]*coordinationv1.Lease{}
@@ -366,14 +371,14 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			StartedAt: ptr.To(metav1.NewTime(now)), QuorumLostAt: ptr.To(metav1.NewTime(now.Add(-s.QuorumLostFor)))}
 		// The order is the record: written into the status, where only the operator writes, on
 		// the version of the Etcd it was decided on.
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
 			st.Recovery = order
 		}); err != nil {
 			return fmt.Errorf("ordering %s to restore: %w", s.Member, err)
 		}
 		log.Info("Ordered a member to restore from the backup", "member", s.Member, "pod", s.PodUID, "token", s.Token)
 	case recovery.ActionCallOff:
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
 			st.Recovery = nil
 		}); err != nil {
 			return fmt.Errorf("calling the restore off: %w", err)
@@ -382,7 +387,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		// The restored member is the new cluster's one voter until the membership controller
 		// records more.
 		voters := []druidv1alpha1.RecordedVoter{{Name: o.LeaderName, ID: o.LeaderID}}
-		if err := status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.ClusterID, s.Voters = d.ClusterID, voters
 		}); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
@@ -405,7 +410,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		if lostAt := etcd.Status.Recovery.QuorumLostAt; lostAt != nil {
 			d.Reason += fmt.Sprintf("; quorum was lost for %s until the restored member led", now.Sub(lostAt.Time).Round(time.Second))
 		}
-		return status.Patch(ctx, r.cfg.Client, etcd, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		return etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.Recovery = nil
 		})
 	}
@@ -467,8 +472,8 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	now := metav1.NewTime(r.now())
 	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeRecoveryInProgress, Status: cond, Reason: reason, Message: message,
 		LastUpdateTime: now, LastTransitionTime: now}
-	if err := status.Patch(ctx, r.cfg.Client, fresh, status.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = status.SetCondition(s.Conditions, c)
+	if err := etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 	}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer changed the conditions since the read: the next pass writes it.

@@ -83,19 +83,6 @@ func TestComputeListsDataAside(t *testing.T) {
 	}
 }
 
-// TestDataAsideIsTheStatusControllers: dataAside is written by the status controller only.
-func TestDataAsideIsTheStatusControllers(t *testing.T) {
-	s := druidv1alpha1.EtcdStatus{DataAside: []druidv1alpha1.DataAside{{Member: "etcd-main-0", Path: "/p", KeptSince: metav1.NewTime(keptAt), Bytes: 1}}}
-	if others, err := WriterStatus.withoutOwned(s); err != nil || others.DataAside != nil {
-		t.Errorf("the status controller does not own dataAside: %+v, %v", others, err)
-	}
-	etcd := &druidv1alpha1.Etcd{}
-	// No client: the write must be refused before it would be used.
-	if err := Patch(t.Context(), nil, etcd, WriterMembership, func(s *druidv1alpha1.EtcdStatus) { s.DataAside = []druidv1alpha1.DataAside{{Member: "x"}} }); err == nil {
-		t.Error("the membership controller may write dataAside")
-	}
-}
-
 // TestDataAsideMetrics: a series per reporting member, of its totals (not only what is listed);
 // a member that stops reporting loses its series, and all go with the Etcd.
 func TestDataAsideMetrics(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
@@ -21,7 +22,6 @@ import (
 // Condition reasons.
 const (
 	ReasonQuorate              = "Quorate"
-	ReasonQuorumLost           = "QuorumLost"
 	ReasonNoMembers            = "NoMembers"
 	ReasonAllMembersReady      = "AllMembersReady"
 	ReasonNotAllMembersReady   = "NotAllMembersReady"
@@ -54,7 +54,9 @@ type Inputs struct {
 }
 
 // Compute returns the Etcd status fields this controller owns, keeping lastTransitionTime of
-// conditions and members whose status did not change. It is pure.
+// conditions and members whose status did not change. It is pure. Every condition is computed by
+// one function in its own file, condition_<type>.go, from the observation alone;
+// etcdstatus.StampConditions is the one place that merges them into the previous list.
 func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	prev := o.Etcd.Status
 	now := metav1.NewTime(o.Now)
@@ -80,7 +82,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			continue
 		}
 		out.Replicas++
-		if PodReady(&pod) {
+		if etcdstatus.PodReady(&pod) {
 			out.ReadyReplicas++
 		}
 		// Computed from the pods, not the StatefulSet's currentReplicas, which does not advance
@@ -134,7 +136,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	// Reported whatever the member count: data kept aside matters most when something is wrong.
 	out.DataAside = dataAside(AsideReports(o.Etcd, o.Leases))
 	conds = append(conds, backupConditions(o)...)
-	conds = setConditions(prev.Conditions, now, conds...)
+	conds = etcdstatus.StampConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)
 	return out
@@ -159,7 +161,7 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 	switch {
 	case pod == nil:
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodMissing
-	case !PodReady(pod):
+	case !etcdstatus.PodReady(pod):
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady
 	case leaseRenewed(lease, now):
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded
@@ -175,16 +177,6 @@ func leaseRenewed(lease *coordinationv1.Lease, now time.Time) bool {
 	}
 	expiry, renewed := roles.LeaseExpiry(lease)
 	return renewed && now.Before(expiry)
-}
-
-// PodReady is the pod's Ready condition: for a member, quorum participation (its readiness probe).
-func PodReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func findMember(members []druidv1alpha1.EtcdMemberStatus, name string) *druidv1alpha1.EtcdMemberStatus {

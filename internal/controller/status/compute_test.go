@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
@@ -90,9 +91,9 @@ func TestCompute(t *testing.T) {
 		{"one down keeps quorum", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, down),
 			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorate, 2},
 		{"two down loses quorum", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, down, down),
-			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorumLost, 1},
+			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, etcdstatus.ReasonQuorumLost, 1},
 		{"expired lease is not a ready member", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, expired, expired),
-			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, ReasonQuorumLost, 3},
+			druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, etcdstatus.ReasonQuorumLost, 3},
 		{"missing pod", observed(appsv1.RollingUpdateStatefulSetStrategyType, leader, healthy, member{missing: true, leaseAge: -1}),
 			druidv1alpha1.ConditionTrue, druidv1alpha1.ConditionFalse, druidv1alpha1.ConditionFalse, ReasonQuorate, 2},
 		{"terminating pod is not updated", observed(appsv1.OnDeleteStatefulSetStrategyType, leader, healthy, member{revision: "rev-new", deleting: true, leaseAge: -1}),
@@ -219,7 +220,7 @@ func TestAllMembersUpdatedCarriesRolloutDecision(t *testing.T) {
 		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"},
 		member{revision: "rev-old", ready: true, leaseAge: time.Second, role: "Member"},
 		member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"})
-	o.Etcd.Status.LastOperation = &druidv1alpha1.LastOperation{Type: OperationRollout, RunID: "rev-new",
+	o.Etcd.Status.LastOperation = &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new",
 		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [wait/updated-not-participating]"}
 	c := cond(Compute(o), druidv1alpha1.ConditionTypeAllMembersUpdated)
 	if !strings.Contains(c.Message, "waiting for etcd-main-2") || !strings.Contains(c.Message, "2/3") {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 )
@@ -58,12 +59,12 @@ func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alph
 		c.Message += "; " + hold.Message
 		return c
 	}
-	if op != nil && op.Type == OperationRollout && op.RunID == updateRevision && op.Description != "" {
+	if op != nil && op.Type == etcdstatus.OperationRollout && op.RunID == updateRevision && op.Description != "" {
 		c.Message += "; " + op.Description
 	}
 	// A recorded "done" while pods are still outdated is stale: the rollout has not started over
 	// yet, and no rule holds it.
-	if rule, ok := RolloutRule(op, updateRevision); ok && rule != rollout.RuleDone {
+	if rule, ok := etcdstatus.RolloutRule(op, updateRevision); ok && rule != rollout.RuleDone {
 		c.Reason = rule.CamelCase()
 	}
 	return c

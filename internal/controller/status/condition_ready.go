@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
 
@@ -21,7 +22,7 @@ func readyCondition(specReplicas, voters, readyVoters int) druidv1alpha1.Conditi
 		c.Status, c.Reason = druidv1alpha1.ConditionTrue, ReasonQuorate
 		c.Message = fmt.Sprintf("%d/%d members ready, quorum is %d", readyVoters, voters, q)
 	default:
-		c.Status, c.Reason = druidv1alpha1.ConditionFalse, ReasonQuorumLost
+		c.Status, c.Reason = druidv1alpha1.ConditionFalse, etcdstatus.ReasonQuorumLost
 		c.Message = fmt.Sprintf("%d/%d members ready, quorum needs %d", readyVoters, voters, q)
 	}
 	return c

@@ -1,5 +1,6 @@
 // Package status holds the status controller: it computes an Etcd's members, conditions and
-// replica counts from its StatefulSet, pods and member Leases, and writes them.
+// replica counts from its StatefulSet, pods and member Leases, and writes them through
+// etcdstatus.Patch as WriterStatus, like every other writer of the status.
 package status
 
 import (
@@ -20,6 +21,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
@@ -49,7 +51,7 @@ func NewReconciler(c client.Client, metrics *Metrics) *Reconciler {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
 
 // Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
-// writes the fields it owns (WriterStatus) with one merge patch. It keeps the data-aside
+// writes the fields it owns (etcdstatus.WriterStatus) with one merge patch. It keeps the data-aside
 // metrics at what the member Leases report, and deletes them when the Etcd is gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	etcd := &druidv1alpha1.Etcd{}
@@ -66,19 +68,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	computed := Compute(observed)
 	r.metrics.recordAside(req.NamespacedName, AsideReports(etcd, observed.Leases))
 
-	if err := Patch(ctx, r.client, etcd, WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
+	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
 		s.Members = computed.Members
 		// Merged by type, keeping the order and the conditions other writers own
 		// (ScaleOperationInProgress belongs to the membership controller).
 		computedTypes := map[druidv1alpha1.ConditionType]bool{}
 		for _, c := range computed.Conditions {
 			computedTypes[c.Type] = true
-			s.Conditions = SetCondition(s.Conditions, c)
+			s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 		}
 		// A condition of this controller it computed none of now (the backup conditions, once
 		// backups are turned off) goes rather than stays behind, stale.
 		s.Conditions = slices.DeleteFunc(s.Conditions, func(c druidv1alpha1.Condition) bool {
-			return WriterStatus.OwnsCondition(c.Type) && !computedTypes[c.Type]
+			return etcdstatus.WriterStatus.OwnsCondition(c.Type) && !computedTypes[c.Type]
 		})
 		s.Replicas = computed.Replicas
 		s.ReadyReplicas = computed.ReadyReplicas

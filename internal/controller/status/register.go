@@ -1,20 +1,15 @@
 package status
 
 import (
-	"context"
-
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -29,15 +24,6 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 		For(&druidv1alpha1.Etcd{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&coordinationv1.Lease{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(EtcdForPod)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memberaccess.EtcdForPod)).
 		Complete(r)
-}
-
-// EtcdForPod maps a member pod to its Etcd by the selector labels the Etcd reconciler sets.
-func EtcdForPod(_ context.Context, obj client.Object) []reconcile.Request {
-	l := obj.GetLabels()
-	if l[resources.LabelManagedBy] != resources.ManagerName || l[resources.LabelInstance] == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[resources.LabelInstance]}}}
 }

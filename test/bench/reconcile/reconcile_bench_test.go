@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -99,13 +100,14 @@ func BenchmarkReconcileSteadyState(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := ondelete.NewReconciler(ondelete.Config{
-		Client:           client.NewDryRunClient(env.Client()),
-		Reader:           env.Client(),
-		Recorder:         &record.FakeRecorder{}, // no channel: events are dropped
-		Members:          mapper,
-		Metrics:          metrics,
-		RoleSource:       roles.SourcePolicyAuto,
-		DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return members.Client, nil },
+		Client:     client.NewDryRunClient(env.Client()),
+		Reader:     env.Client(),
+		Recorder:   &record.FakeRecorder{}, // no channel: events are dropped
+		Members:    mapper,
+		Metrics:    metrics,
+		RoleSource: roles.SourcePolicyAuto,
+		Access: memberaccess.New(memberaccess.Config{Reader: env.Client(),
+			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return members.Client, nil }}),
 	})
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: sts.Name}}
 

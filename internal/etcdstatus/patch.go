@@ -1,4 +1,4 @@
-package status
+package etcdstatus
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 
 // Patch sets, through set, the status fields w owns on etcd and writes them with one merge
 // patch, only when something changed: a reconcile that finds the status as it should be sends
-// nothing (set must keep times of what did not change, see setConditions). A set that touches a
+// nothing (set must keep times of what did not change, see StampConditions). A set that touches a
 // field or condition w does not own is a programming error and is refused before anything is
 // written.
 //
@@ -131,25 +131,4 @@ func Patch(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, w Wri
 		return fmt.Errorf("patching status of Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
 	}
 	return nil
-}
-
-// SetCondition puts cond into conds in place of the condition of its type, or appends it,
-// keeping its lastTransitionTime while its status stays and its lastUpdateTime while nothing of
-// it changes, so writing the same condition again changes nothing.
-func SetCondition(conds []druidv1alpha1.Condition, cond druidv1alpha1.Condition) []druidv1alpha1.Condition {
-	merged := setConditions(conds, cond.LastUpdateTime, cond)[0]
-	out := make([]druidv1alpha1.Condition, 0, len(conds)+1)
-	replaced := false
-	for _, c := range conds {
-		if c.Type == cond.Type {
-			out = append(out, merged)
-			replaced = true
-			continue
-		}
-		out = append(out, c)
-	}
-	if !replaced {
-		out = append(out, merged)
-	}
-	return out
 }

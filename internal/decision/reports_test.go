@@ -1,4 +1,4 @@
-package roles
+package decision
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 )
 
 func TestReportsFromClusterStatus(t *testing.T) {
@@ -17,7 +18,7 @@ func TestReportsFromClusterStatus(t *testing.T) {
 			{Name: "etcd-main-2", Reachable: true, ID: 0xd4, LeaderID: 0},
 		},
 	}
-	want := []MemberReport{
+	want := []roles.MemberReport{
 		{Name: "etcd-main-0", ID: "a1", LeaderID: "a1", Reachable: true},
 		{Name: "etcd-main-1", ID: "b2"},
 		{Name: "etcd-main-2", ID: "d4", Reachable: true},

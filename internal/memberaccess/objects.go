@@ -1,4 +1,4 @@
-package decision
+package memberaccess
 
 import (
 	"context"
@@ -15,8 +15,9 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
-// The readers below are how the controller and `plan` in live mode read a State from the
-// apiserver; a state file goes through the same selection (MemberPods, OwningEtcdIn).
+// Which objects are an Etcd's and its members', and the reads of them the controllers share. The
+// `plan` command reads a live State with the same readers, and a state file goes through the same
+// selection (MemberPods, OwningEtcdIn), so it sees what the controller sees.
 
 // EtcdOwner returns the controller reference of obj if it is an Etcd, else nil.
 func EtcdOwner(obj metav1.Object) *metav1.OwnerReference {
@@ -60,6 +61,22 @@ func OwningEtcdIn(sts *appsv1.StatefulSet, etcds []druidv1alpha1.Etcd) *druidv1a
 	return nil
 }
 
+// MemberPods keeps the pods the StatefulSet controls: same namespace and a controller
+// reference with the StatefulSet's UID. Pods of an older StatefulSet of the same name, other
+// etcds' pods and orphans are not members.
+func MemberPods(sts *appsv1.StatefulSet, pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range pods {
+		if pod.Namespace != sts.Namespace {
+			continue
+		}
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == sts.UID {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
 // ReadMemberPods lists the pods matching the StatefulSet's selector and keeps MemberPods.
 func ReadMemberPods(ctx context.Context, r client.Reader, sts *appsv1.StatefulSet) ([]corev1.Pod, error) {
 	selector, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
@@ -71,6 +88,17 @@ func ReadMemberPods(ctx context.Context, r client.Reader, sts *appsv1.StatefulSe
 		return nil, fmt.Errorf("listing pods of StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
 	}
 	return MemberPods(sts, list.Items), nil
+}
+
+// ReadLabelledPods lists the pods carrying etcd's member selector labels, whatever controls them
+// (ReadMemberPods keeps only the StatefulSet's own): what the defragmentation controller and
+// DBSizes dial, which need no StatefulSet to find the members.
+func ReadLabelledPods(ctx context.Context, r client.Reader, etcd *druidv1alpha1.Etcd) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return nil, fmt.Errorf("listing member pods: %w", err)
+	}
+	return pods.Items, nil
 }
 
 // ReadMemberLeases lists the Leases carrying etcd's member selector labels.

@@ -1,0 +1,28 @@
+// Package etcdstatus is how every controller writes an Etcd's status and reads what the others
+// wrote there: Patch, the one writing path, with the Writer that owns each field and condition
+// type; SetCondition; the rollout lastOperation format; and the condition reason and member
+// readiness more than one controller goes by. The status controller (internal/controller/status)
+// computes its fields and conditions itself and writes them through Patch like any other writer,
+// so no controller needs to import another to share the status.
+package etcdstatus
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ReasonQuorumLost is the Ready condition's reason while fewer than a quorum of the voters are
+// ready. The status controller sets it; the recovery controller looks at a cluster closely only
+// while it is set.
+const ReasonQuorumLost = "QuorumLost"
+
+// PodReady is the pod's Ready condition: for a member, quorum participation (its readiness
+// probe). status.members, readyReplicas and the Ready condition count it, and so does the Etcd
+// reconciler when it waits for a rollout step to finish, so both see the same member as ready.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
