@@ -106,7 +106,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation: &o.AllowSeveralInProcess,
 			// Clusters with work in flight go ahead of restart no-ops and periodic checks
-			// (internal/controller/priority). It is controller-runtime's default; written out so
+			// (internal/priority). It is controller-runtime's default; written out so
 			// an upgrade that changed it would not silently put a rollout behind a whole fleet.
 			UsePriorityQueue: ptr.To(true),
 		},

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/priority"
 )
 
 // ControllerName names the controller in logs and metrics.

@@ -29,7 +29,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"

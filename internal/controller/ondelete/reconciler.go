@@ -27,7 +27,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/priority"
+	"github.com/etcd-conductor/etcd-conductor/internal/priority"
 )
 
 // ControllerName names the controller in logs and metrics.
