@@ -2,7 +2,7 @@
 //
 //	etcd-conductor manager --config FILE      the operator
 //	etcd-conductor member-agent [flags]       the sidecar that renews its member's Lease
-//	etcd-conductor plan -f STATE [flags]      explain what the OnDelete controller would do
+//	etcd-conductor plan -f STATE [flags]      explain what each deciding controller would do next
 package main
 
 import (

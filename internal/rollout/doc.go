@@ -15,6 +15,10 @@
 //   - wait/no-update-revision: the StatefulSet has no status.updateRevision yet, so "outdated"
 //     cannot be judged.
 //   - done: every pod carries the update revision and none is terminating or missing.
+//   - wait/operation-in-flight/<kind>: another operation is in flight on the Etcd (a scale, a
+//     recovery, a defragmentation, the hand-over to RollingUpdate; package operation): nothing
+//     is deleted, not even a non-participating pod, until its condition clears. The controller
+//     asks this rule again on the Etcd read afresh right before a deletion (HeldByOperation).
 //   - single-node: replicas is 1 and the only pod is outdated: delete it, whatever its health.
 //   - non-participating/{dead,transient,unknown,alive-unready} (DEP-07 step 2): an outdated pod
 //     whose etcd container is not Ready contributes nothing to quorum, so it is deleted without
