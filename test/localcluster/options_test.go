@@ -24,6 +24,23 @@ func TestControllerFlag(t *testing.T) {
 	}
 }
 
+// withDefaultsOr runs o.withDefaults and, when wantErr is set, checks it fails with an error
+// containing it; ok tells whether the case goes on with the options it returns.
+func withDefaultsOr(t *testing.T, o Options, wantErr string) (Options, bool) {
+	t.Helper()
+	got, err := o.withDefaults()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want one containing %q", err, wantErr)
+		}
+		return got, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, true
+}
+
 func TestWithDefaultsBindAddress(t *testing.T) {
 	bin := fakeBinDir(t)
 	for _, tc := range []struct {
@@ -38,15 +55,9 @@ func TestWithDefaultsBindAddress(t *testing.T) {
 		{bind: "localhost", wantErr: "not an IP"},
 	} {
 		t.Run(tc.bind, func(t *testing.T) {
-			o, err := Options{BinDir: bin, BindAddress: tc.bind}.withDefaults()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			o, ok := withDefaultsOr(t, Options{BinDir: bin, BindAddress: tc.bind}, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if o.BindAddress != tc.want {
 				t.Errorf("BindAddress = %q, want %q", o.BindAddress, tc.want)
@@ -70,15 +81,9 @@ func TestServiceCIDR(t *testing.T) {
 		{cidr: "10.0.0.1", wantErr: "not an IPv4 CIDR"},
 	} {
 		t.Run(tc.cidr, func(t *testing.T) {
-			o, err := Options{BinDir: bin, ServiceCIDR: tc.cidr}.withDefaults()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			o, ok := withDefaultsOr(t, Options{BinDir: bin, ServiceCIDR: tc.cidr}, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if o.ServiceCIDR != tc.want {
 				t.Errorf("ServiceCIDR = %q, want %q", o.ServiceCIDR, tc.want)
