@@ -572,28 +572,14 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 	if st.Etcd != nil {
 		etcd := st.Etcd.DeepCopy()
 		status := etcd.Status
-		clearServerFields(&etcd.ObjectMeta, uids)
-		if err := c.Create(ctx, etcd); err != nil {
-			t.Fatalf("create Etcd: %v", err)
-		}
-		uids["Etcd/"+etcd.Name] = etcd.UID
 		// The status is what membership and recovery decide on (cluster ID, voters, Ready).
-		etcd.Status = status
-		if err := c.Status().Update(ctx, etcd); err != nil {
-			t.Fatalf("Etcd status: %v", err)
-		}
+		createWithStatus(ctx, t, c, etcd, &etcd.ObjectMeta, uids, func() { etcd.Status = status })
+		uids["Etcd/"+etcd.Name] = etcd.UID
 	}
 	sts := st.StatefulSet.DeepCopy()
 	status := sts.Status
-	clearServerFields(&sts.ObjectMeta, uids)
-	if err := c.Create(ctx, sts); err != nil {
-		t.Fatalf("create StatefulSet: %v", err)
-	}
+	createWithStatus(ctx, t, c, sts, &sts.ObjectMeta, uids, func() { sts.Status = status })
 	uids["StatefulSet/"+sts.Name] = sts.UID
-	sts.Status = status
-	if err := c.Status().Update(ctx, sts); err != nil {
-		t.Fatalf("StatefulSet status: %v", err)
-	}
 	// A start report names the pod incarnation that made it: the pod the apiserver creates
 	// anew is that incarnation here.
 	podUIDs := map[string]types.UID{}
@@ -601,15 +587,8 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 		pod := st.Pods[i].DeepCopy()
 		status := pod.Status
 		saved := pod.UID
-		clearServerFields(&pod.ObjectMeta, uids)
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatalf("create pod %s: %v", pod.Name, err)
-		}
+		createWithStatus(ctx, t, c, pod, &pod.ObjectMeta, uids, func() { pod.Status = status })
 		podUIDs[string(saved)] = pod.UID
-		pod.Status = status
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatalf("pod %s status: %v", pod.Name, err)
-		}
 	}
 	for i := range st.Leases {
 		lease := st.Leases[i].DeepCopy()
@@ -625,6 +604,20 @@ func load(ctx context.Context, t *testing.T, c client.Client, st plancmd.State) 
 		if err := c.Create(ctx, lease); err != nil {
 			t.Fatalf("create lease %s: %v", lease.Name, err)
 		}
+	}
+}
+
+// createWithStatus creates obj as new (clearServerFields) and writes back, through
+// restoreStatus, the status it was saved with, which a create drops.
+func createWithStatus(ctx context.Context, t *testing.T, c client.Client, obj client.Object, meta *metav1.ObjectMeta, uids map[string]types.UID, restoreStatus func()) {
+	t.Helper()
+	clearServerFields(meta, uids)
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, meta.Name, err)
+	}
+	restoreStatus()
+	if err := c.Status().Update(ctx, obj); err != nil {
+		t.Fatalf("status of %T %s: %v", obj, meta.Name, err)
 	}
 }
 
