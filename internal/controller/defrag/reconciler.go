@@ -416,6 +416,16 @@ func (r *Reconciler) releaseLeftOver(ctx context.Context, etcd *druidv1alpha1.Et
 		return 0, nil
 	}
 	if s == nil || !s.holding {
+		// The cache may not show this process's own release yet: only the apiserver's copy
+		// tells a left-over condition from a cleared one.
+		fresh := &druidv1alpha1.Etcd{}
+		if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
+			return 0, fmt.Errorf("re-reading Etcd %s/%s for a left-over DefragmentationInProgress: %w", etcd.Namespace, etcd.Name, client.IgnoreNotFound(err))
+		}
+		c = druidv1alpha1.FindCondition(fresh.Status.Conditions, druidv1alpha1.ConditionTypeDefragmentationInProgress)
+		if c == nil || c.Status != druidv1alpha1.ConditionTrue {
+			return 0, nil
+		}
 		if left := c.LastTransitionTime.Add(resources.DefragTimeout(etcd) + leftOverMargin).Sub(r.cfg.Now()); left > 0 {
 			return left, nil
 		}
