@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -35,17 +34,8 @@ func TestDefragmentationTakesTurnsThroughItsCondition(t *testing.T) {
 	})
 	setCondition := func(typ druidv1alpha1.ConditionType, status druidv1alpha1.ConditionStatus, at time.Time) {
 		t.Helper()
-		e := &druidv1alpha1.Etcd{}
-		if err := env.Client().Get(ctx, client.ObjectKeyFromObject(etcd), e); err != nil {
-			t.Fatal(err)
-		}
-		before := e.DeepCopy()
-		e.Status.Conditions = slices.DeleteFunc(e.Status.Conditions, func(c druidv1alpha1.Condition) bool { return c.Type == typ })
-		e.Status.Conditions = append(e.Status.Conditions, druidv1alpha1.Condition{Type: typ, Status: status, Reason: "Test",
-			Message: "set by the test", LastTransitionTime: metav1.NewTime(at), LastUpdateTime: metav1.NewTime(at)})
-		if err := env.Client().Status().Patch(ctx, e, client.MergeFrom(before)); err != nil {
-			t.Fatal(err)
-		}
+		setEtcdCondition(ctx, t, env.Client(), client.ObjectKeyFromObject(etcd), druidv1alpha1.Condition{Type: typ, Status: status,
+			Reason: "Test", Message: "set by the test", LastTransitionTime: metav1.NewTime(at), LastUpdateTime: metav1.NewTime(at)})
 	}
 	condition := func(typ druidv1alpha1.ConditionType) *druidv1alpha1.Condition {
 		t.Helper()

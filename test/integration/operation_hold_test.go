@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
@@ -35,17 +36,8 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	ctx := context.Background()
 	setCondition := func(status druidv1alpha1.ConditionStatus) {
 		t.Helper()
-		etcd := &druidv1alpha1.Etcd{}
-		if err := rig.env.Client().Get(ctx, client.ObjectKeyFromObject(rig.etcd), etcd); err != nil {
-			t.Fatal(err)
-		}
-		before := etcd.DeepCopy()
-		etcd.Status.Conditions = slices.DeleteFunc(etcd.Status.Conditions, func(c druidv1alpha1.Condition) bool { return c.Type == exampleCondition })
-		etcd.Status.Conditions = append(etcd.Status.Conditions, druidv1alpha1.Condition{Type: exampleCondition, Status: status,
-			Reason: "Examining", Message: "an example maintenance", LastTransitionTime: metav1.Now()})
-		if err := rig.env.Client().Status().Patch(ctx, etcd, client.MergeFrom(before)); err != nil {
-			t.Fatal(err)
-		}
+		setEtcdCondition(ctx, t, rig.env.Client(), client.ObjectKeyFromObject(rig.etcd), druidv1alpha1.Condition{Type: exampleCondition,
+			Status: status, Reason: "Examining", Message: "an example maintenance", LastTransitionTime: metav1.Now()})
 	}
 	setCondition(druidv1alpha1.ConditionTrue)
 
@@ -90,5 +82,20 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	rig.reconcile(t, rec)
 	if l := rig.currentLeader(t); l == leader {
 		t.Fatalf("the rollout did not go on once the example operation was over: leader still %s; last operation %q", leader, rig.lastOperation(t))
+	}
+}
+
+// setEtcdCondition writes cond into the Etcd's status as another writer would, with a merge patch,
+// in place of any condition of its type (etcdstatus.SetCondition).
+func setEtcdCondition(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, cond druidv1alpha1.Condition) {
+	t.Helper()
+	etcd := &druidv1alpha1.Etcd{}
+	if err := c.Get(ctx, key, etcd); err != nil {
+		t.Fatal(err)
+	}
+	before := etcd.DeepCopy()
+	etcd.Status.Conditions = etcdstatus.SetCondition(etcd.Status.Conditions, cond)
+	if err := c.Status().Patch(ctx, etcd, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
 	}
 }
