@@ -373,21 +373,16 @@ const leftOverMargin = 10 * time.Second
 // controller started since the decision, or a status written meanwhile, stops it here. It returns
 // the planner's wait when another operation is in flight.
 func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, d defrag.Decision, timeout time.Duration) (*defrag.Decision, error) {
-	fresh := &druidv1alpha1.Etcd{}
-	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
-		return nil, fmt.Errorf("re-reading Etcd %s/%s before defragmenting: %w", etcd.Namespace, etcd.Name, err)
+	fresh, err := r.readFresh(ctx, etcd)
+	if err != nil {
+		return nil, err
 	}
 	if others := operation.Of(fresh).Except(operation.KindDefragmentation); len(others) > 0 {
 		return &defrag.Decision{Action: defrag.ActionWait, Rule: operation.WaitRule(others[0].Kind),
 			Reason: fmt.Sprintf("waiting for the %s to finish before defragmenting %s", others.Describe(), d.Member)}, nil
 	}
-	now := metav1.NewTime(r.cfg.Now())
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionTrue,
-		Reason: d.Rule.CamelCase(), Message: fmt.Sprintf("defragmenting member %s (timeout %s)", d.Member, timeout),
-		LastTransitionTime: now, LastUpdateTime: now}
-	if err := etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
-		st.Conditions = etcdstatus.SetCondition(st.Conditions, c)
-	}); err != nil {
+	if err := r.writeCondition(ctx, fresh, druidv1alpha1.ConditionTrue, d.Rule.CamelCase(),
+		fmt.Sprintf("defragmenting member %s (timeout %s)", d.Member, timeout)); err != nil {
 		return nil, err
 	}
 	s.holding = true
@@ -397,7 +392,11 @@ func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *sche
 // release clears DefragmentationInProgress once member's defragmentation has returned. A release
 // that fails leaves holding set, and the next reconcile clears it (releaseLeftOver).
 func (r *Reconciler) release(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, member string) {
-	if err := r.clearCondition(ctx, etcd, fmt.Sprintf("member %s defragmented", member)); err != nil {
+	fresh, err := r.readFresh(ctx, etcd)
+	if err == nil {
+		err = r.writeCondition(ctx, fresh, druidv1alpha1.ConditionFalse, "Idle", fmt.Sprintf("member %s defragmented", member))
+	}
+	if err != nil {
 		logr.FromContextOrDiscard(ctx).Info("Could not clear DefragmentationInProgress; the next reconcile does", "error", err.Error())
 		return
 	}
@@ -415,22 +414,22 @@ func (r *Reconciler) releaseLeftOver(ctx context.Context, etcd *druidv1alpha1.Et
 	if c == nil || c.Status != druidv1alpha1.ConditionTrue {
 		return 0, nil
 	}
+	// The cache may not show this process's own release yet: only the apiserver's copy tells a
+	// left-over condition from a cleared one.
+	fresh, err := r.readFresh(ctx, etcd)
+	if err != nil {
+		return 0, err
+	}
+	c = druidv1alpha1.FindCondition(fresh.Status.Conditions, druidv1alpha1.ConditionTypeDefragmentationInProgress)
+	if c == nil || c.Status != druidv1alpha1.ConditionTrue {
+		return 0, nil
+	}
 	if s == nil || !s.holding {
-		// The cache may not show this process's own release yet: only the apiserver's copy
-		// tells a left-over condition from a cleared one.
-		fresh := &druidv1alpha1.Etcd{}
-		if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
-			return 0, fmt.Errorf("re-reading Etcd %s/%s for a left-over DefragmentationInProgress: %w", etcd.Namespace, etcd.Name, client.IgnoreNotFound(err))
-		}
-		c = druidv1alpha1.FindCondition(fresh.Status.Conditions, druidv1alpha1.ConditionTypeDefragmentationInProgress)
-		if c == nil || c.Status != druidv1alpha1.ConditionTrue {
-			return 0, nil
-		}
 		if left := c.LastTransitionTime.Add(resources.DefragTimeout(etcd) + leftOverMargin).Sub(r.cfg.Now()); left > 0 {
 			return left, nil
 		}
 	}
-	if err := r.clearCondition(ctx, etcd, "no defragmentation is under way"); err != nil {
+	if err := r.writeCondition(ctx, fresh, druidv1alpha1.ConditionFalse, "Idle", "no defragmentation is under way"); err != nil {
 		return 0, err
 	}
 	if s != nil {
@@ -439,14 +438,21 @@ func (r *Reconciler) releaseLeftOver(ctx context.Context, etcd *druidv1alpha1.Et
 	return 0, nil
 }
 
-func (r *Reconciler) clearCondition(ctx context.Context, etcd *druidv1alpha1.Etcd, message string) error {
+// readFresh reads etcd as the apiserver holds it now: whether another operation is in flight,
+// and the copy a condition is written on under the status patch's optimistic lock.
+func (r *Reconciler) readFresh(ctx context.Context, etcd *druidv1alpha1.Etcd) (*druidv1alpha1.Etcd, error) {
 	fresh := &druidv1alpha1.Etcd{}
 	if err := r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err != nil {
-		return fmt.Errorf("re-reading Etcd %s/%s to clear DefragmentationInProgress: %w", etcd.Namespace, etcd.Name, client.IgnoreNotFound(err))
+		return nil, fmt.Errorf("re-reading Etcd %s/%s: %w", etcd.Namespace, etcd.Name, err)
 	}
+	return fresh, nil
+}
+
+// writeCondition sets DefragmentationInProgress on fresh.
+func (r *Reconciler) writeCondition(ctx context.Context, fresh *druidv1alpha1.Etcd, status druidv1alpha1.ConditionStatus, reason, message string) error {
 	now := metav1.NewTime(r.cfg.Now())
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: druidv1alpha1.ConditionFalse,
-		Reason: "Idle", Message: message, LastTransitionTime: now, LastUpdateTime: now}
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeDefragmentationInProgress, Status: status,
+		Reason: reason, Message: message, LastTransitionTime: now, LastUpdateTime: now}
 	return etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterDefrag, func(st *druidv1alpha1.EtcdStatus) {
 		st.Conditions = etcdstatus.SetCondition(st.Conditions, c)
 	})
