@@ -65,6 +65,10 @@ func EncodeDelta(w io.Writer, start, end int64, events []Event) error {
 	return nil
 }
 
+// ReadDelta reads a delta object's (decompressed) content in any format a restore accepts:
+// etcd-conductor's (DecodeDelta) and etcd-backup-restore's.
+func ReadDelta(r io.Reader) (DeltaFile, error) { return DecodeDelta(r) }
+
 // DecodeDelta reads a delta file and verifies its format, checksum and revision order.
 func DecodeDelta(r io.Reader) (DeltaFile, error) {
 	var f DeltaFile

@@ -37,6 +37,8 @@ type Snapshot struct {
 	EndRevision int64
 	// CreatedOn is when the snapshot was taken, to the second.
 	CreatedOn time.Time
+	// Compression is how the object is compressed, from its name's suffix.
+	Compression Compression
 }
 
 // Full names a full snapshot of the database at revision rev taken at t.
