@@ -99,7 +99,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	defer os.RemoveAll(work)
 
 	full := filepath.Join(work, "full.db")
-	n, err := download(ctx, o.Open, o.Chain.Full.Key(), full)
+	n, err := download(ctx, o.Open, o.Chain.Full, full)
 	if err != nil {
 		return res, fmt.Errorf("reading full snapshot %s: %w", o.Chain.Full.Name(), err)
 	}
@@ -160,17 +160,24 @@ func checkTarget(dir string) error {
 	return nil
 }
 
-func download(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), key, path string) (int64, error) {
-	r, err := open(ctx, key)
+func download(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), s snapshot.Snapshot, path string) (int64, error) {
+	r, err := open(ctx, s.Key())
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
+	counted := &countingReader{r: r}
+	content, err := snapshot.Decompress(counted, s.Compression)
+	if err != nil {
+		return 0, err
+	}
+	defer content.Close()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, r)
+	_, err = io.Copy(f, content)
+	n := counted.n
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -278,7 +285,12 @@ func readDelta(ctx context.Context, open func(context.Context, string) (io.ReadC
 	}
 	defer r.Close()
 	counted := &countingReader{r: r}
-	f, err := snapshot.DecodeDelta(counted)
+	content, err := snapshot.Decompress(counted, d.Compression)
+	if err != nil {
+		return snapshot.DeltaFile{}, err
+	}
+	defer content.Close()
+	f, err := snapshot.ReadDelta(content)
 	*read += counted.n
 	if err != nil {
 		return f, err
