@@ -103,10 +103,10 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("reading full snapshot %s: %w", o.Chain.Full.Name(), err)
 	}
-	res.Bytes += n
 	// Maintenance.Snapshot appends the SHA-256 of the database; etcdutl checks it when present
-	// (its length is then 32 past a page boundary).
-	res.HashChecked = n%512 == sha256.Size
+	// (its length is then 32 past a page boundary); download says so by the sign.
+	res.HashChecked = n > 0
+	res.Bytes += max(n, -n)
 
 	db := full
 	var source *versions
@@ -176,8 +176,11 @@ func download(ctx context.Context, open func(context.Context, string) (io.ReadCl
 	if err != nil {
 		return 0, err
 	}
-	_, err = io.Copy(f, content)
+	written, err := io.Copy(f, content)
 	n := counted.n
+	if err == nil && written%512 != sha256.Size {
+		n = -n // no hash trailer: see Restore
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
