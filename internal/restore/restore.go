@@ -1,14 +1,17 @@
 // Package restore rebuilds one member's data directory from a backup chain (internal/snapshot):
-// the full snapshot is restored with etcd's own restore (etcdutl's snapshot library), then the
-// deltas are replayed in revision order on a single-member etcd embedded in this process, bound
-// to loopback only, and a snapshot of that is restored once more under the member's real name,
-// peer URL and a new cluster token (DEP-01, "Recovering an etcd cluster from failure of majority
-// of members": restore a single-member cluster, apply the incremental snapshots, then add the
-// other members).
+// the full snapshot is verified and the deltas replayed onto it through etcd's own storage layer
+// (replay.go), in the source's revisions, then etcd's own restore (etcdutl's snapshot library)
+// writes it as the member's data under its real name, peer URL and a new cluster token (DEP-01,
+// "Recovering an etcd cluster from failure of majority of members": restore a single-member
+// cluster, apply the incremental snapshots, then add the other members).
 //
-// Every delta's checksum is verified before it is replayed; a missing, unreadable or corrupt
-// delta ends the replay at the last good revision, and the Result says so: the data restored is
-// then older than the backup's end, which is better than no cluster, but never hidden.
+// A restore is exact or it says what it lacks. Every object is verified (the store's checksum,
+// the full snapshot's SHA-256 trailer, each delta's own checksum); the restored keyspace is
+// checked against what the chain records (revision, key count and the writer's digest of keys and
+// values) before the member may start, and a mismatch is an error. A missing, unreadable or
+// corrupt delta ends the replay at the last good revision and the Result names the revisions
+// that are not restored: the data is then older than the backup's end, which is better than no
+// cluster, but never hidden. Reads that fail for a transient reason are retried.
 package restore
 
 import (
@@ -17,19 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	bolt "go.etcd.io/bbolt"
 	etcdutlsnapshot "go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -49,22 +50,42 @@ type Options struct {
 	PeerURL string
 	Token   string
 	Log     logr.Logger
+	// Retry bounds the reads of one object; the zero value is DefaultRetry.
+	Retry Retry
+	// afterRevision, when set (tests), runs after each replayed source revision.
+	afterRevision func(rev int64)
 }
+
+// Retry is how often, and how patiently, a failed read of one object is tried again.
+type Retry struct {
+	Attempts int
+	// First is the wait after the first failure; it doubles up to Max.
+	First, Max time.Duration
+}
+
+// DefaultRetry rides out a store's restart or a network blip of about a minute.
+var DefaultRetry = Retry{Attempts: 6, First: time.Second, Max: 30 * time.Second}
 
 // Result says what was restored, with the figures a report needs.
 type Result struct {
-	// FullRevision is the full snapshot's revision; Revision the revision reached after the
-	// deltas; WantedRevision what the whole chain would have reached.
+	// Full names the full snapshot restored; FullRevision is the revision its content holds;
+	// Revision the revision reached after the deltas; WantedRevision what the chain would reach.
+	Full                                   string
 	FullRevision, Revision, WantedRevision int64
 	DeltasApplied, DeltasInChain           int
 	// EventsApplied counts the replayed events (puts and deletes).
 	EventsApplied int
-	// Stopped says why the replay ended before WantedRevision ("" when it did not).
+	// Stopped says why the replay ended before WantedRevision, naming the revisions not
+	// restored ("" when it did not).
 	Stopped string
+	// FellBack lists the newer full snapshots that could not be used, and why.
+	FellBack []string
+	// Checked says how the restored keyspace was checked against the chain.
+	Checked string
 	// HashChecked: the full snapshot carried etcd's SHA-256 trailer and it matched.
 	HashChecked bool
-	// Bytes is what was read from the store (full snapshot and deltas); DBBytes the size of the
-	// database the member starts from.
+	// Bytes is what was read from the store (full snapshot and deltas, as stored); DBBytes the
+	// size of the database the member starts from.
 	Bytes, DBBytes int64
 	// Keys is the number of keys in the restored database.
 	Keys     int
@@ -72,18 +93,45 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	s := fmt.Sprintf("full snapshot at revision %d, %d of %d deltas (%d events), revision %d of %d, %d keys, %d bytes read in %s",
-		r.FullRevision, r.DeltasApplied, r.DeltasInChain, r.EventsApplied, r.Revision, r.WantedRevision, r.Keys, r.Bytes, r.Duration.Round(time.Millisecond))
+	s := fmt.Sprintf("full snapshot %s at revision %d, %d of %d deltas (%d events), revision %d of %d, %d keys, %d bytes read in %s",
+		r.Full, r.FullRevision, r.DeltasApplied, r.DeltasInChain, r.EventsApplied, r.Revision, r.WantedRevision, r.Keys, r.Bytes, r.Duration.Round(time.Millisecond))
+	if r.Checked != "" {
+		s += "; checked: " + r.Checked
+	}
+	if len(r.FellBack) > 0 {
+		s += "; fell back from " + strings.Join(r.FellBack, ", ")
+	}
 	if r.Stopped != "" {
 		s += "; stopped early: " + r.Stopped
 	}
 	return s
 }
 
+// FullSnapshotError says a full snapshot cannot be restored (corrupt, truncated, not a
+// database): a caller may fall back to an older one.
+type FullSnapshotError struct {
+	Name string
+	Err  error
+}
+
+func (e *FullSnapshotError) Error() string { return fmt.Sprintf("full snapshot %s: %v", e.Name, e.Err) }
+func (e *FullSnapshotError) Unwrap() error { return e.Err }
+
+// MismatchError says the restored keyspace is not what the chain records: the member must not
+// start from it.
+type MismatchError struct{ Detail string }
+
+func (e *MismatchError) Error() string {
+	return "the restored keyspace does not match the backup: " + e.Detail
+}
+
 // Restore writes the member's data dir from the chain. On error nothing is left in DataDir.
 func Restore(ctx context.Context, o Options) (Result, error) {
 	start := time.Now()
-	res := Result{FullRevision: o.Chain.Full.EndRevision, WantedRevision: o.Chain.EndRevision(), DeltasInChain: len(o.Chain.Deltas)}
+	res := Result{Full: o.Chain.Full.Name(), FullRevision: o.Chain.Full.EndRevision, WantedRevision: o.Chain.EndRevision(), DeltasInChain: len(o.Chain.Deltas)}
+	if o.Retry.Attempts == 0 {
+		o.Retry = DefaultRetry
+	}
 	if err := checkTarget(o.DataDir); err != nil {
 		return res, err
 	}
@@ -98,43 +146,31 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	defer os.RemoveAll(work)
 
-	full := filepath.Join(work, "full.db")
-	n, err := download(ctx, o.Open, o.Chain.Full, full)
+	db := filepath.Join(work, "full.db")
+	read, _, err := fetch(ctx, o, o.Chain.Full, func(r io.Reader) error { return writeFile(db, r) })
+	res.Bytes += read
 	if err != nil {
-		return res, fmt.Errorf("reading full snapshot %s: %w", o.Chain.Full.Name(), err)
+		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
 	}
-	// Maintenance.Snapshot appends the SHA-256 of the database; etcdutl checks it when present
-	// (its length is then 32 past a page boundary); download says so by the sign.
-	res.HashChecked = n > 0
-	res.Bytes += max(n, -n)
-
-	db := full
-	var source *versions
-	if len(o.Chain.Deltas) > 0 {
-		replayed := filepath.Join(work, "replayed.db")
-		v, err := replay(ctx, o, &res, full, res.HashChecked, filepath.Join(work, "replay.etcd"), replayed)
-		if err != nil {
-			return res, err
-		}
-		source = &v
-		db = replayed
-		res.HashChecked = true // the replayed database's snapshot carries its hash
-	} else {
-		res.Revision = res.FullRevision
+	if res.HashChecked, err = stripHash(db); err != nil {
+		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
+	}
+	if err := checkDB(db); err != nil {
+		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
+	}
+	if err := replayChain(ctx, o, &res, db); err != nil {
+		return res, err
 	}
 
 	staged := o.DataDir + ".restoring"
 	if err := os.RemoveAll(staged); err != nil {
 		return res, fmt.Errorf("clearing %s: %w", staged, err)
 	}
-	if err := restoreDB(db, staged, o.Name, o.PeerURL, o.Token, !res.HashChecked); err != nil {
-		return res, fmt.Errorf("restoring %s as member %s: %w", filepath.Base(db), o.Name, err)
+	if err := restoreDB(db, staged, o.Name, o.PeerURL, o.Token); err != nil {
+		return res, fmt.Errorf("restoring %s as member %s: %w", o.Chain.Full.Name(), o.Name, err)
 	}
-	if source != nil {
-		if err := matchVersions(staged, *source); err != nil {
-			return res, fmt.Errorf("bringing the replayed data back to the backup's versions (%s): %w", source, err)
-		}
-	}
+	// etcd's restore copied it: the copy is all that is needed from here on.
+	_ = os.Remove(db)
 	if st, err := etcdutlsnapshot.NewV3(zap.NewNop()).Status(filepath.Join(staged, "member", "snap", "db")); err == nil {
 		res.Keys, res.DBBytes = st.TotalKey, st.TotalSize
 	}
@@ -146,6 +182,116 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// replayChain replays the chain's deltas onto db and checks the result against what the chain
+// records.
+func replayChain(ctx context.Context, o Options, res *Result, db string) error {
+	rp := openReplayer(db)
+	defer rp.close()
+	res.FullRevision, res.Revision = rp.rev(), rp.rev()
+	if res.FullRevision != o.Chain.Full.EndRevision {
+		// The name is a lower bound (the writer reads the revision before the snapshot starts):
+		// the content is what counts.
+		o.Log.V(1).Info("Full snapshot holds a later revision than its name says", "name", o.Chain.Full.Name(), "revision", res.FullRevision)
+	}
+	startKeys, err := rp.count(ctx)
+	if err != nil {
+		return err
+	}
+	var (
+		t       tally
+		last    *snapshot.DeltaFile
+		cluster string
+	)
+	stop := func(format string, args ...any) {
+		res.Stopped = fmt.Sprintf(format, args...) + fmt.Sprintf("; revisions %d..%d are not restored", rp.rev()+1, res.WantedRevision)
+	}
+	for _, d := range o.Chain.Deltas {
+		if d.EndRevision <= rp.rev() {
+			continue // the full snapshot already holds it
+		}
+		if d.StartRevision > rp.rev()+1 {
+			stop("delta %s starts at revision %d, after the %d reached: a gap", d.Name(), d.StartRevision, rp.rev())
+			break
+		}
+		var f snapshot.DeltaFile
+		read, _, err := fetch(ctx, o, d, func(r io.Reader) (err error) { f, err = snapshot.ReadDelta(r); return err })
+		res.Bytes += read
+		if err == nil && (f.StartRevision != d.StartRevision || f.EndRevision != d.EndRevision) {
+			err = fmt.Errorf("holds revisions %d..%d, its name says %d..%d", f.StartRevision, f.EndRevision, d.StartRevision, d.EndRevision)
+		}
+		if err != nil {
+			stop("delta %s: %v", d.Name(), err)
+			break
+		}
+		if f.Origin != nil && f.Origin.ClusterID != "" {
+			if cluster != "" && f.Origin.ClusterID != cluster {
+				stop("delta %s was written by etcd cluster %s, the chain before it by %s", d.Name(), f.Origin.ClusterID, cluster)
+				break
+			}
+			cluster = f.Origin.ClusterID
+		}
+		n, err := rp.apply(ctx, f.Events, &t, o.afterRevision)
+		res.EventsApplied += n
+		res.Revision = rp.rev()
+		var gap *gapError
+		if errors.As(err, &gap) {
+			stop("delta %s: %v", d.Name(), gap)
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("replaying delta %s: %w", d.Name(), err)
+		}
+		if rp.rev() < f.EndRevision {
+			stop("delta %s says it reaches revision %d, its events reach %d", d.Name(), f.EndRevision, rp.rev())
+			break
+		}
+		res.DeltasApplied++
+		last = &f
+		o.Log.V(1).Info("Delta replayed", "delta", d.Name(), "events", n, "revision", res.Revision)
+	}
+	if res.Stopped == "" && o.Chain.Gap != "" {
+		stop("%s", o.Chain.Gap)
+	}
+	return check(ctx, rp, res, last, startKeys, t)
+}
+
+// check compares the replayed keyspace with what the chain records: the writer's digest of the
+// last delta applied when it has one, otherwise the key count its events imply.
+func check(ctx context.Context, rp *replayer, res *Result, last *snapshot.DeltaFile, startKeys int64, t tally) error {
+	switch {
+	case last == nil:
+		res.Checked = "the full snapshot's SHA-256 (no delta replayed)"
+		if !res.HashChecked {
+			res.Checked = "nothing: the full snapshot carries no SHA-256 and no delta was replayed"
+		}
+		return nil
+	case last.End != nil && last.End.Revision == rp.rev():
+		got, err := rp.digest(ctx)
+		if err != nil {
+			return err
+		}
+		if got.Keys != last.End.Keys || got.Sum != last.End.Sum {
+			return &MismatchError{Detail: fmt.Sprintf("restored %s, the backup recorded %s", got, *last.End)}
+		}
+		res.Checked = fmt.Sprintf("revision %d, %d keys and their digest, as the backup recorded", got.Revision, got.Keys)
+		return nil
+	}
+	keys, err := rp.count(ctx)
+	if err != nil {
+		return err
+	}
+	if t.unknownCreates > 0 {
+		res.Checked = fmt.Sprintf("revision %d (the deltas record neither a digest nor key versions)", rp.rev())
+		return nil
+	}
+	if want := startKeys + t.created - t.deleted; keys != want {
+		return &MismatchError{Detail: fmt.Sprintf("%d keys at revision %d, the full snapshot's %d and the deltas' %d creations and %d deletions make %d",
+			keys, rp.rev(), startKeys, t.created, t.deleted, want)}
+	}
+	res.Checked = fmt.Sprintf("revision %d and %d keys (the deltas record no digest)", rp.rev(), keys)
+	return nil
 }
 
 // checkTarget refuses a data dir that holds a member directory: restoring never replaces data.
@@ -160,7 +306,48 @@ func checkTarget(dir string) error {
 	return nil
 }
 
-func download(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), s snapshot.Snapshot, path string) (int64, error) {
+// restoreDB is etcdutl's snapshot restore into dir, as a single-member cluster.
+func restoreDB(db, dir, name, peerURL, token string) error {
+	return etcdutlsnapshot.NewV3(zap.NewNop()).Restore(etcdutlsnapshot.RestoreConfig{
+		SnapshotPath:        db,
+		Name:                name,
+		OutputDataDir:       dir,
+		PeerURLs:            []string{peerURL},
+		InitialCluster:      name + "=" + peerURL,
+		InitialClusterToken: token,
+		// stripHash checked and removed the trailer; the replay changed the database since.
+		SkipHashCheck: true,
+	})
+}
+
+// fetch reads one object and hands its decompressed content to use, retrying transient
+// failures (the whole object again) as o.Retry allows; a checksum mismatch, a missing object or
+// a content use refuses is not retried. It returns the bytes read from the store (last attempt)
+// and the attempts made.
+func fetch(ctx context.Context, o Options, s snapshot.Snapshot, use func(io.Reader) error) (int64, int, error) {
+	wait := o.Retry.First
+	for attempt := 1; ; attempt++ {
+		read, err := fetchOnce(ctx, o.Open, s, use)
+		if err == nil || attempt >= o.Retry.Attempts || !transient(ctx, err) {
+			return read, attempt, err
+		}
+		o.Log.Info("Reading a backup object failed; trying again", "object", s.Name(), "attempt", attempt, "error", err.Error(), "retryIn", wait)
+		select {
+		case <-ctx.Done():
+			return read, attempt, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, o.Retry.Max)
+	}
+}
+
+// contentError marks an error of the object's content (decompression, format, checksum inside
+// it): reading it again gives the same bytes.
+type contentError struct{ error }
+
+func (e contentError) Unwrap() error { return e.error }
+
+func fetchOnce(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), s snapshot.Snapshot, use func(io.Reader) error) (int64, error) {
 	r, err := open(ctx, s.Key())
 	if err != nil {
 		return 0, err
@@ -169,183 +356,48 @@ func download(ctx context.Context, open func(context.Context, string) (io.ReadCl
 	counted := &countingReader{r: r}
 	content, err := snapshot.Decompress(counted, s.Compression)
 	if err != nil {
-		return 0, err
+		return counted.n, contentError{err}
 	}
 	defer content.Close()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return 0, err
+	src := &sourceReader{r: content}
+	if err := use(src); err != nil {
+		if src.err != nil {
+			// The store's stream failed (or its checksum did not match) under the decoder.
+			return counted.n, src.err
+		}
+		return counted.n, contentError{err}
 	}
-	written, err := io.Copy(f, content)
-	n := counted.n
-	if err == nil && written%512 != sha256.Size {
-		n = -n // no hash trailer: see Restore
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	return counted.n, nil
+}
+
+// sourceReader remembers a read error of the stream beneath, so one the store caused is told
+// from one the content caused.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
 	}
 	return n, err
 }
 
-// restoreDB is etcdutl's snapshot restore into dir, as a single-member cluster.
-func restoreDB(db, dir, name, peerURL, token string, skipHash bool) error {
-	return etcdutlsnapshot.NewV3(zap.NewNop()).Restore(etcdutlsnapshot.RestoreConfig{
-		SnapshotPath:        db,
-		Name:                name,
-		OutputDataDir:       dir,
-		PeerURLs:            []string{peerURL},
-		InitialCluster:      name + "=" + peerURL,
-		InitialClusterToken: token,
-		SkipHashCheck:       skipHash,
-	})
+// transient says whether reading the object again may succeed.
+func transient(ctx context.Context, err error) bool {
+	var verify *backupstore.VerifyError
+	var content contentError
+	switch {
+	case ctx.Err() != nil, errors.As(err, &content), errors.As(err, &verify),
+		errors.Is(err, backupstore.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return false
+	}
+	return true
 }
 
-// replayName is the embedded member's name; it never leaves this process.
-const replayName = "replay"
-
-// replay restores the full snapshot into dir, starts it as a loopback-only single-member etcd,
-// applies the deltas and writes a snapshot of the result to out. It returns the storage and
-// cluster versions the full snapshot recorded.
-func replay(ctx context.Context, o Options, res *Result, full string, hashed bool, dir, out string) (versions, error) {
-	var source versions
-	peerPort, clientPort, err := freePorts()
-	if err != nil {
-		return source, err
-	}
-	peer := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", peerPort)}
-	cli := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", clientPort)}
-	if err := restoreDB(full, dir, replayName, peer.String(), "replay", !hashed); err != nil {
-		return source, fmt.Errorf("restoring full snapshot %s: %w", o.Chain.Full.Name(), err)
-	}
-	if source, err = readVersions(filepath.Join(dir, "member", "snap", "db")); err != nil {
-		return source, err
-	}
-	cfg := embed.NewConfig()
-	cfg.Name = replayName
-	cfg.Dir = dir
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cli}, []url.URL{cli}
-	cfg.InitialCluster = replayName + "=" + peer.String()
-	// Its errors surface through e.Err() and the client; its logs (closing listeners) are noise.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	// Scratch data: its snapshot is taken before it is closed, nothing depends on it surviving
-	// a crash (a restore that dies starts again from the store).
-	cfg.UnsafeNoFsync = true
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return source, fmt.Errorf("starting the replay member: %w", err)
-	}
-	defer e.Close()
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		return source, fmt.Errorf("replay member: %w", err)
-	case <-ctx.Done():
-		return source, ctx.Err()
-	case <-time.After(time.Minute):
-		return source, errors.New("replay member did not become ready within a minute")
-	}
-	c := v3client.New(e.Server)
-	defer c.Close()
-
-	res.Revision = res.FullRevision
-	if st, err := c.Get(ctx, "\x00", clientv3.WithCountOnly()); err == nil && st.Header.Revision != res.FullRevision {
-		// The snapshot's name and its content disagree: trust the content.
-		o.Log.Info("Full snapshot holds another revision than its name says", "name", o.Chain.Full.Name(), "revision", st.Header.Revision)
-		res.Revision = st.Header.Revision
-	}
-	for _, d := range o.Chain.Deltas {
-		if d.StartRevision > res.Revision+1 {
-			res.Stopped = fmt.Sprintf("delta %s starts at revision %d, after the %d reached: a gap", d.Name(), d.StartRevision, res.Revision)
-			break
-		}
-		f, err := readDelta(ctx, o.Open, d, &res.Bytes)
-		if err != nil {
-			res.Stopped = fmt.Sprintf("delta %s: %v; stopped at revision %d", d.Name(), err, res.Revision)
-			break
-		}
-		applied, err := apply(ctx, c, f.Events, &res.Revision)
-		res.EventsApplied += applied
-		if err != nil {
-			return source, fmt.Errorf("replaying delta %s: %w", d.Name(), err)
-		}
-		res.DeltasApplied++
-		o.Log.V(1).Info("Delta replayed", "delta", d.Name(), "events", applied, "revision", res.Revision)
-	}
-	if res.Stopped == "" && o.Chain.Gap != "" {
-		res.Stopped = o.Chain.Gap
-	}
-	if err := saveSnapshot(ctx, c, out); err != nil {
-		return source, fmt.Errorf("snapshot of the replayed data: %w", err)
-	}
-	return source, nil
-}
-
-func readDelta(ctx context.Context, open func(context.Context, string) (io.ReadCloser, error), d snapshot.Snapshot, read *int64) (snapshot.DeltaFile, error) {
-	r, err := open(ctx, d.Key())
-	if err != nil {
-		return snapshot.DeltaFile{}, err
-	}
-	defer r.Close()
-	counted := &countingReader{r: r}
-	content, err := snapshot.Decompress(counted, d.Compression)
-	if err != nil {
-		return snapshot.DeltaFile{}, err
-	}
-	defer content.Close()
-	f, err := snapshot.ReadDelta(content)
-	*read += counted.n
-	if err != nil {
-		return f, err
-	}
-	if f.StartRevision != d.StartRevision || f.EndRevision != d.EndRevision {
-		return f, fmt.Errorf("holds revisions %d..%d, its name says %d..%d", f.StartRevision, f.EndRevision, d.StartRevision, d.EndRevision)
-	}
-	return f, nil
-}
-
-// apply replays events above *rev, one transaction per source revision, so a source transaction
-// stays one transaction and the revisions advance as they did at the source. Keys keep no lease:
-// the leases of the old cluster do not exist here.
-func apply(ctx context.Context, c *clientv3.Client, events []snapshot.Event, rev *int64) (int, error) {
-	applied := 0
-	for i := 0; i < len(events); {
-		r := events[i].ModRevision
-		var ops []clientv3.Op
-		j := i
-		for ; j < len(events) && events[j].ModRevision == r; j++ {
-			e := events[j]
-			switch e.Type {
-			case snapshot.EventPut:
-				ops = append(ops, clientv3.OpPut(string(e.Key), string(e.Value)))
-			case snapshot.EventDelete:
-				ops = append(ops, clientv3.OpDelete(string(e.Key)))
-			}
-		}
-		if r > *rev {
-			resp, err := c.Txn(ctx).Then(ops...).Commit()
-			if err != nil {
-				return applied, fmt.Errorf("revision %d (%d events): %w", r, len(ops), err)
-			}
-			applied += len(ops)
-			*rev = resp.Header.Revision
-			if *rev < r {
-				// Revisions without events (none exist in etcd's history) would leave the replay
-				// behind; keep counting in source revisions so later events are not skipped.
-				*rev = r
-			}
-		}
-		i = j
-	}
-	return applied, nil
-}
-
-func saveSnapshot(ctx context.Context, c *clientv3.Client, path string) error {
-	r, err := c.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+func writeFile(path string, r io.Reader) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -357,25 +409,60 @@ func saveSnapshot(ctx context.Context, c *clientv3.Client, path string) error {
 	return f.Close()
 }
 
-// freePorts picks two free loopback ports for the replay member.
-func freePorts() (string, string, error) {
-	var ports []string
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", "", fmt.Errorf("picking a loopback port for the replay member: %w", err)
-		}
-		ls = append(ls, l)
-		_, p, _ := net.SplitHostPort(l.Addr().String())
-		ports = append(ports, p)
+// stripHash checks and removes the SHA-256 etcd appends to a snapshot (Maintenance.Snapshot),
+// present when the size is 32 past a page boundary; false when there is none.
+func stripHash(db string) (bool, error) {
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		return false, err
 	}
-	return ports[0], ports[1], nil
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	size := st.Size()
+	if size%512 != sha256.Size {
+		return false, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-sha256.Size)); err != nil {
+		return false, err
+	}
+	want := make([]byte, sha256.Size)
+	if _, err := f.ReadAt(want, size-sha256.Size); err != nil {
+		return false, err
+	}
+	if got := h.Sum(nil); string(got) != string(want) {
+		return false, fmt.Errorf("its SHA-256 is %x, its trailer says %x: corrupt", got, want)
+	}
+	if err := f.Truncate(size - sha256.Size); err != nil {
+		return false, err
+	}
+	return true, f.Close()
+}
+
+// checkDB opens the database read-only and checks bbolt's consistency, so a corrupt full
+// snapshot is an error here and not a panic in the storage layer.
+func checkDB(db string) error {
+	b, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("not a database: %w", err)
+	}
+	defer b.Close()
+	return b.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("key")) == nil {
+			return errors.New("holds no key bucket: not an etcd database")
+		}
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("bbolt consistency check: %w", errors.Join(errs...))
+		}
+		return nil
+	})
 }
 
 type countingReader struct {

@@ -20,6 +20,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/storage/backend"
+	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
@@ -122,7 +124,8 @@ func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapsh
 				done = true
 				break
 			}
-			ev := snapshot.Event{Type: snapshot.EventPut, Key: e.Kv.Key, Value: e.Kv.Value, ModRevision: e.Kv.ModRevision}
+			ev := snapshot.Event{Type: snapshot.EventPut, Key: e.Kv.Key, Value: e.Kv.Value, ModRevision: e.Kv.ModRevision,
+				CreateRevision: e.Kv.CreateRevision, Version: e.Kv.Version, Lease: e.Kv.Lease}
 			if e.Type == mvccpb.DELETE {
 				ev = snapshot.Event{Type: snapshot.EventDelete, Key: e.Kv.Key, ModRevision: e.Kv.ModRevision}
 			}
@@ -325,8 +328,26 @@ func TestRestore(t *testing.T) {
 	})
 }
 
-// TestRestoreKeepsTheBackupsVersions: deltas are replayed on the etcd this binary embeds (3.7),
-// yet a backup of a 3.6 member must restore into data a 3.6 member starts from.
+// dbVersions reads the storage schema and cluster versions a database records.
+func dbVersions(t *testing.T, db string) (storage, cluster string) {
+	t.Helper()
+	lg := zap.NewNop()
+	be := backend.NewDefaultBackend(lg, db)
+	defer be.Close()
+	v, err := schema.DetectSchemaVersion(lg, be.ReadTx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster = "unset"
+	if c := schema.NewMembershipBackend(lg, be).ClusterVersionFromBackend(); c != nil {
+		cluster = c.String()
+	}
+	return v.String(), cluster
+}
+
+// TestRestoreKeepsTheBackupsVersions: the deltas are replayed by the etcd storage layer this
+// binary embeds (3.7), yet a backup of a 3.6 member must restore into data a 3.6 member starts
+// from.
 func TestRestoreKeepsTheBackupsVersions(t *testing.T) {
 	const version = "3.6.8"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -342,12 +363,9 @@ func TestRestoreKeepsTheBackupsVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := readVersions(filepath.Join(dir, "member", "snap", "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.storage.String() != "3.6.0" || v.cluster == nil || v.cluster.String() != "3.6.0" {
-		t.Errorf("restored %s; want storage and cluster 3.6.0 (the backup's)", v)
+	storage, cluster := dbVersions(t, filepath.Join(dir, "member", "snap", "db"))
+	if storage != "3.6.0" || cluster != "3.6.0" {
+		t.Errorf("restored storage %s, cluster %s; want both 3.6.0 (the backup's)", storage, cluster)
 	}
 	// The member's own etcd starts from it (loopback, plain: only this test talks to it).
 	binary, _ := etcdtest.EtcdBinary(version)

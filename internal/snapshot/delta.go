@@ -32,35 +32,62 @@ type Event struct {
 	// Lease is the etcd lease the key was attached to (0: none). A restore that replays with
 	// leases must recreate them; keys under a lease are usually short-lived.
 	Lease int64 `json:"lease,omitempty"`
+	// Prev is the key's value before the event, when the reader asked for it (the writer's
+	// digest needs it); it is not stored.
+	Prev *PrevValue `json:"-"`
 }
+
+// PrevValue is what a key held before an event.
+type PrevValue struct{ Value []byte }
 
 // DeltaFile is the content of an Incr object: the events of revisions StartRevision..EndRevision
 // in revision order, and the SHA-256 of their JSON encoding, so a truncated or altered file is
 // refused rather than replayed.
 type DeltaFile struct {
-	Format        string  `json:"format"`
-	StartRevision int64   `json:"startRevision"`
-	EndRevision   int64   `json:"endRevision"`
-	EventsSHA256  string  `json:"eventsSha256"`
-	Events        []Event `json:"events"`
+	Format        string `json:"format"`
+	StartRevision int64  `json:"startRevision"`
+	EndRevision   int64  `json:"endRevision"`
+	// Origin is who wrote the delta; absent in deltas written before it was recorded and in
+	// etcd-backup-restore's.
+	Origin *Origin `json:"origin,omitempty"`
+	// End is the keyspace at EndRevision as the writer counted it, for a restore to check what
+	// it rebuilt against; absent when the writer could not count it.
+	End          *Digest `json:"end,omitempty"`
+	EventsSHA256 string  `json:"eventsSha256"`
+	Events       []Event `json:"events"`
+}
+
+// Origin is who wrote a snapshot: the Etcd resource and the etcd cluster. A restore never chains
+// deltas of two clusters; a store is never shared by two Etcds.
+type Origin struct {
+	// Etcd is the resource's namespace/name, EtcdUID its UID.
+	Etcd    string `json:"etcd,omitempty"`
+	EtcdUID string `json:"etcdUID,omitempty"`
+	// ClusterID is the etcd cluster ID (hex); a restore starts a new one.
+	ClusterID string `json:"clusterID,omitempty"`
 }
 
 // EncodeDelta writes the events of start..end. The events must be in revision order and inside
 // the range; that is checked here so a broken delta is never uploaded.
 func EncodeDelta(w io.Writer, start, end int64, events []Event) error {
-	if err := checkEvents(start, end, events); err != nil {
+	return EncodeDeltaFile(w, DeltaFile{StartRevision: start, EndRevision: end, Events: events})
+}
+
+// EncodeDeltaFile writes f with its format and checksum filled in.
+func EncodeDeltaFile(w io.Writer, f DeltaFile) error {
+	if err := checkEvents(f.StartRevision, f.EndRevision, f.Events); err != nil {
 		return err
 	}
-	sum, err := eventsChecksum(events)
+	sum, err := eventsChecksum(f.Events)
 	if err != nil {
 		return err
 	}
-	f := DeltaFile{Format: DeltaFormat, StartRevision: start, EndRevision: end, EventsSHA256: sum, Events: events}
+	f.Format, f.EventsSHA256 = DeltaFormat, sum
 	if f.Events == nil {
 		f.Events = []Event{}
 	}
 	if err := json.NewEncoder(w).Encode(f); err != nil {
-		return fmt.Errorf("encode delta %d..%d: %w", start, end, err)
+		return fmt.Errorf("encode delta %d..%d: %w", f.StartRevision, f.EndRevision, err)
 	}
 	return nil
 }
