@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -475,7 +476,9 @@ func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {
 		return nil, err
 	}
 	cc, err := grpc.NewClient(strings.TrimPrefix(m.ClientURL, "https://"),
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(m.ServerName))
+		grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(m.ServerName),
+		// As etcd's own client: a watch response or a range may be as large as the member holds.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		return nil, fmt.Errorf("dial member %s: %w", m.Name, err)
 	}

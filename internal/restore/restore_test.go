@@ -23,6 +23,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
@@ -32,6 +33,7 @@ import (
 // source is a real etcd member (mTLS) whose history the tests back up by hand: a full snapshot
 // through Maintenance.Snapshot, deltas from a watch, as the backup sidecar does.
 type source struct {
+	conn    *grpc.ClientConn
 	kv      clientv3.KV
 	watch   clientv3.Watcher
 	maint   pb.MaintenanceClient
@@ -46,17 +48,25 @@ func startSourceTB(t testing.TB) *source { return startSourceVersion(t, etcdtest
 
 func startSourceVersion(t testing.TB, version string) *source {
 	t.Helper()
-	if _, err := etcdtest.EtcdBinary(version); err != nil {
+	return startSourceWith(t, etcdtest.Config{Members: 1, Version: version})
+}
+
+func startSourceWith(t testing.TB, cfg etcdtest.Config) *source {
+	t.Helper()
+	if cfg.Version == "" {
+		cfg.Version = etcdtest.DefaultVersion
+	}
+	if _, err := etcdtest.EtcdBinary(cfg.Version); err != nil {
 		t.Skip(err)
 	}
-	c := etcdtest.Start(t, etcdtest.Config{Members: 1, Version: version})
+	c := etcdtest.Start(t, cfg)
 	cc, err := c.Dial(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := clientv3.NewWatchFromWatchClient(pb.NewWatchClient(cc), nil)
 	t.Cleanup(func() { w.Close() })
-	return &source{kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,
+	return &source{conn: cc, kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,
 		maint: pb.NewMaintenanceClient(cc), objects: map[string][]byte{}}
 }
 
@@ -143,6 +153,17 @@ func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapsh
 	snap := snapshot.Delta(from, to, time.Now())
 	s.objects[snap.Key()] = buf.Bytes()
 	return snap
+}
+
+func (s *source) leaseClient() pb.LeaseClient { return pb.NewLeaseClient(s.conn) }
+
+func (s *source) revision(ctx context.Context, t testing.TB) int64 {
+	t.Helper()
+	resp, err := s.kv.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
 }
 
 func (s *source) open(_ context.Context, key string) (io.ReadCloser, error) {
