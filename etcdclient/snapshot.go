@@ -39,7 +39,8 @@ func (m *MemberConn) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 }
 
 // Events returns every change of revisions from..to (both included), read with a watch over the
-// whole keyspace, in revision order. A compacted from yields ErrCompacted.
+// whole keyspace, in revision order, each with the value its key held before (Event.Prev) when
+// it had one. A compacted from yields ErrCompacted.
 func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Event, error) {
 	if to < from {
 		return nil, nil
@@ -47,7 +48,7 @@ func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Eve
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	var out []snapshot.Event
-	wch := m.client.Watch(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from))
+	wch := m.client.Watch(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithPrevKV())
 	for resp := range wch {
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			return nil, fmt.Errorf("events %d..%d of member %s (compacted at %d): %w", from, to, m.target.Name, resp.CompactRevision, ErrCompacted)
@@ -66,6 +67,9 @@ func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Eve
 			} else {
 				e.Value, e.CreateRevision, e.Version, e.Lease = kv.Value, kv.CreateRevision, kv.Version, kv.Lease
 			}
+			if ev.PrevKv != nil {
+				e.Prev = &snapshot.PrevValue{Value: ev.PrevKv.Value}
+			}
 			out = append(out, e)
 		}
 		if n := len(out); n > 0 && out[n-1].ModRevision >= to {
@@ -76,4 +80,32 @@ func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Eve
 		return nil, fmt.Errorf("events %d..%d of member %s: %w", from, to, m.target.Name, err)
 	}
 	return nil, fmt.Errorf("events %d..%d of member %s: watch closed", from, to, m.target.Name)
+}
+
+// digestPage is how many keys KeyspaceDigest reads a request.
+const digestPage = 500
+
+// KeyspaceDigest counts every key and value the member held at revision rev, a page at a time
+// (the member's memory, not this process's, bounds a page). A compacted rev yields ErrCompacted.
+func (m *MemberConn) KeyspaceDigest(ctx context.Context, rev int64) (snapshot.Digest, error) {
+	var acc snapshot.Accumulator
+	key := "\x00"
+	for {
+		cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+		resp, err := m.client.Get(cctx, key, clientv3.WithFromKey(), clientv3.WithRev(rev), clientv3.WithLimit(digestPage))
+		cancel()
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return snapshot.Digest{}, fmt.Errorf("keyspace of member %s at revision %d: %w", m.target.Name, rev, ErrCompacted)
+		}
+		if err != nil {
+			return snapshot.Digest{}, fmt.Errorf("keyspace of member %s at revision %d: %w", m.target.Name, rev, err)
+		}
+		for _, kv := range resp.Kvs {
+			acc.Add(kv.Key, kv.Value)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return acc.Digest(rev), nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }

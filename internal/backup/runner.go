@@ -27,7 +27,10 @@ type Member interface {
 	Status(ctx context.Context) (etcdclient.MemberStatus, error)
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (io.ReadCloser, error)
+	// Events are the changes of revisions from..to, each with its key's previous value.
 	Events(ctx context.Context, from, to int64) ([]snapshot.Event, error)
+	// KeyspaceDigest counts the keys and values at revision rev.
+	KeyspaceDigest(ctx context.Context, rev int64) (snapshot.Digest, error)
 }
 
 // Config is the backup part of the member-agent's flags.
@@ -51,6 +54,9 @@ type Config struct {
 	Tick time.Duration
 	// SnapshotTimeout bounds taking and uploading one full snapshot.
 	SnapshotTimeout time.Duration
+	// Etcd (namespace/name) and EtcdUID say whose backups these are: recorded in every snapshot,
+	// and the store's prefix is claimed for them (Claim). Empty: neither.
+	Etcd, EtcdUID string
 }
 
 // Validate reports every missing or unusable setting. A bad provider is not an error here: the
@@ -88,8 +94,13 @@ type Runner struct {
 	term    uint64
 	loaded  bool
 	lastRev int64
-	state   State
-	backoff time.Duration
+	// keyspace counts the keys and values at lastRev, carried from delta to delta so that each
+	// records the keyspace it leaves (nil: not known, counted afresh before the next delta).
+	keyspace *snapshot.Accumulator
+	// clusterID is the member's etcd cluster (hex), recorded in every snapshot.
+	clusterID string
+	state     State
+	backoff   time.Duration
 	// lastReported throttles failure reports: the same message is written at most every 30 s.
 	lastReported     string
 	lastReportedTime time.Time
@@ -161,6 +172,7 @@ func (r *Runner) Step(ctx context.Context) {
 		r.backoff = 0
 	}
 	r.metrics.leader.Set(1)
+	r.clusterID = fmt.Sprintf("%x", st.ClusterID)
 	store, err := r.openStore()
 	if err != nil {
 		r.fail(ctx, memberlease.ReasonStoreInvalid, err, snapshot.KindFull, snapshot.KindDelta)
@@ -191,13 +203,34 @@ func (r *Runner) Step(ctx context.Context) {
 
 // load reads what the store holds: the latest chain decides where deltas continue from.
 func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
+	adopted, err := Claim(ctx, store, r.owner(), true)
+	if err != nil {
+		return err
+	}
+	if adopted != nil {
+		r.log.Info("The store held the backups of an earlier Etcd of this name; taking them over", "etcd", adopted.Etcd, "earlierUID", adopted.EtcdUID)
+	}
 	chain, ok, err := LatestChain(ctx, store)
 	if err != nil {
 		return err
 	}
 	r.state.HaveFull = ok
+	r.keyspace = nil
 	if ok {
 		r.lastRev = chain.EndRevision()
+		origin, digest := chainEnd(ctx, store, chain)
+		switch {
+		case origin.ClusterID != "" && origin.ClusterID != r.clusterID:
+			// Another etcd cluster wrote the chain (this one was restored from it, maybe not
+			// to its end): its revisions are not this cluster's, so nothing may continue it.
+			r.log.Info("The latest chain was written by another etcd cluster; starting a new one with a full snapshot",
+				"chainCluster", origin.ClusterID, "cluster", r.clusterID)
+			r.state.NeedFull = true
+		case digest != nil && digest.Revision == r.lastRev:
+			if acc, err := snapshot.AccumulatorFrom(*digest); err == nil {
+				r.keyspace = &acc
+			}
+		}
 		r.state.LastFull = chain.Full.CreatedOn
 		r.state.LastDelta = r.now()
 		r.log.Info("Store read", "store", store.String(), "latestFull", chain.Full.Name(), "deltas", len(chain.Deltas), "revision", r.lastRev)
@@ -207,6 +240,52 @@ func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
 	}
 	r.loaded = true
 	return nil
+}
+
+func (r *Runner) owner() snapshot.Owner {
+	return snapshot.Owner{Etcd: r.cfg.Etcd, EtcdUID: r.cfg.EtcdUID}
+}
+
+func (r *Runner) origin() *snapshot.Origin {
+	return &snapshot.Origin{Etcd: r.cfg.Etcd, EtcdUID: r.cfg.EtcdUID, ClusterID: r.clusterID}
+}
+
+// chainEnd reads who wrote the end of the chain and the keyspace it recorded there: the last
+// delta's header, or the full snapshot's record. Unknown (zero, nil) when it is not recorded or
+// cannot be read: the next delta then counts the keyspace afresh.
+func chainEnd(ctx context.Context, store backupstore.Store, chain snapshot.Chain) (snapshot.Origin, *snapshot.Digest) {
+	if n := len(chain.Deltas); n > 0 {
+		f, err := ReadDeltaObject(ctx, store, chain.Deltas[n-1])
+		if err != nil || f.Origin == nil {
+			return snapshot.Origin{}, nil
+		}
+		return *f.Origin, f.End
+	}
+	r, err := store.Get(ctx, snapshot.FullMetaKey(chain.Full))
+	if err != nil {
+		return snapshot.Origin{}, nil
+	}
+	defer r.Close()
+	m, err := snapshot.DecodeFullMeta(r)
+	if err != nil {
+		return snapshot.Origin{}, nil
+	}
+	return m.Origin, m.Digest
+}
+
+// ReadDeltaObject reads and decodes one delta object of the store.
+func ReadDeltaObject(ctx context.Context, store backupstore.Store, d snapshot.Snapshot) (snapshot.DeltaFile, error) {
+	r, err := store.Get(ctx, d.Key())
+	if err != nil {
+		return snapshot.DeltaFile{}, err
+	}
+	defer r.Close()
+	content, err := snapshot.Decompress(r, d.Compression)
+	if err != nil {
+		return snapshot.DeltaFile{}, err
+	}
+	defer content.Close()
+	return snapshot.ReadDelta(content)
 }
 
 // LatestChain lists the store's snapshots and picks the latest full snapshot and the deltas
@@ -240,6 +319,7 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 		r.metrics.duration.WithLabelValues(string(snapshot.KindFull), "failed").Observe(r.now().Sub(start).Seconds())
 		return
 	}
+	r.recordFull(ctx, store, snap)
 	elapsed := r.now().Sub(start)
 	handled := r.state.OnDemand
 	r.state.HaveFull, r.state.LastFull, r.state.LastDelta, r.state.NeedFull, r.state.OnDemand = true, start, start, false, ""
@@ -250,6 +330,23 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 	r.record(ctx, r.cfg.FullLease, snap.EndRevision, start, obj, handled)
 	// A delta lease still at an older revision would look stale: the full snapshot covers it.
 	r.record(ctx, r.cfg.DeltaLease, snap.EndRevision, start, obj, "")
+}
+
+// recordFull counts the keyspace at the full snapshot's revision, where the next delta starts
+// counting, and records it with the snapshot's origin beside the snapshot. Neither is needed to
+// restore the snapshot, so a failure is logged, not a failed snapshot.
+func (r *Runner) recordFull(ctx context.Context, store backupstore.Store, snap snapshot.Snapshot) {
+	r.keyspace = nil
+	meta := snapshot.FullMeta{Origin: *r.origin()}
+	if d, err := r.member.KeyspaceDigest(ctx, snap.EndRevision); err != nil {
+		r.log.Info("Could not count the keyspace of the full snapshot; the next delta counts it", "revision", snap.EndRevision, "error", err.Error())
+	} else if acc, err := snapshot.AccumulatorFrom(d); err == nil {
+		meta.Digest, r.keyspace = &d, &acc
+	}
+	b := snapshot.EncodeFullMeta(meta)
+	if _, err := store.Put(ctx, snapshot.FullMetaKey(snap), bytes.NewReader(b), int64(len(b)), backupstore.SHA256Hex(b)); err != nil {
+		r.log.Info("Could not record the full snapshot's origin beside it", "key", snapshot.FullMetaKey(snap), "error", err.Error())
+	}
 }
 
 // errUpload marks an UploadFull error that came from the store rather than from etcd.
@@ -324,7 +421,7 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		r.metrics.latest.WithLabelValues(string(snapshot.KindDelta)).Set(float64(start.Unix()))
 		return
 	}
-	events, err := r.member.Events(ctx, r.lastRev+1, cur)
+	f, keyspace, err := BuildDelta(ctx, r.member, r.lastRev+1, cur, r.keyspace, r.origin())
 	if errors.Is(err, etcdclient.ErrCompacted) {
 		r.log.Info("Events since the last snapshot are compacted; the next snapshot is a full one", "from", r.lastRev+1)
 		r.state.NeedFull = true
@@ -334,8 +431,11 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
+	if keyspace == nil {
+		r.log.V(1).Info("The keyspace could not be counted; this delta records no digest of it", "from", r.lastRev+1, "to", cur)
+	}
 	var buf bytes.Buffer
-	if err := snapshot.EncodeDelta(&buf, r.lastRev+1, cur, events); err != nil {
+	if err := snapshot.EncodeDeltaFile(&buf, f); err != nil {
 		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
@@ -347,9 +447,9 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		return
 	}
 	elapsed := r.now().Sub(start)
-	r.lastRev, r.state.LastDelta = cur, start
+	r.lastRev, r.state.LastDelta, r.keyspace = cur, start, keyspace
 	r.succeeded(snapshot.KindDelta, rule, obj.Size, start, elapsed)
-	r.log.V(1).Info("Delta snapshot uploaded", "key", obj.Key, "events", len(events), "bytes", obj.Size)
+	r.log.V(1).Info("Delta snapshot uploaded", "key", obj.Key, "events", len(f.Events), "bytes", obj.Size)
 	r.record(ctx, r.cfg.DeltaLease, cur, start, obj, "")
 }
 
@@ -369,6 +469,11 @@ func (r *Runner) gc(ctx context.Context, store backupstore.Store) {
 		if err := store.Delete(ctx, d.Snapshot.Key()); err != nil {
 			r.log.Info("Garbage collection could not delete a snapshot", "key", d.Snapshot.Key(), "error", err.Error())
 			continue
+		}
+		if d.Snapshot.Kind == snapshot.KindFull {
+			if err := store.Delete(ctx, snapshot.FullMetaKey(d.Snapshot)); err != nil {
+				r.log.Info("Garbage collection could not delete a full snapshot's record", "key", snapshot.FullMetaKey(d.Snapshot), "error", err.Error())
+			}
 		}
 		r.metrics.deleted.WithLabelValues(d.Rule).Inc()
 		r.log.Info("Snapshot garbage-collected", "key", d.Snapshot.Key(), "rule", d.Rule, "reason", d.Reason)
@@ -468,7 +573,10 @@ func fingerprint(data map[string][]byte) string {
 func storeReason(err error) string {
 	var perr *backupstore.ProviderError
 	var serr *backupstore.SecretError
+	var shared *SharedError
 	switch {
+	case errors.As(err, &shared):
+		return memberlease.ReasonStoreShared
 	case errors.As(err, &perr), errors.As(err, &serr):
 		return memberlease.ReasonStoreInvalid
 	case backupstore.IsUnreachable(err):

@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -233,7 +234,7 @@ func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObse
 	if err != nil {
 		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
 	}
-	return restore.FromStore(ctx, store, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+	return restore.FromStore(ctx, store, snapshot.Owner{}, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
 }
 
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the

@@ -45,6 +45,9 @@ const (
 	ReasonStoreUnreachable = "StoreUnreachable"
 	ReasonUploadFailed     = "UploadFailed"
 	ReasonSnapshotFailed   = "SnapshotFailed"
+	// ReasonStoreShared: the store's prefix belongs to another Etcd; this one neither writes,
+	// deletes nor restores there.
+	ReasonStoreShared = "StoreShared"
 )
 
 // FormatSnapshotRevision is a snapshot Lease's holderIdentity: the revision in decimal.

@@ -38,6 +38,9 @@ import (
 type Options struct {
 	// Chain is the full snapshot and the deltas that continue it (snapshot.Latest).
 	Chain snapshot.Chain
+	// FullOrigin is who wrote the full snapshot, when recorded: no delta of another etcd
+	// cluster is replayed onto it.
+	FullOrigin *snapshot.Origin
 	// Open reads one object of the chain by its key (snapshot.Snapshot.Key, below the store's
 	// prefix).
 	Open func(ctx context.Context, key string) (io.ReadCloser, error)
@@ -204,6 +207,9 @@ func replayChain(ctx context.Context, o Options, res *Result, db string) error {
 		last    *snapshot.DeltaFile
 		cluster string
 	)
+	if o.FullOrigin != nil {
+		cluster = o.FullOrigin.ClusterID
+	}
 	stop := func(format string, args ...any) {
 		res.Stopped = fmt.Sprintf(format, args...) + fmt.Sprintf("; revisions %d..%d are not restored", rp.rev()+1, res.WantedRevision)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -25,7 +24,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
@@ -34,6 +35,7 @@ import (
 // through Maintenance.Snapshot, deltas from a watch, as the backup sidecar does.
 type source struct {
 	conn    *grpc.ClientConn
+	member  *etcdclient.MemberConn
 	kv      clientv3.KV
 	watch   clientv3.Watcher
 	maint   pb.MaintenanceClient
@@ -64,9 +66,14 @@ func startSourceWith(t testing.TB, cfg etcdtest.Config) *source {
 	if err != nil {
 		t.Fatal(err)
 	}
+	member, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = member.Close() })
 	w := clientv3.NewWatchFromWatchClient(pb.NewWatchClient(cc), nil)
 	t.Cleanup(func() { w.Close() })
-	return &source{conn: cc, kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,
+	return &source{conn: cc, member: member, kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,
 		maint: pb.NewMaintenanceClient(cc), objects: map[string][]byte{}}
 }
 
@@ -118,41 +125,38 @@ func (s *source) full(ctx context.Context, t testing.TB) snapshot.Snapshot {
 	return snap
 }
 
-// delta records the events of revisions from..to as one delta object.
+// delta records the events of revisions from..to as one delta object, as the backup loop
+// does (backup.BuildDelta): with the writer's origin and its count of the keyspace at to.
 func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapshot.Snapshot {
 	t.Helper()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var events []snapshot.Event
-	for resp := range s.watch.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from)) {
-		if err := resp.Err(); err != nil {
-			t.Fatal(err)
-		}
-		done := false
-		for _, e := range resp.Events {
-			if e.Kv.ModRevision > to {
-				done = true
-				break
-			}
-			ev := snapshot.Event{Type: snapshot.EventPut, Key: e.Kv.Key, Value: e.Kv.Value, ModRevision: e.Kv.ModRevision,
-				CreateRevision: e.Kv.CreateRevision, Version: e.Kv.Version, Lease: e.Kv.Lease}
-			if e.Type == mvccpb.DELETE {
-				ev = snapshot.Event{Type: snapshot.EventDelete, Key: e.Kv.Key, ModRevision: e.Kv.ModRevision}
-			}
-			events = append(events, ev)
-			done = e.Kv.ModRevision == to
-		}
-		if done {
-			break
-		}
-	}
-	var buf bytes.Buffer
-	if err := snapshot.EncodeDelta(&buf, from, to, events); err != nil {
+	f, _, err := backup.BuildDelta(ctx, s.member, from, to, nil, &snapshot.Origin{ClusterID: s.clusterID(ctx, t)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	snap := snapshot.Delta(from, to, time.Now())
+	if f.End == nil {
+		t.Fatalf("delta %d..%d: the writer could not count the keyspace", from, to)
+	}
+	return s.put(t, snapshot.Delta(from, to, time.Now()), f)
+}
+
+// put stores f as delta object snap.
+func (s *source) put(t testing.TB, snap snapshot.Snapshot, f snapshot.DeltaFile) snapshot.Snapshot {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := snapshot.EncodeDeltaFile(&buf, f); err != nil {
+		t.Fatal(err)
+	}
 	s.objects[snap.Key()] = buf.Bytes()
 	return snap
+}
+
+func (s *source) clusterID(ctx context.Context, t testing.TB) string {
+	t.Helper()
+	st, err := s.member.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", st.ClusterID)
 }
 
 func (s *source) leaseClient() pb.LeaseClient { return pb.NewLeaseClient(s.conn) }
@@ -312,7 +316,7 @@ func TestRestore(t *testing.T) {
 		}
 		dir := filepath.Join(t.TempDir(), "new.etcd")
 		peer := loopbackPeerURL(t)
-		res, err := FromStore(ctx, store, Options{DataDir: dir, Name: "etcd-1", PeerURL: peer, Token: "t", Log: testr.New(t)})
+		res, err := FromStore(ctx, store, snapshot.Owner{}, Options{DataDir: dir, Name: "etcd-1", PeerURL: peer, Token: "t", Log: testr.New(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +332,7 @@ func TestRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = FromStore(ctx, store, Options{DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t"})
+		_, err = FromStore(ctx, store, snapshot.Owner{}, Options{DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t"})
 		if !errors.Is(err, ErrNoFullSnapshot) {
 			t.Fatalf("error %v, want ErrNoFullSnapshot", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
 // ErrNoFullSnapshot is returned when the store holds no full snapshot: there is nothing to
@@ -15,16 +16,67 @@ import (
 var ErrNoFullSnapshot = errors.New("the backup store holds no full snapshot")
 
 // FromStore restores o's member from the latest chain in store (the one the backup loop
-// continues, backup.LatestChain); o.Chain and o.Open are set here.
-func FromStore(ctx context.Context, store backupstore.Store, o Options) (Result, error) {
-	chain, ok, err := backup.LatestChain(ctx, store)
+// continues, backup.LatestChain); o.Chain and o.Open are set here. A full snapshot that cannot
+// be restored (corrupt, truncated) is passed over for the one before it and its deltas, and the
+// Result says so. owner is the Etcd restoring: a store another Etcd owns is refused (an empty
+// owner.Etcd checks nothing).
+func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owner, o Options) (Result, error) {
+	if _, err := backup.Claim(ctx, store, owner, false); err != nil {
+		return Result{}, err
+	}
+	objs, err := store.List(ctx, snapshot.Dir)
 	if err != nil {
 		return Result{}, fmt.Errorf("listing %s: %w", store, err)
 	}
-	if !ok {
-		return Result{}, fmt.Errorf("%s: %w", store, ErrNoFullSnapshot)
+	keys := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		keys = append(keys, obj.Key)
 	}
-	o.Chain = chain
+	snaps, _ := snapshot.ParseAll(keys)
 	o.Open = func(ctx context.Context, key string) (io.ReadCloser, error) { return store.Get(ctx, key) }
-	return Restore(ctx, o)
+	var fellBack []string
+	for {
+		chain, ok := snapshot.Latest(snaps)
+		if !ok {
+			if len(fellBack) > 0 {
+				return Result{FellBack: fellBack}, fmt.Errorf("%s: no full snapshot can be restored (%v): %w", store, fellBack, ErrNoFullSnapshot)
+			}
+			return Result{}, fmt.Errorf("%s: %w", store, ErrNoFullSnapshot)
+		}
+		o.Chain = chain
+		o.FullOrigin = fullOrigin(ctx, store, chain.Full)
+		res, err := Restore(ctx, o)
+		var bad *FullSnapshotError
+		if !errors.As(err, &bad) {
+			res.FellBack = append(fellBack, res.FellBack...)
+			return res, err
+		}
+		o.Log.Info("Full snapshot cannot be restored; falling back to the one before", "snapshot", chain.Full.Name(), "error", bad.Err.Error())
+		fellBack = append(fellBack, fmt.Sprintf("%s (%v)", chain.Full.Name(), bad.Err))
+		snaps = without(snaps, chain.Full)
+	}
+}
+
+// fullOrigin is who wrote a full snapshot, from its record; nil when none is recorded.
+func fullOrigin(ctx context.Context, store backupstore.Store, full snapshot.Snapshot) *snapshot.Origin {
+	r, err := store.Get(ctx, snapshot.FullMetaKey(full))
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	m, err := snapshot.DecodeFullMeta(r)
+	if err != nil {
+		return nil
+	}
+	return &m.Origin
+}
+
+func without(snaps []snapshot.Snapshot, drop snapshot.Snapshot) []snapshot.Snapshot {
+	out := make([]snapshot.Snapshot, 0, len(snaps))
+	for _, s := range snaps {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -55,6 +55,24 @@ func (a *Accumulator) Remove(key, value []byte) {
 	a.addLimbs(pairHash(key, value), true)
 }
 
+// Apply carries the count over events, in revision order. A put or delete of a key that held a
+// value must carry it (Event.Prev): it is what leaves the sum. false when an event lacks it; the
+// accumulator is then no longer a count of anything.
+func (a *Accumulator) Apply(events []Event) bool {
+	for _, e := range events {
+		switch {
+		case e.Prev != nil:
+			a.Remove(e.Key, e.Prev.Value)
+		case e.Type == EventDelete || e.Version != 1:
+			return false // a key that existed, without its old value
+		}
+		if e.Type == EventPut {
+			a.Add(e.Key, e.Value)
+		}
+	}
+	return true
+}
+
 // Digest is the keyspace counted so far, as of rev.
 func (a Accumulator) Digest(rev int64) Digest {
 	var b [sha256.Size]byte

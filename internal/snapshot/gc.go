@@ -35,7 +35,8 @@ type Deletion struct {
 //   - LimitBased (etcd-druid's maxBackupsLimitBasedGC): the newest MaxFull full snapshots stay.
 //   - Exponential: every full snapshot of the last hour stays, then the newest of each hour for
 //     24 hours, of each day for 7 days and of each week for 4 weeks; older ones go.
-//   - Deltas that end at or below the latest full snapshot's revision are superseded by it.
+//   - Deltas that end at or below the revision of the full snapshot before the latest (the one a
+//     restore falls back to when the latest is corrupt) are superseded by it.
 func GarbageCollect(snaps []Snapshot, p Policy, now time.Time) []Deletion {
 	latest, ok := Latest(snaps)
 	if !ok {
@@ -66,10 +67,23 @@ func GarbageCollect(snaps []Snapshot, p Policy, now time.Time) []Deletion {
 			}
 		}
 	}
+	// Deltas are kept back to the newest full snapshot before the latest that stays: a restore
+	// that finds the latest full snapshot corrupt falls back to that one and replays them.
+	fallback := latest.Full
+	deleted := map[Snapshot]bool{}
+	for _, d := range out {
+		deleted[d.Snapshot] = true
+	}
+	for _, f := range fulls {
+		if f != latest.Full && !deleted[f] {
+			fallback = f
+			break
+		}
+	}
 	for _, s := range snaps {
-		if s.Kind == KindDelta && s.EndRevision <= latest.Full.EndRevision {
+		if s.Kind == KindDelta && s.EndRevision <= fallback.EndRevision {
 			out = append(out, Deletion{Snapshot: s, Rule: RuleSuperseded,
-				Reason: fmt.Sprintf("%s ends at revision %d, at or below the latest full snapshot %s", s.Name(), s.EndRevision, latest.Full.Name())})
+				Reason: fmt.Sprintf("%s ends at revision %d, at or below full snapshot %s (the one a restore falls back to)", s.Name(), s.EndRevision, fallback.Name())})
 		}
 	}
 	return out

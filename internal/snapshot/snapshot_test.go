@@ -87,6 +87,12 @@ func TestGarbageCollect(t *testing.T) {
 			map[string]string{fullAt(1, 3*hour).Name(): RuleBeyondLimit}},
 		{"superseded deltas go, newer stay", []Snapshot{fullAt(10, 2*hour), Delta(5, 10, now), Delta(11, 12, now)}, Policy{MaxFull: 5},
 			map[string]string{Delta(5, 10, now).Name(): RuleSuperseded}},
+		{"deltas after the full before the latest stay, for a fallback", []Snapshot{
+			fullAt(5, 3*hour), fullAt(20, hour), Delta(1, 5, now), Delta(6, 20, now), Delta(21, 22, now),
+		}, Policy{MaxFull: 5}, map[string]string{Delta(1, 5, now).Name(): RuleSuperseded}},
+		{"a full snapshot beyond the limit is no fallback", []Snapshot{
+			fullAt(5, 3*hour), fullAt(20, hour), Delta(6, 20, now),
+		}, Policy{MaxFull: 1}, map[string]string{fullAt(5, 3*hour).Name(): RuleBeyondLimit, Delta(6, 20, now).Name(): RuleSuperseded}},
 		{"exponential: last hour all kept, one per older hour", []Snapshot{
 			fullAt(1, 40*24*hour), fullAt(2, 3*hour+10*time.Minute), fullAt(3, 3*hour+5*time.Minute), fullAt(4, 30*time.Minute), fullAt(5, 10*time.Minute),
 		}, Policy{Exponential: true}, map[string]string{
