@@ -1,8 +1,12 @@
 package restore
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -19,9 +25,15 @@ import (
 // with the source at the chain's end.
 func restoreAndCompare(ctx context.Context, t *testing.T, src *source, chain snapshot.Chain, o Options) Result {
 	t.Helper()
+	return restoreAndCompareWith(ctx, t, src, chain, o, src.open)
+}
+
+// restoreAndCompareWith reads the objects through open.
+func restoreAndCompareWith(ctx context.Context, t *testing.T, src *source, chain snapshot.Chain, o Options, open func(context.Context, string) (io.ReadCloser, error)) Result {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "new.etcd")
 	peer := loopbackPeerURL(t)
-	o.Chain, o.Open, o.DataDir, o.Name, o.PeerURL, o.Token, o.Log = chain, src.open, dir, "etcd-0", peer, "restored", testr.New(t)
+	o.Chain, o.Open, o.DataDir, o.Name, o.PeerURL, o.Token, o.Log = chain, open, dir, "etcd-0", peer, "restored", testr.New(t)
 	res, err := Restore(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -129,5 +141,197 @@ func TestRestoreHasNoServerLimits(t *testing.T) {
 	res := restoreAndCompare(ctx, t, src, snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d}}, Options{})
 	if res.EventsApplied < 2*events {
 		t.Errorf("replayed %d events, want at least the %d puts and %d deletions", res.EventsApplied, events, events)
+	}
+}
+
+// TestRestoreRefusesAKeyspaceTheChainDoesNotDescribe: a delta whose events do not make the
+// keyspace its writer recorded is an error, and nothing is left for a member to start from:
+// against the writer's digest, one put of a transaction is missing (the revision still lands);
+// against the key count (a delta that records no digest), a put that created its key says it
+// updated one.
+func TestRestoreRefusesAKeyspaceTheChainDoesNotDescribe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSource(t)
+	src.write(ctx, t, "before", 20)
+	full := src.full(ctx, t)
+	end := src.write(ctx, t, "after", 20) // ends with a transaction of three changes
+	f, _, err := backup.BuildDelta(ctx, src.member, full.EndRevision+1, end, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped, misversioned []snapshot.Event
+	for _, e := range f.Events {
+		if string(e.Key) != "after/txn-b" {
+			dropped = append(dropped, e)
+		} else {
+			e.Version = 2
+		}
+		misversioned = append(misversioned, e)
+	}
+	for _, tc := range []struct {
+		name   string
+		digest bool
+	}{{"against the writer's digest", true}, {"against the key count, without a digest", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := f
+			g.Events = dropped
+			if !tc.digest {
+				g.Events, g.End = misversioned, nil
+			}
+			d := src.put(t, snapshot.Delta(full.EndRevision+1, end, time.Now()), g)
+			dir := filepath.Join(t.TempDir(), "new.etcd")
+			_, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d}}, Open: src.open, DataDir: dir,
+				Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t", Log: testr.New(t)})
+			var mismatch *MismatchError
+			if !errors.As(err, &mismatch) {
+				t.Fatalf("restore error %v, want a MismatchError", err)
+			}
+			t.Logf("refused: %v", err)
+			if _, err := os.Stat(filepath.Join(dir, "member")); !os.IsNotExist(err) {
+				t.Errorf("a member directory was left after the refusal: %v", err)
+			}
+		})
+	}
+}
+
+// TestRestoreRetriesTransientReads: a store read that fails twice (the stream cut mid-object)
+// is tried again and the chain restores whole; before, the first failure ended the chain.
+func TestRestoreRetriesTransientReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSource(t)
+	src.write(ctx, t, "before", 20)
+	full := src.full(ctx, t)
+	mid := src.write(ctx, t, "one", 20)
+	d1 := src.delta(ctx, t, full.EndRevision+1, mid)
+	end := src.write(ctx, t, "two", 20)
+	d2 := src.delta(ctx, t, mid+1, end)
+	failures := map[string]int{d1.Key(): 2, full.Key(): 1}
+	flaky := func(ctx context.Context, key string) (io.ReadCloser, error) {
+		r, err := src.open(ctx, key)
+		if err != nil || failures[key] == 0 {
+			return r, err
+		}
+		failures[key]--
+		return io.NopCloser(io.MultiReader(io.LimitReader(r, 10), errReader{io.ErrUnexpectedEOF})), nil
+	}
+	o := Options{Retry: Retry{Attempts: 3, First: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+	chain := snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d1, d2}}
+	res := restoreAndCompareWith(ctx, t, src, chain, o, flaky)
+	if res.DeltasApplied != 2 {
+		t.Errorf("applied %d deltas, want 2", res.DeltasApplied)
+	}
+
+	t.Run("a read that keeps failing stops at the last good revision and says what is missing", func(t *testing.T) {
+		failures = map[string]int{d2.Key(): 10}
+		dir := filepath.Join(t.TempDir(), "new.etcd")
+		res, err := Restore(ctx, Options{Chain: chain, Open: flaky, DataDir: dir, Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t",
+			Log: testr.New(t), Retry: o.Retry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("revisions %d..%d are not restored", mid+1, end)
+		if res.Revision != mid || !strings.Contains(res.Stopped, want) {
+			t.Errorf("restored to %d, stopped %q; want revision %d and %q", res.Revision, res.Stopped, mid, want)
+		}
+	})
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestRestoreNeverChainsTwoClusters: a delta another etcd cluster wrote (a restored cluster
+// reusing the revisions of the one it replaced) is not replayed onto this cluster's chain.
+func TestRestoreNeverChainsTwoClusters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSource(t)
+	full := src.full(ctx, t)
+	mid := src.write(ctx, t, "one", 10)
+	d1 := src.delta(ctx, t, full.EndRevision+1, mid)
+	end := src.write(ctx, t, "two", 10)
+	f, _, err := backup.BuildDelta(ctx, src.member, mid+1, end, nil, &snapshot.Origin{ClusterID: "another"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := src.put(t, snapshot.Delta(mid+1, end, time.Now()), f)
+	res, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d1, d2}}, Open: src.open,
+		DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t", Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Revision != mid || !strings.Contains(res.Stopped, "another") {
+		t.Errorf("restored to revision %d (stopped %q); want %d, stopped at the other cluster's delta", res.Revision, res.Stopped, mid)
+	}
+}
+
+// TestRestoreFallsBackFromACorruptFullSnapshot: the latest full snapshot is corrupt (stored as
+// it was uploaded: the store's own checksum is no help); the restore takes the one before and the
+// deltas that continue it, to the same end, and says it fell back.
+func TestRestoreFallsBackFromACorruptFullSnapshot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startSource(t)
+	src.write(ctx, t, "before", 20)
+	full1 := src.full(ctx, t)
+	mid := src.write(ctx, t, "one", 20)
+	d1 := src.delta(ctx, t, full1.EndRevision+1, mid)
+	full2 := src.full(ctx, t)
+	end := src.write(ctx, t, "two", 20)
+	d2 := src.delta(ctx, t, mid+1, end)
+
+	for _, tc := range []struct {
+		name    string
+		corrupt func([]byte) []byte
+	}{
+		{"a flipped byte", func(b []byte) []byte { b = bytes.Clone(b); b[len(b)/2] ^= 0xff; return b }},
+		{"cut short", func(b []byte) []byte { return b[:16<<10] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := backupstore.NewLocal(t.TempDir(), "backups", "etcd-main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []snapshot.Snapshot{full1, d1, full2, d2} {
+				data := src.objects[s.Key()]
+				if s == full2 {
+					data = tc.corrupt(data)
+				}
+				if _, err := store.Put(ctx, s.Key(), bytes.NewReader(data), int64(len(data)), backupstore.SHA256Hex(data)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir := filepath.Join(t.TempDir(), "new.etcd")
+			peer := loopbackPeerURL(t)
+			res, err := FromStore(ctx, store, snapshot.Owner{}, Options{DataDir: dir, Name: "etcd-0", PeerURL: peer, Token: "t", Log: testr.New(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restored: %s", res)
+			if res.Full != full1.Name() || len(res.FellBack) != 1 || !strings.Contains(res.FellBack[0], full2.Name()) || res.Revision != end {
+				t.Fatalf("restored %s; want %s and its deltas to revision %d, having fallen back from %s", res, full1.Name(), end, full2.Name())
+			}
+			got, _, _ := startRestored(ctx, t, dir, "etcd-0", peer)
+			sameKeys(t, got, src.keysAt(ctx, t, end))
+		})
+	}
+}
+
+// TestRestoreRefusesAnotherEtcdsStore: a prefix another Etcd claimed is never restored from.
+func TestRestoreRefusesAnotherEtcdsStore(t *testing.T) {
+	ctx := context.Background()
+	store, err := backupstore.NewLocal(t.TempDir(), "backups", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Claim(ctx, store, snapshot.Owner{Etcd: "team-a/etcd-main", EtcdUID: "1"}, true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = FromStore(ctx, store, snapshot.Owner{Etcd: "team-b/etcd-main", EtcdUID: "2"}, Options{DataDir: filepath.Join(t.TempDir(), "d"), Log: testr.New(t)})
+	var shared *backup.SharedError
+	if !errors.As(err, &shared) || shared.Owner.Etcd != "team-a/etcd-main" {
+		t.Fatalf("error %v, want a SharedError naming team-a/etcd-main", err)
 	}
 }

@@ -448,9 +448,13 @@ func stripHash(db string) (bool, error) {
 	return true, f.Close()
 }
 
-// checkDB opens the database read-only and checks bbolt's consistency, so a corrupt full
-// snapshot is an error here and not a panic in the storage layer.
+// checkDB checks the database's size against its meta page, then opens it read-only and checks
+// bbolt's consistency, so a corrupt full snapshot is an error here and not a crash in the
+// storage layer.
 func checkDB(db string) error {
+	if err := checkDBSize(db); err != nil {
+		return err
+	}
 	b, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
 	if err != nil {
 		return fmt.Errorf("not a database: %w", err)
