@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	internalbackup "github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
@@ -49,14 +50,14 @@ func BenchmarkSnapshot(b *testing.B) {
 		filled = Fill(ctx, b, kv, filled, mib)
 		// One snapshot first, untimed: its size is what every timed one moves (the database
 		// file; the member's reported DBSize lags its last batch commit).
-		_, first, err := internalbackup.UploadFull(ctx, member, store, b.TempDir(), time.Now())
+		_, first, err := internalbackup.UploadFull(ctx, member, store, b.TempDir(), time.Now(), snapshot.CompressionNone)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("keyspace=%dMiB/full", mib), func(b *testing.B) {
 			b.SetBytes(first.Size)
 			for b.Loop() {
-				if _, _, err := internalbackup.UploadFull(ctx, member, store, b.TempDir(), time.Now()); err != nil {
+				if _, _, err := internalbackup.UploadFull(ctx, member, store, b.TempDir(), time.Now(), snapshot.CompressionNone); err != nil {
 					b.Fatal(err)
 				}
 			}
