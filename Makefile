@@ -135,8 +135,8 @@ bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a
 	@# ~10 GB of disk. RESTORE_BENCH narrows it, e.g. RESTORE_BENCH='Restore/keyspace=64MiB'.
 	go test -run '^$$' -bench '$(or $(RESTORE_BENCH),.)' -benchtime 3x -timeout 90m ./internal/restore/
 
-# Full snapshot throughput in MB/s against the keyspace size (4, 16, 64 MiB, as the restore
-# benchmark): a real etcd member over mTLS and a real S3 server (versitygw); under a minute.
+# Full snapshot throughput in MB/s against the keyspace size (4, 16, 64 MiB; the restore
+# benchmark's 64 MiB reads beside it): a real etcd member over mTLS and a real S3 server (versitygw); under a minute.
 # make bench-go runs it too.
 bench-backup: tools
 	go test -run '^$$' -bench . -benchtime 3x ./test/bench/backup/
