@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -25,6 +26,7 @@ import (
 // no snapshots.
 type backupOptions struct {
 	cfg         backup.Config
+	compression string
 	gcPolicy    string
 	maxBackups  int
 	metricsAddr string
@@ -39,6 +41,7 @@ func (o *backupOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.SecretDir, "backup-secret-dir", "", "the mounted backup Secret")
 	fs.StringVar(&c.LocalRoot, "backup-local-root", "", "where the Local provider's volume is mounted")
 	fs.StringVar(&c.SpoolDir, "backup-spool-dir", "", "scratch directory for full snapshots")
+	fs.StringVar(&o.compression, "compression-policy", "", "compress full and delta snapshots with gzip, lzw or zlib (spec.backup.compression); empty: none")
 	fs.StringVar(&c.FullSchedule, "full-snapshot-schedule", resources.DefaultFullSnapshotSchedule, "cron schedule of full snapshots")
 	fs.DurationVar(&c.DeltaPeriod, "delta-snapshot-period", 20*time.Second, "period of delta snapshots (0: none)")
 	fs.DurationVar(&c.GCPeriod, "garbage-collection-period", time.Minute, "period of garbage collection (0: none)")
@@ -54,6 +57,11 @@ func (o *backupOptions) register(fs *flag.FlagSet) {
 func (o *backupOptions) config(namespace string) (backup.Config, error) {
 	c := o.cfg
 	c.Namespace = namespace
+	compression, err := snapshot.ParseCompression(o.compression)
+	if err != nil {
+		return c, fmt.Errorf("--compression-policy: %w", err)
+	}
+	c.Compression = compression
 	switch o.gcPolicy {
 	case "Exponential":
 		c.GCPolicy.Exponential = true

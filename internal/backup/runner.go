@@ -3,12 +3,9 @@ package backup
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -43,7 +40,9 @@ type Config struct {
 	// LocalRoot is where the Local provider's volume is mounted.
 	LocalRoot string
 	// SpoolDir holds a full snapshot while it is hashed and uploaded.
-	SpoolDir     string
+	SpoolDir string
+	// Compression is how full and delta snapshots are written (--compression-policy).
+	Compression  snapshot.Compression
 	FullSchedule string
 	DeltaPeriod  time.Duration
 	GCPeriod     time.Duration
@@ -141,7 +140,7 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 // Run loops until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
 	r.log.Info("Backup loop started", "provider", r.cfg.Provider, "container", r.cfg.Container, "prefix", r.cfg.Prefix,
-		"fullSnapshotSchedule", r.cfg.FullSchedule, "deltaSnapshotPeriod", r.cfg.DeltaPeriod)
+		"fullSnapshotSchedule", r.cfg.FullSchedule, "deltaSnapshotPeriod", r.cfg.DeltaPeriod, "compression", r.cfg.Compression.String())
 	ticker := time.NewTicker(r.cfg.Tick)
 	defer ticker.Stop()
 	for {
@@ -309,7 +308,7 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 	start := r.now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SnapshotTimeout)
 	defer cancel()
-	snap, obj, err := UploadFull(ctx, r.member, store, r.cfg.SpoolDir, start)
+	snap, obj, err := UploadFull(ctx, r.member, store, r.cfg.SpoolDir, start, r.cfg.Compression)
 	if err != nil {
 		reason := memberlease.ReasonSnapshotFailed
 		if errors.Is(err, errUpload) {
@@ -349,62 +348,6 @@ func (r *Runner) recordFull(ctx context.Context, store backupstore.Store, snap s
 	}
 }
 
-// errUpload marks an UploadFull error that came from the store rather than from etcd.
-var errUpload = errors.New("upload")
-
-// UploadFull takes a full snapshot of member (Maintenance.Snapshot), spools it to spoolDir while
-// hashing it, uploads it to store as Full-…-<rev>-<at> and verifies it there. The revision is
-// read before the snapshot starts, so it is a lower bound of what the snapshot holds: deltas
-// from rev+1 on may repeat a few events the database already has, which replays to the same
-// state, and never miss one.
-func UploadFull(ctx context.Context, member Member, store backupstore.Store, spoolDir string, at time.Time) (snapshot.Snapshot, backupstore.Object, error) {
-	rev, err := member.Revision(ctx)
-	if err != nil {
-		return snapshot.Snapshot{}, backupstore.Object{}, err
-	}
-	spool, size, sum, err := spoolSnapshot(ctx, member, spoolDir)
-	if spool != "" {
-		defer os.Remove(spool)
-	}
-	if err != nil {
-		return snapshot.Snapshot{}, backupstore.Object{}, err
-	}
-	f, err := os.Open(spool)
-	if err != nil {
-		return snapshot.Snapshot{}, backupstore.Object{}, err
-	}
-	defer f.Close()
-	snap := snapshot.Full(rev, at)
-	obj, err := store.Put(ctx, snap.Key(), f, size, sum)
-	if err != nil {
-		return snapshot.Snapshot{}, backupstore.Object{}, fmt.Errorf("%w: %w", errUpload, err)
-	}
-	return snap, obj, nil
-}
-
-// spoolSnapshot copies the member's snapshot to a file, hashing it on the way.
-func spoolSnapshot(ctx context.Context, member Member, dir string) (path string, size int64, sum string, err error) {
-	rc, err := member.Snapshot(ctx)
-	if err != nil {
-		return "", 0, "", err
-	}
-	defer rc.Close()
-	f, err := os.CreateTemp(dir, "full-snapshot-*")
-	if err != nil {
-		return "", 0, "", fmt.Errorf("spool snapshot: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(f, h), rc)
-	if err != nil {
-		return f.Name(), 0, "", fmt.Errorf("read snapshot stream: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return f.Name(), 0, "", fmt.Errorf("spool snapshot: %w", err)
-	}
-	return f.Name(), size, hex.EncodeToString(h.Sum(nil)), nil
-}
-
 func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string) {
 	start := r.now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.SnapshotTimeout)
@@ -434,13 +377,11 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 	if keyspace == nil {
 		r.log.V(1).Info("The keyspace could not be counted; this delta records no digest of it", "from", r.lastRev+1, "to", cur)
 	}
-	var buf bytes.Buffer
-	if err := snapshot.EncodeDeltaFile(&buf, f); err != nil {
+	_, obj, err := UploadDelta(ctx, store, f, start, r.cfg.Compression)
+	if errors.Is(err, errEncode) {
 		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
-	snap := snapshot.Delta(r.lastRev+1, cur, start)
-	obj, err := store.Put(ctx, snap.Key(), bytes.NewReader(buf.Bytes()), int64(buf.Len()), backupstore.SHA256Hex(buf.Bytes()))
 	if err != nil {
 		r.fail(ctx, storeReason(err), err, snapshot.KindDelta)
 		r.metrics.duration.WithLabelValues(string(snapshot.KindDelta), "failed").Observe(r.now().Sub(start).Seconds())

@@ -15,7 +15,7 @@ import (
 // Reasons why a field is ignored, one per group of fields.
 const (
 	ReasonNoBackupStore     = "no backups are taken without spec.backup.store.provider"
-	ReasonBackupSidecarOnly = "etcd-backup-restore's own settings: the member-agent takes the snapshots, uncompressed, without a server or compaction job"
+	ReasonBackupSidecarOnly = "etcd-backup-restore's own settings: the member-agent takes the snapshots, without a server or compaction job"
 	ReasonOwnSelector       = "member pods are selected by the operator's own labels, which never change"
 	ReasonOwnClaimName      = "the data volume claim template is always named data"
 	ReasonOwnSecurity       = "the member containers' security context is the operator's, never root"
@@ -28,6 +28,7 @@ const (
 var backupFieldsActedOn = map[string]bool{
 	"store": true, "fullSnapshotSchedule": true, "deltaSnapshotPeriod": true,
 	"garbageCollectionPolicy": true, "maxBackupsLimitBasedGC": true, "garbageCollectionPeriod": true,
+	"compression": true,
 }
 
 // backupStoreSet is etcd-druid's test for backups being configured: a store with a provider.

@@ -35,7 +35,7 @@ func TestIgnored(t *testing.T) {
 				GarbageCollectionPeriod: &metav1.Duration{},
 				SnapshotCompression:     &druidv1alpha1.CompressionSpec{},
 			}},
-			want: []string{"spec.backup.compression", "spec.backup.port"},
+			want: []string{"spec.backup.port"},
 		},
 		{name: "empty backup names nothing", spec: druidv1alpha1.EtcdSpec{Backup: &druidv1alpha1.BackupSpec{}}},
 		{

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -92,9 +93,23 @@ func EncodeDeltaFile(w io.Writer, f DeltaFile) error {
 	return nil
 }
 
-// ReadDelta reads a delta object's (decompressed) content in any format a restore accepts:
-// etcd-conductor's (DecodeDelta) and etcd-backup-restore's.
-func ReadDelta(r io.Reader) (DeltaFile, error) { return DecodeDelta(r) }
+// ReadDelta reads a delta object's (decompressed) content in any format a restore accepts, told
+// by its first byte: etcd-backup-restore's starts with the "[" of its JSON array of events (and
+// its hash covers every byte, so nothing may be skipped before it); anything else is read as
+// etcd-conductor's JSON object (DecodeDelta). Either is decoded once, streaming.
+func ReadDelta(r io.Reader) (DeltaFile, error) {
+	br := bufio.NewReader(r)
+	first, err := br.Peek(1)
+	switch {
+	case err == io.EOF:
+		return DeltaFile{}, fmt.Errorf("read delta: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		return DeltaFile{}, fmt.Errorf("read delta: %w", err)
+	case first[0] == '[':
+		return decodeBackupRestoreDelta(br)
+	}
+	return DecodeDelta(br)
+}
 
 // DecodeDelta reads a delta file and verifies its format, checksum and revision order.
 func DecodeDelta(r io.Reader) (DeltaFile, error) {

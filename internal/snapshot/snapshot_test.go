@@ -9,8 +9,19 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
+// with returns s compressed with c, and final when asked.
+func with(s Snapshot, c Compression, final bool) Snapshot {
+	s.Compression, s.Final = c, final
+	return s
+}
+
 func TestNameRoundTrip(t *testing.T) {
-	for _, s := range []Snapshot{Full(1234, t0), Delta(1235, 1300, t0.Add(time.Minute)), Full(123456789012, t0)} {
+	for _, s := range []Snapshot{
+		Full(1234, t0), Delta(1235, 1300, t0.Add(time.Minute)), Full(123456789012, t0),
+		with(Full(1234, t0), CompressionGzip, false), with(Delta(1235, 1300, t0), CompressionLZW, false),
+		with(Delta(1235, 1300, t0), CompressionZlib, false), with(Full(1234, t0), CompressionNone, true),
+		with(Full(1234, t0), CompressionZlib, true),
+	} {
 		t.Run(s.Name(), func(t *testing.T) {
 			got, err := Parse("some/prefix/" + s.Key())
 			if err != nil {
@@ -26,10 +37,45 @@ func TestNameRoundTrip(t *testing.T) {
 	}
 }
 
+// TestParseBackupRestoreNames reads names as etcd-backup-restore writes them
+// (Kind-%08d-%08d-<unix><compression suffix><".final" for the last full snapshot>).
+func TestParseBackupRestoreNames(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want Snapshot
+	}{
+		{"etcd-main/v2/Full-00000000-00000042-1795348800", Full(42, t0)},
+		{"v2/Full-00000000-00000042-1795348800.gz", with(Full(42, t0), CompressionGzip, false)},
+		{"v2/Full-00000000-00000042-1795348800.Z", with(Full(42, t0), CompressionLZW, false)},
+		{"v2/Full-00000000-00000042-1795348800.zlib", with(Full(42, t0), CompressionZlib, false)},
+		{"v2/Incr-00000043-00000050-1795348800.gz", with(Delta(43, 50, t0), CompressionGzip, false)},
+		{"v2/Full-00000000-00000042-1795348800.final", with(Full(42, t0), CompressionNone, true)},
+		{"v2/Full-00000000-00000042-1795348800.gz.final", with(Full(42, t0), CompressionGzip, true)},
+		{"v2/Full-00000000-00000042-1795348800.Z.final", with(Full(42, t0), CompressionLZW, true)},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			got, err := Parse(tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("Parse = %+v, want %+v", got, tc.want)
+			}
+			if base := tc.key[strings.LastIndex(tc.key, "/")+1:]; got.Name() != base {
+				t.Fatalf("Name() = %s, want %s (the object's key must round trip)", got.Name(), base)
+			}
+		})
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for _, key := range []string{
 		"v2/Full-00000000-00001234", "v2/Snap-00000000-00001234-1", "v2/Full-00000001-00001234-1",
 		"v2/Incr-00000000-00000001-1", "v2/Incr-00000005-00000004-1", "v2/Full-0-x-1", "v2/.tmp-Full-00000000-00000001-1-abc",
+		// Suffixes etcd-backup-restore never writes, a final delta, and the parts of a chunked upload.
+		"v2/Full-00000000-00000001-1.bz2", "v2/Full-00000000-00000001-1.gz.zlib", "v2/Full-00000000-00000001-1.final.gz",
+		"v2/Full-00000000-00000001-1.", "v2/Full-00000000-00000001-.gz", "v2/Incr-00000001-00000002-1.final",
+		"v2/Full-00000000-00000001-1.gz.final.final", "v2/Full-00000000-00000001-1/3", "v2/Full-00000000-00000001-1.gz/0000000001",
 	} {
 		t.Run(key, func(t *testing.T) {
 			if s, err := Parse(key); err == nil {
