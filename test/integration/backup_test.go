@@ -131,6 +131,22 @@ func TestBackupWiringAndBadStoresReported(t *testing.T) {
 		return len(got.Status.LastErrors) == 0, fmt.Sprintf("lastErrors %+v", got.Status.LastErrors)
 	})
 
+	// A second Etcd on the same bucket and prefix: reported on it, with an Event; it converges
+	// (serves) all the same.
+	if _, err := framework.CreateTLSSecrets(ctx, c, ns, "etcd-other"); err != nil {
+		t.Fatal(err)
+	}
+	other := framework.NewEtcd(ns, "etcd-other", 1, framework.EtcdImage("3.6.8"))
+	other.Spec.Backup = etcd.Spec.Backup.DeepCopy()
+	if err := c.Create(ctx, other, client.FieldValidation("Strict")); err != nil {
+		t.Fatal(err)
+	}
+	waitForLastErrors(t, c, other, "ERR_BACKUP_STORE", []string{"is also Etcd " + ns + "/" + name, "own bucket or prefix"})
+	waitForEvent(t, c, other, "InvalidBackupStore", "is also Etcd "+ns+"/"+name)
+	if err := c.Delete(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+
 	// On demand: the annotation reaches the full snapshot Lease.
 	patch := client.MergeFrom(got.DeepCopy())
 	metav1.SetMetaDataAnnotation(&got.ObjectMeta, backup.AnnotationFullSnapshot, "request-1")

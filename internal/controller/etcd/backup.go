@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,7 +73,7 @@ func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.E
 		return problem("spec.backup.store.container is not set: the %s store needs a bucket or directory", provider)
 	}
 	if provider == backupstore.ProviderLocal {
-		return nil
+		return nil // a directory of its own on each node (resources' Local volume)
 	}
 	if store.SecretRef == nil || store.SecretRef.Name == "" {
 		return problem("spec.backup.store.secretRef is not set: the %s store needs credentials (%s, %s)", provider, backupstore.KeyAccessKeyID, backupstore.KeySecretAccessKey)
@@ -85,12 +86,52 @@ func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.E
 		}
 		return problem("reading backup Secret %s: %v", key, err)
 	}
-	if _, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(store.EndpointOverride, ""))); err != nil {
+	settings, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(store.EndpointOverride, "")))
+	if err != nil {
 		var serr *backupstore.SecretError
 		if errors.As(err, &serr) {
 			return problem("backup Secret %s: key %s: %s", key, serr.Key, serr.Reason)
 		}
 		return problem("backup Secret %s: %v", key, err)
 	}
+	if other := r.sharingStore(ctx, etcd, s3Location(settings.Endpoint, etcd)); other != "" {
+		return problem("spec.backup.store: bucket %s, prefix %q on %s is also Etcd %s's: the first to back up there keeps it, this Etcd takes no backups there and never restores from it (both keep serving); give each Etcd its own bucket or prefix",
+			*store.Container, store.Prefix, settings.Endpoint, other)
+	}
 	return nil
+}
+
+// s3Location names the objects an Etcd's backups are: endpoint, bucket and prefix.
+func s3Location(endpoint string, etcd *druidv1alpha1.Etcd) string {
+	store := etcd.Spec.Backup.Store
+	return endpoint + "/" + ptr.Deref(store.Container, "") + "/" + strings.Trim(store.Prefix, "/")
+}
+
+// sharingStore names another Etcd (namespace/name) whose S3 backups are at location too; "" when
+// none. It is the operator's view of what the member-agents enforce on the store itself
+// (backup.Claim): this one also covers Etcds of other Kubernetes clusters, and says which.
+func (r *Reconciler) sharingStore(ctx context.Context, etcd *druidv1alpha1.Etcd, location string) string {
+	var list druidv1alpha1.EtcdList
+	if err := r.client.List(ctx, &list); err != nil {
+		return ""
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == etcd.UID || !resources.BackupEnabled(other) || other.Spec.Backup.Store.SecretRef == nil ||
+			ptr.Deref(other.Spec.Backup.Store.Container, "") != ptr.Deref(etcd.Spec.Backup.Store.Container, "") {
+			continue
+		}
+		if p, err := backupstore.ParseProvider(string(*other.Spec.Backup.Store.Provider)); err != nil || p != backupstore.ProviderS3 {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.Backup.Store.SecretRef.Name}, secret); err != nil {
+			continue
+		}
+		settings, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(other.Spec.Backup.Store.EndpointOverride, "")))
+		if err == nil && s3Location(settings.Endpoint, other) == location {
+			return other.Namespace + "/" + other.Name
+		}
+	}
+	return ""
 }

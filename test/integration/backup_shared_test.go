@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
+	"github.com/etcd-conductor/etcd-conductor/test/s3server"
+)
+
+// TestTwoEtcdsOnOneStore: two Etcds' member-agents back up to one bucket and prefix. The first
+// claims it and goes on; the second writes nothing there, deletes nothing, and says why on its
+// snapshot Leases (BackupReady's reason StoreShared); both clusters keep serving.
+func TestTwoEtcdsOnOneStore(t *testing.T) {
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	const ns = "backup-shared"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(env.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := s3server.StartT(t, "", "shared")
+	secretDir := writeSecretDir(t, srv.SecretData())
+	clusters := map[string]*etcdtest.Cluster{}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	for _, name := range []string{"first", "second"} {
+		for _, l := range []string{name + "-full-snap", name + "-delta-snap"} {
+			if _, err := kube.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: l}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := etcdtest.Start(t, etcdtest.Config{Members: 1, EtcdName: name})
+		clusters[name] = c
+		conn, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		runner, err := backup.NewRunner(backup.Config{
+			Provider: "S3", Container: "shared", Prefix: "etcd", SpoolDir: t.TempDir(), SecretDir: secretDir,
+			FullSchedule: "0 0 1 1 *", DeltaPeriod: 300 * time.Millisecond, FullLease: name + "-full-snap", DeltaLease: name + "-delta-snap",
+			Namespace: ns, Tick: 100 * time.Millisecond, Etcd: ns + "/" + name, EtcdUID: name + "-uid",
+		}, conn, kube.CoordinationV1(), backup.NewMetrics(prometheus.NewRegistry()), logr.Discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go runner.Run(runCtx)
+		if name == "first" {
+			framework.Eventually(t, time.Minute, "the first Etcd's full snapshot", func(ctx context.Context) (bool, string) {
+				rec, err := snapshotLease(ctx, kube, ns, "first-full-snap")
+				return err == nil && rec.Revision > 0, fmt.Sprintf("%+v %v", rec, err)
+			})
+		}
+	}
+
+	framework.Eventually(t, time.Minute, "the second Etcd refused, and saying so", func(ctx context.Context) (bool, string) {
+		rec, err := snapshotLease(ctx, kube, ns, "second-delta-snap")
+		return err == nil && rec.ErrorReason == memberlease.ReasonStoreShared, fmt.Sprintf("%+v %v", rec, err)
+	})
+	for name, c := range clusters {
+		cc, err := c.Dial(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pb.NewKVClient(cc).Put(ctx, &pb.PutRequest{Key: []byte("still"), Value: []byte("serving")}); err != nil {
+			t.Errorf("Etcd %s no longer serves: %v", name, err)
+		}
+	}
+	time.Sleep(time.Second) // the first keeps writing deltas meanwhile
+	stop()
+
+	store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: "shared", Prefix: "etcd", Secret: srv.SecretData()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := store.List(ctx, snapshot.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deltas := 0
+	for _, o := range objs {
+		s, err := snapshot.Parse(o.Key)
+		if err != nil || s.Kind != snapshot.KindDelta {
+			continue
+		}
+		f, err := backup.ReadDeltaObject(ctx, store, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Origin == nil || f.Origin.Etcd != ns+"/first" {
+			t.Errorf("delta %s written by %+v; only the first Etcd writes here", o.Key, f.Origin)
+		}
+		deltas++
+	}
+	if deltas == 0 {
+		t.Error("the first Etcd wrote no delta after the second was refused")
+	}
+	var shared *backup.SharedError
+	if _, err := backup.Claim(ctx, store, snapshot.Owner{Etcd: ns + "/second"}, false); !errors.As(err, &shared) {
+		t.Errorf("claim for the second Etcd: %v, want a SharedError", err)
+	}
+}
+
+func snapshotLease(ctx context.Context, kube kubernetes.Interface, ns, name string) (memberlease.SnapshotLeaseRecord, error) {
+	l, err := kube.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return memberlease.SnapshotLeaseRecord{}, err
+	}
+	return memberlease.ParseSnapshotLease(l.Spec.HolderIdentity, l.Spec.RenewTime, l.Annotations), nil
+}
