@@ -16,14 +16,16 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // backupOptions are the member-agent's backup flags; without --backup-provider the agent takes
-// no snapshots.
+// no snapshots. The store flags are backupstore.Flags, the very set the init step restores with.
 type backupOptions struct {
+	store       backupstore.Flags
 	cfg         backup.Config
 	gcPolicy    string
 	maxBackups  int
@@ -32,12 +34,7 @@ type backupOptions struct {
 
 func (o *backupOptions) register(fs *flag.FlagSet) {
 	c := &o.cfg
-	fs.StringVar(&c.Provider, "backup-provider", "", "spec.backup.store.provider; empty: no backups")
-	fs.StringVar(&c.Container, "backup-container", "", "bucket (S3) or directory (Local)")
-	fs.StringVar(&c.Prefix, "backup-prefix", "", "key prefix in the store")
-	fs.StringVar(&c.EndpointOverride, "backup-endpoint-override", "", "S3 endpoint replacing the Secret's")
-	fs.StringVar(&c.SecretDir, "backup-secret-dir", "", "the mounted backup Secret")
-	fs.StringVar(&c.LocalRoot, "backup-local-root", "", "where the Local provider's volume is mounted")
+	o.store.Register(fs)
 	fs.StringVar(&c.SpoolDir, "backup-spool-dir", "", "scratch directory for full snapshots")
 	fs.StringVar(&c.FullSchedule, "full-snapshot-schedule", resources.DefaultFullSnapshotSchedule, "cron schedule of full snapshots")
 	fs.DurationVar(&c.DeltaPeriod, "delta-snapshot-period", 20*time.Second, "period of delta snapshots (0: none)")
@@ -54,6 +51,10 @@ func (o *backupOptions) register(fs *flag.FlagSet) {
 func (o *backupOptions) config(namespace string) (backup.Config, error) {
 	c := o.cfg
 	c.Namespace = namespace
+	// The backup loop opens its store from these fields (backup.Runner.openStore).
+	s := o.store
+	c.Provider, c.Container, c.Prefix, c.EndpointOverride, c.SecretDir, c.LocalRoot =
+		s.Provider, s.Container, s.Prefix, s.EndpointOverride, s.SecretDir, s.LocalRoot
 	switch o.gcPolicy {
 	case "Exponential":
 		c.GCPolicy.Exponential = true

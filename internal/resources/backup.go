@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
@@ -123,10 +125,12 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 	b := e.Spec.Backup
 	store := b.Store
 	agent := &pod.Containers[len(pod.Containers)-1]
+	// The store flags are backupstore.Flags; applyRestore hands every one of them to the init step.
+	flags := backupstore.Flags{
+		Provider: string(*store.Provider), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
+		EndpointOverride: ptr.Deref(store.EndpointOverride, ""),
+	}
 	args := []string{
-		"--backup-provider=" + string(*store.Provider),
-		"--backup-container=" + ptr.Deref(store.Container, ""),
-		"--backup-prefix=" + store.Prefix,
 		"--backup-spool-dir=" + backupSpoolPath,
 		"--full-snapshot-schedule=" + FullSnapshotSchedule(e),
 		"--delta-snapshot-period=" + DeltaSnapshotPeriod(e).String(),
@@ -143,24 +147,21 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 	}
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupSpoolVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupSpoolVolume, MountPath: backupSpoolPath})
-	if e := ptr.Deref(store.EndpointOverride, ""); e != "" {
-		args = append(args, "--backup-endpoint-override="+e)
-	}
 	if store.SecretRef != nil && store.SecretRef.Name != "" {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupSecretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: store.SecretRef.Name, DefaultMode: ptr.To(int32(0o440)), Optional: ptr.To(true),
 		}}})
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupSecretVolume, MountPath: backupSecretPath, ReadOnly: true})
-		args = append(args, "--backup-secret-dir="+backupSecretPath)
+		flags.SecretDir = backupSecretPath
 	}
 	if string(*store.Provider) == "Local" || string(*store.Provider) == "local" {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupLocalVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 			Path: LocalBackupHostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate),
 		}}})
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupLocalVolume, MountPath: backupLocalPath})
-		args = append(args, "--backup-local-root="+backupLocalPath)
+		flags.LocalRoot = backupLocalPath
 	}
-	agent.Args = append(agent.Args, args...)
+	agent.Args = slices.Concat(agent.Args, flags.Args(), args)
 	agent.Ports = append(agent.Ports, corev1.ContainerPort{Name: "backup-metrics", ContainerPort: BackupMetricsPort, Protocol: corev1.ProtocolTCP})
 }
 
