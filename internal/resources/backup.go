@@ -1,7 +1,9 @@
 package resources
 
 import (
+	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -23,8 +25,9 @@ const (
 	DefaultDeltaSnapshotPeriod     = 20 * time.Second
 	DefaultGarbageCollectionPeriod = time.Minute
 	DefaultMaxBackupsLimitBasedGC  = int32(7)
-	// LocalBackupHostPath is etcd-druid's default host directory of the Local provider.
-	LocalBackupHostPath = "/etc/gardener/local-backupbuffer"
+	// LocalBackupHostPath is etcd-druid's default host directory of the Local provider; each
+	// Etcd has its own directory below it (LocalBackupHostDir).
+	LocalBackupHostPath = backupstore.DefaultLocalHostPath
 
 	// BackupMetricsPort serves the member-agent's backup metrics on the pod IP.
 	BackupMetricsPort = int32(2382)
@@ -115,10 +118,22 @@ func validateBackup(e *druidv1alpha1.Etcd) []Problem {
 	return problems
 }
 
+// LocalBackupHostDir is the host directory an Etcd's Local store is mounted from:
+// <root>/<namespace>/<name>, root being the backup Secret's hostPath (etcd-druid's key) or
+// LocalBackupHostPath. The pods mount this directory alone, so they reach no other Etcd's
+// snapshots (names and namespaces hold no "/", so no two Etcds share one); etcd-druid's layout,
+// <container>/<prefix>, is kept below it.
+func LocalBackupHostDir(e *druidv1alpha1.Etcd, root string) string {
+	return path.Join(cmp.Or(root, LocalBackupHostPath), e.Namespace, e.Name)
+}
+
 // applyBackup gives the member-agent its backup flags, the backup Secret (mounted into it alone;
 // optional, so a missing Secret never keeps a member from starting: the agent reports it), a
-// scratch volume for full snapshots and, for the Local provider, etcd-druid's host directory.
-func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
+// scratch volume for full snapshots and, for the Local provider, the Etcd's own host directory
+// (LocalBackupHostDir of localRoot). A localRoot the operator refuses (reported as
+// ERR_BACKUP_STORE) mounts nothing: the agent then reports the store unusable, and no host
+// directory is exposed.
+func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string) {
 	if !BackupEnabled(e) {
 		return
 	}
@@ -154,9 +169,10 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupSecretVolume, MountPath: backupSecretPath, ReadOnly: true})
 		flags.SecretDir = backupSecretPath
 	}
-	if string(*store.Provider) == "Local" || string(*store.Provider) == "local" {
+	if p, _ := backupstore.ParseProvider(string(*store.Provider)); p == backupstore.ProviderLocal &&
+		backupstore.CheckLocalHostPath(cmp.Or(localRoot, LocalBackupHostPath)) == nil {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupLocalVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: LocalBackupHostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+			Path: LocalBackupHostDir(e, localRoot), Type: ptr.To(corev1.HostPathDirectoryOrCreate),
 		}}})
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupLocalVolume, MountPath: backupLocalPath})
 		flags.LocalRoot = backupLocalPath

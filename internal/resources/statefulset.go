@@ -14,7 +14,8 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// Settings are the operator-wide inputs to the StatefulSet.
+// Settings are the operator-wide inputs to the StatefulSet, and the per-Etcd ones the controller
+// reads elsewhere (the update strategy, the Local backup root).
 type Settings struct {
 	// UpdateStrategy is OnDelete when QuorumAwareUpdatesWithOnDelete is on, else RollingUpdate.
 	UpdateStrategy appsv1.StatefulSetUpdateStrategyType
@@ -22,6 +23,10 @@ type Settings struct {
 	MemberAgentImage string
 	// MemberAgentInterval is how often the sidecar renews its Lease.
 	MemberAgentInterval string
+	// LocalBackupRoot is, for an Etcd with the Local provider, its backup Secret's hostPath (the
+	// controller reads it; empty: etcd-druid's default); its directory is mounted from below it
+	// (LocalBackupHostDir).
+	LocalBackupRoot string
 }
 
 // StatefulSet is the desired member StatefulSet. Its selector, serviceName, podManagementPolicy
@@ -139,7 +144,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
 	applySchedulingConstraints(&template.Spec, e)
-	applyBackup(&template.Spec, e)
+	applyBackup(&template.Spec, e, s.LocalBackupRoot)
 	applyRestore(&template.Spec)
 	return template, nil
 }
