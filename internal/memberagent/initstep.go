@@ -33,6 +33,10 @@ const (
 	// StartRuleRestoreFailed is reported when a restore was attempted and failed; the init step
 	// tries again at the next poll.
 	StartRuleRestoreFailed = "restore/failed"
+	// StartRuleRestoreNoSpace is reported when a restore found the data dir's volume too small
+	// for it (restore.InsufficientSpaceError), with the numbers; the init step tries again at
+	// the next poll, which succeeds only once the volume has grown or been cleared.
+	StartRuleRestoreNoSpace = "restore/no-space"
 	// StartRuleDataUnreadable is reported when the data dir could not be judged (an I/O error, a
 	// lock held): not a verdict, so nothing is moved aside; the step asks again.
 	StartRuleDataUnreadable = "wait/data-unreadable"
@@ -184,7 +188,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			res, err := i.restore(ctx, dataDir, obs, d)
 			if err != nil {
 				i.log.Error(err, "Restore from the backup failed; trying again")
-				i.report(ctx, StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()}, obs.Data)
+				i.report(ctx, RestoreFailed(err), obs.Data)
 				if !i.sleep(ctx) {
 					return ctx.Err()
 				}
@@ -234,6 +238,19 @@ func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObse
 		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
 	}
 	return restore.FromStore(ctx, store, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+}
+
+// RestoreFailed is the decision reported for a failed restore. A volume too small for the
+// restore has a rule of its own and carries the numbers to the operator: unlike a store that
+// blinked, it needs a person (a larger volume), and the Etcd's status must say so.
+func RestoreFailed(err error) StartDecision {
+	var space *restore.InsufficientSpaceError
+	if errors.As(err, &space) {
+		return StartDecision{Rule: StartRuleRestoreNoSpace,
+			Reason:  err.Error() + "; the restore is tried again at every poll and succeeds once the volume has the space",
+			NoSpace: &memberlease.SpaceShortage{Dir: space.Dir, Need: space.Need, Free: space.Free}}
+	}
+	return StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()}
 }
 
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the
@@ -340,7 +357,7 @@ func (i *Initializer) report(ctx context.Context, d StartDecision, data memberle
 	}
 	evidence := any(nil)
 	if data != "" && i.cfg.PodUID != "" {
-		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data}.Annotation()
+		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data, NoSpace: d.NoSpace}.Annotation()
 	}
 	annotations := map[string]any{
 		memberlease.AnnotationStartDecision:    memberlease.FormatStartDecision(d.Rule, d.Reason),
