@@ -18,6 +18,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
 // runMemberAgent is the sidecar: it renews its pod's member Lease while the local etcd answers.
@@ -51,7 +52,7 @@ func runMemberAgent(args []string) int {
 		return 2
 	}
 	backupCfg, err := backupOpts.config(cfg.Namespace)
-	if backupCfg.Provider != "" && err != nil {
+	if backupCfg.Store.Provider != "" && err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 		return 2
 	}
@@ -76,7 +77,7 @@ func runMemberAgent(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if backupCfg.Provider != "" {
+	if backupCfg.Store.Provider != "" {
 		if err := startBackup(ctx, backupCfg, cfg, backupOpts.metricsAddr, leases, log); err != nil {
 			fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 			return 1
@@ -130,6 +131,7 @@ func runMemberInit(args []string) int {
 	}
 	cfg.EtcdFlags = fs.Args()
 	cfg.BackupStore = restore.opener()
+	cfg.BackupOwner = snapshot.Owner{Etcd: restore.store.Etcd, EtcdUID: restore.store.EtcdUID}
 	cfg.Environment = map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "ETCD_") {

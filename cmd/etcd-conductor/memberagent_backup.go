@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
@@ -23,8 +24,9 @@ import (
 )
 
 // backupOptions are the member-agent's backup flags; without --backup-provider the agent takes
-// no snapshots.
+// no snapshots. The store flags are backupstore.Flags, the very set the init step restores with.
 type backupOptions struct {
+	store       backupstore.Flags
 	cfg         backup.Config
 	compression string
 	gcPolicy    string
@@ -34,12 +36,7 @@ type backupOptions struct {
 
 func (o *backupOptions) register(fs *flag.FlagSet) {
 	c := &o.cfg
-	fs.StringVar(&c.Provider, "backup-provider", "", "spec.backup.store.provider; empty: no backups")
-	fs.StringVar(&c.Container, "backup-container", "", "bucket (S3) or directory (Local)")
-	fs.StringVar(&c.Prefix, "backup-prefix", "", "key prefix in the store")
-	fs.StringVar(&c.EndpointOverride, "backup-endpoint-override", "", "S3 endpoint replacing the Secret's")
-	fs.StringVar(&c.SecretDir, "backup-secret-dir", "", "the mounted backup Secret")
-	fs.StringVar(&c.LocalRoot, "backup-local-root", "", "where the Local provider's volume is mounted")
+	o.store.Register(fs)
 	fs.StringVar(&c.SpoolDir, "backup-spool-dir", "", "scratch directory for full snapshots")
 	fs.StringVar(&o.compression, "compression-policy", "", "compress full and delta snapshots with gzip, lzw or zlib (spec.backup.compression); empty: none")
 	fs.StringVar(&c.FullSchedule, "full-snapshot-schedule", resources.DefaultFullSnapshotSchedule, "cron schedule of full snapshots")
@@ -62,6 +59,7 @@ func (o *backupOptions) config(namespace string) (backup.Config, error) {
 		return c, fmt.Errorf("--compression-policy: %w", err)
 	}
 	c.Compression = compression
+	c.Store = o.store
 	switch o.gcPolicy {
 	case "Exponential":
 		c.GCPolicy.Exponential = true

@@ -7,31 +7,28 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 )
 
-// restoreOptions are the init step's backup store flags (the member-agent's names); without
-// --backup-provider the member never restores.
+// restoreOptions are the init step's backup store flags: backupstore.Flags, the member-agent's
+// very set (internal/resources copies every one of them), so a restore reads the store the
+// backups went to. Without --backup-provider the member never restores.
 type restoreOptions struct {
-	provider, container, prefix, secretDir, localRoot string
+	store backupstore.Flags
 }
 
-func (o *restoreOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.provider, "backup-provider", "", "spec.backup.store.provider; empty: no backup to restore from")
-	fs.StringVar(&o.container, "backup-container", "", "bucket (S3) or directory (Local)")
-	fs.StringVar(&o.prefix, "backup-prefix", "", "key prefix in the store")
-	fs.StringVar(&o.secretDir, "backup-secret-dir", "", "the mounted backup Secret")
-	fs.StringVar(&o.localRoot, "backup-local-root", "", "where the Local provider's volume is mounted")
-}
+func (o *restoreOptions) register(fs *flag.FlagSet) { o.store.Register(fs) }
 
 // opener builds the store when a restore needs it (the Secret read then, as mounted then); nil
-// when no store is configured.
+// when no store is configured. Its reads are retried with backoff: a store that blinks while a
+// restore lists or opens the chain costs a few seconds, not a failed restore and a poll.
 func (o *restoreOptions) opener() func(context.Context) (backupstore.Store, error) {
-	if o.provider == "" {
+	if !o.store.Enabled() {
 		return nil
 	}
+	flags := o.store
 	return func(context.Context) (backupstore.Store, error) {
-		secret, err := backupstore.ReadSecretDir(o.secretDir)
+		store, err := flags.Open()
 		if err != nil {
 			return nil, err
 		}
-		return backupstore.New(backupstore.Config{Provider: o.provider, Container: o.container, Prefix: o.prefix, Secret: secret, LocalRoot: o.localRoot})
+		return backupstore.Retrying(store, backupstore.DefaultBackoff), nil
 	}
 }

@@ -32,13 +32,9 @@ type Member interface {
 
 // Config is the backup part of the member-agent's flags.
 type Config struct {
-	Provider, Container, Prefix string
-	EndpointOverride            string
-	// SecretDir is the mounted backup Secret, read again every round (a mounted Secret changes
-	// in place); empty for a Local store without a Secret.
-	SecretDir string
-	// LocalRoot is where the Local provider's volume is mounted.
-	LocalRoot string
+	// Store names the store and whose backups they are (the init step restores with the same
+	// flags); its Secret is read again every round (a mounted Secret changes in place).
+	Store backupstore.Flags
 	// SpoolDir holds a full snapshot while it is hashed and uploaded.
 	SpoolDir string
 	// Compression is how full and delta snapshots are written (--compression-policy).
@@ -53,9 +49,6 @@ type Config struct {
 	Tick time.Duration
 	// SnapshotTimeout bounds taking and uploading one full snapshot.
 	SnapshotTimeout time.Duration
-	// Etcd (namespace/name) and EtcdUID say whose backups these are: recorded in every snapshot,
-	// and the store's prefix is claimed for them (Claim). Empty: neither.
-	Etcd, EtcdUID string
 }
 
 // Validate reports every missing or unusable setting. A bad provider is not an error here: the
@@ -139,7 +132,7 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 
 // Run loops until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
-	r.log.Info("Backup loop started", "provider", r.cfg.Provider, "container", r.cfg.Container, "prefix", r.cfg.Prefix,
+	r.log.Info("Backup loop started", "provider", r.cfg.Store.Provider, "container", r.cfg.Store.Container, "prefix", r.cfg.Store.Prefix,
 		"fullSnapshotSchedule", r.cfg.FullSchedule, "deltaSnapshotPeriod", r.cfg.DeltaPeriod, "compression", r.cfg.Compression.String())
 	ticker := time.NewTicker(r.cfg.Tick)
 	defer ticker.Stop()
@@ -242,11 +235,11 @@ func (r *Runner) load(ctx context.Context, store backupstore.Store) error {
 }
 
 func (r *Runner) owner() snapshot.Owner {
-	return snapshot.Owner{Etcd: r.cfg.Etcd, EtcdUID: r.cfg.EtcdUID}
+	return snapshot.Owner{Etcd: r.cfg.Store.Etcd, EtcdUID: r.cfg.Store.EtcdUID}
 }
 
 func (r *Runner) origin() *snapshot.Origin {
-	return &snapshot.Origin{Etcd: r.cfg.Etcd, EtcdUID: r.cfg.EtcdUID, ClusterID: r.clusterID}
+	return &snapshot.Origin{Etcd: r.cfg.Store.Etcd, EtcdUID: r.cfg.Store.EtcdUID, ClusterID: r.clusterID}
 }
 
 // chainEnd reads who wrote the end of the chain and the keyspace it recorded there: the last
@@ -480,25 +473,23 @@ func (r *Runner) fail(ctx context.Context, reason string, err error, kinds ...sn
 }
 
 // openStore builds the store from the flags and the Secret as mounted now, again only when the
-// Secret's content changed.
+// Secret's content changed. Its reads are retried (backupstore.Retrying): a store that blinks
+// costs a snapshot a few seconds rather than a failure report.
 func (r *Runner) openStore() (backupstore.Store, error) {
-	data, err := backupstore.ReadSecretDir(r.cfg.SecretDir)
+	cfg, err := r.cfg.Store.Config()
 	if err != nil {
 		return nil, err
 	}
-	fp := fingerprint(data)
+	fp := fingerprint(cfg.Secret)
 	if r.store != nil && fp == r.storeSecret {
 		return r.store, nil
 	}
-	store, err := backupstore.New(backupstore.Config{
-		Provider: r.cfg.Provider, Container: r.cfg.Container, Prefix: r.cfg.Prefix,
-		EndpointOverride: r.cfg.EndpointOverride, Secret: data, LocalRoot: r.cfg.LocalRoot,
-	})
+	store, err := backupstore.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.store, r.storeSecret, r.loaded = store, fp, false
-	return store, nil
+	r.store, r.storeSecret, r.loaded = backupstore.Retrying(store, backupstore.DefaultBackoff), fp, false
+	return r.store, nil
 }
 
 // fingerprint tells whether the Secret changed (resources' one stable hash of a key/value map).

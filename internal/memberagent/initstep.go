@@ -34,6 +34,10 @@ const (
 	// StartRuleRestoreFailed is reported when a restore was attempted and failed; the init step
 	// tries again at the next poll.
 	StartRuleRestoreFailed = "restore/failed"
+	// StartRuleRestoreNoSpace is reported when a restore found the data dir's volume too small
+	// for it (restore.InsufficientSpaceError), with the numbers; the init step tries again at
+	// the next poll, which succeeds only once the volume has grown or been cleared.
+	StartRuleRestoreNoSpace = "restore/no-space"
 	// StartRuleDataUnreadable is reported when the data dir could not be judged (an I/O error, a
 	// lock held): not a verdict, so nothing is moved aside; the step asks again.
 	StartRuleDataUnreadable = "wait/data-unreadable"
@@ -65,6 +69,8 @@ type InitConfig struct {
 	// BackupStore opens the Etcd's backup store; nil when the pod has none configured (then the
 	// member never restores).
 	BackupStore func(context.Context) (backupstore.Store, error)
+	// BackupOwner is the Etcd restoring: a store another Etcd claimed is refused.
+	BackupOwner snapshot.Owner
 	// PodUID is this pod's incarnation ($(POD_UID)): a restore order names the incarnation it is
 	// for, and every report carries it.
 	PodUID string
@@ -185,7 +191,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 			res, err := i.restore(ctx, dataDir, obs, d)
 			if err != nil {
 				i.log.Error(err, "Restore from the backup failed; trying again")
-				i.report(ctx, StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()}, obs.Data)
+				i.report(ctx, RestoreFailed(err), obs.Data)
 				if !i.sleep(ctx) {
 					return ctx.Err()
 				}
@@ -234,7 +240,20 @@ func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObse
 	if err != nil {
 		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
 	}
-	return restore.FromStore(ctx, store, snapshot.Owner{}, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+	return restore.FromStore(ctx, store, i.cfg.BackupOwner, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+}
+
+// RestoreFailed is the decision reported for a failed restore. A volume too small for the
+// restore has a rule of its own and carries the numbers to the operator: unlike a store that
+// blinked, it needs a person (a larger volume), and the Etcd's status must say so.
+func RestoreFailed(err error) StartDecision {
+	var space *restore.InsufficientSpaceError
+	if errors.As(err, &space) {
+		return StartDecision{Rule: StartRuleRestoreNoSpace,
+			Reason:  err.Error() + "; the restore is tried again at every poll and succeeds once the volume has the space",
+			NoSpace: &memberlease.SpaceShortage{Dir: space.Dir, Need: space.Need, Free: space.Free}}
+	}
+	return StartDecision{Rule: StartRuleRestoreFailed, Reason: err.Error()}
 }
 
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the
@@ -341,7 +360,7 @@ func (i *Initializer) report(ctx context.Context, d StartDecision, data memberle
 	}
 	evidence := any(nil)
 	if data != "" && i.cfg.PodUID != "" {
-		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data}.Annotation()
+		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data, NoSpace: d.NoSpace}.Annotation()
 	}
 	annotations := map[string]any{
 		memberlease.AnnotationStartDecision:    memberlease.FormatStartDecision(d.Rule, d.Reason),

@@ -87,6 +87,9 @@ type StartDecision struct {
 	LostMemberID uint64
 	// Token is the new cluster's initial-cluster-token, for StartRestore.
 	Token string
+	// NoSpace is the shortage behind StartRuleRestoreNoSpace, reported on the Lease for the
+	// operator to show.
+	NoSpace *memberlease.SpaceShortage
 }
 
 // DecideStart is the per-member start decision. It never starts "new" next to a cluster that

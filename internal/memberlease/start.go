@@ -45,6 +45,18 @@ type StartReport struct {
 	// Rule is the start rule decided; Data what was found in the data dir when deciding.
 	Rule string    `json:"rule"`
 	Data DataState `json:"data"`
+	// NoSpace is set when a restore failed because the data dir's volume is too small for it:
+	// the operator shows it (RecoveryInProgress, an Event), since no retry helps until the
+	// volume grows. Only reported, never acted on.
+	NoSpace *SpaceShortage `json:"noSpace,omitempty"`
+}
+
+// SpaceShortage is a restore's need against its volume's free space, in bytes.
+type SpaceShortage struct {
+	// Dir is where the free space was measured (the data dir or its nearest existing ancestor).
+	Dir  string `json:"dir"`
+	Need int64  `json:"need"`
+	Free int64  `json:"free"`
 }
 
 // Annotation is the report as AnnotationStartReport's value.

@@ -56,6 +56,14 @@ type Pod struct {
 	ClusterID string
 	// StartDecision is its init step's last decision, as reported on its Lease (for reasons).
 	StartDecision string
+	// NoSpace is set when this pod's init step reported that a restore did not fit its volume.
+	NoSpace *SpaceShortage
+}
+
+// SpaceShortage is what a restore needs against what its volume has free, in bytes.
+type SpaceShortage struct {
+	Dir        string
+	Need, Free int64
 }
 
 // State is the recovery under way, recorded in the Etcd's status (status.recovery), so an
@@ -119,18 +127,19 @@ const (
 type RuleID = ruleid.ID
 
 const (
-	RuleNotNeeded     RuleID = "recovery/not-needed"
-	RuleLeaderAnswers RuleID = "recovery/wait-leader-answers"
-	RuleNoVoters      RuleID = "recovery/wait-voters-unrecorded"
-	RuleDataRemains   RuleID = "recovery/wait-members-with-data"
-	RuleGrace         RuleID = "recovery/wait-grace"
-	RuleNoBackup      RuleID = "recovery/no-backup"
-	RuleStart         RuleID = "recovery/start-restore"
-	RuleCallOff       RuleID = "recovery/call-off"
-	RuleRestoring     RuleID = "recovery/wait-restore"
-	RuleRecordID      RuleID = "recovery/record-cluster-id"
-	RuleReplaceOldPod RuleID = "recovery/replace-old-member"
-	RuleFinish        RuleID = "recovery/finish"
+	RuleNotNeeded      RuleID = "recovery/not-needed"
+	RuleLeaderAnswers  RuleID = "recovery/wait-leader-answers"
+	RuleNoVoters       RuleID = "recovery/wait-voters-unrecorded"
+	RuleDataRemains    RuleID = "recovery/wait-members-with-data"
+	RuleGrace          RuleID = "recovery/wait-grace"
+	RuleNoBackup       RuleID = "recovery/no-backup"
+	RuleStart          RuleID = "recovery/start-restore"
+	RuleCallOff        RuleID = "recovery/call-off"
+	RuleRestoring      RuleID = "recovery/wait-restore"
+	RuleRestoreNoSpace RuleID = "recovery/wait-restore-no-space"
+	RuleRecordID       RuleID = "recovery/record-cluster-id"
+	RuleReplaceOldPod  RuleID = "recovery/replace-old-member"
+	RuleFinish         RuleID = "recovery/finish"
 )
 
 // Decision is Plan's answer.
@@ -152,7 +161,7 @@ func (d Decision) InProgress() bool {
 	case ActionStart, ActionRecordClusterID, ActionReplacePod:
 		return true
 	case ActionWait:
-		return d.Rule == RuleRestoring
+		return d.Rule == RuleRestoring || d.Rule == RuleRestoreNoSpace
 	}
 	return false
 }
@@ -209,6 +218,14 @@ func planInProgress(o Observed, s State) Decision {
 		leader := "no member answers as leader"
 		if o.LeaderAnswered {
 			leader = fmt.Sprintf("%s answers as leader of cluster %s", o.LeaderName, o.LeaderClusterID)
+		}
+		for _, p := range o.Pods {
+			if n := p.NoSpace; p.Name == s.Member && n != nil {
+				// A restore that does not fit fails at every try: a person must grow the
+				// volume, so it is a rule (a reason, an Event) of its own, with the numbers.
+				return decide(ActionWait, RuleRestoreNoSpace, "%s cannot restore from the backup: restore needs %d bytes, volume has %d free (%s, at %s); grow the member's volume or free space on it, the restore is tried again meanwhile (old cluster %s); %s",
+					s.Member, n.Need, n.Free, shortBy(n), n.Dir, orNone(s.OldClusterID), leader)
+			}
 		}
 		d := decide(ActionWait, RuleRestoring, "waiting for %s to restore from the backup and lead a new cluster (old cluster %s); %s",
 			s.Member, orNone(s.OldClusterID), leader)
@@ -331,4 +348,8 @@ func orNone(s string) string {
 		return "(unrecorded)"
 	}
 	return s
+}
+
+func shortBy(n *SpaceShortage) string {
+	return fmt.Sprintf("%d MiB short", (n.Need-n.Free+(1<<20)-1)>>20)
 }

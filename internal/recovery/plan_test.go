@@ -116,6 +116,30 @@ func TestPlan(t *testing.T) {
 				o.Voters[1].State = "restoring"
 			}),
 			action: ActionWait, rule: RuleRestoring},
+		{name: "in progress, the restoring member's volume is too small: a wait of its own, with the numbers",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress = inProgress
+				o.Pods[1].NoSpace = &SpaceShortage{Dir: "/var/etcd/data", Need: 2 << 30, Free: 1 << 30}
+			}),
+			action: ActionWait, rule: RuleRestoreNoSpace,
+			reason: []string{"etcd-1 cannot restore", "restore needs 2147483648 bytes, volume has 1073741824 free", "1024 MiB short", "/var/etcd/data", "grow the member's volume"},
+			check: func(t *testing.T, d Decision) {
+				if !d.InProgress() {
+					t.Error("a restore short of space is still a recovery in progress")
+				}
+			}},
+		{name: "in progress, another pod short of space is not the restore's",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress = inProgress
+				o.Pods[2].NoSpace = &SpaceShortage{Need: 2, Free: 1}
+			}),
+			action: ActionWait, rule: RuleRestoring},
+		{name: "in progress, short of space while the old cluster answers: called off all the same",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-0", "old"
+				o.Pods[1].NoSpace = &SpaceShortage{Need: 2, Free: 1}
+			}),
+			action: ActionCallOff, rule: RuleCallOff},
 		{name: "in progress, the old cluster answers as leader: called off",
 			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
 				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = inProgress, true, "etcd-0", "old"
@@ -199,7 +223,11 @@ func TestPlanProperties(t *testing.T) {
 			o.Voters = append(o.Voters, v)
 		}
 		for i := range 1 + rng.IntN(8) {
-			o.Pods = append(o.Pods, Pod{Name: fmt.Sprintf("etcd-%d", i), EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))]})
+			p := Pod{Name: fmt.Sprintf("etcd-%d", i), EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))]}
+			if rng.IntN(4) == 0 {
+				p.NoSpace = &SpaceShortage{Need: 2, Free: 1}
+			}
+			o.Pods = append(o.Pods, p)
 		}
 		if rng.IntN(3) == 0 {
 			o.InProgress = &State{Member: fmt.Sprintf("etcd-%d", rng.IntN(n+1)), Token: "tok", OldClusterID: ids[rng.IntN(len(ids))]}
@@ -227,7 +255,7 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("the member ordered to restore did not prove it has no data: %s", where)
 			}
 		case ActionWait:
-			if d.Rule == RuleRestoring {
+			if d.Rule == RuleRestoring || d.Rule == RuleRestoreNoSpace {
 				s := o.InProgress
 				if o.LeaderAnswered && (o.LeaderName != s.Member || o.LeaderClusterID == s.OldClusterID) {
 					t.Fatalf("a recovery goes on while another cluster's leader answers: %s", where)

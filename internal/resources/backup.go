@@ -1,7 +1,9 @@
 package resources
 
 import (
+	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 )
 
@@ -22,8 +25,9 @@ const (
 	DefaultDeltaSnapshotPeriod     = 20 * time.Second
 	DefaultGarbageCollectionPeriod = time.Minute
 	DefaultMaxBackupsLimitBasedGC  = int32(7)
-	// LocalBackupHostPath is etcd-druid's default host directory of the Local provider.
-	LocalBackupHostPath = "/etc/gardener/local-backupbuffer"
+	// LocalBackupHostPath is etcd-druid's default host directory of the Local provider; each
+	// Etcd has its own directory below it (LocalBackupHostDir).
+	LocalBackupHostPath = backupstore.DefaultLocalHostPath
 
 	// BackupMetricsPort serves the member-agent's backup metrics on the pod IP.
 	BackupMetricsPort = int32(2382)
@@ -136,20 +140,35 @@ func validateBackup(e *druidv1alpha1.Etcd) []Problem {
 	return problems
 }
 
+// LocalBackupHostDir is the host directory an Etcd's Local store is mounted from:
+// <root>/<namespace>/<name>, root being the backup Secret's hostPath (etcd-druid's key) or
+// LocalBackupHostPath. The pods mount this directory alone, so they reach no other Etcd's
+// snapshots (names and namespaces hold no "/", so no two Etcds share one); etcd-druid's layout,
+// <container>/<prefix>, is kept below it.
+func LocalBackupHostDir(e *druidv1alpha1.Etcd, root string) string {
+	return path.Join(cmp.Or(root, LocalBackupHostPath), e.Namespace, e.Name)
+}
+
 // applyBackup gives the member-agent its backup flags, the backup Secret (mounted into it alone;
 // optional, so a missing Secret never keeps a member from starting: the agent reports it), a
-// scratch volume for full snapshots and, for the Local provider, etcd-druid's host directory.
-func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
+// scratch volume for full snapshots and, for the Local provider, the Etcd's own host directory
+// (LocalBackupHostDir of localRoot). A localRoot the operator refuses (reported as
+// ERR_BACKUP_STORE) mounts nothing: the agent then reports the store unusable, and no host
+// directory is exposed.
+func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string) {
 	if !BackupEnabled(e) {
 		return
 	}
 	b := e.Spec.Backup
 	store := b.Store
 	agent := &pod.Containers[len(pod.Containers)-1]
+	// The store flags are backupstore.Flags; applyRestore hands every one of them to the init step.
+	flags := backupstore.Flags{
+		Provider: string(*store.Provider), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
+		EndpointOverride: ptr.Deref(store.EndpointOverride, ""),
+		Etcd:             e.Namespace + "/" + e.Name, EtcdUID: string(e.UID),
+	}
 	args := []string{
-		"--backup-provider=" + string(*store.Provider),
-		"--backup-container=" + ptr.Deref(store.Container, ""),
-		"--backup-prefix=" + store.Prefix,
 		"--backup-spool-dir=" + backupSpoolPath,
 		"--full-snapshot-schedule=" + FullSnapshotSchedule(e),
 		"--delta-snapshot-period=" + DeltaSnapshotPeriod(e).String(),
@@ -166,9 +185,6 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 	}
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupSpoolVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupSpoolVolume, MountPath: backupSpoolPath})
-	if e := ptr.Deref(store.EndpointOverride, ""); e != "" {
-		args = append(args, "--backup-endpoint-override="+e)
-	}
 	// Only when compressing: an Etcd that does not keeps its pod template (and is not rolled).
 	if p := CompressionPolicy(e); p != "" {
 		args = append(args, "--compression-policy="+string(p))
@@ -178,16 +194,17 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd) {
 			SecretName: store.SecretRef.Name, DefaultMode: ptr.To(int32(0o440)), Optional: ptr.To(true),
 		}}})
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupSecretVolume, MountPath: backupSecretPath, ReadOnly: true})
-		args = append(args, "--backup-secret-dir="+backupSecretPath)
+		flags.SecretDir = backupSecretPath
 	}
-	if string(*store.Provider) == "Local" || string(*store.Provider) == "local" {
+	if p, _ := backupstore.ParseProvider(string(*store.Provider)); p == backupstore.ProviderLocal &&
+		backupstore.CheckLocalHostPath(cmp.Or(localRoot, LocalBackupHostPath)) == nil {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupLocalVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: LocalBackupHostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+			Path: LocalBackupHostDir(e, localRoot), Type: ptr.To(corev1.HostPathDirectoryOrCreate),
 		}}})
 		agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: backupLocalVolume, MountPath: backupLocalPath})
-		args = append(args, "--backup-local-root="+backupLocalPath)
+		flags.LocalRoot = backupLocalPath
 	}
-	agent.Args = append(agent.Args, args...)
+	agent.Args = slices.Concat(agent.Args, flags.Args(), args)
 	agent.Ports = append(agent.Ports, corev1.ContainerPort{Name: "backup-metrics", ContainerPort: BackupMetricsPort, Protocol: corev1.ProtocolTCP})
 }
 

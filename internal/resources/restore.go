@@ -5,11 +5,20 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 )
 
-// restoreStoreFlags are the member-agent's backup flags that name the store; the init step takes
-// the same, to restore from it when the operator asks (internal/controller/recovery).
-var restoreStoreFlags = []string{"--backup-provider=", "--backup-container=", "--backup-prefix=", "--backup-secret-dir=", "--backup-local-root="}
+// restoreStoreFlags are the member-agent's backup flags that name the store (every one of
+// backupstore.Flags, so a store setting added there cannot miss the init step); the init step
+// takes the same, to restore from it when the operator asks (internal/controller/recovery).
+var restoreStoreFlags = func() []string {
+	var prefixes []string
+	for _, name := range backupstore.FlagNames() {
+		prefixes = append(prefixes, "--"+name+"=")
+	}
+	return prefixes
+}()
 
 // applyRestore gives the member init step the backup store the member-agent was given (its store
 // flags, and the volumes those flags name, read-only): one source for both, so they never read

@@ -14,7 +14,8 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// Settings are the operator-wide inputs to the StatefulSet.
+// Settings are the operator-wide inputs to the StatefulSet, and the per-Etcd ones the controller
+// reads elsewhere (the update strategy, the Local backup root).
 type Settings struct {
 	// UpdateStrategy is OnDelete when QuorumAwareUpdatesWithOnDelete is on, else RollingUpdate.
 	UpdateStrategy appsv1.StatefulSetUpdateStrategyType
@@ -22,6 +23,10 @@ type Settings struct {
 	MemberAgentImage string
 	// MemberAgentInterval is how often the sidecar renews its Lease.
 	MemberAgentInterval string
+	// LocalBackupRoot is, for an Etcd with the Local provider, its backup Secret's hostPath (the
+	// controller reads it; empty: etcd-druid's default); its directory is mounted from below it
+	// (LocalBackupHostDir).
+	LocalBackupRoot string
 }
 
 // StatefulSet is the desired member StatefulSet. Its selector, serviceName, podManagementPolicy
@@ -139,7 +144,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
 	applySchedulingConstraints(&template.Spec, e)
-	applyBackup(&template.Spec, e)
+	applyBackup(&template.Spec, e, s.LocalBackupRoot)
 	applyRestore(&template.Spec)
 	return template, nil
 }
@@ -246,8 +251,10 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		Args:    append(args, etcdFlags(e)...),
 		// The pod's UID names its incarnation: a restore order is for one incarnation, and the
 		// evidence the step reports (no data here) holds only for the pod that found it.
-		Env:     append(podEnv(), corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}),
-		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
+		Env: append(podEnv(), corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+			goMemLimit(memberInitGoMemLimit)),
+		Resources: memberInitResources(),
+		EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(e)}}}},
 		// It writes the etcd config and may set a corrupt data dir aside: both volumes writable,
 		// the root filesystem not. The token is for its own member Lease (the old member ID of a
 		// member that lost its data), as for the member-agent.
@@ -315,15 +322,13 @@ func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 			"--key-file=" + tlsMountRoot + "/client/tls.key",
 			"--interval=" + interval,
 		},
-		Env:             podEnv(),
+		Env:             append(podEnv(), goMemLimit(memberAgentGoMemLimit)),
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
 			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
 			{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true},
 		},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-		},
+		Resources: memberAgentResources(),
 	}
 }

@@ -92,10 +92,11 @@ func TestBackupAcrossLeaderChanges(t *testing.T) {
 		conns[i] = conn
 		t.Cleanup(func() { _ = conn.Close() })
 		cfg := backup.Config{
-			Provider: "S3", Container: "leaders", Prefix: "etcd", SpoolDir: t.TempDir(),
-			SecretDir: writeSecretDir(t, srv.SecretData()), FullSchedule: "0 0 1 1 *",
+			Store: backupstore.Flags{Provider: "S3", Container: "leaders", Prefix: "etcd", SecretDir: writeSecretDir(t, srv.SecretData()),
+				Etcd: ns + "/etcd", EtcdUID: "uid-1"},
+			SpoolDir: t.TempDir(), FullSchedule: "0 0 1 1 *",
 			DeltaPeriod: 500 * time.Millisecond, FullLease: "etcd-full-snap", DeltaLease: "etcd-delta-snap",
-			Namespace: ns, Tick: 100 * time.Millisecond, Etcd: ns + "/etcd", EtcdUID: "uid-1",
+			Namespace: ns, Tick: 100 * time.Millisecond,
 		}
 		runner, err := backup.NewRunner(cfg, conn, kube.CoordinationV1(), backup.NewMetrics(prometheus.NewRegistry()), logr.Discard())
 		if err != nil {

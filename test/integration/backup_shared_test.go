@@ -59,9 +59,10 @@ func TestTwoEtcdsOnOneStore(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = conn.Close() })
 		runner, err := backup.NewRunner(backup.Config{
-			Provider: "S3", Container: "shared", Prefix: "etcd", SpoolDir: t.TempDir(), SecretDir: secretDir,
+			Store:        backupstore.Flags{Provider: "S3", Container: "shared", Prefix: "etcd", SecretDir: secretDir, Etcd: ns + "/" + name, EtcdUID: name + "-uid"},
+			SpoolDir:     t.TempDir(),
 			FullSchedule: "0 0 1 1 *", DeltaPeriod: 300 * time.Millisecond, FullLease: name + "-full-snap", DeltaLease: name + "-delta-snap",
-			Namespace: ns, Tick: 100 * time.Millisecond, Etcd: ns + "/" + name, EtcdUID: name + "-uid",
+			Namespace: ns, Tick: 100 * time.Millisecond,
 		}, conn, kube.CoordinationV1(), backup.NewMetrics(prometheus.NewRegistry()), logr.Discard())
 		if err != nil {
 			t.Fatal(err)

@@ -73,7 +73,7 @@ func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.E
 		return problem("spec.backup.store.container is not set: the %s store needs a bucket or directory", provider)
 	}
 	if provider == backupstore.ProviderLocal {
-		return nil // a directory of its own on each node (resources' Local volume)
+		return r.checkLocalHostPath(ctx, etcd)
 	}
 	if store.SecretRef == nil || store.SecretRef.Name == "" {
 		return problem("spec.backup.store.secretRef is not set: the %s store needs credentials (%s, %s)", provider, backupstore.KeyAccessKeyID, backupstore.KeySecretAccessKey)
@@ -134,4 +134,49 @@ func (r *Reconciler) sharingStore(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		}
 	}
 	return ""
+}
+
+// checkLocalHostPath reports a Local store's backup Secret that is named but missing, or whose
+// hostPath the operator refuses (the members then get no host directory).
+func (r *Reconciler) checkLocalHostPath(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	store := etcd.Spec.Backup.Store
+	if store.SecretRef == nil || store.SecretRef.Name == "" {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
+	secret := &corev1.Secret{}
+	if err := r.secrets.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
+				"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
+		}
+		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("reading backup Secret %s: %v", key, err)}}
+	}
+	if _, err := backupstore.LocalHostPath(secret.Data); err != nil {
+		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("backup Secret %s: %v; the members get no host directory, backups are not taken", key, err)}}
+	}
+	return nil
+}
+
+// localBackupRoot is the host root of an Etcd's Local store: its backup Secret's hostPath key, as
+// etcd-druid reads it, "" for the default (no Secret named, none there, or no key). An unusable
+// value is passed on as it is: the StatefulSet then mounts nothing and checkLocalHostPath reports
+// it. Read uncached at every sync of an Etcd with the Local provider (a development store), never
+// for another provider.
+func (r *Reconciler) localBackupRoot(ctx context.Context, etcd *druidv1alpha1.Etcd) (string, error) {
+	if !resources.BackupEnabled(etcd) {
+		return "", nil
+	}
+	store := etcd.Spec.Backup.Store
+	if p, err := backupstore.ParseProvider(string(*store.Provider)); err != nil || p != backupstore.ProviderLocal || store.SecretRef == nil || store.SecretRef.Name == "" {
+		return "", nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading the Local backup store's hostPath from Secret %s: %w", store.SecretRef.Name, err)
+	}
+	return strings.TrimSpace(string(secret.Data[backupstore.KeyHostPath])), nil
 }

@@ -261,7 +261,9 @@ func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Et
 // read and found valid: the Etcd reconciler recorded the generation as observed with no error,
 // which it does only after validate passed. The objects it writes depend on the Secrets' names
 // (spec, so the generation) and never on their content, so reading them again could change no
-// write: it is skipped, and a settled Etcd costs no Secret read.
+// write: it is skipped, and a settled Etcd costs no Secret read. (The one exception is the Local
+// backup provider's hostPath key, read at every StatefulSet sync of an Etcd with that provider
+// alone: localBackupRoot.)
 //
 // Why not a cache: the operator may only get Secrets (least privilege, no list or watch), so
 // it cannot learn cheaply that one changed; an uncached read per reconcile costs five GETs per
@@ -484,6 +486,9 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}
 	settings := r.settings
 	settings.UpdateStrategy = strategy.Type
+	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
+		return false, err
+	}
 	desired, err := resources.StatefulSet(etcd, settings)
 	if err != nil {
 		return false, err

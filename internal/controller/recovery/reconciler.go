@@ -292,6 +292,7 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 		o.Pods = append(o.Pods, recovery.Pod{
 			Name: p.Name, ClusterID: clusterOf[p.Name], StartDecision: startDecision(leaseOf[p.Name]),
 			EtcdRunning: containerRunning(p.Status.ContainerStatuses, resources.EtcdContainerName),
+			NoSpace:     noSpace(p, leaseOf[p.Name]),
 		})
 	}
 	for _, rv := range etcd.Status.Voters {
@@ -333,6 +334,19 @@ func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coord
 		v.State = "pod down (its volume may hold data)"
 	}
 	return v
+}
+
+// noSpace is the space shortage the init step of this very pod reported for its restore (nil:
+// none, or a report of another incarnation).
+func noSpace(pod *corev1.Pod, lease *coordinationv1.Lease) *recovery.SpaceShortage {
+	if lease == nil {
+		return nil
+	}
+	report, ok := memberlease.ParseStartReport(lease.Annotations)
+	if !ok || report.PodUID != string(pod.UID) || report.NoSpace == nil {
+		return nil
+	}
+	return &recovery.SpaceShortage{Dir: report.NoSpace.Dir, Need: report.NoSpace.Need, Free: report.NoSpace.Free}
 }
 
 func startDecision(l *coordinationv1.Lease) string {
@@ -454,9 +468,11 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d rec
 	changed := prev == nil || prev.Status != cond || prev.Reason != reason || (acted && prev.Message != message)
 	if acted || (changed && (prev == nil || prev.Reason != reason)) {
 		eventType := corev1.EventTypeNormal
-		// A restore ordered or called off and a pod replaced are what a person must learn of,
-		// and Warnings are rate-limited apart from the many Normal waits on the same Etcd.
-		if actErr != nil || d.Rule == recovery.RuleNoBackup || d.Rule == recovery.RuleStart || d.Rule == recovery.RuleCallOff || d.Rule == recovery.RuleReplaceOldPod {
+		// A restore ordered or called off, a pod replaced and a restore that does not fit its
+		// volume are what a person must learn of, and Warnings are rate-limited apart from the
+		// many Normal waits on the same Etcd.
+		if actErr != nil || d.Rule == recovery.RuleNoBackup || d.Rule == recovery.RuleStart || d.Rule == recovery.RuleCallOff || d.Rule == recovery.RuleReplaceOldPod ||
+			d.Rule == recovery.RuleRestoreNoSpace {
 			eventType = corev1.EventTypeWarning
 		}
 		r.cfg.Recorder.Event(etcd, eventType, reason, message)
