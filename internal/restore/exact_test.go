@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,5 +334,38 @@ func TestRestoreRefusesAnotherEtcdsStore(t *testing.T) {
 	var shared *backup.SharedError
 	if !errors.As(err, &shared) || shared.Owner.Etcd != "team-a/etcd-main" {
 		t.Fatalf("error %v, want a SharedError naming team-a/etcd-main", err)
+	}
+}
+
+// TestRestoreShortOfSpaceSaysSo: a data volume too small for the database and etcd's copy of it
+// is refused with the numbers before anything is written there (a tmpfs of 24 MiB against a
+// 20 MiB database; needs the right to mount, as the node simulator's tests do).
+func TestRestoreShortOfSpaceSaysSo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	vol := t.TempDir()
+	if err := syscall.Mount("tmpfs", vol, "tmpfs", 0, "size=24m"); err != nil {
+		t.Skipf("cannot mount a small volume: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(vol, syscall.MNT_DETACH) })
+	src := startSource(t)
+	value := strings.Repeat("v", 64<<10)
+	for i := range 320 { // 20 MiB of values
+		if _, err := src.kv.Put(ctx, fmt.Sprintf("big/%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := src.full(ctx, t)
+	dir := filepath.Join(vol, "new.etcd")
+	_, err := Restore(ctx, Options{Chain: snapshot.Chain{Full: full}, Open: src.open, DataDir: dir, Name: "etcd-0",
+		PeerURL: loopbackPeerURL(t), Token: "t", Log: testr.New(t)})
+	var short *InsufficientSpaceError
+	if !errors.As(err, &short) {
+		t.Fatalf("restore onto a 24 MiB volume: %v, want an InsufficientSpaceError", err)
+	}
+	t.Logf("refused: %v", err)
+	entries, _ := os.ReadDir(vol)
+	if len(entries) > 0 {
+		t.Errorf("left on the volume after the refusal: %v", entries)
 	}
 }

@@ -161,7 +161,15 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if err := checkDB(db); err != nil {
 		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
 	}
+	// Room for etcd's copy of the database and its first WAL file, before anything grows: a
+	// restore short of space says so with the numbers rather than failing on a write.
+	if err := checkSpaceFor(db); err != nil {
+		return res, err
+	}
 	if err := replayChain(ctx, o, &res, db); err != nil {
+		return res, err
+	}
+	if err := checkSpaceFor(db); err != nil { // the replay grew it
 		return res, err
 	}
 
@@ -185,6 +193,21 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// walReserve is the WAL file etcd's restore preallocates beside the database.
+const walReserve = 64 << 20
+
+// checkSpaceFor checks there is room for a copy of db and the WAL on its volume.
+func checkSpaceFor(db string) error {
+	st, err := os.Stat(db)
+	if err != nil {
+		return err
+	}
+	if err := CheckFreeSpace(filepath.Dir(db), st.Size()+walReserve); err != nil {
+		return fmt.Errorf("restoring a %d-byte database: %w", st.Size(), err)
+	}
+	return nil
 }
 
 // replayChain replays the chain's deltas onto db and checks the result against what the chain

@@ -33,6 +33,10 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 		keys = append(keys, obj.Key)
 	}
 	snaps, _ := snapshot.ParseAll(keys)
+	sizes := make(map[string]int64, len(objs))
+	for _, obj := range objs {
+		sizes[obj.Key] = obj.Size
+	}
 	o.Open = func(ctx context.Context, key string) (io.ReadCloser, error) { return store.Get(ctx, key) }
 	var fellBack []string
 	for {
@@ -45,6 +49,13 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 		}
 		o.Chain = chain
 		o.FullOrigin = fullOrigin(ctx, store, chain.Full)
+		// At least the snapshot as stored (compressed, it is more once written) and etcd's copy of
+		// it: refused before anything is read. Restore checks again on the real size.
+		if need := 2*sizes[chain.Full.Key()] + walReserve; need > walReserve {
+			if err := CheckFreeSpace(o.DataDir, need); err != nil {
+				return Result{FellBack: fellBack}, fmt.Errorf("restoring %s (%d bytes as stored): %w", chain.Full.Name(), sizes[chain.Full.Key()], err)
+			}
+		}
 		res, err := Restore(ctx, o)
 		var bad *FullSnapshotError
 		if !errors.As(err, &bad) {
