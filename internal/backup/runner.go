@@ -91,8 +91,12 @@ type Runner struct {
 	keyspace *snapshot.Accumulator
 	// clusterID is the member's etcd cluster (hex), recorded in every snapshot.
 	clusterID string
-	state     State
-	backoff   time.Duration
+	// origins caches which etcd cluster wrote each object garbage collection considered ("":
+	// not recorded); keptLogged the objects it said it keeps.
+	origins    map[string]string
+	keptLogged map[string]bool
+	state      State
+	backoff    time.Duration
 	// lastReported throttles failure reports: the same message is written at most every 30 s.
 	lastReported     string
 	lastReportedTime time.Time
@@ -111,13 +115,15 @@ func NewRunner(cfg Config, member Member, leases coordinationv1client.LeasesGett
 		cfg.SnapshotTimeout = 15 * time.Minute
 	}
 	return &Runner{
-		cfg:      cfg,
-		settings: Settings{FullSchedule: sched, DeltaPeriod: cfg.DeltaPeriod, GCPeriod: cfg.GCPeriod},
-		member:   member,
-		leases:   leaseWriter{leases: leases.Leases(cfg.Namespace)},
-		metrics:  metrics,
-		log:      log.WithName("backup"),
-		now:      time.Now,
+		cfg:        cfg,
+		settings:   Settings{FullSchedule: sched, DeltaPeriod: cfg.DeltaPeriod, GCPeriod: cfg.GCPeriod},
+		member:     member,
+		leases:     leaseWriter{leases: leases.Leases(cfg.Namespace)},
+		metrics:    metrics,
+		log:        log.WithName("backup"),
+		now:        time.Now,
+		origins:    map[string]string{},
+		keptLogged: map[string]bool{},
 	}, nil
 }
 
@@ -400,6 +406,13 @@ func (r *Runner) gc(ctx context.Context, store backupstore.Store) {
 	}
 	snaps, _ := snapshot.ParseAll(keys)
 	for _, d := range snapshot.GarbageCollect(snaps, r.cfg.GCPolicy, r.now()) {
+		if writer, ours := r.writtenHere(ctx, store, d.Snapshot); !ours {
+			if !r.keptLogged[d.Snapshot.Key()] {
+				r.keptLogged[d.Snapshot.Key()] = true
+				r.log.Info("Garbage collection keeps a snapshot this etcd cluster did not write", "key", d.Snapshot.Key(), "writtenBy", writer, "rule", d.Rule)
+			}
+			continue
+		}
 		if err := store.Delete(ctx, d.Snapshot.Key()); err != nil {
 			r.log.Info("Garbage collection could not delete a snapshot", "key", d.Snapshot.Key(), "error", err.Error())
 			continue
@@ -412,6 +425,44 @@ func (r *Runner) gc(ctx context.Context, store backupstore.Store) {
 		r.metrics.deleted.WithLabelValues(d.Rule).Inc()
 		r.log.Info("Snapshot garbage-collected", "key", d.Snapshot.Key(), "rule", d.Rule, "reason", d.Reason)
 	}
+}
+
+// writtenHere says whether this etcd cluster wrote s, from the origin its delta header or its
+// full snapshot record holds (read once per object: objects never change). Only those are
+// garbage-collected: another cluster's (the one this was restored from, with writes a restore
+// may not have reached) and those whose writer is not recorded (etcd-backup-restore's, or read
+// failing now) stay. writer names who wrote it, for the log.
+func (r *Runner) writtenHere(ctx context.Context, store backupstore.Store, s snapshot.Snapshot) (writer string, ours bool) {
+	cluster, ok := r.origins[s.Key()]
+	if !ok {
+		var origin *snapshot.Origin
+		if s.Kind == snapshot.KindDelta {
+			if f, err := ReadDeltaObject(ctx, store, s); err == nil {
+				origin = f.Origin
+			} else if !errors.Is(err, backupstore.ErrNotFound) {
+				return "unknown (" + err.Error() + ")", false
+			}
+		} else if rc, err := store.Get(ctx, snapshot.FullMetaKey(s)); err == nil {
+			m, derr := snapshot.DecodeFullMeta(rc)
+			_ = rc.Close()
+			if derr == nil {
+				origin = &m.Origin
+			}
+		} else if !errors.Is(err, backupstore.ErrNotFound) {
+			return "unknown (" + err.Error() + ")", false
+		}
+		if origin != nil {
+			cluster = origin.ClusterID
+		}
+		r.origins[s.Key()] = cluster
+	}
+	switch {
+	case cluster == "":
+		return "not recorded", false
+	case cluster != r.clusterID:
+		return "etcd cluster " + cluster, false
+	}
+	return "this etcd cluster", true
 }
 
 // record writes a snapshot Lease, fenced: only while this member still leads in the term the
