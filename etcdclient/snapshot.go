@@ -40,14 +40,17 @@ func (m *MemberConn) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 
 // Events returns every change of revisions from..to (both included), read with a watch over the
 // whole keyspace, in revision order, each with the value its key held before (Event.Prev) when
-// it had one. A compacted from yields ErrCompacted.
-func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Event, error) {
+// it had one. A compacted from yields ErrCompacted. Once the keys and values returned pass
+// maxBytes (0: no bound) it stops at the end of a revision: the caller takes the rest later, and
+// memory holds about maxBytes whatever was written.
+func (m *MemberConn) Events(ctx context.Context, from, to, maxBytes int64) ([]snapshot.Event, error) {
 	if to < from {
 		return nil, nil
 	}
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	var out []snapshot.Event
+	var size int64
 	wch := m.client.Watch(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(from), clientv3.WithPrevKV())
 	for resp := range wch {
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
@@ -61,6 +64,9 @@ func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Eve
 			if kv.ModRevision > to {
 				return out, nil
 			}
+			if n := len(out); maxBytes > 0 && size > maxBytes && out[n-1].ModRevision != kv.ModRevision {
+				return out, nil // at a revision's end
+			}
 			e := snapshot.Event{Type: snapshot.EventPut, Key: kv.Key, ModRevision: kv.ModRevision}
 			if ev.Type == mvccpb.DELETE {
 				e.Type = snapshot.EventDelete
@@ -69,7 +75,9 @@ func (m *MemberConn) Events(ctx context.Context, from, to int64) ([]snapshot.Eve
 			}
 			if ev.PrevKv != nil {
 				e.Prev = &snapshot.PrevValue{Value: ev.PrevKv.Value}
+				size += int64(len(ev.PrevKv.Value))
 			}
+			size += int64(len(kv.Key) + len(kv.Value))
 			out = append(out, e)
 		}
 		if n := len(out); n > 0 && out[n-1].ModRevision >= to {

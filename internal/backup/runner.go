@@ -24,8 +24,9 @@ type Member interface {
 	Status(ctx context.Context) (etcdclient.MemberStatus, error)
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (io.ReadCloser, error)
-	// Events are the changes of revisions from..to, each with its key's previous value.
-	Events(ctx context.Context, from, to int64) ([]snapshot.Event, error)
+	// Events are the changes of revisions from..to, each with its key's previous value, up to
+	// the end of the revision at which they pass maxBytes.
+	Events(ctx context.Context, from, to, maxBytes int64) ([]snapshot.Event, error)
 	// KeyspaceDigest counts the keys and values at revision rev.
 	KeyspaceDigest(ctx context.Context, rev int64) (snapshot.Digest, error)
 }
@@ -374,7 +375,7 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		return
 	}
 	if keyspace == nil {
-		r.log.V(1).Info("The keyspace could not be counted; this delta records no digest of it", "from", r.lastRev+1, "to", cur)
+		r.log.V(1).Info("The keyspace could not be counted; this delta records no digest of it", "from", r.lastRev+1, "to", f.EndRevision)
 	}
 	_, obj, err := UploadDelta(ctx, store, f, start, r.cfg.Compression)
 	if errors.Is(err, errEncode) {
@@ -387,10 +388,13 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		return
 	}
 	elapsed := r.now().Sub(start)
-	r.lastRev, r.state.LastDelta, r.keyspace = cur, start, keyspace
+	r.lastRev, r.keyspace = f.EndRevision, keyspace
+	if f.EndRevision == cur {
+		r.state.LastDelta = start
+	} // else more was written than one delta holds: the next delta is due at once
 	r.succeeded(snapshot.KindDelta, rule, obj.Size, start, elapsed)
 	r.log.V(1).Info("Delta snapshot uploaded", "key", obj.Key, "events", len(f.Events), "bytes", obj.Size)
-	r.record(ctx, r.cfg.DeltaLease, cur, start, obj, "")
+	r.record(ctx, r.cfg.DeltaLease, f.EndRevision, start, obj, "")
 }
 
 func (r *Runner) gc(ctx context.Context, store backupstore.Store) {

@@ -29,7 +29,7 @@ func (m fakeMember) Revision(context.Context) (int64, error) { return m.rev, nil
 func (m fakeMember) Snapshot(context.Context) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(m.data)), nil
 }
-func (m fakeMember) Events(context.Context, int64, int64) ([]snapshot.Event, error) {
+func (m fakeMember) Events(context.Context, int64, int64, int64) ([]snapshot.Event, error) {
 	return nil, errors.New("not used")
 }
 func (m fakeMember) KeyspaceDigest(context.Context, int64) (snapshot.Digest, error) {

@@ -138,8 +138,11 @@ func TestRestoreHasNoServerLimits(t *testing.T) {
 		}
 	}
 	end := src.revision(ctx, t)
-	d := src.delta(ctx, t, full.EndRevision+1, end)
-	res := restoreAndCompare(ctx, t, src, snapshot.Chain{Full: full, Deltas: []snapshot.Snapshot{d}}, Options{})
+	ds := src.deltas(ctx, t, full.EndRevision+1, end) // 26 MiB: more than one delta holds
+	if len(ds) < 2 {
+		t.Errorf("%d deltas for 26 MiB of changes, want them split (backup.MaxDeltaBytes)", len(ds))
+	}
+	res := restoreAndCompare(ctx, t, src, snapshot.Chain{Full: full, Deltas: ds}, Options{})
 	if res.EventsApplied < 2*events {
 		t.Errorf("replayed %d events, want at least the %d puts and %d deletions", res.EventsApplied, events, events)
 	}
@@ -367,5 +370,34 @@ func TestRestoreShortOfSpaceSaysSo(t *testing.T) {
 	entries, _ := os.ReadDir(vol)
 	if len(entries) > 0 {
 		t.Errorf("left on the volume after the refusal: %v", entries)
+	}
+}
+
+// TestDeltaEventsAreBounded: the events a delta is built from stop at the end of the revision
+// in which they pass the bound (values and old values counted), so an agent's memory holds about
+// the bound however much was written in one period; the rest is the next delta's.
+func TestDeltaEventsAreBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src := startSource(t)
+	from := src.revision(ctx, t) + 1
+	value := strings.Repeat("m", 1<<20)
+	for i := range 6 { // six revisions of 1 MiB (two puts of 512 KiB each)
+		if _, err := src.kv.Txn(ctx).Then(clientv3.OpPut(fmt.Sprintf("a/%d", i), value[:1<<19]), clientv3.OpPut(fmt.Sprintf("b/%d", i), value[:1<<19])).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to := src.revision(ctx, t)
+	events, err := src.member.Events(ctx, from, to, 5<<19) // 2.5 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events[len(events)-1].ModRevision
+	if last != from+2 || len(events) != 6 {
+		t.Errorf("got %d events up to revision %d, want the 6 of revisions %d..%d (the bound passed within the third)", len(events), last, from, from+2)
+	}
+	all, err := src.member.Events(ctx, from, to, 0)
+	if err != nil || len(all) != 12 {
+		t.Errorf("unbounded: %d events, %v; want 12", len(all), err)
 	}
 }

@@ -72,42 +72,62 @@ func (e *revisionError) Error() string {
 	return fmt.Sprintf("source revision %d (%d events) left the restored data at revision %d: the delta does not continue what was restored", e.rev, e.events, e.reached)
 }
 
-// apply replays the events above the store's revision, one write transaction per source
-// revision, and returns how many it applied. A gap stops it before anything of the revision
-// after the gap is written; a revision that does not land as itself is an error the caller
-// ends the restore on (the scratch database is then discarded).
-func (r *replayer) apply(ctx context.Context, events []snapshot.Event, tally *tally, after func(rev int64)) (int, error) {
-	applied := 0
-	for i := 0; i < len(events); {
-		rev := events[i].ModRevision
-		j := i
-		for j < len(events) && events[j].ModRevision == rev {
-			j++
+// applier replays a stream of events onto the store, one write transaction per source revision
+// (the events of one revision are all it holds): events at or below the store's revision (in the
+// full snapshot, or an overlapping delta) are passed over; a gap stops it before anything of the
+// revision after the gap is written; a revision that does not land as itself is an error the
+// caller ends the restore on (the scratch database is then discarded).
+type applier struct {
+	r       *replayer
+	tally   *tally
+	after   func(rev int64)
+	pending []snapshot.Event
+	applied int
+}
+
+func (r *replayer) applier(t *tally, after func(rev int64)) *applier {
+	return &applier{r: r, tally: t, after: after}
+}
+
+// feed takes the next event, writing the revision before it once it is complete.
+func (a *applier) feed(ctx context.Context, e snapshot.Event) error {
+	if n := len(a.pending); n > 0 && a.pending[n-1].ModRevision != e.ModRevision {
+		if err := a.flush(ctx); err != nil {
+			return err
 		}
-		if rev <= r.rev() {
-			i = j // already in the full snapshot or an earlier, overlapping delta
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return applied, err
-		}
-		if want := r.rev() + 1; rev != want {
-			return applied, &gapError{from: want, to: rev - 1}
-		}
-		if err := r.write(events[i:j]); err != nil {
-			return applied, fmt.Errorf("source revision %d: %w", rev, err)
-		}
-		if got := r.rev(); got != rev {
-			return applied, &revisionError{rev: rev, reached: got, events: j - i}
-		}
-		tally.count(events[i:j])
-		applied += j - i
-		if after != nil {
-			after(rev)
-		}
-		i = j
 	}
-	return applied, nil
+	a.pending = append(a.pending, e)
+	return nil
+}
+
+// flush writes the revision held, if any.
+func (a *applier) flush(ctx context.Context) error {
+	if len(a.pending) == 0 {
+		return nil
+	}
+	events, rev := a.pending, a.pending[0].ModRevision
+	a.pending = a.pending[:0]
+	if rev <= a.r.rev() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if want := a.r.rev() + 1; rev != want {
+		return &gapError{from: want, to: rev - 1}
+	}
+	if err := a.r.write(events); err != nil {
+		return fmt.Errorf("source revision %d: %w", rev, err)
+	}
+	if got := a.r.rev(); got != rev {
+		return &revisionError{rev: rev, reached: got, events: len(events)}
+	}
+	a.tally.count(events)
+	a.applied += len(events)
+	if a.after != nil {
+		a.after(rev)
+	}
+	return nil
 }
 
 func (r *replayer) write(events []snapshot.Event) error {

@@ -15,6 +15,7 @@
 package restore
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -244,33 +245,25 @@ func replayChain(ctx context.Context, o Options, res *Result, db string) error {
 			stop("delta %s starts at revision %d, after the %d reached: a gap", d.Name(), d.StartRevision, rp.rev())
 			break
 		}
-		var f snapshot.DeltaFile
-		read, _, err := fetch(ctx, o, d, func(r io.Reader) (err error) { f, err = snapshot.ReadDelta(r); return err })
+		f, n, read, err := replayDelta(ctx, o, rp, d, filepath.Join(filepath.Dir(db), "delta"), cluster, &t)
 		res.Bytes += read
-		if err == nil && (f.StartRevision != d.StartRevision || f.EndRevision != d.EndRevision) {
-			err = fmt.Errorf("holds revisions %d..%d, its name says %d..%d", f.StartRevision, f.EndRevision, d.StartRevision, d.EndRevision)
-		}
-		if err != nil {
-			stop("delta %s: %v", d.Name(), err)
-			break
-		}
-		if f.Origin != nil && f.Origin.ClusterID != "" {
-			if cluster != "" && f.Origin.ClusterID != cluster {
-				stop("delta %s was written by etcd cluster %s, the chain before it by %s", d.Name(), f.Origin.ClusterID, cluster)
-				break
-			}
-			cluster = f.Origin.ClusterID
-		}
-		n, err := rp.apply(ctx, f.Events, &t, o.afterRevision)
 		res.EventsApplied += n
 		res.Revision = rp.rev()
 		var gap *gapError
-		if errors.As(err, &gap) {
+		var bad *badDeltaError
+		switch {
+		case errors.As(err, &bad):
+			stop("delta %s: %v", d.Name(), bad.err)
+		case errors.As(err, &gap):
 			stop("delta %s: %v", d.Name(), gap)
+		case err != nil:
+			return fmt.Errorf("replaying delta %s: %w", d.Name(), err)
+		}
+		if res.Stopped != "" {
 			break
 		}
-		if err != nil {
-			return fmt.Errorf("replaying delta %s: %w", d.Name(), err)
+		if f.Origin != nil && f.Origin.ClusterID != "" {
+			cluster = f.Origin.ClusterID
 		}
 		if rp.rev() < f.EndRevision {
 			stop("delta %s says it reaches revision %d, its events reach %d", d.Name(), f.EndRevision, rp.rev())
@@ -284,6 +277,45 @@ func replayChain(ctx context.Context, o Options, res *Result, db string) error {
 		stop("%s", o.Chain.Gap)
 	}
 	return check(ctx, rp, res, last, startKeys, t)
+}
+
+// badDeltaError says a delta cannot be read, or is not what its name says: the replay stops
+// before it.
+type badDeltaError struct{ err error }
+
+func (e *badDeltaError) Error() string { return e.err.Error() }
+
+// replayDelta reads delta d into a scratch file (its decompressed content: a delta is read
+// twice, and memory holds one event at a time), verifies it whole, checks it continues the
+// chain's cluster, then replays it. read is what the store sent, n the events applied.
+func replayDelta(ctx context.Context, o Options, rp *replayer, d snapshot.Snapshot, spool, cluster string, t *tally) (f snapshot.DeltaFile, n int, read int64, err error) {
+	defer os.Remove(spool)
+	read, _, err = fetch(ctx, o, d, func(r io.Reader) error { return writeFile(spool, r) })
+	if err != nil {
+		return f, 0, read, &badDeltaError{err}
+	}
+	scan := func(each func(snapshot.Event) error) (snapshot.DeltaFile, error) {
+		file, err := os.Open(spool)
+		if err != nil {
+			return snapshot.DeltaFile{}, err
+		}
+		defer file.Close()
+		return snapshot.ScanDelta(bufio.NewReaderSize(file, 1<<20), each)
+	}
+	if f, err = scan(nil); err != nil {
+		return f, 0, read, &badDeltaError{err}
+	}
+	if f.StartRevision != d.StartRevision || f.EndRevision != d.EndRevision {
+		return f, 0, read, &badDeltaError{fmt.Errorf("holds revisions %d..%d, its name says %d..%d", f.StartRevision, f.EndRevision, d.StartRevision, d.EndRevision)}
+	}
+	if f.Origin != nil && f.Origin.ClusterID != "" && cluster != "" && f.Origin.ClusterID != cluster {
+		return f, 0, read, &badDeltaError{fmt.Errorf("written by etcd cluster %s, the chain before it by %s", f.Origin.ClusterID, cluster)}
+	}
+	ap := rp.applier(t, o.afterRevision)
+	if _, err = scan(func(e snapshot.Event) error { return ap.feed(ctx, e) }); err == nil {
+		err = ap.flush(ctx)
+	}
+	return f, ap.applied, read, err
 }
 
 // check compares the replayed keyspace with what the chain records: the writer's digest of the

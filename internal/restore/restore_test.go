@@ -129,14 +129,31 @@ func (s *source) full(ctx context.Context, t testing.TB) snapshot.Snapshot {
 // does (backup.BuildDelta): with the writer's origin and its count of the keyspace at to.
 func (s *source) delta(ctx context.Context, t testing.TB, from, to int64) snapshot.Snapshot {
 	t.Helper()
-	f, _, err := backup.BuildDelta(ctx, s.member, from, to, nil, &snapshot.Origin{ClusterID: s.clusterID(ctx, t)})
-	if err != nil {
-		t.Fatal(err)
+	ds := s.deltas(ctx, t, from, to)
+	if len(ds) != 1 {
+		t.Fatalf("revisions %d..%d make %d deltas (backup.MaxDeltaBytes), want one", from, to, len(ds))
 	}
-	if f.End == nil {
-		t.Fatalf("delta %d..%d: the writer could not count the keyspace", from, to)
+	return ds[0]
+}
+
+// deltas records revisions from..to as the backup loop does, in as many deltas as
+// backup.MaxDeltaBytes makes of them.
+func (s *source) deltas(ctx context.Context, t testing.TB, from, to int64) []snapshot.Snapshot {
+	t.Helper()
+	var out []snapshot.Snapshot
+	var keyspace *snapshot.Accumulator
+	for from <= to {
+		f, next, err := backup.BuildDelta(ctx, s.member, from, to, keyspace, &snapshot.Origin{ClusterID: s.clusterID(ctx, t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.End == nil {
+			t.Fatalf("delta %d..%d: the writer could not count the keyspace", from, f.EndRevision)
+		}
+		out = append(out, s.put(t, snapshot.Delta(from, f.EndRevision, time.Now()), f))
+		from, keyspace = f.EndRevision+1, next
 	}
-	return s.put(t, snapshot.Delta(from, to, time.Now()), f)
+	return out
 }
 
 // put stores f as delta object snap.

@@ -64,10 +64,10 @@ func (e brEvent) event(i int) (Event, error) {
 // is reported before any decode error (it tells a cut or altered object apart from a bug).
 // The revisions come from the events (first and last modRevision); the caller compares them with
 // the object's name.
-func decodeBackupRestoreDelta(r io.Reader) (DeltaFile, error) {
+func scanBackupRestoreDelta(r io.Reader, each func(Event) error) (DeltaFile, error) {
 	tr := &trailerReader{r: r, h: sha256.New()}
 	dec := json.NewDecoder(tr)
-	events, decodeErr := decodeBREvents(dec)
+	first, last, decodeErr := scanBREvents(dec, each)
 	// Whatever follows the array up to the hash is hashed too; only whitespace may be there.
 	rest := &nonSpace{}
 	if _, err := io.Copy(rest, io.MultiReader(dec.Buffered(), tr)); err != nil {
@@ -86,40 +86,48 @@ func decodeBackupRestoreDelta(r io.Reader) (DeltaFile, error) {
 	if rest.seen {
 		return DeltaFile{}, errors.New("etcd-backup-restore delta: data after the events array")
 	}
-	if len(events) == 0 {
+	if first == 0 {
 		// etcd-backup-restore skips a delta without events: an empty one says no revisions.
 		return DeltaFile{}, errors.New("etcd-backup-restore delta: no events")
 	}
-	start, end := events[0].ModRevision, events[len(events)-1].ModRevision
-	if err := checkEvents(start, end, events); err != nil {
+	if err := checkRange(first, last); err != nil {
 		return DeltaFile{}, fmt.Errorf("etcd-backup-restore delta: %w", err)
 	}
-	return DeltaFile{Format: BackupRestoreDeltaFormat, StartRevision: start, EndRevision: end,
-		EventsSHA256: hex.EncodeToString(sum), Events: events}, nil
+	return DeltaFile{Format: BackupRestoreDeltaFormat, StartRevision: first, EndRevision: last,
+		EventsSHA256: hex.EncodeToString(sum)}, nil
 }
 
-func decodeBREvents(dec *json.Decoder) ([]Event, error) {
+// scanBREvents reads the events array one event at a time, in revision order, handing each to
+// each; first and last are the revisions of the first and last event (0 when there is none).
+func scanBREvents(dec *json.Decoder, each func(Event) error) (first, last int64, err error) {
 	if tok, err := dec.Token(); err != nil {
-		return nil, err
+		return 0, 0, err
 	} else if tok != json.Delim('[') {
-		return nil, fmt.Errorf("want a JSON array of events, got %v", tok)
+		return 0, 0, fmt.Errorf("want a JSON array of events, got %v", tok)
 	}
-	var events []Event
 	for i := 0; dec.More(); i++ {
 		var e brEvent
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
+			return first, last, fmt.Errorf("event %d: %w", i, err)
 		}
 		ev, err := e.event(i)
 		if err != nil {
-			return nil, err
+			return first, last, err
 		}
-		events = append(events, ev)
+		if i == 0 {
+			first = ev.ModRevision
+		} else if ev.ModRevision < last {
+			return first, last, fmt.Errorf("event %d: revision %d out of order (after %d)", i, ev.ModRevision, last)
+		}
+		last = ev.ModRevision
+		if err := each(ev); err != nil {
+			return first, last, err
+		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing "]"
-		return nil, err
+		return first, last, err
 	}
-	return events, nil
+	return first, last, nil
 }
 
 // trailerReader passes r through, hashing it, but holds back its last sha256.Size bytes: at the

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 )
 
@@ -93,11 +94,30 @@ func EncodeDeltaFile(w io.Writer, f DeltaFile) error {
 	return nil
 }
 
-// ReadDelta reads a delta object's (decompressed) content in any format a restore accepts, told
-// by its first byte: etcd-backup-restore's starts with the "[" of its JSON array of events (and
-// its hash covers every byte, so nothing may be skipped before it); anything else is read as
-// etcd-conductor's JSON object (DecodeDelta). Either is decoded once, streaming.
+// ReadDelta reads a delta object's (decompressed) content in any format a restore accepts
+// (ScanDelta) and returns it with its events.
 func ReadDelta(r io.Reader) (DeltaFile, error) {
+	var events []Event
+	f, err := ScanDelta(r, func(e Event) error { events = append(events, e); return nil })
+	if err != nil {
+		return DeltaFile{}, err
+	}
+	f.Events = events
+	return f, nil
+}
+
+// ScanDelta reads a delta object's (decompressed) content, told by its first byte:
+// etcd-backup-restore's starts with the "[" of its JSON array of events (and its hash covers
+// every byte, so nothing may be skipped before it); anything else is etcd-conductor's JSON
+// object. It decodes one event at a time and hands each to each (nil: none), holding no more
+// than one, so a delta of any size is read in bounded memory. The checksum covers all events
+// and is checked at the end: each may have seen events of an object that then fails, so a
+// caller that acts on them reads the object twice, once to verify. The DeltaFile returned has
+// no Events.
+func ScanDelta(r io.Reader, each func(Event) error) (DeltaFile, error) {
+	if each == nil {
+		each = func(Event) error { return nil }
+	}
 	br := bufio.NewReader(r)
 	first, err := br.Peek(1)
 	switch {
@@ -106,47 +126,149 @@ func ReadDelta(r io.Reader) (DeltaFile, error) {
 	case err != nil:
 		return DeltaFile{}, fmt.Errorf("read delta: %w", err)
 	case first[0] == '[':
-		return decodeBackupRestoreDelta(br)
+		return scanBackupRestoreDelta(br, each)
 	}
-	return DecodeDelta(br)
+	return scanDelta(br, each)
 }
 
-// DecodeDelta reads a delta file and verifies its format, checksum and revision order.
+// DecodeDelta reads a delta file of etcd-conductor's format and verifies its format, checksum
+// and revision order.
 func DecodeDelta(r io.Reader) (DeltaFile, error) {
+	var events []Event
+	f, err := scanDelta(r, func(e Event) error { events = append(events, e); return nil })
+	f.Events = events
+	return f, err
+}
+
+// scanDelta reads etcd-conductor's delta object: its header fields come before its events (as
+// EncodeDeltaFile writes them), so the events are checked against the range as they come, and
+// their checksum is computed over each one's encoding as json.Encoder wrote the array.
+func scanDelta(r io.Reader, each func(Event) error) (DeltaFile, error) {
 	var f DeltaFile
 	dec := json.NewDecoder(r)
-	if err := dec.Decode(&f); err != nil {
+	if err := expectDelim(dec, '{'); err != nil {
+		return DeltaFile{}, fmt.Errorf("decode delta: %w", err)
+	}
+	fields := map[string]any{
+		"format": &f.Format, "startRevision": &f.StartRevision, "endRevision": &f.EndRevision,
+		"origin": &f.Origin, "end": &f.End, "eventsSha256": &f.EventsSHA256,
+	}
+	h := sha256.New()
+	sawEvents := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return DeltaFile{}, fmt.Errorf("decode delta: %w", err)
+		}
+		key, _ := tok.(string)
+		if key != "events" {
+			into, known := fields[key]
+			if !known {
+				into = &json.RawMessage{}
+			}
+			if err := dec.Decode(into); err != nil {
+				return DeltaFile{}, fmt.Errorf("decode delta field %q: %w", key, err)
+			}
+			continue
+		}
+		if f.Format != DeltaFormat {
+			return DeltaFile{}, fmt.Errorf("delta format %q, want %q", f.Format, DeltaFormat)
+		}
+		if err := checkRange(f.StartRevision, f.EndRevision); err != nil {
+			return DeltaFile{}, err
+		}
+		if err := scanEvents(dec, h, f.StartRevision, f.EndRevision, each); err != nil {
+			return DeltaFile{}, err
+		}
+		sawEvents = true
+	}
+	if err := expectDelim(dec, '}'); err != nil {
 		return DeltaFile{}, fmt.Errorf("decode delta: %w", err)
 	}
 	if f.Format != DeltaFormat {
 		return DeltaFile{}, fmt.Errorf("delta format %q, want %q", f.Format, DeltaFormat)
 	}
-	sum, err := eventsChecksum(f.Events)
-	if err != nil {
-		return DeltaFile{}, err
+	if !sawEvents {
+		return DeltaFile{}, fmt.Errorf("delta %d..%d holds no events field", f.StartRevision, f.EndRevision)
 	}
-	if sum != f.EventsSHA256 {
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != f.EventsSHA256 {
 		return DeltaFile{}, fmt.Errorf("delta %d..%d: events checksum %s, the file says %s", f.StartRevision, f.EndRevision, sum, f.EventsSHA256)
-	}
-	if err := checkEvents(f.StartRevision, f.EndRevision, f.Events); err != nil {
-		return DeltaFile{}, err
 	}
 	return f, nil
 }
 
+// scanEvents reads the events array, hashing each event's encoding as json.Encoder writes the
+// array ("[" e1 "," e2 … "]" "\n"), checking its order and range, handing it to each.
+func scanEvents(dec *json.Decoder, h hash.Hash, start, end int64, each func(Event) error) error {
+	if err := expectDelim(dec, '['); err != nil {
+		return fmt.Errorf("decode delta events: %w", err)
+	}
+	h.Write([]byte("["))
+	prev := start
+	for i := 0; dec.More(); i++ {
+		var e Event
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("decode delta event %d: %w", i, err)
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("checksum delta event %d: %w", i, err)
+		}
+		if i > 0 {
+			h.Write([]byte(","))
+		}
+		h.Write(b)
+		if err := checkEvent(start, end, i, e, prev); err != nil {
+			return err
+		}
+		prev = e.ModRevision
+		if err := each(e); err != nil {
+			return err
+		}
+	}
+	h.Write([]byte("]\n"))
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("want %q, got %v", want, tok)
+	}
+	return nil
+}
+
 func checkEvents(start, end int64, events []Event) error {
-	if start < 1 || end < start {
-		return fmt.Errorf("delta range %d..%d: want 1 <= start <= end", start, end)
+	if err := checkRange(start, end); err != nil {
+		return err
 	}
 	prev := start
 	for i, e := range events {
-		if e.Type != EventPut && e.Type != EventDelete {
-			return fmt.Errorf("delta %d..%d event %d: type %q", start, end, i, e.Type)
-		}
-		if e.ModRevision < prev || e.ModRevision > end {
-			return fmt.Errorf("delta %d..%d event %d: revision %d out of order or range", start, end, i, e.ModRevision)
+		if err := checkEvent(start, end, i, e, prev); err != nil {
+			return err
 		}
 		prev = e.ModRevision
+	}
+	return nil
+}
+
+func checkRange(start, end int64) error {
+	if start < 1 || end < start {
+		return fmt.Errorf("delta range %d..%d: want 1 <= start <= end", start, end)
+	}
+	return nil
+}
+
+// checkEvent checks event i of delta start..end, after one at revision prev.
+func checkEvent(start, end int64, i int, e Event, prev int64) error {
+	if e.Type != EventPut && e.Type != EventDelete {
+		return fmt.Errorf("delta %d..%d event %d: type %q", start, end, i, e.Type)
+	}
+	if e.ModRevision < prev || e.ModRevision > end {
+		return fmt.Errorf("delta %d..%d event %d: revision %d out of order or range", start, end, i, e.ModRevision)
 	}
 	return nil
 }
