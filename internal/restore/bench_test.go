@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
@@ -119,25 +117,12 @@ func BenchmarkRestore(b *testing.B) {
 }
 
 func benchmarkRestoreSize(b *testing.B, mib int) {
-	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
-		b.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	cluster := etcdtest.Start(b, etcdtest.Config{Members: 1})
-	member, err := etcdclient.DialMember(cluster.Client, cluster.Members[0].Target(), etcdclient.Options{CallTimeout: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = member.Close() })
-	cc, err := cluster.Dial(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	src := &source{kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil)}
+	src := startSourceTB(b)
 	src.fill(ctx, b, "bench", mib)
 	compressions := []snapshot.Compression{snapshot.CompressionNone, snapshot.CompressionGzip}
-	chains := backUp(ctx, b, src, member, compressions)
+	chains := backUp(ctx, b, src, src.member, compressions)
 	for _, withDelta := range []bool{false, true} {
 		for _, comp := range compressions {
 			chain, variant := chains.full[comp], "full"

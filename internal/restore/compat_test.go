@@ -10,11 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
@@ -110,22 +106,10 @@ func TestRestoreBackupRestoreChains(t *testing.T) {
 // TestRestoreOwnCompressedChains: a chain the member-agent writes (backup.UploadFull and
 // UploadDelta against a Local store) restores exactly with each compression.
 func TestRestoreOwnCompressedChains(t *testing.T) {
-	if _, err := etcdtest.EtcdBinary(etcdtest.DefaultVersion); err != nil {
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := etcdtest.Start(t, etcdtest.Config{Members: 1})
-	member, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = member.Close() })
-	cc, err := c.Dial(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &source{kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil)}
+	src := startSource(t)
+	member := src.member
 	at := time.Now()
 	for _, comp := range snapshot.Compressions() {
 		t.Run(comp.String(), func(t *testing.T) {

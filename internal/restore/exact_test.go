@@ -240,6 +240,16 @@ func TestRestoreRetriesTransientReads(t *testing.T) {
 			t.Errorf("restored to %d, stopped %q; want revision %d and %q", res.Revision, res.Stopped, mid, want)
 		}
 	})
+
+	t.Run("a full snapshot the store keeps failing to send is no reason to fall back to an older one", func(t *testing.T) {
+		failures = map[string]int{full.Key(): 10}
+		_, err := Restore(ctx, Options{Chain: chain, Open: flaky, DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0",
+			PeerURL: loopbackPeerURL(t), Token: "t", Log: testr.New(t), Retry: o.Retry})
+		var bad *FullSnapshotError
+		if err == nil || errors.As(err, &bad) {
+			t.Fatalf("restore error %v; want a failed read, not a FullSnapshotError (which falls back)", err)
+		}
+	})
 }
 
 type errReader struct{ err error }

@@ -153,8 +153,15 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	db := filepath.Join(work, "full.db")
 	read, _, err := fetch(ctx, o, o.Chain.Full, func(r io.Reader) error { return writeFile(db, r) })
 	res.Bytes += read
-	if err != nil {
+	var verify *backupstore.VerifyError
+	var content contentError
+	switch {
+	case errors.As(err, &verify), errors.As(err, &content):
 		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
+	case err != nil:
+		// The store did not answer (or the object went): no reason to take an older snapshot,
+		// the restore is tried again.
+		return res, fmt.Errorf("reading full snapshot %s: %w", o.Chain.Full.Name(), err)
 	}
 	if res.HashChecked, err = stripHash(db); err != nil {
 		return res, &FullSnapshotError{Name: o.Chain.Full.Name(), Err: err}
