@@ -209,7 +209,7 @@ func (i *Initializer) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			d.Reason += "; restored: " + res.String()
+			d.Reason += "; " + memberlease.RestoreResultPrefix + res.String()
 			i.log.Info("Restored from the backup", "result", res.String(), "stoppedEarly", res.Stopped)
 			i.report(ctx, d, memberlease.DataValid)
 			settings["initial-cluster-token"] = d.Token

@@ -3,6 +3,7 @@ package memberlease
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // What the member's init step (`member-agent init`) writes on its member Lease after every start
@@ -80,3 +81,17 @@ func FormatStartDecision(rule, reason string) string { return rule + ": " + reas
 // FormatDataLostMemberID is AnnotationDataLostMemberID's value: the member ID in lower-case hex,
 // as the holderIdentity spells it.
 func FormatDataLostMemberID(memberID uint64) string { return strconv.FormatUint(memberID, 16) }
+
+// RestoreResultPrefix starts the part of a start decision's reason that says what a restore
+// rebuilt (the snapshot, the deltas, how the result was checked, what it fell back from, which
+// revisions it did not reach): the recovery controller repeats it when it records the restored
+// cluster, so the Etcd's condition and Events carry it.
+const RestoreResultPrefix = "restored: "
+
+// RestoreResult is that part of a start decision ("" when it has none).
+func RestoreResult(decision string) string {
+	if i := strings.Index(decision, RestoreResultPrefix); i >= 0 {
+		return decision[i:]
+	}
+	return ""
+}

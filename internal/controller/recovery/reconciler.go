@@ -415,6 +415,14 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			}
 		}
 		d.Reason += "; a full snapshot of it is requested"
+		// What the restore rebuilt, as its init step reported it: a fall-back to an older full
+		// snapshot or revisions not restored belong in the condition, not only on a Lease.
+		lease := &coordinationv1.Lease{}
+		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: o.InProgress.Member}, lease); err == nil {
+			if restored := memberlease.RestoreResult(startDecision(lease)); restored != "" {
+				d.Reason += "; " + restored
+			}
+		}
 	case recovery.ActionReplacePod:
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: d.Pod}}
 		if err := r.cfg.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
