@@ -49,12 +49,22 @@ func runManager(args []string) int {
 	}
 	log := newLogger(f.development)
 	ctrl.SetLogger(log)
+	logIgnored(log, cfg)
 	if err := startManager(ctrl.SetupSignalHandler(), log, f, cfg, gates); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// logIgnored names, in one line, each etcd-druid key the configuration sets that the manager
+// accepts without acting on, and why: a file written for etcd-druid starts the manager, and
+// what in it no longer does anything is said once rather than never.
+func logIgnored(log logr.Logger, cfg *configv1alpha1.OperatorConfiguration) {
+	if ignored := configv1alpha1.Ignored(cfg); len(ignored) > 0 {
+		log.Info("Configuration keys of etcd-druid accepted and ignored", "ignored", ignored)
+	}
 }
 
 // loadConfig reads the configuration file strictly and parses its feature gates.
@@ -70,7 +80,9 @@ func loadConfig(path string) (*configv1alpha1.OperatorConfiguration, features.Ga
 	if err != nil {
 		return nil, features.Gates{}, fmt.Errorf("%s: %w", path, err)
 	}
-	gates, err := features.New(cfg.FeatureGates)
+	// etcd-druid's gates are accepted and ignored (listed by Ignored); a name that is neither
+	// theirs nor ours is still refused.
+	gates, err := features.New(cfg.ConductorFeatureGates())
 	if err != nil {
 		return nil, features.Gates{}, fmt.Errorf("%s: featureGates: %w", path, err)
 	}

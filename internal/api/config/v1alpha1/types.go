@@ -51,6 +51,20 @@ type OperatorConfiguration struct {
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 	// HealthProbeBindAddress is where /healthz and /readyz are served (default :8081).
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+
+	// etcd-druid's keys with no field of etcd-conductor's own (druid_types.go), so that its
+	// files load: server.metrics becomes metricsBindAddress unless that is set; the rest are
+	// accepted and ignored (Ignored says which and why).
+
+	// Server is etcd-druid's webhook server and metrics endpoint.
+	Server *ServerConfiguration `json:"server,omitempty"`
+	// Webhooks is etcd-druid's admission webhooks.
+	Webhooks *WebhookConfiguration `json:"webhooks,omitempty"`
+	// Logging is etcd-druid's log level and format.
+	Logging *LogConfiguration `json:"logging,omitempty"`
+	// LogConfiguration: druid's own files carry this key (its chart and its test configuration),
+	// druid ignores it: its field is logging.
+	LogConfiguration *LogConfiguration `json:"logConfiguration,omitempty"`
 }
 
 // ClientConnectionConfiguration is the client-side rate limit of the manager's requests to the
@@ -62,6 +76,13 @@ type ClientConnectionConfiguration struct {
 	QPS float32 `json:"qps,omitempty"`
 	// Burst is how many requests may go at once above QPS (default 150; at least QPS).
 	Burst int `json:"burst,omitempty"`
+	// ContentType and AcceptContentTypes are etcd-druid's wire format to the apiserver, accepted
+	// and ignored: the manager's clients keep controller-runtime's.
+	ContentType        *string `json:"contentType,omitempty"`
+	AcceptContentTypes *string `json:"acceptContentTypes,omitempty"`
+	// AcceptContentType: druid's own files carry this key (its chart writes it when the value
+	// is set), druid ignores it: its field is acceptContentTypes.
+	AcceptContentType *string `json:"acceptContentType,omitempty"`
 }
 
 // Client connection defaults: enough for a fleet of a thousand Etcds to be gone through in
@@ -80,17 +101,38 @@ type LeaderElectionConfiguration struct {
 	LeaseDuration     metav1.Duration `json:"leaseDuration,omitempty"`
 	RenewDeadline     metav1.Duration `json:"renewDeadline,omitempty"`
 	RetryPeriod       metav1.Duration `json:"retryPeriod,omitempty"`
+	// ResourceLock is etcd-druid's kind of lock object. etcd-conductor (as client-go today)
+	// takes a coordination.k8s.io Lease, so "leases" is the one value accepted.
+	ResourceLock string `json:"resourceLock,omitempty"`
 }
 
 // ControllerConfiguration configures the controllers.
 type ControllerConfiguration struct {
 	Etcd     EtcdControllerConfiguration     `json:"etcd,omitempty"`
 	OnDelete OnDeleteControllerConfiguration `json:"ondelete,omitempty"`
+
+	// etcd-druid's controllers and cache switch, accepted and ignored (Ignored says why).
+	DisableLeaseCache   *bool                                       `json:"disableLeaseCache,omitempty"`
+	Compaction          *CompactionControllerConfiguration          `json:"compaction,omitempty"`
+	EtcdCopyBackupsTask *EtcdCopyBackupsTaskControllerConfiguration `json:"etcdCopyBackupsTask,omitempty"`
+	Secret              *SecretControllerConfiguration              `json:"secret,omitempty"`
+	EtcdOpsTask         *EtcdOpsTaskControllerConfiguration         `json:"etcdOpsTask,omitempty"`
 }
 
 // EtcdControllerConfiguration configures the Etcd reconciler.
 type EtcdControllerConfiguration struct {
 	ConcurrentSyncs int `json:"concurrentSyncs,omitempty"`
+
+	// EnableEtcdSpecAutoReconcile is etcd-druid's switch between applying every change of an
+	// Etcd's spec (true) and only those marked with gardener.cloud/operation=reconcile (false,
+	// etcd-druid's default). It is kept as written, nil when left out, for the change that will
+	// act on it; the Etcd reconciler does not yet gate spec changes on it and applies every
+	// change, so Ignored lists it.
+	EnableEtcdSpecAutoReconcile *bool `json:"enableEtcdSpecAutoReconcile,omitempty"`
+	// etcd-druid's keys for the member pods' token and the member status, accepted and ignored.
+	DisableEtcdServiceAccountAutomount *bool                    `json:"disableEtcdServiceAccountAutomount,omitempty"`
+	EtcdStatusSyncPeriod               *metav1.Duration         `json:"etcdStatusSyncPeriod,omitempty"`
+	EtcdMember                         *EtcdMemberConfiguration `json:"etcdMember,omitempty"`
 }
 
 // MemberRoleSource says where the OnDelete controller learns which member leads.
@@ -285,6 +327,9 @@ func (c *OperatorConfiguration) Validate() error {
 	if err := c.Controllers.OnDelete.validateRolloutPolicy(); err != nil {
 		return err
 	}
+	if err := c.validateDruidKeys(); err != nil {
+		return err
+	}
 	switch c.Controllers.OnDelete.MemberRoleSource {
 	case MemberRoleSourceAuto, MemberRoleSourceLeaseOnly:
 	default:
@@ -343,7 +388,10 @@ func (c ClientConnectionConfiguration) validate() error {
 // Decode parses an OperatorConfiguration from YAML or JSON, strictly, so a typo is a start-up
 // error naming the field and never a silent default: exactly one document; keys match the field
 // names exactly (encoding/json would take "FeatureGates" or "leaderelection" for them) and
-// appear once; no unknown field; no key without a value. Fields the file leaves out get their
+// appear once; no unknown field; no key without a value. Every key of etcd-druid's
+// OperatorConfiguration is known (druid_types.go), and so are the few keys etcd-druid's own files
+// carry that its type lacks; etcd-druid's server.metrics becomes metricsBindAddress unless that is
+// written too (druid_honoured.go); Ignored lists the etcd-druid keys set and not acted on. Fields the file leaves out get their
 // defaults, while a value written in the file (say concurrentSyncs: 0) is validated as written.
 // Feature gate names are checked by the features package, which owns the list of gates.
 func Decode(data []byte) (*OperatorConfiguration, error) {
@@ -370,6 +418,9 @@ func Decode(data []byte) (*OperatorConfiguration, error) {
 			msgs[i] = e.Error()
 		}
 		return nil, fmt.Errorf("decoding operator configuration: %s", strings.Join(msgs, "; "))
+	}
+	if err := applyDruidAliases(cfg, jsonData); err != nil {
+		return nil, fmt.Errorf("decoding operator configuration: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid operator configuration: %w", err)
