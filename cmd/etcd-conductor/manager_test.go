@@ -28,6 +28,8 @@ func TestManagerRejectsBadConfiguration(t *testing.T) {
 	}{
 		{"unknown gate", header + "featureGates:\n  QuorumAwareUpdatesWithOnDlete: true\n", "QuorumAwareUpdatesWithOnDlete"},
 		{"unknown field", header + "controllers:\n  ondelete:\n    memberRoleSorce: Auto\n", `unknown field "controllers.ondelete.memberRoleSorce"`},
+		{"misspelled etcd-druid key", header + "controllers:\n  compaction:\n    eventThreshold: 5\n", `unknown field "controllers.compaction.eventThreshold"`},
+		{"unknown gate of neither", header + "featureGates:\n  UpgradeEtcdVersio: true\n", "UpgradeEtcdVersio"},
 		{"bad role source", header + "controllers:\n  ondelete:\n    memberRoleSource: Maybe\n", "Maybe"},
 		{"wrong-case key", header + "FeatureGates:\n  QuorumAwareUpdatesWithOnDelete: true\n", `unknown field "FeatureGates"`},
 		{"duplicate key", header + "featureGates: {}\nfeatureGates: {}\n", `key "featureGates" already set`},
