@@ -32,9 +32,10 @@ var ignoredKeys = []struct {
 		"the member Leases are read from the manager's cache, whose changes the status controller follows"},
 	{"controllers.etcd.enableEtcdSpecAutoReconcile", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EnableEtcdSpecAutoReconcile != nil },
 		"kept in the configuration, but the Etcd reconciler does not gate spec changes on it yet: every spec change is applied, as with true"},
-	{"controllers.etcd.disableEtcdServiceAccountAutomount", func(c *OperatorConfiguration) bool {
-		return c.Controllers.Etcd.DisableEtcdServiceAccountAutomount != nil
-	},
+	{"controllers.etcd.disableEtcdServiceAccountAutomount",
+		func(c *OperatorConfiguration) bool {
+			return c.Controllers.Etcd.DisableEtcdServiceAccountAutomount != nil
+		},
 		"member pods never automount a ServiceAccount token; only the member-agent sidecar mounts a projected one that expires"},
 	{"controllers.etcd.etcdStatusSyncPeriod", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EtcdStatusSyncPeriod != nil },
 		"the status is written on every change of the Etcd, its StatefulSet, pods and Leases, and looked at again every 5s; that period is fixed"},

@@ -388,11 +388,12 @@ func (c ClientConnectionConfiguration) validate() error {
 // Decode parses an OperatorConfiguration from YAML or JSON, strictly, so a typo is a start-up
 // error naming the field and never a silent default: exactly one document; keys match the field
 // names exactly (encoding/json would take "FeatureGates" or "leaderelection" for them) and
-// appear once; no unknown field; no key without a value. Every key of etcd-druid's
-// OperatorConfiguration is known (druid_types.go), and so are the few keys etcd-druid's own files
-// carry that its type lacks; etcd-druid's server.metrics becomes metricsBindAddress unless that is
-// written too (druid_honoured.go); Ignored lists the etcd-druid keys set and not acted on. Fields the file leaves out get their
+// appear once; no unknown field; no key without a value. Fields the file leaves out get their
 // defaults, while a value written in the file (say concurrentSyncs: 0) is validated as written.
+// Every key of etcd-druid's OperatorConfiguration is known (druid_types.go), and so are the few
+// keys etcd-druid's own files carry that its type lacks; etcd-druid's server.metrics becomes
+// metricsBindAddress unless that is written too (druid_honoured.go); Ignored lists the etcd-druid
+// keys set and not acted on.
 // Feature gate names are checked by the features package, which owns the list of gates.
 func Decode(data []byte) (*OperatorConfiguration, error) {
 	if err := singleDocument(data); err != nil {
