@@ -133,6 +133,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},
+		SpecAutoReconcile: cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
 
@@ -50,6 +51,8 @@ type Reconciler struct {
 	settings resources.Settings
 	dbSizes  DBSizes
 	gateOn   bool
+	// autoReconcile is etcd-druid's enableEtcdSpecAutoReconcile (internal/specgate).
+	autoReconcile bool
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -69,6 +72,9 @@ type Config struct {
 	// DBSizes asks the members for their database sizes, to refuse a quota below them; nil
 	// skips that check.
 	DBSizes DBSizes
+	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile: false, a
+	// changed spec waits for the druid.gardener.cloud/operation=reconcile annotation. nil: true.
+	SpecAutoReconcile *bool
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -78,11 +84,12 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
 	}
 	return &Reconciler{
-		client:   c,
-		secrets:  cfg.SecretReader,
-		recorder: recorder,
-		dbSizes:  cfg.DBSizes,
-		gateOn:   cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
+		client:        c,
+		secrets:       cfg.SecretReader,
+		recorder:      recorder,
+		dbSizes:       cfg.DBSizes,
+		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
+		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -94,7 +101,9 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // RBAC: exactly the calls below. Owned objects are read through the cache (get, list, watch) and
 // written only when they differ from the desired state (create, update); the garbage collector
 // deletes them with the Etcd, so only member Leases of removed members are deleted here.
-// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
+// patch: only to remove the druid.gardener.cloud/operation annotation once its order is carried
+// out (consumeOrder).
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // SetControllerReference sets blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
 // admission plugin allows only to those who may update the owner's finalizers.
@@ -134,6 +143,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !etcd.DeletionTimestamp.IsZero() {
 		// Owned objects go with the Etcd through their owner references.
+		return ctrl.Result{}, nil
+	}
+	gate := specgate.Decide(etcd, r.autoReconcile)
+	if !gate.Apply {
+		log.Info("Spec not applied", "rule", gate.Rule, "reason", gate.Reason)
+		r.recorder.Event(etcd, corev1.EventTypeNormal, gate.Rule.CamelCase(), gate.Reason)
 		return ctrl.Result{}, nil
 	}
 
@@ -222,9 +237,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if held {
 			result.RequeueAfter = holdRecheck
 		}
-		return result, r.recordOutcomeConverged(ctx, etcd, warnings)
+		if err := r.recordOutcomeConverged(ctx, etcd, warnings); err != nil {
+			return result, err
+		}
+		return result, r.consumeOrder(ctx, etcd, gate)
 	}
-	return result, r.recordOutcome(ctx, etcd, nil)
+	if err := r.recordOutcome(ctx, etcd, nil); err != nil {
+		return result, err
+	}
+	return result, r.consumeOrder(ctx, etcd, gate)
+}
+
+// consumeOrder removes the druid.gardener.cloud/operation=reconcile annotation once the spec it
+// ordered is applied, as etcd-druid does: the next change waits for a new order.
+func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd, gate specgate.Decision) error {
+	if !gate.ConsumeOrder {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + specgate.AnnotationOperation + `":null}}}`)
+	if err := r.client.Patch(ctx, etcd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("removing annotation %s after applying the spec: %w", specgate.AnnotationOperation, err)
+	}
+	return nil
 }
 
 func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
