@@ -95,7 +95,7 @@ func secretRefs(e *druidv1alpha1.Etcd) []secretRef {
 	}
 	// The member-agent needs the client key pair, so it is required for client TLS.
 	add("spec.etcd.clientUrlTls", e.Spec.Etcd.ClientUrlTLS, true)
-	add("spec.etcd.peerUrlTls", e.Spec.Etcd.PeerUrlTLS, false)
+	add("spec.etcd.peerUrlTls", e.Spec.Etcd.PeerUrlTLS.TLS(), false)
 	return refs
 }
 
