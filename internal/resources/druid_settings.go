@@ -38,6 +38,7 @@ const (
 const (
 	ErrInvalidQuota                   = "ERR_INVALID_QUOTA"
 	ErrInvalidMetrics                 = "ERR_INVALID_METRICS"
+	ErrInvalidFreelistType            = "ERR_INVALID_FREELIST_TYPE"
 	ErrInvalidCompaction              = "ERR_INVALID_AUTO_COMPACTION"
 	ErrInvalidDefragmentationSchedule = "ERR_INVALID_DEFRAGMENTATION_SCHEDULE"
 	ErrInvalidDuration                = "ERR_INVALID_DURATION"
@@ -71,6 +72,13 @@ func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	if m := e.Spec.Etcd.Metrics; m != nil {
 		env["ETCD_METRICS"] = string(*m)
 	}
+	if g := e.Spec.Etcd.EnableGRPCGateway; g != nil {
+		env["ETCD_ENABLE_GRPC_GATEWAY"] = strconv.FormatBool(*g)
+	}
+	// etcd 3.4 and later read it (the operator runs 3.6 and 3.7).
+	if f := e.Spec.Etcd.BackendBboltFreelistType; f != nil {
+		env["ETCD_BACKEND_BBOLT_FREELIST_TYPE"] = string(*f)
+	}
 	if c := e.Spec.SharedConfig; c != nil {
 		if c.AutoCompactionMode != nil {
 			env["ETCD_AUTO_COMPACTION_MODE"] = string(*c.AutoCompactionMode)
@@ -80,6 +88,18 @@ func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		}
 	}
 	return env
+}
+
+// PeerSkipClientSANVerification is spec.etcd.peerUrlTls.skipClientSANVerification, true when
+// unset. The default differs from etcd-druid's (check) because it is what this operator always
+// did: the peer certificates it documents carry wildcard DNS names, which etcd's SAN check cannot
+// match against a peer's address, so checking by default would cut every such cluster's peers
+// apart. The CA check applies either way.
+func PeerSkipClientSANVerification(e *druidv1alpha1.Etcd) bool {
+	if p := e.Spec.Etcd.PeerUrlTLS; p != nil && p.SkipClientSANVerification != nil {
+		return *p.SkipClientSANVerification
+	}
+	return true
 }
 
 func snapshotCount(e *druidv1alpha1.Etcd) int64 {
@@ -175,6 +195,10 @@ func validateSettings(e *druidv1alpha1.Etcd) []Problem {
 	}
 	if m := e.Spec.Etcd.Metrics; m != nil && *m != druidv1alpha1.MetricsBasic && *m != druidv1alpha1.MetricsExtensive {
 		add(ErrInvalidMetrics, "spec.etcd.metrics is %q: it must be basic or extensive", *m)
+	}
+	// etcd reads any value but array as map, so a typo would pass unnoticed.
+	if f := e.Spec.Etcd.BackendBboltFreelistType; f != nil && *f != druidv1alpha1.BboltFreelistArray && *f != druidv1alpha1.BboltFreelistMap {
+		add(ErrInvalidFreelistType, "spec.etcd.backendBboltFreelistType is %q: it must be array or map", *f)
 	}
 	if c := e.Spec.SharedConfig; c != nil {
 		problems = append(problems, validateCompaction(c)...)

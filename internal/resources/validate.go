@@ -50,6 +50,7 @@ func ValidateSpec(e *druidv1alpha1.Etcd) []Problem {
 		problems = append(problems, Problem{ErrMissingTLS, "spec.etcd.peerUrlTls is required: members talk to each other over mTLS only"})
 	}
 	problems = append(problems, validateSettings(e)...)
+	problems = append(problems, validateDruidRefused(e)...)
 	for _, ref := range secretRefs(e) {
 		if ref.name == "" {
 			problems = append(problems, Problem{ErrMissingTLS, ref.field + ".name is required"})
