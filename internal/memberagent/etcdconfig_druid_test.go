@@ -52,10 +52,10 @@ func TestEtcdReadsTheNewerDruidSettings(t *testing.T) {
 		compaction, retention string
 	}{
 		{
-			// etcd's own defaults (gateway on, map freelist, no auto-compaction); the SAN check
-			// skipped as always here.
+			// etcd's own defaults (gateway on, map freelist); the SAN check skipped as always
+			// here; etcd-druid's auto-compaction.
 			name: "unset", mutate: func(*druidv1alpha1.Etcd) {},
-			gateway: true, skipSAN: true, freelist: "", compaction: "periodic", retention: "0",
+			gateway: true, skipSAN: true, freelist: "", compaction: "periodic", retention: "30m",
 		},
 		{
 			name: "set",

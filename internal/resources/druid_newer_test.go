@@ -127,14 +127,18 @@ func TestRefusedDruidSettings(t *testing.T) {
 			wantCode: ErrUnsupportedField, wantText: "spec.etcd.bootstrapWithExistingCluster",
 		},
 		{
-			name:     "etcd-wrapper image",
-			mutate:   func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Image = ptr.To("europe-docker.pkg.dev/gardener-project/public/gardener/etcd-wrapper:v0.6.1") },
+			name: "etcd-wrapper image",
+			mutate: func(e *druidv1alpha1.Etcd) {
+				e.Spec.Etcd.Image = ptr.To("europe-docker.pkg.dev/gardener-project/public/gardener/etcd-wrapper:v0.6.1")
+			},
 			wantCode: ErrEtcdWrapperImage, wantText: DefaultEtcdImage,
 		},
 		{name: "plain etcd image", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.Image = ptr.To("quay.io/coreos/etcd:v3.7.3") }},
 		{
-			name:     "unknown freelist type",
-			mutate:   func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.BackendBboltFreelistType = ptr.To(druidv1alpha1.BboltFreelistType("hash")) },
+			name: "unknown freelist type",
+			mutate: func(e *druidv1alpha1.Etcd) {
+				e.Spec.Etcd.BackendBboltFreelistType = ptr.To(druidv1alpha1.BboltFreelistType("hash"))
+			},
 			wantCode: ErrInvalidFreelistType, wantText: "spec.etcd.backendBboltFreelistType",
 		},
 	} {

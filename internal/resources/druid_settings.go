@@ -18,6 +18,9 @@ import (
 const (
 	// DefaultQuota is etcd-druid's default backend quota.
 	DefaultQuota = "8Gi"
+	// DefaultAutoCompactionRetention is etcd-druid's periodic auto-compaction retention, used when
+	// spec.sharedConfig sets none (AutoCompaction).
+	DefaultAutoCompactionRetention = "30m"
 	// DefaultSnapshotCount is the raft snapshot interval when spec.etcd.snapshotCount is unset.
 	DefaultSnapshotCount = int64(75000)
 	// DefaultDefragTimeout bounds one member's defragmentation when etcdDefragTimeout is unset
@@ -63,7 +66,8 @@ func StorageCapacity(e *druidv1alpha1.Etcd) resource.Quantity {
 
 // SettingsEnvironment is the ETCD_* variables that carry the Etcd's etcd settings. Optional
 // settings are left out when unset, so etcd's own default applies and the configuration (and
-// with it the pod template) of an Etcd that does not use them stays as it was.
+// with it the pod template) of an Etcd that does not use them stays as it was; auto-compaction is
+// the exception, with etcd-druid's default (AutoCompaction).
 func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	env := map[string]string{
 		"ETCD_QUOTA_BACKEND_BYTES": strconv.FormatInt(Quota(e), 10),
@@ -79,15 +83,33 @@ func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	if f := e.Spec.Etcd.BackendBboltFreelistType; f != nil {
 		env["ETCD_BACKEND_BBOLT_FREELIST_TYPE"] = string(*f)
 	}
-	if c := e.Spec.SharedConfig; c != nil {
-		if c.AutoCompactionMode != nil {
-			env["ETCD_AUTO_COMPACTION_MODE"] = string(*c.AutoCompactionMode)
-		}
-		if c.AutoCompactionRetention != nil {
-			env["ETCD_AUTO_COMPACTION_RETENTION"] = *c.AutoCompactionRetention
-		}
+	mode, retention := AutoCompaction(e)
+	if mode != nil {
+		env["ETCD_AUTO_COMPACTION_MODE"] = string(*mode)
+	}
+	if retention != nil {
+		env["ETCD_AUTO_COMPACTION_RETENTION"] = *retention
 	}
 	return env
+}
+
+// AutoCompaction is the auto-compaction the members run with; nil leaves etcd's own default.
+// Explicit settings are kept as written. Without a retention, periodic mode gets etcd-druid's
+// default of 30m (and an unset mode becomes periodic with it), so an etcd-druid manifest without
+// sharedConfig compacts as it did under etcd-druid instead of growing until NOSPACE; etcd's own
+// default keeps all history. This changed the configuration, and so rolled the members, of every
+// Etcd without a retention when it was introduced; autoCompactionRetention "0" turns compaction
+// off. Revision mode without a retention keeps etcd's default (off): etcd-druid's 30m is not a
+// revision count, and etcd refuses it there.
+func AutoCompaction(e *druidv1alpha1.Etcd) (mode *druidv1alpha1.CompactionMode, retention *string) {
+	if c := e.Spec.SharedConfig; c != nil {
+		mode, retention = c.AutoCompactionMode, c.AutoCompactionRetention
+	}
+	if retention == nil && (mode == nil || *mode == druidv1alpha1.CompactionPeriodic) {
+		periodic, defaultRetention := druidv1alpha1.CompactionPeriodic, DefaultAutoCompactionRetention
+		return &periodic, &defaultRetention
+	}
+	return mode, retention
 }
 
 // PeerSkipClientSANVerification is spec.etcd.peerUrlTls.skipClientSANVerification, true when
