@@ -23,8 +23,8 @@ const (
 	DefaultAutoCompactionRetention = "30m"
 	// DefaultSnapshotCount is the raft snapshot interval when spec.etcd.snapshotCount is unset.
 	DefaultSnapshotCount = int64(75000)
-	// DefaultDefragTimeout bounds one member's defragmentation when etcdDefragTimeout is unset
-	// (etcd-druid's default).
+	// DefaultDefragTimeout bounds one member's defragmentation when etcdDefragTimeout is unset.
+	// etcd-druid's default is 15m (docs/druid-compatibility.md lists the defaults that differ).
 	DefaultDefragTimeout = 8 * time.Minute
 	// DefaultMemberAgentInterval is the Lease renew interval when neither the Etcd nor the
 	// operator sets one.

@@ -173,7 +173,7 @@ type EtcdConfig struct {
 	// +optional
 	Metrics *MetricsLevel `json:"metrics,omitempty"`
 
-	// EtcdDefragTimeout bounds one member's defragmentation (default 8m, etcd-druid's).
+	// EtcdDefragTimeout bounds one member's defragmentation (default 8m; etcd-druid's is 15m).
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
