@@ -111,7 +111,7 @@ func initStepOpener(t *testing.T, override, prefix, secretDir string) func(conte
 	t.Helper()
 	e := &druidv1alpha1.Etcd{}
 	e.Name, e.Namespace, e.Spec.Replicas = "etcd-main", "shoot", 1
-	e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS = &druidv1alpha1.TLSConfig{}, &druidv1alpha1.TLSConfig{}
+	e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS = &druidv1alpha1.TLSConfig{}, &druidv1alpha1.PeerTLSConfig{}
 	e.Spec.Backup = &druidv1alpha1.BackupSpec{Store: &druidv1alpha1.StoreSpec{
 		Provider: ptr.To(druidv1alpha1.StorageProvider("aws")), Container: ptr.To("backups"), Prefix: prefix,
 		SecretRef: &corev1.SecretReference{Name: "etcd-backup"}, EndpointOverride: ptr.To(override),

@@ -49,16 +49,38 @@ func TestIgnored(t *testing.T) {
 		{
 			name: "druid-only knobs",
 			spec: druidv1alpha1.EtcdSpec{
-				Selector:                         &metav1.LabelSelector{},
-				VolumeClaimTemplate:              ptr.To("x"),
-				RunAsRoot:                        ptr.To(false),
-				ExternallyManagedMemberAddresses: []string{"10.0.0.1"},
+				Selector:            &metav1.LabelSelector{},
+				VolumeClaimTemplate: ptr.To("x"),
+				RunAsRoot:           ptr.To(false),
 				Etcd: druidv1alpha1.EtcdConfig{
 					WrapperPort:   ptr.To(int32(9095)),
 					AuthSecretRef: nil,
+					AdditionalAdvertisePeerURLs: []druidv1alpha1.MemberPeerURLs{
+						{MemberName: "etcd-main-0", URLs: []string{"https://10.0.0.1:2380"}},
+					},
 				},
 			},
-			want: []string{"spec.etcd.wrapperPort", "spec.externallyManagedMemberAddresses", "spec.runAsRoot", "spec.selector", "spec.volumeClaimTemplate"},
+			want: []string{"spec.etcd.additionalAdvertisePeerURLs", "spec.etcd.wrapperPort", "spec.runAsRoot", "spec.selector", "spec.volumeClaimTemplate"},
+		},
+		{
+			// These act (or, when they cannot, refuse the Etcd in internal/resources): listing
+			// them as ignored would tell the user the opposite of what happens.
+			name: "druid v0.35-v0.38 fields that act or refuse are not listed",
+			spec: druidv1alpha1.EtcdSpec{
+				MemberNamePrefix: ptr.To("p"),
+				Etcd: druidv1alpha1.EtcdConfig{
+					EnableGRPCGateway:        ptr.To(false),
+					BackendBboltFreelistType: ptr.To(druidv1alpha1.BboltFreelistArray),
+					PeerUrlTLS:               &druidv1alpha1.PeerTLSConfig{SkipClientSANVerification: ptr.To(false)},
+					BootstrapWithExistingCluster: &druidv1alpha1.BootstrapWithExistingCluster{
+						Members: []druidv1alpha1.BootstrapExistingMember{{Name: "src-0", PeerURLs: []string{"https://src-0:2380"}}},
+					},
+				},
+			},
+		},
+		{
+			name: "an empty additionalAdvertisePeerURLs names nothing",
+			spec: druidv1alpha1.EtcdSpec{Etcd: druidv1alpha1.EtcdConfig{AdditionalAdvertisePeerURLs: []druidv1alpha1.MemberPeerURLs{}}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

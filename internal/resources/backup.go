@@ -20,7 +20,8 @@ import (
 
 // Backup defaults, etcd-druid's where it has one.
 const (
-	// DefaultFullSnapshotSchedule is etcd-druid's: every 24 hours.
+	// DefaultFullSnapshotSchedule is every 24 hours, the schedule of etcd-druid's sample Etcds;
+	// etcd-druid itself passes none, leaving etcd-backup-restore's own default.
 	DefaultFullSnapshotSchedule    = "0 */24 * * *"
 	DefaultDeltaSnapshotPeriod     = 20 * time.Second
 	DefaultGarbageCollectionPeriod = time.Minute

@@ -18,10 +18,13 @@ import (
 const (
 	// DefaultQuota is etcd-druid's default backend quota.
 	DefaultQuota = "8Gi"
+	// DefaultAutoCompactionRetention is etcd-druid's periodic auto-compaction retention, used when
+	// spec.sharedConfig sets none (AutoCompaction).
+	DefaultAutoCompactionRetention = "30m"
 	// DefaultSnapshotCount is the raft snapshot interval when spec.etcd.snapshotCount is unset.
 	DefaultSnapshotCount = int64(75000)
-	// DefaultDefragTimeout bounds one member's defragmentation when etcdDefragTimeout is unset
-	// (etcd-druid's default).
+	// DefaultDefragTimeout bounds one member's defragmentation when etcdDefragTimeout is unset.
+	// etcd-druid's default is 15m (docs/druid-compatibility.md lists the defaults that differ).
 	DefaultDefragTimeout = 8 * time.Minute
 	// DefaultMemberAgentInterval is the Lease renew interval when neither the Etcd nor the
 	// operator sets one.
@@ -38,6 +41,7 @@ const (
 const (
 	ErrInvalidQuota                   = "ERR_INVALID_QUOTA"
 	ErrInvalidMetrics                 = "ERR_INVALID_METRICS"
+	ErrInvalidFreelistType            = "ERR_INVALID_FREELIST_TYPE"
 	ErrInvalidCompaction              = "ERR_INVALID_AUTO_COMPACTION"
 	ErrInvalidDefragmentationSchedule = "ERR_INVALID_DEFRAGMENTATION_SCHEDULE"
 	ErrInvalidDuration                = "ERR_INVALID_DURATION"
@@ -62,7 +66,8 @@ func StorageCapacity(e *druidv1alpha1.Etcd) resource.Quantity {
 
 // SettingsEnvironment is the ETCD_* variables that carry the Etcd's etcd settings. Optional
 // settings are left out when unset, so etcd's own default applies and the configuration (and
-// with it the pod template) of an Etcd that does not use them stays as it was.
+// with it the pod template) of an Etcd that does not use them stays as it was; auto-compaction is
+// the exception, with etcd-druid's default (AutoCompaction).
 func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	env := map[string]string{
 		"ETCD_QUOTA_BACKEND_BYTES": strconv.FormatInt(Quota(e), 10),
@@ -71,15 +76,52 @@ func SettingsEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	if m := e.Spec.Etcd.Metrics; m != nil {
 		env["ETCD_METRICS"] = string(*m)
 	}
-	if c := e.Spec.SharedConfig; c != nil {
-		if c.AutoCompactionMode != nil {
-			env["ETCD_AUTO_COMPACTION_MODE"] = string(*c.AutoCompactionMode)
-		}
-		if c.AutoCompactionRetention != nil {
-			env["ETCD_AUTO_COMPACTION_RETENTION"] = *c.AutoCompactionRetention
-		}
+	if g := e.Spec.Etcd.EnableGRPCGateway; g != nil {
+		env["ETCD_ENABLE_GRPC_GATEWAY"] = strconv.FormatBool(*g)
+	}
+	// etcd 3.4 and later read it (the operator runs 3.6 and 3.7).
+	if f := e.Spec.Etcd.BackendBboltFreelistType; f != nil {
+		env["ETCD_BACKEND_BBOLT_FREELIST_TYPE"] = string(*f)
+	}
+	mode, retention := AutoCompaction(e)
+	if mode != nil {
+		env["ETCD_AUTO_COMPACTION_MODE"] = string(*mode)
+	}
+	if retention != nil {
+		env["ETCD_AUTO_COMPACTION_RETENTION"] = *retention
 	}
 	return env
+}
+
+// AutoCompaction is the auto-compaction the members run with; nil leaves etcd's own default.
+// Explicit settings are kept as written. Without a retention, periodic mode gets etcd-druid's
+// default of 30m (and an unset mode becomes periodic with it), so an etcd-druid manifest without
+// sharedConfig compacts as it did under etcd-druid instead of growing until NOSPACE; etcd's own
+// default keeps all history. This changed the configuration, and so rolled the members, of every
+// Etcd without a retention when it was introduced; autoCompactionRetention "0" turns compaction
+// off. Revision mode without a retention keeps etcd's default (off): etcd-druid's 30m is not a
+// revision count, and etcd refuses it there.
+func AutoCompaction(e *druidv1alpha1.Etcd) (mode *druidv1alpha1.CompactionMode, retention *string) {
+	if c := e.Spec.SharedConfig; c != nil {
+		mode, retention = c.AutoCompactionMode, c.AutoCompactionRetention
+	}
+	if retention == nil && (mode == nil || *mode == druidv1alpha1.CompactionPeriodic) {
+		periodic, defaultRetention := druidv1alpha1.CompactionPeriodic, DefaultAutoCompactionRetention
+		return &periodic, &defaultRetention
+	}
+	return mode, retention
+}
+
+// PeerSkipClientSANVerification is spec.etcd.peerUrlTls.skipClientSANVerification, true when
+// unset. The default differs from etcd-druid's (check) because it is what this operator always
+// did: the peer certificates it documents carry wildcard DNS names, which etcd's SAN check cannot
+// match against a peer's address, so checking by default would cut every such cluster's peers
+// apart. The CA check applies either way.
+func PeerSkipClientSANVerification(e *druidv1alpha1.Etcd) bool {
+	if p := e.Spec.Etcd.PeerUrlTLS; p != nil && p.SkipClientSANVerification != nil {
+		return *p.SkipClientSANVerification
+	}
+	return true
 }
 
 func snapshotCount(e *druidv1alpha1.Etcd) int64 {
@@ -175,6 +217,10 @@ func validateSettings(e *druidv1alpha1.Etcd) []Problem {
 	}
 	if m := e.Spec.Etcd.Metrics; m != nil && *m != druidv1alpha1.MetricsBasic && *m != druidv1alpha1.MetricsExtensive {
 		add(ErrInvalidMetrics, "spec.etcd.metrics is %q: it must be basic or extensive", *m)
+	}
+	// etcd reads any value but array as map, so a typo would pass unnoticed.
+	if f := e.Spec.Etcd.BackendBboltFreelistType; f != nil && *f != druidv1alpha1.BboltFreelistArray && *f != druidv1alpha1.BboltFreelistMap {
+		add(ErrInvalidFreelistType, "spec.etcd.backendBboltFreelistType is %q: it must be array or map", *f)
 	}
 	if c := e.Spec.SharedConfig; c != nil {
 		problems = append(problems, validateCompaction(c)...)

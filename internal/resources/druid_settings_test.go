@@ -27,7 +27,7 @@ func TestSettingsReachTheEtcdEnvironment(t *testing.T) {
 			mutate: func(*druidv1alpha1.Etcd) {},
 			want: map[string]string{
 				"ETCD_QUOTA_BACKEND_BYTES": "8589934592", "ETCD_SNAPSHOT_COUNT": "75000",
-				"ETCD_METRICS": "", "ETCD_AUTO_COMPACTION_MODE": "", "ETCD_AUTO_COMPACTION_RETENTION": "",
+				"ETCD_METRICS": "", "ETCD_AUTO_COMPACTION_MODE": "periodic", "ETCD_AUTO_COMPACTION_RETENTION": "30m",
 			},
 		},
 		{

@@ -30,7 +30,7 @@ func druidEtcd(mutate func(e *druidv1alpha1.Etcd)) *druidv1alpha1.Etcd {
 	tlsCfg := &druidv1alpha1.TLSConfig{TLSCASecretRef: druidv1alpha1.SecretReference{SecretReference: ref}, ServerTLSSecretRef: ref, ClientTLSSecretRef: ref}
 	e := &druidv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd-test", Namespace: "default"},
-		Spec:       druidv1alpha1.EtcdSpec{Replicas: 1, Etcd: druidv1alpha1.EtcdConfig{ClientUrlTLS: tlsCfg, PeerUrlTLS: tlsCfg}},
+		Spec:       druidv1alpha1.EtcdSpec{Replicas: 1, Etcd: druidv1alpha1.EtcdConfig{ClientUrlTLS: tlsCfg, PeerUrlTLS: &druidv1alpha1.PeerTLSConfig{TLSConfig: *tlsCfg}}},
 	}
 	mutate(e)
 	return e

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -81,15 +82,15 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		"ETCD_PEER_TRUSTED_CA_FILE":  tlsMountRoot + "/peer-ca/ca.crt",
 		"ETCD_PEER_CERT_FILE":        tlsMountRoot + "/peer/tls.crt",
 		"ETCD_PEER_KEY_FILE":         tlsMountRoot + "/peer/tls.key",
-		// Peer certificates carry wildcard DNS names, which etcd's client-SAN check would try to
-		// resolve against the peer's address and fail; the CA check still applies.
-		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": "true",
 		// etcd's own check refuses every membership change, even adding a learner, while any
 		// voter is down. The membership planner checks quorum itself for each step (a learner
 		// never counts, promotion and removal only with a healthy quorum after them), so the
 		// cluster can grow or replace a lost member while one member is dead.
 		"ETCD_STRICT_RECONFIG_CHECK": "false",
 	}
+	// Unset, true: peer certificates carry wildcard DNS names, which etcd's client-SAN check
+	// would try to resolve against the peer's address and fail; the CA check still applies.
+	env["ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"] = strconv.FormatBool(PeerSkipClientSANVerification(e))
 	for k, v := range SettingsEnvironment(e) {
 		env[k] = v
 	}

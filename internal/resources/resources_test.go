@@ -28,7 +28,7 @@ func testEtcd(replicas int32) *druidv1alpha1.Etcd {
 		Spec: druidv1alpha1.EtcdSpec{
 			Replicas: replicas,
 			Labels:   map[string]string{"role": "main"},
-			Etcd:     druidv1alpha1.EtcdConfig{ClientUrlTLS: tlsCfg("client"), PeerUrlTLS: tlsCfg("peer")},
+			Etcd:     druidv1alpha1.EtcdConfig{ClientUrlTLS: tlsCfg("client"), PeerUrlTLS: &druidv1alpha1.PeerTLSConfig{TLSConfig: *tlsCfg("peer")}},
 		},
 	}
 }

@@ -50,6 +50,7 @@ func ValidateSpec(e *druidv1alpha1.Etcd) []Problem {
 		problems = append(problems, Problem{ErrMissingTLS, "spec.etcd.peerUrlTls is required: members talk to each other over mTLS only"})
 	}
 	problems = append(problems, validateSettings(e)...)
+	problems = append(problems, validateDruidRefused(e)...)
 	for _, ref := range secretRefs(e) {
 		if ref.name == "" {
 			problems = append(problems, Problem{ErrMissingTLS, ref.field + ".name is required"})
@@ -95,7 +96,7 @@ func secretRefs(e *druidv1alpha1.Etcd) []secretRef {
 	}
 	// The member-agent needs the client key pair, so it is required for client TLS.
 	add("spec.etcd.clientUrlTls", e.Spec.Etcd.ClientUrlTLS, true)
-	add("spec.etcd.peerUrlTls", e.Spec.Etcd.PeerUrlTLS, false)
+	add("spec.etcd.peerUrlTls", e.Spec.Etcd.PeerUrlTLS.TLS(), false)
 	return refs
 }
 

@@ -51,7 +51,7 @@ func NewEtcd(namespace, name string, replicas int32, image string) *druidv1alpha
 			Etcd: druidv1alpha1.EtcdConfig{
 				Image:        ptr.To(image),
 				ClientUrlTLS: tlsConfig(names.Server),
-				PeerUrlTLS:   tlsConfig(names.Peer),
+				PeerUrlTLS:   &druidv1alpha1.PeerTLSConfig{TLSConfig: *tlsConfig(names.Peer)},
 			},
 		},
 	}

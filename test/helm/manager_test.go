@@ -117,7 +117,7 @@ func createEtcd(ctx context.Context, t *testing.T, cluster *localcluster.Cluster
 	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main", Namespace: ns}}
 	etcd.Spec.Replicas = 3
 	etcd.Spec.Etcd.ClientUrlTLS = tlsConfig()
-	etcd.Spec.Etcd.PeerUrlTLS = tlsConfig()
+	etcd.Spec.Etcd.PeerUrlTLS = &druidv1alpha1.PeerTLSConfig{TLSConfig: *tlsConfig()}
 
 	if err := cluster.Client().Create(ctx, etcd); err != nil {
 		t.Fatalf("creating Etcd: %v", err)

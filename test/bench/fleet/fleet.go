@@ -374,7 +374,7 @@ func (b *bench) start(ctx context.Context, run int) (*manager, error) {
 func fleetEtcd(key client.ObjectKey, replicas int32) *druidv1alpha1.Etcd {
 	e := framework.NewEtcd(key.Namespace, key.Name, replicas, framework.EtcdImage(etcdVersion))
 	names := testpki.DefaultSecretNames(secretsName)
-	for _, t := range []*druidv1alpha1.TLSConfig{e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS} {
+	for _, t := range []*druidv1alpha1.TLSConfig{e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS.TLS()} {
 		t.TLSCASecretRef.Name = names.CA
 		t.ClientTLSSecretRef.Name = names.Client
 	}

@@ -44,6 +44,8 @@ type EtcdList struct {
 const MaxReplicas = 9
 
 // EtcdSpec is the desired state of an etcd cluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.memberNamePrefix) == has(self.memberNamePrefix)",message="etcd.spec.memberNamePrefix is an immutable field."
 type EtcdSpec struct {
 	// Replicas is the number of members. etcd needs a majority to make progress, so only 0
 	// (stopped) and odd sizes up to 9 are accepted.
@@ -104,10 +106,17 @@ type EtcdSpec struct {
 	// +optional
 	RunAsRoot *bool `json:"runAsRoot,omitempty"`
 
-	// ExternallyManagedMemberAddresses is accepted and ignored: members are always pods.
+	// MemberNamePrefix is etcd-druid's prefix of member names (members are then named
+	// <prefix>-<pod>). Members here are always named after their pods, which the Leases, the
+	// membership planner and recovery all rely on, so an Etcd that sets it is refused
+	// (ERR_UNSUPPORTED_FIELD) rather than run under names it did not ask for. Immutable, as in
+	// etcd-druid: it can be neither changed nor added or removed after creation (the rule on
+	// EtcdSpec), so the refusal only ever meets a new Etcd.
 	// +optional
-	// +listType=set
-	ExternallyManagedMemberAddresses []string `json:"externallyManagedMemberAddresses,omitempty"`
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="etcd.spec.memberNamePrefix is an immutable field"
+	MemberNamePrefix *string `json:"memberNamePrefix,omitempty"`
 }
 
 // EtcdConfig configures the etcd container of each member.
@@ -130,7 +139,7 @@ type EtcdConfig struct {
 
 	// PeerUrlTLS secures peer traffic.
 	// +optional
-	PeerUrlTLS *TLSConfig `json:"peerUrlTls,omitempty"`
+	PeerUrlTLS *PeerTLSConfig `json:"peerUrlTls,omitempty"`
 
 	// Resources of the etcd container.
 	// +optional
@@ -164,7 +173,7 @@ type EtcdConfig struct {
 	// +optional
 	Metrics *MetricsLevel `json:"metrics,omitempty"`
 
-	// EtcdDefragTimeout bounds one member's defragmentation (default 8m, etcd-druid's).
+	// EtcdDefragTimeout bounds one member's defragmentation (default 8m; etcd-druid's is 15m).
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
@@ -179,6 +188,32 @@ type EtcdConfig struct {
 	// ClientService adds annotations, labels and a traffic distribution to the client Service.
 	// +optional
 	ClientService *ClientService `json:"clientService,omitempty"`
+
+	// The fields below came with etcd-druid v0.35 to v0.38 (druid_fields_newer.go holds their
+	// types).
+
+	// EnableGRPCGateway turns etcd's gRPC gateway (JSON over HTTP on the client port) on or off
+	// (--enable-grpc-gateway). Unset: etcd's own default, on; etcd-druid turns it off.
+	// +optional
+	EnableGRPCGateway *bool `json:"enableGRPCGateway,omitempty"`
+
+	// BackendBboltFreelistType is bbolt's freelist type, array or map
+	// (--backend-bbolt-freelist-type). Unset: etcd's own default, map.
+	// +optional
+	BackendBboltFreelistType *BboltFreelistType `json:"backendBboltFreelistType,omitempty"`
+
+	// AdditionalAdvertisePeerURLs are extra peer URLs etcd-druid appends to a member's advertised
+	// ones. Accepted and ignored: each member advertises exactly its peer Service name, the one
+	// URL the membership planner adds and checks members by.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	AdditionalAdvertisePeerURLs []MemberPeerURLs `json:"additionalAdvertisePeerURLs,omitempty"`
+
+	// BootstrapWithExistingCluster asks etcd-druid to form this cluster by joining an existing
+	// one. Not supported yet: an Etcd that sets it is refused (ERR_UNSUPPORTED_FIELD), since
+	// going ahead without it would start a new, empty cluster rather than join the source.
+	// +optional
+	BootstrapWithExistingCluster *BootstrapWithExistingCluster `json:"bootstrapWithExistingCluster,omitempty"`
 }
 
 // TLSConfig names the Secrets that hold a CA bundle and key pairs.
@@ -296,6 +331,9 @@ type EtcdStatus struct {
 	// UpdatedReplicas is deprecated in etcd-druid; see CurrentReplicas.
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// BootstrapWithExistingCluster is etcd-druid's record of the source cluster joined.
+	// +optional
+	BootstrapWithExistingCluster *BootstrapWithExistingClusterStatus `json:"bootstrapWithExistingCluster,omitempty"`
 }
 
 // ConditionType names a condition.
