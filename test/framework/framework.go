@@ -86,6 +86,8 @@ type OperatorOptions struct {
 	// OnDelete, when set, adjusts the OnDelete controller's configuration (handover, catch-up
 	// gate, concurrency) before defaults are applied; unset fields keep the defaults.
 	OnDelete func(*configv1alpha1.OnDeleteControllerConfiguration)
+	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile (nil: on).
+	SpecAutoReconcile *bool
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -145,6 +147,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 		o.OnDelete(&cfg.Controllers.OnDelete)
 	}
 	cfg.WatchNamespaces = o.WatchNamespaces
+	cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile = o.SpecAutoReconcile
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"
 	cfg.Default()

@@ -57,7 +57,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 			},
 			wantIgnored: []string{
 				"clientConnection.contentType", "clientConnection.acceptContentTypes", "server.webhooks",
-				"controllers.disableLeaseCache", "controllers.etcd.enableEtcdSpecAutoReconcile",
+				"controllers.disableLeaseCache",
 				"controllers.etcd.disableEtcdServiceAccountAutomount", "controllers.etcd.etcdStatusSyncPeriod",
 				"controllers.etcd.etcdMember", "controllers.compaction", "controllers.etcdCopyBackupsTask",
 				"controllers.secret", "controllers.etcdOpsTask", "webhooks", "logging",
@@ -79,7 +79,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 			},
 			wantIgnored: []string{
 				"clientConnection.contentType", "clientConnection.acceptContentType", "server.webhooks",
-				"controllers.etcd.enableEtcdSpecAutoReconcile", "controllers.etcd.disableEtcdServiceAccountAutomount",
+				"controllers.etcd.disableEtcdServiceAccountAutomount",
 				"controllers.etcd.etcdStatusSyncPeriod", "controllers.etcd.etcdMember", "controllers.compaction",
 				"controllers.etcdCopyBackupsTask", "controllers.secret", "controllers.etcdOpsTask", "webhooks",
 				"logConfiguration", "featureGates.UpgradeEtcdVersion",

@@ -30,8 +30,6 @@ var ignoredKeys = []struct {
 		"etcd-conductor serves no admission webhook"},
 	{"controllers.disableLeaseCache", func(c *OperatorConfiguration) bool { return c.Controllers.DisableLeaseCache != nil },
 		"the member Leases are read from the manager's cache, whose changes the status controller follows"},
-	{"controllers.etcd.enableEtcdSpecAutoReconcile", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EnableEtcdSpecAutoReconcile != nil },
-		"kept in the configuration, but the Etcd reconciler does not gate spec changes on it yet: every spec change is applied, as with true"},
 	{"controllers.etcd.disableEtcdServiceAccountAutomount",
 		func(c *OperatorConfiguration) bool {
 			return c.Controllers.Etcd.DisableEtcdServiceAccountAutomount != nil
