@@ -528,8 +528,9 @@ func (r *Runner) fail(ctx context.Context, reason string, err error, kinds ...sn
 }
 
 // openStore builds the store from the flags and the Secret as mounted now, again only when the
-// Secret's content changed. Its reads are retried (backupstore.Retrying): a store that blinks
-// costs a snapshot a few seconds rather than a failure report.
+// Secret's content changed. Its calls are not retried here (no backupstore.Retrying): the loop is
+// the retry, with its own backoff, and a store that is down must show in BackupReady within
+// seconds, not after a minute of retries holding the loop (the e2e backup scenario measures it).
 func (r *Runner) openStore() (backupstore.Store, error) {
 	cfg, err := r.cfg.Store.Config()
 	if err != nil {
@@ -543,8 +544,8 @@ func (r *Runner) openStore() (backupstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.store, r.storeSecret, r.loaded = backupstore.Retrying(store, backupstore.DefaultBackoff), fp, false
-	return r.store, nil
+	r.store, r.storeSecret, r.loaded = store, fp, false
+	return store, nil
 }
 
 // fingerprint tells whether the Secret changed (resources' one stable hash of a key/value map).
