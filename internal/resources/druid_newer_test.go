@@ -42,16 +42,7 @@ func TestNewerDruidSettingsReachTheEtcdEnvironment(t *testing.T) {
 			want: map[string]string{gateway: "true", freelist: "map", skipSAN: "true"},
 		},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			e := testEtcd(3)
-			tt.mutate(e)
-			env := EtcdEnvironment(e)
-			for k, want := range tt.want {
-				if got, ok := env[k]; got != want || (want == "" && ok) {
-					t.Errorf("%s = %q (set: %v), want %q", k, got, ok, want)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkEnvironment(t, tt.mutate, tt.want) })
 	}
 }
 

@@ -16,6 +16,20 @@ import (
 
 func quantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 
+// checkEnvironment renders the etcd environment of a 3-member Etcd changed by mutate and checks
+// the variables in want ("" means: absent).
+func checkEnvironment(t *testing.T, mutate func(*druidv1alpha1.Etcd), want map[string]string) {
+	t.Helper()
+	e := testEtcd(3)
+	mutate(e)
+	env := EtcdEnvironment(e)
+	for k, w := range want {
+		if got, ok := env[k]; got != w || (w == "" && ok) {
+			t.Errorf("%s = %q (set: %v), want %q", k, got, ok, w)
+		}
+	}
+}
+
 func TestSettingsReachTheEtcdEnvironment(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -47,16 +61,7 @@ func TestSettingsReachTheEtcdEnvironment(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			e := testEtcd(3)
-			tt.mutate(e)
-			env := EtcdEnvironment(e)
-			for k, want := range tt.want {
-				if got, ok := env[k]; got != want || (want == "" && ok) {
-					t.Errorf("%s = %q (set: %v), want %q", k, got, ok, want)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkEnvironment(t, tt.mutate, tt.want) })
 	}
 }
 

@@ -173,22 +173,7 @@ func TestDecodeDruidKeys(t *testing.T) {
 				}
 			}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			c, err := Decode([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Decode() error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Decode() error = %v", err)
-			}
-			tt.check(t, c)
-		})
-	}
+	runDecodeCases(t, tests)
 }
 
 // TestConductorFeatureGates: etcd-druid's gates are taken out; any other name stays for the

@@ -14,6 +14,27 @@ type decodeCase struct {
 	wantErr string
 }
 
+// runDecodeCases decodes each case in parallel and checks its error or its result.
+func runDecodeCases(t *testing.T, tests []decodeCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Decode([]byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Decode() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode() error = %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
 func TestDecode(t *testing.T) {
 	policyHeader := "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
 	tests := []decodeCase{
@@ -204,20 +225,5 @@ featureGates:
 				}
 			}},
 	}...)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			c, err := Decode([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Decode() error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Decode() error = %v", err)
-			}
-			tt.check(t, c)
-		})
-	}
+	runDecodeCases(t, tests)
 }
