@@ -26,6 +26,7 @@ import (
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
+	opstaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/opstask"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -188,6 +189,11 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	if err := registerRecovery(mgr, o, recorder, pool, access); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	opsTasks := opstaskcontroller.NewReconciler(opstaskcontroller.Config{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder})
+	if err := opsTasks.RegisterWithManager(mgr); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("registering etcdopstask controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()
