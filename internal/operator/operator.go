@@ -26,7 +26,6 @@ import (
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
-	opstaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/opstask"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -190,10 +189,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, err
 	}
-	opsTasks := opstaskcontroller.NewReconciler(opstaskcontroller.Config{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder})
-	if err := opsTasks.RegisterWithManager(mgr); err != nil {
+	if err := registerOpsTasks(mgr, o, recorder); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("registering etcdopstask controller: %w", err)
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()
