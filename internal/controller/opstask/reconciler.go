@@ -110,11 +110,14 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*op
 	if o.Task.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	var tasks druidv1alpha1.EtcdOpsTaskList
-	if err := r.cfg.Reader.List(ctx, &tasks, client.InNamespace(key.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing the EtcdOpsTasks of namespace %s: %w", key.Namespace, err)
+	// The other tasks count only at admission.
+	if s := o.Task.Status.State; s == nil || *s == druidv1alpha1.TaskStatePending {
+		var tasks druidv1alpha1.EtcdOpsTaskList
+		if err := r.cfg.Reader.List(ctx, &tasks, client.InNamespace(key.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing the EtcdOpsTasks of namespace %s: %w", key.Namespace, err)
+		}
+		o.Others = tasks.Items
 	}
-	o.Others = tasks.Items
 	if name := o.Task.Spec.EtcdName; name != nil && *name != "" {
 		etcd := &druidv1alpha1.Etcd{}
 		switch err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: *name}, etcd); {
