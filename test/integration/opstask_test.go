@@ -36,7 +36,8 @@ import (
 // Local store). A full snapshot task waits InProgress until the loop runs; a second task of the
 // same Etcd meanwhile is Rejected (one at a time); the full task then Succeeds with the snapshot's
 // revision and object, which is in the store; a delta task after more writes Succeeds with a delta
-// in the store; a task of an Etcd without a backup store is Rejected and, its TTL over, deleted.
+// in the store; with the loop stopped a task fails at its timeout; a task of an Etcd without a
+// backup store is Rejected and, its TTL over, deleted.
 func TestEtcdOpsTaskOnDemandSnapshots(t *testing.T) {
 	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
 	const ns, name = "opstask", "etcd-main"
@@ -187,6 +188,20 @@ func TestEtcdOpsTaskOnDemandSnapshots(t *testing.T) {
 	if op := done.Status.LastOperation; op == nil || !strings.Contains(op.Description, key) {
 		t.Errorf("lastOperation %+v, want it to name %s", op, key)
 	}
+
+	// With no agent to answer, a task fails at its timeout, and says why.
+	stop()
+	wg.Wait()
+	late := &druidv1alpha1.EtcdOpsTask{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"},
+		Spec: druidv1alpha1.EtcdOpsTaskSpec{EtcdName: ptr.To(name), Config: druidv1alpha1.EtcdOpsTaskConfig{
+			OnDemandSnapshot: &druidv1alpha1.OnDemandSnapshotConfig{Type: druidv1alpha1.OnDemandSnapshotTypeDelta, TimeoutSecondsDelta: ptr.To(int32(2))}}},
+	}
+	if err := c.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitState(late, druidv1alpha1.TaskStateFailed)
+	hasError(failed, opstask.ErrTimeout)
 
 	// No backup store: Rejected, and deleted once its TTL is over.
 	bare := framework.NewEtcd(ns, "etcd-bare", 1, framework.EtcdImage("3.6.8"))
