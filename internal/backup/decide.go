@@ -36,6 +36,7 @@ const (
 	RuleFullOnDemand  = "backup/full/on-demand"
 	RuleFullScheduled = "backup/full/scheduled"
 	RuleFullNoHistory = "backup/full/delta-history-compacted"
+	RuleDeltaOnDemand = "backup/delta/on-demand"
 	RuleDeltaPeriod   = "backup/delta/period"
 	RuleGCPeriod      = "backup/gc/period"
 	RuleRetryBackoff  = "backup/wait/retry-backoff"
@@ -53,8 +54,10 @@ type State struct {
 	// later): the period counts from there.
 	LastDelta time.Time
 	LastGC    time.Time
-	// OnDemand is the pending on-demand request ("" none).
+	// OnDemand is the pending on-demand full snapshot request ("" none).
 	OnDemand string
+	// OnDemandDelta is the pending on-demand delta snapshot request ("" none).
+	OnDemandDelta string
 	// NeedFull is set when a delta could not be built (history compacted).
 	NeedFull bool
 	// RetryAt holds back any attempt after a failure.
@@ -76,7 +79,8 @@ type Decision struct {
 }
 
 // Decide picks the next action, full snapshots first (a delta needs one to follow), then deltas,
-// then garbage collection. It is pure.
+// then garbage collection. A delta on demand goes ahead of a scheduled full snapshot: it is asked
+// for now, and takes seconds. It is pure.
 func Decide(s State, cfg Settings, now time.Time) Decision {
 	switch {
 	case !s.Leader:
@@ -89,6 +93,8 @@ func Decide(s State, cfg Settings, now time.Time) Decision {
 		return Decision{ActionFull, RuleFullOnDemand, fmt.Sprintf("full snapshot requested (%s)", s.OnDemand)}
 	case s.NeedFull:
 		return Decision{ActionFull, RuleFullNoHistory, "the events since the last snapshot are compacted away; a delta cannot be built"}
+	case s.OnDemandDelta != "":
+		return Decision{ActionDelta, RuleDeltaOnDemand, fmt.Sprintf("delta snapshot requested (%s)", s.OnDemandDelta)}
 	}
 	if next := cfg.FullSchedule.Next(s.LastFull); !now.Before(next) {
 		return Decision{ActionFull, RuleFullScheduled, fmt.Sprintf("scheduled at %s; the last full snapshot was taken %s ago", next.UTC().Format(time.RFC3339), now.Sub(s.LastFull).Round(time.Second))}

@@ -27,6 +27,11 @@ func TestDecide(t *testing.T) {
 		{"no full snapshot yet", with(func(s *State) { s.HaveFull = false }), ActionFull, RuleFullNone},
 		{"on demand", with(func(s *State) { s.OnDemand = "2026-11-22T12:29:00Z" }), ActionFull, RuleFullOnDemand},
 		{"history compacted", with(func(s *State) { s.NeedFull = true }), ActionFull, RuleFullNoHistory},
+		{"delta on demand", with(func(s *State) { s.OnDemandDelta = "EtcdOpsTask/d/1" }), ActionDelta, RuleDeltaOnDemand},
+		{"delta on demand before a scheduled full", with(func(s *State) { s.OnDemandDelta = "r"; s.LastFull = now.Add(-31 * time.Minute) }), ActionDelta, RuleDeltaOnDemand},
+		{"full on demand before delta on demand", with(func(s *State) { s.OnDemandDelta = "r"; s.OnDemand = "r" }), ActionFull, RuleFullOnDemand},
+		{"a delta on demand needs a full snapshot first", with(func(s *State) { s.OnDemandDelta = "r"; s.HaveFull = false }), ActionFull, RuleFullNone},
+		{"a delta on demand waits for history lost to a full snapshot", with(func(s *State) { s.OnDemandDelta = "r"; s.NeedFull = true }), ActionFull, RuleFullNoHistory},
 		{"schedule reached", with(func(s *State) { s.LastFull = now.Add(-31 * time.Minute) }), ActionFull, RuleFullScheduled},
 		{"delta period reached", with(func(s *State) { s.LastDelta = now.Add(-10 * time.Second) }), ActionDelta, RuleDeltaPeriod},
 		{"full before delta", with(func(s *State) { s.LastDelta = now.Add(-time.Hour); s.LastFull = now.Add(-time.Hour) }), ActionFull, RuleFullScheduled},
@@ -41,6 +46,13 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+	t.Run("deltas off still answer a request", func(t *testing.T) {
+		off := cfg
+		off.DeltaPeriod = 0
+		if d := Decide(with(func(s *State) { s.OnDemandDelta = "r" }), off, now); d.Rule != RuleDeltaOnDemand {
+			t.Fatalf("Decide with deltaSnapshotPeriod 0 and a request = %+v", d)
+		}
+	})
 	t.Run("deltas off", func(t *testing.T) {
 		off := cfg
 		off.DeltaPeriod = 0

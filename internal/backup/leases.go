@@ -35,9 +35,13 @@ func (w leaseWriter) read(ctx context.Context, name string) (memberlease.Snapsho
 	return memberlease.ParseSnapshotLease(lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Annotations), lease.ResourceVersion, nil
 }
 
-// recordSnapshot writes revision and time, unless the Lease already names a higher revision.
-// handled, if set, answers an on-demand request.
-func (w leaseWriter) recordSnapshot(ctx context.Context, name string, rev int64, at time.Time, key string, size int64, handled string) error {
+// answer is an on-demand request a snapshot answered: the request's value, recorded under
+// annotation (memberlease's full or delta snapshot handled key). The zero answer records none.
+type answer struct{ annotation, value string }
+
+// recordSnapshot writes revision and time, unless the Lease already names a higher revision,
+// with the request the snapshot answered, if any.
+func (w leaseWriter) recordSnapshot(ctx context.Context, name string, rev int64, at time.Time, key string, size int64, ans answer) error {
 	current, rv, err := w.read(ctx, name)
 	if err != nil {
 		return err
@@ -49,8 +53,8 @@ func (w leaseWriter) recordSnapshot(ctx context.Context, name string, rev int64,
 		memberlease.AnnotationSnapshotKey: key, memberlease.AnnotationSnapshotSize: strconv.FormatInt(size, 10),
 		memberlease.AnnotationBackupError: nil, memberlease.AnnotationBackupErrorReason: nil, memberlease.AnnotationBackupErrorTime: nil,
 	}
-	if handled != "" {
-		annotations[memberlease.AnnotationFullSnapshotHandled] = handled
+	if ans.annotation != "" && ans.value != "" {
+		annotations[ans.annotation] = ans.value
 	}
 	return w.patch(ctx, name, map[string]any{
 		"metadata": map[string]any{"resourceVersion": rv, "annotations": annotations},

@@ -183,8 +183,12 @@ func (r *Runner) Step(ctx context.Context) {
 			return
 		}
 	}
-	if full, _, err := r.leases.read(ctx, r.cfg.FullLease); err == nil && full.Requested != "" && full.Requested != full.Handled {
+	r.state.OnDemand, r.state.OnDemandDelta = "", ""
+	if full, _, err := r.leases.read(ctx, r.cfg.FullLease); err == nil && memberlease.Pending(full.Requested, full.Handled) {
 		r.state.OnDemand = full.Requested
+	}
+	if delta, _, err := r.leases.read(ctx, r.cfg.DeltaLease); err == nil && memberlease.Pending(delta.DeltaRequested, delta.DeltaHandled) {
+		r.state.OnDemandDelta = delta.DeltaRequested
 	}
 	r.state.Leader = true
 	now := r.now()
@@ -326,9 +330,9 @@ func (r *Runner) full(ctx context.Context, store backupstore.Store, rule string)
 	r.succeeded(snapshot.KindFull, rule, obj.Size, start, elapsed)
 	r.log.Info("Full snapshot uploaded", "key", obj.Key, "revision", snap.EndRevision, "bytes", obj.Size, "duration", elapsed.Round(time.Millisecond),
 		"MBps", fmt.Sprintf("%.1f", float64(obj.Size)/1e6/elapsed.Seconds()))
-	r.record(ctx, r.cfg.FullLease, snap.EndRevision, start, obj, handled)
+	r.record(ctx, r.cfg.FullLease, snap.EndRevision, start, obj, answer{memberlease.AnnotationFullSnapshotHandled, handled})
 	// A delta lease still at an older revision would look stale: the full snapshot covers it.
-	r.record(ctx, r.cfg.DeltaLease, snap.EndRevision, start, obj, "")
+	r.record(ctx, r.cfg.DeltaLease, snap.EndRevision, start, obj, answer{})
 }
 
 // recordFull counts the keyspace at the full snapshot's revision, where the next delta starts
@@ -357,10 +361,13 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		r.fail(ctx, memberlease.ReasonSnapshotFailed, err, snapshot.KindDelta)
 		return
 	}
+	// A request is answered by this delta (or by the record that nothing changed), even when more
+	// was written than one delta holds: what was written before it was asked for is in the store.
+	requested := answer{memberlease.AnnotationDeltaSnapshotHandled, r.state.OnDemandDelta}
 	if cur <= r.lastRev {
 		// Nothing written since: the backup is as fresh as it can be; say so on the Lease.
-		r.state.LastDelta = start
-		r.record(ctx, r.cfg.DeltaLease, r.lastRev, start, backupstore.Object{}, "")
+		r.state.LastDelta, r.state.OnDemandDelta = start, ""
+		r.record(ctx, r.cfg.DeltaLease, r.lastRev, start, backupstore.Object{}, requested)
 		r.metrics.latest.WithLabelValues(string(snapshot.KindDelta)).Set(float64(start.Unix()))
 		return
 	}
@@ -388,13 +395,13 @@ func (r *Runner) delta(ctx context.Context, store backupstore.Store, rule string
 		return
 	}
 	elapsed := r.now().Sub(start)
-	r.lastRev, r.keyspace = f.EndRevision, keyspace
+	r.lastRev, r.keyspace, r.state.OnDemandDelta = f.EndRevision, keyspace, ""
 	if f.EndRevision == cur {
 		r.state.LastDelta = start
 	} // else more was written than one delta holds: the next delta is due at once
 	r.succeeded(snapshot.KindDelta, rule, obj.Size, start, elapsed)
 	r.log.V(1).Info("Delta snapshot uploaded", "key", obj.Key, "events", len(f.Events), "bytes", obj.Size)
-	r.record(ctx, r.cfg.DeltaLease, f.EndRevision, start, obj, "")
+	r.record(ctx, r.cfg.DeltaLease, f.EndRevision, start, obj, requested)
 }
 
 func (r *Runner) gc(ctx context.Context, store backupstore.Store) {
@@ -471,14 +478,15 @@ func (r *Runner) writtenHere(ctx context.Context, store backupstore.Store, s sna
 
 // record writes a snapshot Lease, fenced: only while this member still leads in the term the
 // loop started under, so an agent that lost leadership mid-snapshot never moves the Leases.
-func (r *Runner) record(ctx context.Context, lease string, rev int64, at time.Time, obj backupstore.Object, handled string) {
+// ans, when set, records the on-demand request the snapshot answered.
+func (r *Runner) record(ctx context.Context, lease string, rev int64, at time.Time, obj backupstore.Object, ans answer) {
 	st, err := r.member.Status(ctx)
 	if err != nil || !st.IsLeader() || st.RaftTerm != r.term {
 		r.log.Info("Leadership changed during the snapshot; leaving the Lease to the new leader", "lease", lease, "revision", rev)
 		r.leading = false
 		return
 	}
-	if err := r.leases.recordSnapshot(ctx, lease, rev, at, obj.Key, obj.Size, handled); err != nil {
+	if err := r.leases.recordSnapshot(ctx, lease, rev, at, obj.Key, obj.Size, ans); err != nil {
 		r.log.Info("Snapshot Lease not updated", "lease", lease, "error", err.Error())
 		return
 	}

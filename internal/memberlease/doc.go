@@ -39,7 +39,16 @@
 //	                                               (from the Etcd's full-snapshot
 //	                                               annotation), recovery (after a
 //	                                               restore)
-//	full-snap      full-snapshot-handled           backup loop, with the snapshot     backup loop (request answered)                    never
+//	full-snap      full-snapshot-requested         operator: the EtcdOpsTask          backup loop (takes a full snapshot)               never; a new value is a new request
+//	               (EtcdOpsTask/<name>/<uid>)      controller (on-demand full)
+//	full-snap      full-snapshot-handled           backup loop, with the snapshot     backup loop (request answered), the EtcdOpsTask   never
+//	                                               that answered a request            controller (task succeeded)
+//	full-snap      full-snapshot-from-etcd         operator: the Etcd controller,     the Etcd controller (a value is handed on once)   never
+//	                                               with each value it hands on
+//	delta-snap     delta-snapshot-requested        operator: the EtcdOpsTask          backup loop (takes a delta snapshot at once)      never; a new value is a new request
+//	                                               controller (on-demand delta)
+//	delta-snap     delta-snapshot-handled          backup loop, with the delta (or    backup loop (request answered), the EtcdOpsTask   never
+//	                                               the record that nothing changed)   controller (task succeeded)
 //	                                               that answered a request
 //
 // # Trust

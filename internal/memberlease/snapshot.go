@@ -17,8 +17,8 @@ func DeltaSnapshotLeaseName(e *druidv1alpha1.Etcd) string { return e.Name + "-de
 
 // Annotations on the full and delta snapshot Leases. holderIdentity is the latest revision
 // uploaded (FormatSnapshotRevision) and renewTime when (etcd-druid's convention); these add what
-// druid keeps in its sidecar's logs: the last failure, and the on-demand full snapshot
-// hand-over.
+// druid keeps in its sidecar's logs: the last failure, and the on-demand full and delta snapshot
+// hand-overs.
 const (
 	// AnnotationBackupError is the last failure's message; removed by the next success.
 	AnnotationBackupError = "etcd-conductor.io/backup-error"
@@ -36,6 +36,15 @@ const (
 	AnnotationFullSnapshotRequest = "etcd-conductor.io/full-snapshot-requested"
 	// AnnotationFullSnapshotHandled is the last request a full snapshot answered.
 	AnnotationFullSnapshotHandled = "etcd-conductor.io/full-snapshot-handled"
+	// AnnotationFullSnapshotFromEtcd, on the full snapshot Lease, is the Etcd's full-snapshot
+	// annotation as the operator last handed it on: a value is handed on once, so a request
+	// written since by someone else (an EtcdOpsTask) is not overwritten by an old one.
+	AnnotationFullSnapshotFromEtcd = "etcd-conductor.io/full-snapshot-from-etcd"
+	// AnnotationDeltaSnapshotRequest, on the delta snapshot Lease, asks the leading member's
+	// backup loop for a delta snapshot now; the operator writes it for an EtcdOpsTask.
+	AnnotationDeltaSnapshotRequest = "etcd-conductor.io/delta-snapshot-requested"
+	// AnnotationDeltaSnapshotHandled is the last request a delta snapshot answered.
+	AnnotationDeltaSnapshotHandled = "etcd-conductor.io/delta-snapshot-handled"
 )
 
 // Failure reasons, as AnnotationBackupErrorReason carries them and the BackupReady conditions
@@ -66,9 +75,16 @@ type SnapshotLeaseRecord struct {
 	Error       string
 	ErrorReason string
 	ErrorTime   time.Time
-	Requested   string
-	Handled     string
+	// Requested and Handled are the full snapshot requests (full snapshot Lease).
+	Requested string
+	Handled   string
+	// DeltaRequested and DeltaHandled are the delta snapshot requests (delta snapshot Lease).
+	DeltaRequested string
+	DeltaHandled   string
 }
+
+// Pending says whether a request is written and not yet answered.
+func Pending(requested, handled string) bool { return requested != "" && requested != handled }
 
 // ParseSnapshotLease reads holderIdentity, renewTime and the annotations; unparseable values are
 // left zero rather than failing, since a user may have edited the Lease.
@@ -87,5 +103,6 @@ func ParseSnapshotLease(holder *string, renew *metav1.MicroTime, annotations map
 	r.Error, r.ErrorReason = annotations[AnnotationBackupError], annotations[AnnotationBackupErrorReason]
 	r.ErrorTime, _ = time.Parse(time.RFC3339Nano, annotations[AnnotationBackupErrorTime])
 	r.Requested, r.Handled = annotations[AnnotationFullSnapshotRequest], annotations[AnnotationFullSnapshotHandled]
+	r.DeltaRequested, r.DeltaHandled = annotations[AnnotationDeltaSnapshotRequest], annotations[AnnotationDeltaSnapshotHandled]
 	return r
 }

@@ -26,6 +26,8 @@ func TestParseSnapshotLease(t *testing.T) {
 			AnnotationBackupError: "dial tcp: refused", AnnotationBackupErrorReason: ReasonStoreUnreachable,
 			AnnotationBackupErrorTime: FormatBackupErrorTime(failedAt), AnnotationFullSnapshotRequest: "r2", AnnotationFullSnapshotHandled: "r1"},
 			want: SnapshotLeaseRecord{Error: "dial tcp: refused", ErrorReason: ReasonStoreUnreachable, ErrorTime: failedAt, Requested: "r2", Handled: "r1"}},
+		{name: "delta request", annotations: map[string]string{AnnotationDeltaSnapshotRequest: "d2", AnnotationDeltaSnapshotHandled: "d1"},
+			want: SnapshotLeaseRecord{DeltaRequested: "d2", DeltaHandled: "d1"}},
 		{name: "edited by hand", holder: ptr.To(" 7 "), annotations: map[string]string{AnnotationSnapshotSize: "big", AnnotationBackupErrorTime: "yesterday"},
 			want: SnapshotLeaseRecord{Revision: 7, HasRevision: true}},
 		{name: "holder not a revision", holder: ptr.To("abc")},
@@ -41,5 +43,16 @@ func TestParseSnapshotLease(t *testing.T) {
 				t.Fatalf("ParseSnapshotLease = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPending(t *testing.T) {
+	for _, tt := range []struct {
+		requested, handled string
+		want               bool
+	}{{"", "", false}, {"", "a", false}, {"a", "", true}, {"a", "a", false}, {"b", "a", true}} {
+		if got := Pending(tt.requested, tt.handled); got != tt.want {
+			t.Errorf("Pending(%q, %q) = %t, want %t", tt.requested, tt.handled, got, tt.want)
+		}
 	}
 }

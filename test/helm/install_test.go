@@ -74,9 +74,14 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"patch", "druid.gardener.cloud", "etcds", "status", true},
 			{"update", "druid.gardener.cloud", "etcds", "finalizers", true},
 			{"update", "druid.gardener.cloud", "etcds", "", false},
-			{"patch", "druid.gardener.cloud", "etcds", "", false},
+			{"patch", "druid.gardener.cloud", "etcds", "", true}, // a consumed operation annotation is removed
 			{"delete", "druid.gardener.cloud", "etcds", "", false},
 			{"create", "druid.gardener.cloud", "etcds", "", false},
+			{"watch", "druid.gardener.cloud", "etcdopstasks", "", true},
+			{"delete", "druid.gardener.cloud", "etcdopstasks", "", true}, // a finished task after its TTL
+			{"update", "druid.gardener.cloud", "etcdopstasks", "status", true},
+			{"create", "druid.gardener.cloud", "etcdopstasks", "", false},
+			{"update", "druid.gardener.cloud", "etcdopstasks", "", false},
 			{"update", "apps", "statefulsets", "", true},
 			{"patch", "apps", "statefulsets", "", true}, // the membership controller sets replicas
 			{"delete", "apps", "statefulsets", "", false},

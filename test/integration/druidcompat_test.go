@@ -27,9 +27,9 @@ import (
 )
 
 // druidManifests are Etcds written for etcd-druid (testdata/druid): the fields of its samples and
-// one manifest with every field set. They must apply unchanged with strict field validation, which
-// kubectl uses by default.
-var druidManifests = []string{"example.yaml", "config-sample.yaml", "object-store.yaml", "every-field.yaml"}
+// one manifest with every field set, and an EtcdOpsTask with every field set. They must apply
+// unchanged with strict field validation, which kubectl uses by default.
+var druidManifests = []string{"example.yaml", "config-sample.yaml", "object-store.yaml", "every-field.yaml", "opstask-every-field.yaml"}
 
 func readManifest(t *testing.T, name, namespace string) *unstructured.Unstructured {
 	t.Helper()
@@ -87,6 +87,18 @@ func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
 		err := env.Client().Create(ctx, readManifest(t, "typo.yaml", ns), strict)
 		if err == nil || !strings.Contains(err.Error(), `unknown field "spec.etcd.qouta"`) {
 			t.Fatalf("want an unknown-field error naming spec.etcd.qouta, got %v", err)
+		}
+	})
+
+	t.Run("a final delta snapshot is refused", func(t *testing.T) {
+		obj := readManifest(t, "opstask-every-field.yaml", ns)
+		obj.SetName("final-delta")
+		if err := unstructured.SetNestedField(obj.Object, "delta", "spec", "config", "onDemandSnapshot", "type"); err != nil {
+			t.Fatal(err)
+		}
+		err := env.Client().Create(ctx, obj, strict)
+		if err == nil || !strings.Contains(err.Error(), "isFinal must be false") {
+			t.Fatalf("want etcd-druid's isFinal rule to refuse it, got %v", err)
 		}
 	})
 

@@ -30,7 +30,7 @@ const EventReasonInvalidBackupStore = "InvalidBackupStore"
 
 // syncSnapshotLeases creates the full and delta snapshot Leases the leading member-agent
 // writes, and hands an on-demand full snapshot request (the Etcd's
-// etcd-conductor.io/full-snapshot annotation) on to the full snapshot Lease.
+// etcd-conductor.io/full-snapshot annotation) on to the full snapshot Lease, each value once.
 func (r *Reconciler) syncSnapshotLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 	if !resources.BackupEnabled(etcd) {
 		return nil
@@ -42,11 +42,20 @@ func (r *Reconciler) syncSnapshotLeases(ctx context.Context, etcd *druidv1alpha1
 		full := name == memberlease.FullSnapshotLeaseName(etcd)
 		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
-			if full && request != "" && obj.Annotations[memberlease.AnnotationFullSnapshotRequest] != request {
+			// Each value of the annotation is handed on once (remembered on the Lease): a
+			// request written since by an EtcdOpsTask is not overwritten by an old value.
+			if full && request != "" && obj.Annotations[memberlease.AnnotationFullSnapshotFromEtcd] != request {
 				if obj.Annotations == nil {
 					obj.Annotations = map[string]string{}
 				}
-				obj.Annotations[memberlease.AnnotationFullSnapshotRequest] = request
+				// A Lease written before the value was remembered: one it already holds or
+				// answered is not asked again (nor written over another pending request).
+				known := obj.Annotations[memberlease.AnnotationFullSnapshotFromEtcd] == "" &&
+					(obj.Annotations[memberlease.AnnotationFullSnapshotRequest] == request || obj.Annotations[memberlease.AnnotationFullSnapshotHandled] == request)
+				if !known {
+					obj.Annotations[memberlease.AnnotationFullSnapshotRequest] = request
+				}
+				obj.Annotations[memberlease.AnnotationFullSnapshotFromEtcd] = request
 			}
 		}); err != nil {
 			return err

@@ -17,5 +17,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&Etcd{}, &EtcdList{})
+	SchemeBuilder.Register(&Etcd{}, &EtcdList{}, &EtcdOpsTask{}, &EtcdOpsTaskList{})
 }
