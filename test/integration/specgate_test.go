@@ -70,7 +70,9 @@ func TestDruidReconcileAnnotations(t *testing.T) {
 	waitForEvent(t, c, etcd, specgate.RuleWaitForOrdering.CamelCase(), "waits for annotation "+specgate.AnnotationOperation)
 	stays("a spec change without an order", podAnnotation(""))
 
-	edit(func(e *druidv1alpha1.Etcd) { metav1.SetMetaDataAnnotation(&e.ObjectMeta, specgate.AnnotationOperation, specgate.OperationReconcile) })
+	edit(func(e *druidv1alpha1.Etcd) {
+		metav1.SetMetaDataAnnotation(&e.ObjectMeta, specgate.AnnotationOperation, specgate.OperationReconcile)
+	})
 	framework.Eventually(t, timeout, "the ordered change applied", podAnnotation("a"))
 	framework.Eventually(t, timeout, "the order removed", func(ctx context.Context) (bool, string) {
 		got := &druidv1alpha1.Etcd{}
