@@ -74,7 +74,8 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"patch", "druid.gardener.cloud", "etcds", "status", true},
 			{"update", "druid.gardener.cloud", "etcds", "finalizers", true},
 			{"update", "druid.gardener.cloud", "etcds", "", false},
-			{"patch", "druid.gardener.cloud", "etcds", "", true}, // a consumed operation annotation is removed
+			// patch: only to remove a consumed druid.gardener.cloud/operation annotation (internal/specgate)
+			{"patch", "druid.gardener.cloud", "etcds", "", true},
 			{"delete", "druid.gardener.cloud", "etcds", "", false},
 			{"create", "druid.gardener.cloud", "etcds", "", false},
 			{"watch", "druid.gardener.cloud", "etcdopstasks", "", true},

@@ -24,7 +24,8 @@ import (
 )
 
 func TestMemberLeasePolicyRendering(t *testing.T) {
-	ms := splitManifests(t, render(t, nil))
+	// The chart's other policy (component protection) is rendered from its own template.
+	ms := splitManifests(t, render(t, nil, "--show-only", "templates/member-lease-policy.yaml"))
 	if ms.count("ValidatingAdmissionPolicy") != 1 || ms.count("ValidatingAdmissionPolicyBinding") != 1 {
 		t.Fatalf("default render: %d policies, %d bindings; want the member Lease policy on by default",
 			ms.count("ValidatingAdmissionPolicy"), ms.count("ValidatingAdmissionPolicyBinding"))
@@ -47,7 +48,7 @@ func TestMemberLeasePolicyRendering(t *testing.T) {
 			t.Errorf("label %s: in the policy's match conditions %t, on a member Lease %q", key, found, lease.Labels[key])
 		}
 	}
-	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false"))
+	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false", "--set", "componentProtection.enabled=false"))
 	if n := off.count("ValidatingAdmissionPolicy") + off.count("ValidatingAdmissionPolicyBinding"); n != 0 {
 		t.Errorf("memberLeasePolicy.enabled=false still renders %d policy objects", n)
 	}

@@ -32,12 +32,24 @@ const policyRelease = "stack"
 // member-agents of an operator running in-process are held to exactly what an installed chart
 // enforces: each pod writes only its own Lease.
 func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, helmHome string) error {
+	return InstallChartPolicy(ctx, kube, helmHome, memberLeasePolicyTemplate, policyRelease, "")
+}
+
+// ComponentProtectionPolicyTemplate is the chart template holding the component protection
+// ValidatingAdmissionPolicy and its binding. It is not installed on the stack: it lets only the
+// chart's ServiceAccount write managed objects, and an operator running in-process is not it.
+const ComponentProtectionPolicyTemplate = "templates/component-protection-policy.yaml"
+
+// InstallChartPolicy renders one of the chart's policy templates with helm, as the release
+// release in namespace (empty: helm's default) would install it, and creates its one
+// ValidatingAdmissionPolicy and binding.
+func InstallChartPolicy(ctx context.Context, kube kubernetes.Interface, helmHome, template, release, namespace string) error {
 	// Rendered for the cluster's version, as `helm install` against it would.
 	version, err := kube.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("reading the apiserver's version: %w", err)
 	}
-	rendered, err := renderChartTemplate(ctx, helmHome, memberLeasePolicyTemplate, version.GitVersion)
+	rendered, err := renderChartTemplate(ctx, helmHome, template, version.GitVersion, release, namespace)
 	if err != nil {
 		return err
 	}
@@ -49,11 +61,11 @@ func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, he
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading the rendered %s: %w", memberLeasePolicyTemplate, err)
+			return fmt.Errorf("reading the rendered %s: %w", template, err)
 		}
 		var head metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &head); err != nil {
-			return fmt.Errorf("reading the rendered %s: %w", memberLeasePolicyTemplate, err)
+			return fmt.Errorf("reading the rendered %s: %w", template, err)
 		}
 		switch head.Kind {
 		case "":
@@ -61,32 +73,32 @@ func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, he
 		case "ValidatingAdmissionPolicy":
 			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			if err := yaml.UnmarshalStrict(doc, policy); err != nil {
-				return fmt.Errorf("decoding the member Lease policy: %w", err)
+				return fmt.Errorf("decoding the policy of %s: %w", template, err)
 			}
 			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
 			policies++
 		case "ValidatingAdmissionPolicyBinding":
 			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 			if err := yaml.UnmarshalStrict(doc, binding); err != nil {
-				return fmt.Errorf("decoding the member Lease policy binding: %w", err)
+				return fmt.Errorf("decoding the policy binding of %s: %w", template, err)
 			}
 			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{})
 			bindings++
 		default:
-			return fmt.Errorf("unexpected %s in %s", head.Kind, memberLeasePolicyTemplate)
+			return fmt.Errorf("unexpected %s in %s", head.Kind, template)
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating the member Lease policy: %w", err)
+			return fmt.Errorf("creating the policy of %s: %w", template, err)
 		}
 	}
 	if policies != 1 || bindings != 1 {
-		return fmt.Errorf("%s rendered %d policies and %d bindings, want one each", memberLeasePolicyTemplate, policies, bindings)
+		return fmt.Errorf("%s rendered %d policies and %d bindings, want one each", template, policies, bindings)
 	}
 	return nil
 }
 
 // renderChartTemplate runs `helm template --show-only` on the chart of this checkout.
-func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion string) ([]byte, error) {
+func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion, release, namespace string) ([]byte, error) {
 	helm, err := helmcli.Binary()
 	if err != nil {
 		return nil, err
@@ -95,8 +107,12 @@ func renderChartTemplate(ctx context.Context, helmHome, template, kubeVersion st
 	if err != nil {
 		return nil, err
 	}
-	out, err := helmcli.Run(ctx, helm, helmHome, "template", policyRelease, filepath.Join(root, "charts", "etcd-conductor"),
-		"--show-only", template, "--kube-version", kubeVersion)
+	args := []string{"template", release, filepath.Join(root, "charts", "etcd-conductor"),
+		"--show-only", template, "--kube-version", kubeVersion}
+	if namespace != "" {
+		args = append(args, "--namespace", namespace)
+	}
+	out, err := helmcli.Run(ctx, helm, helmHome, args...)
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", template, err)
 	}

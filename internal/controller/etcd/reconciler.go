@@ -109,13 +109,14 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // admission plugin allows only to those who may update the owner's finalizers.
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;services,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update
+// patch on owned objects: only to mirror the protection annotation (syncProtection).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
 // The member-agent Role grants patch on member Leases; RBAC lets the operator create that Role only
 // if it holds patch there itself (no escalate verb).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
 // Pods are listed (uncached) only to decide when a StatefulSet may leave OnDelete.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -144,6 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !etcd.DeletionTimestamp.IsZero() {
 		// Owned objects go with the Etcd through their owner references.
 		return ctrl.Result{}, nil
+	}
+	if err := r.syncProtection(ctx, etcd); err != nil {
+		return ctrl.Result{}, err
 	}
 	gate := specgate.Decide(etcd, r.autoReconcile)
 	if !gate.Apply {
@@ -363,6 +367,8 @@ func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj cl
 		}
 		mutate()
 		resources.SetAppliedHash(obj, hash)
+		// Created already marked, so an unprotected Etcd's new object is never protected.
+		resources.MarkProtection(etcd, obj)
 		if err := controllerutil.SetControllerReference(etcd, obj, r.client.Scheme()); err != nil {
 			return err
 		}
