@@ -16,7 +16,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
@@ -148,24 +147,6 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 			return false, err
 		}
 		return etcd.Status.ClusterID != "" && etcd.Status.ClusterID != oldID, nil
-	})
-	// The Etcd's condition and Events say what was restored, as the init step reported it.
-	newID := ""
-	if etcd, err := b.cluster.Get(ctx); err == nil {
-		newID = etcd.Status.ClusterID
-	}
-	b.waitFor(ctx, "an Event recording the new cluster with what was restored", func(ctx context.Context) (bool, error) {
-		events, err := b.stack.Kube.CoreV1().Events(b.cluster.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range events.Items {
-			if ev.Reason == recovery.RuleRecordID.CamelCase() && strings.Contains(ev.Message, newID) &&
-				strings.Contains(ev.Message, memberlease.RestoreResultPrefix+"full snapshot") && strings.Contains(ev.Message, "checked: ") {
-				return true, nil
-			}
-		}
-		return false, nil
 	})
 	var restored string
 	for i := 0; i < n; i++ {
