@@ -467,6 +467,17 @@ func EtcdBinary(version string) (string, error) {
 	return path, nil
 }
 
+// MemberConn dials member i with the cluster's client certificate, as the operator and the
+// member-agent do; it is closed in tb.Cleanup.
+func (c *Cluster) MemberConn(i int, opts etcdclient.Options) (*etcdclient.MemberConn, error) {
+	conn, err := etcdclient.DialMember(c.Client, c.Members[i].Target(), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.tb.Cleanup(func() { _ = conn.Close() })
+	return conn, nil
+}
+
 // Dial opens a gRPC connection to member i that verifies the member's DNS name, for tests that
 // need etcd's KV or Maintenance API directly. It is closed in tb.Cleanup.
 func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {

@@ -35,11 +35,10 @@ func TestRunnerAnswersOnDemandRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cluster := etcdtest.Start(t, etcdtest.Config{Members: 1})
-	member, err := etcdclient.DialMember(cluster.Client, cluster.Members[0].Target(), etcdclient.Options{CallTimeout: 30 * time.Second})
+	member, err := cluster.MemberConn(0, etcdclient.Options{CallTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = member.Close() })
 	conn, err := cluster.Dial(0)
 	if err != nil {
 		t.Fatal(err)

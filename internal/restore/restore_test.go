@@ -66,11 +66,10 @@ func startSourceWith(t testing.TB, cfg etcdtest.Config) *source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	member, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: 30 * time.Second})
+	member, err := c.MemberConn(0, etcdclient.Options{CallTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = member.Close() })
 	w := clientv3.NewWatchFromWatchClient(pb.NewWatchClient(cc), nil)
 	t.Cleanup(func() { w.Close() })
 	return &source{conn: cc, member: member, kv: clientv3.NewKVFromKVClient(pb.NewKVClient(cc), nil), watch: w,

@@ -53,11 +53,10 @@ func TestTwoEtcdsOnOneStore(t *testing.T) {
 		}
 		c := etcdtest.Start(t, etcdtest.Config{Members: 1, EtcdName: name})
 		clusters[name] = c
-		conn, err := etcdclient.DialMember(c.Client, c.Members[0].Target(), etcdclient.Options{CallTimeout: 10 * time.Second})
+		conn, err := c.MemberConn(0, etcdclient.Options{CallTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = conn.Close() })
 		runner, err := backup.NewRunner(backup.Config{
 			Store:        backupstore.Flags{Provider: "S3", Container: "shared", Prefix: "etcd", SecretDir: secretDir, Etcd: ns + "/" + name, EtcdUID: name + "-uid"},
 			SpoolDir:     t.TempDir(),

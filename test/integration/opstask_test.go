@@ -113,11 +113,10 @@ func TestEtcdOpsTaskOnDemandSnapshots(t *testing.T) {
 
 	// The leading member's backup loop, in process.
 	cluster := etcdtest.Start(t, etcdtest.Config{Members: 1})
-	member, err := etcdclient.DialMember(cluster.Client, cluster.Members[0].Target(), etcdclient.Options{CallTimeout: 30 * time.Second})
+	member, err := cluster.MemberConn(0, etcdclient.Options{CallTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = member.Close() })
 	kvConn, err := cluster.Dial(0)
 	if err != nil {
 		t.Fatal(err)
