@@ -122,25 +122,13 @@ func DialMember(creds conductortls.ClientMaterial, t Target, o Options) (*Member
 
 // dialMember counts every completed TLS handshake in handshakes when it is not nil.
 func dialMember(creds conductortls.ClientMaterial, t Target, o Options, handshakes *atomic.Uint64) (*MemberConn, error) {
-	endpoint, err := endpointURL(t.Address)
+	endpoint, err := endpointURL(t.Address, creds.Plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", t.Name, err)
 	}
-	tlsConfig, err := creds.Config(t.ServerName)
+	tlsConfig, err := memberTLSConfig(creds, t, handshakes)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", t.Name, err)
-	}
-	// VerifyConnection runs once per handshake, after the chain and name checks. It also makes
-	// sure the name checked was the member's: gRPC substitutes its own idea of the authority
-	// for tls.Config.ServerName, and etcd's resolver would make that the pod IP.
-	tlsConfig.VerifyConnection = func(cs cryptotls.ConnectionState) error {
-		if cs.ServerName != t.ServerName {
-			return fmt.Errorf("handshake verified server name %q, want %q", cs.ServerName, t.ServerName)
-		}
-		if handshakes != nil {
-			handshakes.Add(1)
-		}
-		return nil
 	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
@@ -351,15 +339,46 @@ func (m *MemberConn) Close() error {
 	return nil
 }
 
-func endpointURL(address string) (string, error) {
+// memberTLSConfig is the TLS configuration for one member; nil (plain HTTP/2) for plaintext
+// material.
+func memberTLSConfig(creds conductortls.ClientMaterial, t Target, handshakes *atomic.Uint64) (*cryptotls.Config, error) {
+	if creds.Plaintext {
+		return nil, nil
+	}
+	tlsConfig, err := creds.Config(t.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	// VerifyConnection runs once per handshake, after the chain and name checks. It also makes
+	// sure the name checked was the member's: gRPC substitutes its own idea of the authority
+	// for tls.Config.ServerName, and etcd's resolver would make that the pod IP.
+	tlsConfig.VerifyConnection = func(cs cryptotls.ConnectionState) error {
+		if cs.ServerName != t.ServerName {
+			return fmt.Errorf("handshake verified server name %q, want %q", cs.ServerName, t.ServerName)
+		}
+		if handshakes != nil {
+			handshakes.Add(1)
+		}
+		return nil
+	}
+	return tlsConfig, nil
+}
+
+// endpointURL is the member's client URL: https, or http for plaintext material. An address
+// whose scheme disagrees with the material is refused, never dialled in the other scheme.
+func endpointURL(address string, plaintext bool) (string, error) {
+	scheme := "https://"
+	if plaintext {
+		scheme = "http://"
+	}
 	switch {
 	case address == "":
 		return "", errors.New("empty address")
-	case strings.HasPrefix(address, "https://"):
+	case strings.HasPrefix(address, scheme):
 		return address, nil
 	case strings.Contains(address, "://"):
-		return "", fmt.Errorf("address %q: only https is supported", address)
+		return "", fmt.Errorf("address %q: the client material is for %s URLs", address, strings.TrimSuffix(scheme, "://"))
 	default:
-		return "https://" + address, nil
+		return scheme + address, nil
 	}
 }

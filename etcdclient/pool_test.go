@@ -385,3 +385,44 @@ func describe(s etcdclient.ClusterStatus) string {
 	}
 	return b.String()
 }
+
+// TestQueryPlaintextCluster: members without TLS (an Etcd without clientUrlTls, as etcd-druid
+// runs them) answer plaintext material, and only it: a client never falls back from one scheme
+// to the other.
+func TestQueryPlaintextCluster(t *testing.T) {
+	plain := startCluster(t, etcdtest.Config{Plaintext: true, EtcdName: "plain"})
+	s := query(t, newPool(t), plain.Client, plain.Targets())
+	if _, ok := s.Leader(); !ok || len(s.MemberList) != 3 {
+		t.Fatalf("plaintext cluster: no leader or member list %+v: %s", s.MemberList, describe(s))
+	}
+
+	secure := startCluster(t, etcdtest.Config{EtcdName: "secure"})
+	tests := []struct {
+		name    string
+		creds   conductortls.ClientMaterial
+		targets []etcdclient.Target
+	}{
+		{name: "TLS material to plaintext members", creds: secure.Client, targets: plain.Targets()},
+		{name: "plaintext material to TLS members", creds: conductortls.PlaintextMaterial(), targets: secure.Targets()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := newPool(t).Query(context.Background(), cluster, tt.creds, tt.targets)
+			if err == nil {
+				t.Fatalf("Query succeeded: %s", describe(s))
+			}
+			for _, m := range s.Members {
+				if m.Reachable {
+					t.Errorf("member %s answered: %+v", m.Name, m)
+				}
+			}
+		})
+	}
+	t.Run("https address with plaintext material is refused", func(t *testing.T) {
+		target := secure.Targets()[0]
+		target.Address = "https://" + target.Address
+		if _, err := etcdclient.DialMember(conductortls.PlaintextMaterial(), target, etcdclient.Options{}); err == nil {
+			t.Fatal("DialMember dialled an https address in plaintext")
+		}
+	})
+}

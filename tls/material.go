@@ -30,12 +30,22 @@ type ClientMaterial struct {
 	CA   []byte
 	Cert []byte
 	Key  []byte
+	// Plaintext: the members serve clients over plain HTTP (an Etcd without clientUrlTls, as
+	// etcd-druid runs it), so there is nothing to verify and nothing to present. Explicit rather
+	// than an empty material, so that material that failed to load is never taken as "no TLS".
+	Plaintext bool
 }
+
+// PlaintextMaterial is what a client of members without client TLS uses.
+func PlaintextMaterial() ClientMaterial { return ClientMaterial{Plaintext: true} }
 
 // Fingerprint identifies this exact material. It changes whenever any of the three parts is
 // rotated, so callers can key cached connections on it.
 func (m ClientMaterial) Fingerprint() string {
 	h := sha256.New()
+	if m.Plaintext {
+		h.Write([]byte("plaintext"))
+	}
 	for _, part := range [][]byte{m.CA, m.Cert, m.Key} {
 		// Length-prefixing keeps ("ab","c") and ("a","bc") from hashing alike.
 		var n [8]byte

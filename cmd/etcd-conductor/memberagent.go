@@ -31,11 +31,9 @@ func runMemberAgent(args []string) int {
 	var cfg memberagent.Config
 	var kubeconfig string
 	var development bool
-	fs.StringVar(&cfg.Endpoint, "endpoint", "", "client URL of the local member, https://$(POD_IP):2379")
+	fs.StringVar(&cfg.Endpoint, "endpoint", "", "client URL of the local member, https://$(POD_IP):2379 (http:// with --plaintext)")
 	fs.StringVar(&cfg.ServerName, "server-name", "", "name verified against the member's certificate, $(POD_NAME).<etcd>-peer.<namespace>.svc")
-	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle that signed the member's serving certificate")
-	fs.StringVar(&cfg.CertFile, "cert-file", "", "client certificate")
-	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
+	cfg.ClientFiles.Register(fs)
 	fs.StringVar(&cfg.Lease, "lease", "", "name of this member's Lease, $(POD_NAME)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease, $(POD_NAMESPACE)")
 	fs.DurationVar(&cfg.Interval, "interval", memberlease.DefaultRenewInterval, "how often to renew the Lease")
@@ -115,9 +113,7 @@ func runMemberInit(args []string) int {
 	var development bool
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "where to write the etcd configuration")
 	fs.IntVar(&cfg.ClientPort, "client-port", 2379, "the members' client port")
-	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle that signed the members' serving certificates")
-	fs.StringVar(&cfg.CertFile, "cert-file", "", "client certificate")
-	fs.StringVar(&cfg.KeyFile, "key-file", "", "client key")
+	cfg.ClientFiles.Register(fs)
 	fs.StringVar(&cfg.Lease, "lease", "", "this member's Lease, where the decision is reported (optional)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease")
 	fs.StringVar(&cfg.PodUID, "pod-uid", "", "this pod's UID, $(POD_UID): a restore order names the pod incarnation it is for")

@@ -20,7 +20,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // backupOptions are the member-agent's backup flags; without --backup-provider the agent takes
@@ -74,7 +73,7 @@ func (o *backupOptions) config(namespace string) (backup.Config, error) {
 // startBackup runs the backup loop (and its metrics endpoint) beside the Lease renewal, on its
 // own connection to the member: a snapshot stream must not hold up the renewals.
 func startBackup(ctx context.Context, cfg backup.Config, agent memberagent.Config, metricsAddr string, leases coordinationv1client.LeasesGetter, log logr.Logger) error {
-	creds, err := conductortls.LoadFiles(agent.CAFile, agent.CertFile, agent.KeyFile)
+	creds, err := agent.ClientFiles.Load()
 	if err != nil {
 		return fmt.Errorf("backup: load client certificates: %w", err)
 	}

@@ -90,11 +90,14 @@ type planOptions struct {
 	// Live mode.
 	kubeconfig, namespace, etcdName string
 	caFile, certFile, keyFile       string
+	plaintext                       bool
 	addresses                       map[string]string
 }
 
-func (o planOptions) live() bool       { return o.etcdName != "" }
-func (o planOptions) askMembers() bool { return o.caFile != "" || o.certFile != "" || o.keyFile != "" }
+func (o planOptions) live() bool { return o.etcdName != "" }
+func (o planOptions) askMembers() bool {
+	return o.plaintext || o.caFile != "" || o.certFile != "" || o.keyFile != ""
+}
 
 func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) {
 	o := planOptions{addresses: map[string]string{}}
@@ -110,6 +113,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.StringVar(&o.caFile, "etcd-ca", "", "live mode: CA bundle that signed the members' certificates")
 	flags.StringVar(&o.certFile, "etcd-cert", "", "live mode: client certificate the members accept")
 	flags.StringVar(&o.keyFile, "etcd-key", "", "live mode: key of --etcd-cert")
+	flags.BoolVar(&o.plaintext, "etcd-plaintext", false, "live mode: ask members that serve clients over plain HTTP (an Etcd without clientUrlTls)")
 	flags.Func("member-address", "live mode: POD=HOST:PORT to reach that member at (repeatable)", func(v string) error {
 		pod, address, ok := strings.Cut(v, "=")
 		if !ok || pod == "" || address == "" {
@@ -166,12 +170,14 @@ func (o planOptions) validate() error {
 		return errors.New("--kubeconfig and -n need --etcd NAME")
 	case o.statePath == "" && !o.live():
 		return errors.New("-f STATE or --etcd NAME is required")
-	case o.askMembers() && (o.caFile == "" || o.certFile == "" || o.keyFile == ""):
+	case o.plaintext && (o.caFile != "" || o.certFile != "" || o.keyFile != ""):
+		return errors.New("--etcd-plaintext and --etcd-ca, --etcd-cert, --etcd-key exclude each other")
+	case o.askMembers() && !o.plaintext && (o.caFile == "" || o.certFile == "" || o.keyFile == ""):
 		return errors.New("--etcd-ca, --etcd-cert and --etcd-key go together")
 	case (o.askMembers() || len(o.addresses) > 0) && !o.live():
 		return errors.New("asking the members needs live mode (--etcd NAME)")
 	case len(o.addresses) > 0 && !o.askMembers():
-		return errors.New("--member-address needs --etcd-ca, --etcd-cert and --etcd-key")
+		return errors.New("--member-address needs --etcd-ca, --etcd-cert and --etcd-key (or --etcd-plaintext)")
 	case o.askMembers() && o.memberStatusPath != "":
 		return errors.New("--member-status and asking the members (--etcd-ca …) exclude each other")
 	}
@@ -236,7 +242,10 @@ func planLive(o planOptions, members plancmd.MemberStatus) (plancmd.Output, erro
 	}
 	src := plancmd.Sources{Members: plancmd.Reports(members.Reports), Leases: plancmd.LiveLeases(c), Answers: plancmd.SavedAnswers(members.Answers)}
 	if o.askMembers() {
-		creds, err := conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
+		creds, err := conductortls.PlaintextMaterial(), error(nil)
+		if !o.plaintext {
+			creds, err = conductortls.LoadFiles(o.caFile, o.certFile, o.keyFile)
+		}
 		if err != nil {
 			return plancmd.Output{}, fmt.Errorf("member client TLS: %w", err)
 		}

@@ -175,6 +175,7 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"TLS flags incomplete", []string{"--etcd", "etcd-main", "--etcd-ca", "ca.crt"}, "--etcd-ca, --etcd-cert and --etcd-key go together"},
 		{"asking members in file mode", []string{"-f", fixture, "--etcd-ca", "a", "--etcd-cert", "b", "--etcd-key", "c"}, "asking the members needs live mode (--etcd NAME)"},
 		{"member address without TLS", []string{"--etcd", "etcd-main", "--member-address", "etcd-main-0=127.0.0.1:2379"}, "--member-address needs --etcd-ca, --etcd-cert and --etcd-key"},
+		{"plaintext with TLS files", []string{"--etcd", "etcd-main", "--etcd-plaintext", "--etcd-ca", "ca.crt"}, "--etcd-plaintext and --etcd-ca, --etcd-cert, --etcd-key exclude each other"},
 		{"malformed member address", []string{"--etcd", "etcd-main", "--member-address", "127.0.0.1:2379"}, `want POD=HOST:PORT, got "127.0.0.1:2379"`},
 		{"member status and asking", []string{"--etcd", "etcd-main", "--member-status", "m.json", "--etcd-ca", "a", "--etcd-cert", "b", "--etcd-key", "c"}, "exclude each other"},
 	}

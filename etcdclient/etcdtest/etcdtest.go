@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -71,6 +72,9 @@ type Config struct {
 	// SameClientPort gives every member the same client port (on its own address), as pods of
 	// one StatefulSet have; code that dials podIP:spec.etcd.clientPort can then reach them.
 	SameClientPort bool
+	// Plaintext runs the members without TLS, clients and peers on plain HTTP, as an Etcd
+	// without clientUrlTls and peerUrlTls runs; Cluster.Client is then plaintext material.
+	Plaintext bool
 }
 
 // Cluster is a running set of etcd processes.
@@ -106,7 +110,8 @@ type Member struct {
 
 // Target is how etcdclient reaches this member.
 func (m *Member) Target() etcdclient.Target {
-	return etcdclient.Target{Name: m.Name, Address: strings.TrimPrefix(m.ClientURL, "https://"), ServerName: m.ServerName}
+	_, address, _ := strings.Cut(m.ClientURL, "://")
+	return etcdclient.Target{Name: m.Name, Address: address, ServerName: m.ServerName}
 }
 
 // Start launches the cluster, waits until every member agrees on a leader (unless
@@ -148,6 +153,10 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: cfg.EtcdName, Namespace: cfg.Namespace, CA: ca, Client: ca.ClientMaterial(clientPair), tb: tb}
+	scheme := "https"
+	if cfg.Plaintext {
+		scheme, c.Client = "http", conductortls.PlaintextMaterial()
+	}
 	tb.Cleanup(c.stopAll)
 
 	root := tb.TempDir()
@@ -173,8 +182,8 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 		m := &Member{
 			Name:       name,
 			IP:         ip.String(),
-			ClientURL:  fmt.Sprintf("https://%s", net.JoinHostPort(ip.String(), strconv.Itoa(clientPort))),
-			PeerURL:    fmt.Sprintf("https://%s", net.JoinHostPort(ip.String(), strconv.Itoa(peerPort))),
+			ClientURL:  fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(ip.String(), strconv.Itoa(clientPort))),
+			PeerURL:    fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(ip.String(), strconv.Itoa(peerPort))),
 			ServerName: testpki.MemberServerName(name, cfg.EtcdName, cfg.Namespace),
 			DataDir:    filepath.Join(root, name, "data"),
 			LogFile:    filepath.Join(root, name, "etcd.log"),
@@ -215,7 +224,7 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.args = append([]string{
+		m.args = []string{
 			"--name=" + m.Name,
 			"--data-dir=" + m.DataDir,
 			"--listen-client-urls=" + m.ClientURL,
@@ -225,18 +234,23 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 			"--initial-cluster=" + strings.Join(initial, ","),
 			"--initial-cluster-state=new",
 			"--initial-cluster-token=" + filepath.Base(root),
-			"--client-cert-auth",
-			"--trusted-ca-file=" + serverFiles.CA,
-			"--cert-file=" + serverFiles.Cert,
-			"--key-file=" + serverFiles.Key,
-			"--peer-client-cert-auth",
-			"--peer-trusted-ca-file=" + peerFiles.CA,
-			"--peer-cert-file=" + peerFiles.Cert,
-			"--peer-key-file=" + peerFiles.Key,
 			// Test data need not survive a power cut; skipping fsync spares the shared disk.
 			"--unsafe-no-fsync",
 			"--log-level=warn",
-		}, cfg.ExtraArgs...)
+		}
+		if !cfg.Plaintext {
+			m.args = append(m.args,
+				"--client-cert-auth",
+				"--trusted-ca-file="+serverFiles.CA,
+				"--cert-file="+serverFiles.Cert,
+				"--key-file="+serverFiles.Key,
+				"--peer-client-cert-auth",
+				"--peer-trusted-ca-file="+peerFiles.CA,
+				"--peer-cert-file="+peerFiles.Cert,
+				"--peer-key-file="+peerFiles.Key,
+			)
+		}
+		m.args = append(m.args, cfg.ExtraArgs...)
 		if err := m.start(); err != nil {
 			return nil, err
 		}
@@ -482,12 +496,16 @@ func (c *Cluster) MemberConn(i int, opts etcdclient.Options) (*etcdclient.Member
 // need etcd's KV or Maintenance API directly. It is closed in tb.Cleanup.
 func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {
 	m := c.Members[i]
-	cfg, err := c.Client.Config(m.ServerName)
-	if err != nil {
-		return nil, err
+	creds := insecure.NewCredentials()
+	if !c.Client.Plaintext {
+		cfg, err := c.Client.Config(m.ServerName)
+		if err != nil {
+			return nil, err
+		}
+		creds = credentials.NewTLS(cfg)
 	}
-	cc, err := grpc.NewClient(strings.TrimPrefix(m.ClientURL, "https://"),
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(m.ServerName),
+	cc, err := grpc.NewClient(m.Target().Address,
+		grpc.WithTransportCredentials(creds), grpc.WithAuthority(m.ServerName),
 		// As etcd's own client: a watch response or a range may be as large as the member holds.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {

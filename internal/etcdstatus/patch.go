@@ -18,8 +18,9 @@ import (
 //     UpdateStrategyHeld;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
-//     ready, selector, dataAside and the conditions Ready, AllMembersReady, AllMembersUpdated
-//     and the backup conditions (BackupReady, FullSnapshotBackupReady, DeltaSnapshotBackupReady);
+//     ready, selector, dataAside, peerUrlTLSEnabled and the conditions Ready, AllMembersReady,
+//     AllMembersUpdated, TLSEnabled and the backup conditions (BackupReady,
+//     FullSnapshotBackupReady, DeltaSnapshotBackupReady);
 //   - WriterMembership (the membership controller): clusterID, voters and the condition
 //     ScaleOperationInProgress;
 //   - WriterDefrag (the defragmentation controller): the condition DefragmentationInProgress;
@@ -48,6 +49,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeBackupReady:               WriterStatus,
 	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:   WriterStatus,
 	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady:  WriterStatus,
+	druidv1alpha1.ConditionTypeTLSEnabled:                WriterStatus,
 	druidv1alpha1.ConditionTypeScaleOperationInProgress:  WriterMembership,
 	druidv1alpha1.ConditionTypeRecoveryInProgress:        WriterRecovery,
 	druidv1alpha1.ConditionTypeDefragmentationInProgress: WriterDefrag,
@@ -68,6 +70,7 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 		s.LastOperation = nil
 	case WriterStatus:
 		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector, s.DataAside = nil, 0, 0, 0, nil, nil, nil
+		s.PeerUrlTLSEnabled = nil
 	case WriterMembership:
 		s.ClusterID, s.Voters = "", nil
 	case WriterRecovery:

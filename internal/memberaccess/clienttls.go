@@ -19,7 +19,8 @@ import (
 
 // ClientTLS returns the client key pair to dial etcd's members with: the Etcd's own
 // (clientUrlTls.clientTLSSecretRef, with the CA of tlsCASecretRef) when it names one, else the
-// operator-wide one (an error when there is none). The Secrets are read through the Secret cache:
+// operator-wide one (an error when there is none); plaintext material for an Etcd without
+// clientUrlTls. The Secrets are read through the Secret cache:
 // this is for the controllers that ask the members on every poll, and they call ForgetSecrets
 // when the members do not answer, so a rotated key pair is read again at once.
 func (a *Access) ClientTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
@@ -48,7 +49,11 @@ func (a *Access) ForgetSecrets(etcd *druidv1alpha1.Etcd) {
 
 func (a *Access) clientTLS(ctx context.Context, reader client.Reader, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
 	t := etcd.Spec.Etcd.ClientUrlTLS
-	if t == nil || t.ClientTLSSecretRef.Name == "" {
+	if t == nil {
+		// Members without client TLS serve plain HTTP (resources.Transport).
+		return conductortls.PlaintextMaterial(), nil
+	}
+	if t.ClientTLSSecretRef.Name == "" {
 		if a.defaultTLS == nil {
 			return conductortls.ClientMaterial{}, errors.New("Etcd names no clientUrlTls.clientTLSSecretRef and the operator has no memberClientTLS configured")
 		}

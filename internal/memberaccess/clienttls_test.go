@@ -124,7 +124,8 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 }
 
 // TestClientTLSPrecedence: the Etcd's own key pair when it names one, else the operator-wide
-// one, else an error.
+// one, else an error; plaintext material for an Etcd without clientUrlTls, whose members serve
+// plain HTTP, whatever the operator has.
 func TestClientTLSPrecedence(t *testing.T) {
 	pki, operatorWide := newPKI(t), newPKI(t)
 	store := &secretStore{secrets: map[string]*corev1.Secret{}}
@@ -141,9 +142,10 @@ func TestClientTLSPrecedence(t *testing.T) {
 	}{
 		{"the Etcd's own over the operator's", etcdNaming("client"), loadDefault, pki.ClientMaterial(), ""},
 		{"the Etcd's own without an operator's", etcdNaming("client"), nil, pki.ClientMaterial(), ""},
-		{"the operator's when the Etcd names no TLS", testEtcd(), loadDefault, operatorWide.ClientMaterial(), ""},
+		{"plaintext when the Etcd has no client TLS", testEtcd(), loadDefault, conductortls.PlaintextMaterial(), ""},
+		{"plaintext without an operator's either", testEtcd(), nil, conductortls.PlaintextMaterial(), ""},
 		{"the operator's when the Etcd names a CA only", caOnly, loadDefault, operatorWide.ClientMaterial(), ""},
-		{"none at all", testEtcd(), nil, conductortls.ClientMaterial{}, "names no clientUrlTls.clientTLSSecretRef"},
+		{"none at all for a CA only", caOnly, nil, conductortls.ClientMaterial{}, "names no clientUrlTls.clientTLSSecretRef"},
 		{"the Etcd's Secret missing: no fallback", etcdNaming("gone"), loadDefault, conductortls.ClientMaterial{}, "reading Secret shoot/gone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // DefaultCallTimeout bounds the status call when the flags do not; the renewal interval's default
@@ -28,13 +27,12 @@ const DefaultCallTimeout = 2 * time.Second
 
 // Config is what the sidecar's flags carry.
 type Config struct {
-	// Endpoint is the local member's client URL, https://$(POD_IP):2379.
+	// Endpoint is the local member's client URL, https://$(POD_IP):2379 (http:// with
+	// ClientFiles.Plaintext).
 	Endpoint string
 	// ServerName is verified against the member's certificate: $(POD_NAME).<etcd>-peer.<ns>.svc.
 	ServerName string
-	CAFile     string
-	CertFile   string
-	KeyFile    string
+	ClientFiles
 	// Lease is this pod's Lease (its pod name) in Namespace.
 	Lease     string
 	Namespace string
@@ -45,10 +43,9 @@ type Config struct {
 
 // Validate reports every missing required setting.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{c.ClientFiles.Validate()}
 	for _, f := range []struct{ flag, value string }{
-		{"endpoint", c.Endpoint}, {"server-name", c.ServerName}, {"ca-file", c.CAFile},
-		{"cert-file", c.CertFile}, {"key-file", c.KeyFile}, {"lease", c.Lease}, {"namespace", c.Namespace},
+		{"endpoint", c.Endpoint}, {"server-name", c.ServerName}, {"lease", c.Lease}, {"namespace", c.Namespace},
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("--%s is required", f.flag))
@@ -153,7 +150,7 @@ func (a *Agent) patchLease(ctx context.Context, holder string) error {
 // memberClient reloads the certificate files on every round, since a mounted Secret is rotated
 // in place, and only redials when their content changed.
 func (a *Agent) memberClient() (*etcdclient.MemberConn, error) {
-	creds, err := conductortls.LoadFiles(a.cfg.CAFile, a.cfg.CertFile, a.cfg.KeyFile)
+	creds, err := a.cfg.ClientFiles.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load client certificates: %w", err)
 	}

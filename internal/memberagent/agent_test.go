@@ -82,9 +82,7 @@ func (w *world) agent(t *testing.T, member int, interval time.Duration) *membera
 	a, err := memberagent.New(memberagent.Config{
 		Endpoint:    m.ClientURL,
 		ServerName:  m.ServerName,
-		CAFile:      w.files.CA,
-		CertFile:    w.files.Cert,
-		KeyFile:     w.files.Key,
+		ClientFiles: memberagent.ClientFiles{CAFile: w.files.CA, CertFile: w.files.Cert, KeyFile: w.files.Key},
 		Lease:       m.Name,
 		Namespace:   namespace,
 		Interval:    interval,

@@ -27,7 +27,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
@@ -54,9 +53,7 @@ type InitConfig struct {
 	ConfigFile string
 	// ClientPort is the members' client port, to ask the other members.
 	ClientPort int
-	CAFile     string
-	CertFile   string
-	KeyFile    string
+	ClientFiles
 	// Lease and Namespace name this member's Lease, where decisions are reported.
 	Lease     string
 	Namespace string
@@ -101,13 +98,9 @@ func NewInitializer(cfg InitConfig, leases coordinationv1client.LeasesGetter, et
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultInitPollInterval
 	}
-	var errs []error
-	for _, f := range []struct{ flag, value string }{
-		{"config-file", cfg.ConfigFile}, {"ca-file", cfg.CAFile}, {"cert-file", cfg.CertFile}, {"key-file", cfg.KeyFile},
-	} {
-		if f.value == "" {
-			errs = append(errs, fmt.Errorf("--%s is required", f.flag))
-		}
+	errs := []error{cfg.ClientFiles.Validate()}
+	if cfg.ConfigFile == "" {
+		errs = append(errs, errors.New("--config-file is required"))
 	}
 	settings := cfg.settings()
 	for _, key := range []string{"name", "data-dir", "initial-advertise-peer-urls"} {
@@ -259,7 +252,7 @@ func RestoreFailed(err error) StartDecision {
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the
 // desired members) for their status and the leader's member list.
 func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (bool, []etcdclient.Member) {
-	creds, err := conductortls.LoadFiles(i.cfg.CAFile, i.cfg.CertFile, i.cfg.KeyFile)
+	creds, err := i.cfg.ClientFiles.Load()
 	if err != nil {
 		i.log.Info("Cannot load client certificates; asking no member", "error", err.Error())
 		return false, nil

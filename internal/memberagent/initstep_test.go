@@ -41,10 +41,10 @@ func TestInitReportsDataKeptAside(t *testing.T) {
 	}
 	peer := "https://etcd-main-0.etcd-main-peer.agents.svc:2380"
 	init, err := memberagent.NewInitializer(memberagent.InitConfig{
-		ConfigFile: filepath.Join(root, "etcd.conf.yaml"),
-		ClientPort: 1,
-		CAFile:     filepath.Join(root, "missing-ca.crt"), CertFile: filepath.Join(root, "missing.crt"), KeyFile: filepath.Join(root, "missing.key"),
-		Lease: "etcd-main-0", Namespace: namespace, PodUID: "uid-0",
+		ConfigFile:  filepath.Join(root, "etcd.conf.yaml"),
+		ClientPort:  1,
+		ClientFiles: memberagent.ClientFiles{CAFile: filepath.Join(root, "missing-ca.crt"), CertFile: filepath.Join(root, "missing.crt"), KeyFile: filepath.Join(root, "missing.key")},
+		Lease:       "etcd-main-0", Namespace: namespace, PodUID: "uid-0",
 		PollInterval: 50 * time.Millisecond,
 		EtcdFlags: []string{"--name=etcd-main-0", "--data-dir=" + dataDir, "--initial-advertise-peer-urls=" + peer,
 			"--initial-cluster=etcd-main-0=" + peer, "--initial-cluster-state=new"},

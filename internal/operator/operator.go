@@ -134,6 +134,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},
 		SpecAutoReconcile: cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
+		RequireTLS:        ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

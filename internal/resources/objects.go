@@ -65,32 +65,38 @@ func templateEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 // EtcdEnvironment is the configuration shared by all members.
 func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 	members := MemberNames(e)
+	t := TransportOf(e)
 	peers := make([]string, 0, len(members))
 	for _, m := range members {
-		peers = append(peers, fmt.Sprintf("%s=https://%s:%d", m, MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
+		peers = append(peers, fmt.Sprintf("%s=%s://%s:%d", m, t.PeerScheme(), MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
 	}
 	env := map[string]string{
 		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
 		EnvInitialCluster:            strings.Join(peers, ","),
 		EnvInitialClusterState:       InitialClusterState(e),
 		"ETCD_INITIAL_CLUSTER_TOKEN": fmt.Sprintf("%s-%s", e.Namespace, e.Name),
-		"ETCD_CLIENT_CERT_AUTH":      "true",
-		"ETCD_TRUSTED_CA_FILE":       tlsMountRoot + "/client-ca/ca.crt",
-		"ETCD_CERT_FILE":             tlsMountRoot + "/server/tls.crt",
-		"ETCD_KEY_FILE":              tlsMountRoot + "/server/tls.key",
-		"ETCD_PEER_CLIENT_CERT_AUTH": "true",
-		"ETCD_PEER_TRUSTED_CA_FILE":  tlsMountRoot + "/peer-ca/ca.crt",
-		"ETCD_PEER_CERT_FILE":        tlsMountRoot + "/peer/tls.crt",
-		"ETCD_PEER_KEY_FILE":         tlsMountRoot + "/peer/tls.key",
 		// etcd's own check refuses every membership change, even adding a learner, while any
 		// voter is down. The membership planner checks quorum itself for each step (a learner
 		// never counts, promotion and removal only with a healthy quorum after them), so the
 		// cluster can grow or replace a lost member while one member is dead.
 		"ETCD_STRICT_RECONFIG_CHECK": "false",
 	}
-	// Unset, true: peer certificates carry wildcard DNS names, which etcd's client-SAN check
-	// would try to resolve against the peer's address and fail; the CA check still applies.
-	env["ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"] = strconv.FormatBool(PeerSkipClientSANVerification(e))
+	if t.ClientTLS {
+		env["ETCD_CLIENT_CERT_AUTH"] = "true"
+		env["ETCD_TRUSTED_CA_FILE"] = tlsMountRoot + "/client-ca/ca.crt"
+		env["ETCD_CERT_FILE"] = tlsMountRoot + "/server/tls.crt"
+		env["ETCD_KEY_FILE"] = tlsMountRoot + "/server/tls.key"
+	}
+	if t.PeerTLS {
+		env["ETCD_PEER_CLIENT_CERT_AUTH"] = "true"
+		env["ETCD_PEER_TRUSTED_CA_FILE"] = tlsMountRoot + "/peer-ca/ca.crt"
+		env["ETCD_PEER_CERT_FILE"] = tlsMountRoot + "/peer/tls.crt"
+		env["ETCD_PEER_KEY_FILE"] = tlsMountRoot + "/peer/tls.key"
+		// Unset, true: peer certificates carry wildcard DNS names, which etcd's client-SAN
+		// check would try to resolve against the peer's address and fail; the CA check still
+		// applies.
+		env["ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"] = strconv.FormatBool(PeerSkipClientSANVerification(e))
+	}
 	for k, v := range SettingsEnvironment(e) {
 		env[k] = v
 	}

@@ -60,7 +60,8 @@ func TestValidateSpec(t *testing.T) {
 		{name: "the largest cluster", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = druidv1alpha1.MaxReplicas }},
 		{name: "replicas above the bound", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = druidv1alpha1.MaxReplicas + 2 }, wantCode: ErrInvalidReplicas},
 		{name: "replicas 2147483647", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = math.MaxInt32 }, wantCode: ErrInvalidReplicas},
-		{name: "no client TLS", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS = nil }, wantCode: ErrMissingTLS},
+		{name: "no client TLS: plain HTTP", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS = nil }},
+		{name: "no TLS at all: plain HTTP", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS = nil, nil }},
 		{name: "no client key pair", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.ClientUrlTLS.ClientTLSSecretRef.Name = "" }, wantCode: ErrMissingTLS},
 		{name: "secret in another namespace", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.Etcd.PeerUrlTLS.ServerTLSSecretRef.Namespace = "other" }, wantCode: ErrSecretNamespace},
 	} {

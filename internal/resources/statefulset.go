@@ -110,10 +110,6 @@ func mergeAnnotations(existing, desired map[string]string) map[string]string {
 }
 
 func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, error) {
-	client, peer := e.Spec.Etcd.ClientUrlTLS, e.Spec.Etcd.PeerUrlTLS
-	if client == nil || peer == nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("spec.etcd.clientUrlTls and spec.etcd.peerUrlTls are required: members only serve mTLS")
-	}
 	annotations := Annotations(e)
 	annotations[AnnotationSafeToEvict] = "false"
 	annotations[AnnotationConfigChecksum] = ConfigChecksum(templateEnvironment(e))
@@ -129,15 +125,10 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
 			InitContainers:                []corev1.Container{memberInitContainer(e, s)},
 			Containers:                    []corev1.Container{etcdContainer(e), memberAgentContainer(e, s)},
-			Volumes: []corev1.Volume{
+			Volumes: append([]corev1.Volume{
 				memberAgentTokenVolume(),
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), conductortls.DefaultCADataKey),
-				secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
-				secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""),
-				secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), conductortls.DefaultCADataKey),
-				secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""),
-			},
+			}, tlsVolumes(e)...),
 		},
 	}
 	if e.Spec.PriorityClassName != nil {
@@ -204,6 +195,49 @@ func secretVolume(name, secret, key, path string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
 }
 
+// tlsVolumes are the Secrets the members mount: the client CA, serving and client pairs with
+// client TLS, the peer CA and pair with peer TLS.
+func tlsVolumes(e *druidv1alpha1.Etcd) []corev1.Volume {
+	var out []corev1.Volume
+	if client := e.Spec.Etcd.ClientUrlTLS; client != nil {
+		out = append(out,
+			secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), conductortls.DefaultCADataKey),
+			secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
+			secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""))
+	}
+	if peer := e.Spec.Etcd.PeerUrlTLS.TLS(); peer != nil {
+		out = append(out,
+			secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), conductortls.DefaultCADataKey),
+			secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""))
+	}
+	return out
+}
+
+// clientTLSMounts are the client CA and client pair, for the containers that dial members:
+// member-init and the member-agent. None without client TLS.
+func clientTLSMounts(t Transport) []corev1.VolumeMount {
+	if !t.ClientTLS {
+		return nil
+	}
+	return []corev1.VolumeMount{
+		{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
+		{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
+	}
+}
+
+// clientTLSArgs are the member-agent's flags for dialling a member: the client files, or
+// --plaintext without client TLS.
+func clientTLSArgs(t Transport) []string {
+	if !t.ClientTLS {
+		return []string{"--plaintext"}
+	}
+	return []string{
+		"--ca-file=" + tlsMountRoot + "/client-ca/ca.crt",
+		"--cert-file=" + tlsMountRoot + "/client/tls.crt",
+		"--key-file=" + tlsMountRoot + "/client/tls.key",
+	}
+}
+
 func podEnv() []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
@@ -217,12 +251,13 @@ func podEnv() []corev1.EnvVar {
 // start decision into etcd's configuration file.
 func etcdFlags(e *druidv1alpha1.Etcd) []string {
 	dns := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e))
+	t := TransportOf(e)
 	return []string{
 		"--name=$(POD_NAME)",
-		fmt.Sprintf("--listen-client-urls=https://$(POD_IP):%d", ClientPort(e)),
-		fmt.Sprintf("--advertise-client-urls=https://%s:%d", dns, ClientPort(e)),
-		fmt.Sprintf("--listen-peer-urls=https://$(POD_IP):%d", ServerPort(e)),
-		fmt.Sprintf("--initial-advertise-peer-urls=https://%s:%d", dns, ServerPort(e)),
+		fmt.Sprintf("--listen-client-urls=%s://$(POD_IP):%d", t.ClientScheme(), ClientPort(e)),
+		fmt.Sprintf("--advertise-client-urls=%s://%s:%d", t.ClientScheme(), dns, ClientPort(e)),
+		fmt.Sprintf("--listen-peer-urls=%s://$(POD_IP):%d", t.PeerScheme(), ServerPort(e)),
+		fmt.Sprintf("--initial-advertise-peer-urls=%s://%s:%d", t.PeerScheme(), dns, ServerPort(e)),
 		fmt.Sprintf("--listen-metrics-urls=http://$(POD_IP):%d", MetricsPort),
 	}
 }
@@ -232,18 +267,18 @@ func etcdFlags(e *druidv1alpha1.Etcd) []string {
 // the configuration file. It asks the other members over mTLS with the client certificate and
 // reports its decision on the member Lease.
 func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
-	args := []string{
+	t := TransportOf(e)
+	args := append([]string{
 		"init",
 		"--config-file=" + EtcdConfigFile,
 		fmt.Sprintf("--client-port=%d", ClientPort(e)),
-		"--ca-file=" + tlsMountRoot + "/client-ca/ca.crt",
-		"--cert-file=" + tlsMountRoot + "/client/tls.crt",
-		"--key-file=" + tlsMountRoot + "/client/tls.key",
+	}, clientTLSArgs(t)...)
+	args = append(args,
 		"--lease=$(POD_NAME)",
 		"--namespace=$(POD_NAMESPACE)",
 		"--pod-uid=$(POD_UID)",
 		"--",
-	}
+	)
 	return corev1.Container{
 		Name:    MemberInitContainerName,
 		Image:   s.MemberAgentImage,
@@ -259,13 +294,11 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		// the root filesystem not. The token is for its own member Lease (the old member ID of a
 		// member that lost its data), as for the member-agent.
 		SecurityContext: containerSecurityContext(),
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append(append([]corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
 			{Name: configVolume, MountPath: configMountPath},
-			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
-			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
-			{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true},
-		},
+		}, clientTLSMounts(t)...),
+			corev1.VolumeMount{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}),
 	}
 }
 
@@ -294,11 +327,18 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
 			{Name: configVolume, MountPath: configMountPath, ReadOnly: true},
-			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
-			{Name: serverTLSVolume, MountPath: tlsMountRoot + "/server", ReadOnly: true},
-			{Name: peerCAVolume, MountPath: tlsMountRoot + "/peer-ca", ReadOnly: true},
-			{Name: peerTLSVolume, MountPath: tlsMountRoot + "/peer", ReadOnly: true},
 		},
+	}
+	t := TransportOf(e)
+	if t.ClientTLS {
+		c.VolumeMounts = append(c.VolumeMounts,
+			corev1.VolumeMount{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
+			corev1.VolumeMount{Name: serverTLSVolume, MountPath: tlsMountRoot + "/server", ReadOnly: true})
+	}
+	if t.PeerTLS {
+		c.VolumeMounts = append(c.VolumeMounts,
+			corev1.VolumeMount{Name: peerCAVolume, MountPath: tlsMountRoot + "/peer-ca", ReadOnly: true},
+			corev1.VolumeMount{Name: peerTLSVolume, MountPath: tlsMountRoot + "/peer", ReadOnly: true})
 	}
 	if e.Spec.Etcd.Resources != nil {
 		c.Resources = *e.Spec.Etcd.Resources
@@ -308,27 +348,23 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 
 func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 	interval := MemberAgentInterval(e, s).String()
+	t := TransportOf(e)
+	args := []string{
+		"--lease=$(POD_NAME)",
+		"--namespace=$(POD_NAMESPACE)",
+		fmt.Sprintf("--endpoint=%s://$(POD_IP):%d", t.ClientScheme(), ClientPort(e)),
+		fmt.Sprintf("--server-name=$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e)),
+	}
+	args = append(append(args, clientTLSArgs(t)...), "--interval="+interval)
 	return corev1.Container{
-		Name:    MemberAgentContainerName,
-		Image:   s.MemberAgentImage,
-		Command: []string{"/etcd-conductor", "member-agent"},
-		Args: []string{
-			"--lease=$(POD_NAME)",
-			"--namespace=$(POD_NAMESPACE)",
-			fmt.Sprintf("--endpoint=https://$(POD_IP):%d", ClientPort(e)),
-			fmt.Sprintf("--server-name=$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e)),
-			"--ca-file=" + tlsMountRoot + "/client-ca/ca.crt",
-			"--cert-file=" + tlsMountRoot + "/client/tls.crt",
-			"--key-file=" + tlsMountRoot + "/client/tls.key",
-			"--interval=" + interval,
-		},
+		Name:            MemberAgentContainerName,
+		Image:           s.MemberAgentImage,
+		Command:         []string{"/etcd-conductor", "member-agent"},
+		Args:            args,
 		Env:             append(podEnv(), goMemLimit(memberAgentGoMemLimit)),
 		SecurityContext: containerSecurityContext(),
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
-			{Name: clientTLSVolume, MountPath: tlsMountRoot + "/client", ReadOnly: true},
-			{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true},
-		},
+		VolumeMounts: append(clientTLSMounts(t),
+			corev1.VolumeMount{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}),
 		Resources: memberAgentResources(),
 	}
 }

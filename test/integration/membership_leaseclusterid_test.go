@@ -71,7 +71,7 @@ func TestClusterIDFromLeasesWithoutAPathToTheMembers(t *testing.T) {
 	sidecar := func(i int) {
 		t.Helper()
 		m := cluster.Members[i]
-		a, err := memberagent.New(memberagent.Config{Endpoint: m.ClientURL, ServerName: m.ServerName, CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key,
+		a, err := memberagent.New(memberagent.Config{Endpoint: m.ClientURL, ServerName: m.ServerName, ClientFiles: memberagent.ClientFiles{CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key},
 			Lease: m.Name, Namespace: etcd.Namespace, Interval: 200 * time.Millisecond, CallTimeout: time.Second}, env.Clientset().CoordinationV1(), testr.New(t))
 		if err != nil {
 			t.Fatal(err)

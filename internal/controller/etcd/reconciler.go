@@ -53,6 +53,8 @@ type Reconciler struct {
 	gateOn   bool
 	// autoReconcile is etcd-druid's enableEtcdSpecAutoReconcile (internal/specgate).
 	autoReconcile bool
+	// requireTLS refuses Etcds whose members would run on plain HTTP.
+	requireTLS bool
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -75,6 +77,8 @@ type Config struct {
 	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile: false, a
 	// changed spec waits for the druid.gardener.cloud/operation=reconcile annotation. nil: true.
 	SpecAutoReconcile *bool
+	// RequireTLS is the operator's controllers.etcd.requireTLS.
+	RequireTLS bool
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -90,6 +94,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		dbSizes:       cfg.DBSizes,
 		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
 		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
+		requireTLS:    cfg.RequireTLS,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -167,6 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
 	}
 	r.reportIgnoredFields(ctx, etcd)
+	r.reportPlaintext(ctx, etcd)
 	var warnings []resources.Problem
 	if !secretsValidated(etcd) {
 		// The backup Secret too is read only when the spec changed or a problem was recorded
@@ -267,6 +273,8 @@ func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd,
 
 func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
 	problems := resources.ValidateSpec(etcd)
+	problems = append(problems, resources.ValidateTransport(etcd, r.requireTLS)...)
+	problems = append(problems, r.checkTransportChange(ctx, etcd)...)
 	if !secretsValidated(etcd) {
 		problems = append(problems, r.validateSecrets(ctx, etcd)...)
 	}

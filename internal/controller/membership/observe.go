@@ -21,7 +21,7 @@ import (
 
 // PeerURL is the peer URL of the member of ordinal i, as its pod advertises it.
 func PeerURL(etcd *druidv1alpha1.Etcd, ordinal int) string {
-	return fmt.Sprintf("https://%s:%d", resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
+	return fmt.Sprintf("%s://%s:%d", resources.TransportOf(etcd).PeerScheme(), resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
 }
 
 // memberPod names the pod a member stands for: its etcd name, or for a learner that has not

@@ -33,6 +33,8 @@ const (
 	ReasonStatefulSetMissing = "StatefulSetNotFound"
 	ReasonInvalidReplicas    = "InvalidReplicas"
 	ReasonTooManyMemberPods  = "TooManyMemberPods"
+	ReasonTLS                = "TLS"
+	ReasonPlaintextTraffic   = "PlaintextTraffic"
 
 	MemberReasonLeaseSucceeded = "LeaseSucceeded"
 	MemberReasonLeaseExpired   = "LeaseExpired"
@@ -136,6 +138,9 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	// Reported whatever the member count: data kept aside matters most when something is wrong.
 	out.DataAside = dataAside(AsideReports(o.Etcd, o.Leases))
 	conds = append(conds, backupConditions(o)...)
+	transport := runningTransport(o)
+	conds = append(conds, tlsEnabledCondition(transport))
+	out.PeerUrlTLSEnabled = ptr.To(transport.PeerTLS)
 	conds = etcdstatus.StampConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)

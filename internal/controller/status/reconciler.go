@@ -88,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Ready = computed.Ready
 		s.Selector = computed.Selector
 		s.DataAside = computed.DataAside
+		s.PeerUrlTLSEnabled = computed.PeerUrlTLSEnabled
 	}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer patched the Etcd after the cached copy was read: the watch event of

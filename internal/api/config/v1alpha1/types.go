@@ -124,11 +124,13 @@ type EtcdControllerConfiguration struct {
 	ConcurrentSyncs int `json:"concurrentSyncs,omitempty"`
 
 	// EnableEtcdSpecAutoReconcile is etcd-druid's switch between applying every change of an
-	// Etcd's spec (true) and only those marked with gardener.cloud/operation=reconcile (false,
-	// etcd-druid's default). It is kept as written, nil when left out, for the change that will
-	// act on it; the Etcd reconciler does not yet gate spec changes on it and applies every
-	// change, so Ignored lists it.
+	// Etcd's spec (true) and only those marked with druid.gardener.cloud/operation=reconcile
+	// (false, etcd-druid's default). Left out, true (internal/specgate).
 	EnableEtcdSpecAutoReconcile *bool `json:"enableEtcdSpecAutoReconcile,omitempty"`
+	// RequireTLS refuses Etcds without clientUrlTls or peerUrlTls (ERR_MISSING_TLS) instead of
+	// running their members on plain HTTP, as etcd-druid does. etcd-conductor's own key; left
+	// out, false.
+	RequireTLS *bool `json:"requireTLS,omitempty"`
 	// etcd-druid's keys for the member pods' token and the member status, accepted and ignored.
 	DisableEtcdServiceAccountAutomount *bool                    `json:"disableEtcdServiceAccountAutomount,omitempty"`
 	EtcdStatusSyncPeriod               *metav1.Duration         `json:"etcdStatusSyncPeriod,omitempty"`

@@ -369,6 +369,10 @@ const (
 	// OnDelete against the QuorumAwareUpdatesWithOnDelete gate until the rollout step in flight
 	// has finished, before handing it to RollingUpdate (not an etcd-druid condition).
 	ConditionTypeUpdateStrategyHeld ConditionType = "UpdateStrategyHeld"
+	// ConditionTypeTLSEnabled is True while the members serve clients and each other over TLS,
+	// False while either runs on plain HTTP (an Etcd without clientUrlTls or peerUrlTls; not an
+	// etcd-druid condition).
+	ConditionTypeTLSEnabled ConditionType = "TLSEnabled"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
