@@ -342,11 +342,8 @@ func (m *MemberConn) Close() error {
 // memberTLSConfig is the TLS configuration for one member; nil (plain HTTP/2) for plaintext
 // material.
 func memberTLSConfig(creds conductortls.ClientMaterial, t Target, handshakes *atomic.Uint64) (*cryptotls.Config, error) {
-	if creds.Plaintext {
-		return nil, nil
-	}
-	tlsConfig, err := creds.Config(t.ServerName)
-	if err != nil {
+	tlsConfig, err := creds.ConfigOrPlain(t.ServerName)
+	if err != nil || tlsConfig == nil {
 		return nil, err
 	}
 	// VerifyConnection runs once per handshake, after the chain and name checks. It also makes

@@ -94,6 +94,15 @@ func (m ClientMaterial) Config(serverName string) (*cryptotls.Config, error) {
 	}, nil
 }
 
+// ConfigOrPlain is Config, or nil for plaintext material: the TLS configuration of an HTTP or
+// gRPC client of the member, where nil means plain HTTP.
+func (m ClientMaterial) ConfigOrPlain(serverName string) (*cryptotls.Config, error) {
+	if m.Plaintext {
+		return nil, nil
+	}
+	return m.Config(serverName)
+}
+
 // FromSecrets reads the CA bundle from caSecret[caDataKey] (ca.crt when empty) and the client
 // identity from clientSecret's tls.crt and tls.key, and checks that the pair belongs together and
 // that the certificate chains to the CA for client authentication.

@@ -496,12 +496,12 @@ func (c *Cluster) MemberConn(i int, opts etcdclient.Options) (*etcdclient.Member
 // need etcd's KV or Maintenance API directly. It is closed in tb.Cleanup.
 func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {
 	m := c.Members[i]
+	cfg, err := c.Client.ConfigOrPlain(m.ServerName)
+	if err != nil {
+		return nil, err
+	}
 	creds := insecure.NewCredentials()
-	if !c.Client.Plaintext {
-		cfg, err := c.Client.Config(m.ServerName)
-		if err != nil {
-			return nil, err
-		}
+	if cfg != nil {
 		creds = credentials.NewTLS(cfg)
 	}
 	cc, err := grpc.NewClient(m.Target().Address,

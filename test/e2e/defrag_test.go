@@ -11,6 +11,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,7 +177,11 @@ func dialMember(t *testing.T, ep workload.Endpoint, tlsConfig func(string) (*tls
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := grpc.NewClient(ep.Address, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithAuthority(ep.ServerName))
+	transport := insecure.NewCredentials() // a nil configuration: the member serves plain HTTP
+	if cfg != nil {
+		transport = credentials.NewTLS(cfg)
+	}
+	cc, err := grpc.NewClient(ep.Address, grpc.WithTransportCredentials(transport), grpc.WithAuthority(ep.ServerName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -261,10 +261,16 @@ func createCluster(ctx context.Context, e *env, prefix string, replicas int32) *
 // changes to the Etcd before it is created).
 func createClusterWith(ctx context.Context, e *env, prefix string, replicas int32,
 	prepare func(ctx context.Context, namespace string, etcd *druidv1alpha1.Etcd) error) *stack.EtcdCluster {
+	e.t.Helper()
+	return createClusterNamed(ctx, e, prefix, etcdName, framework.EtcdImage(fromVersion), replicas, prepare)
+}
+
+// createClusterNamed is createClusterWith for an Etcd of another name, whose members run image.
+func createClusterNamed(ctx context.Context, e *env, prefix, name, image string, replicas int32,
+	prepare func(ctx context.Context, namespace string, etcd *druidv1alpha1.Etcd) error) *stack.EtcdCluster {
 	t := e.t
 	t.Helper()
-	image := framework.EtcdImage(fromVersion)
-	cluster, err := e.stack.CreateEtcdWith(ctx, prefix, etcdName, replicas, image, prepare)
+	cluster, err := e.stack.CreateEtcdWith(ctx, prefix, name, replicas, image, prepare)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,14 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
-// druidManifests are Etcds written for etcd-druid (testdata/druid): the fields of its samples and
+// druidManifests are Etcds written for etcd-druid (test/testdata/druid): the fields of its samples and
 // one manifest with every field set, and an EtcdOpsTask with every field set. They must apply
 // unchanged with strict field validation, which kubectl uses by default.
-var druidManifests = []string{"example.yaml", "config-sample.yaml", "object-store.yaml", "every-field.yaml", "opstask-every-field.yaml"}
+var druidManifests = []string{"example.yaml", "example-s3.yaml", "example-tls.yaml", "config-sample.yaml", "object-store.yaml", "every-field.yaml", "opstask-every-field.yaml"}
 
 func readManifest(t *testing.T, name, namespace string) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "druid", name))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "druid", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
 		kubectl := localcluster.RequireBinary(t, "kubectl")
 		kubeconfig := env.KubeconfigPath()
 		run := func(file string) (string, error) {
-			cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", filepath.Join("testdata", "druid", file))
+			cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", filepath.Join("..", "testdata", "druid", file))
 			out, err := cmd.CombinedOutput()
 			return string(out), err
 		}

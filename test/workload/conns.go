@@ -18,6 +18,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
@@ -146,14 +147,18 @@ func dial(creds conductortls.ClientMaterial, ep Endpoint) (*memberConn, error) {
 	if _, _, err := net.SplitHostPort(ep.Address); err != nil {
 		return nil, fmt.Errorf("member %s: address %q is not ip:port: %w", ep.Name, ep.Address, err)
 	}
-	tlsConfig, err := creds.Config(ep.ServerName)
+	tlsConfig, err := creds.ConfigOrPlain(ep.ServerName)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: client TLS config: %w", ep.Name, err)
+	}
+	transport := insecure.NewCredentials()
+	if tlsConfig != nil {
+		transport = credentials.NewTLS(tlsConfig)
 	}
 	// No etcd client library on purpose: its interceptors retry and wait for ready, which would
 	// hide exactly the failures the instruments are there to count.
 	cc, err := grpc.NewClient("passthrough:///"+ep.Address,
-		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)),
+		grpc.WithTransportCredentials(transport),
 		grpc.WithConnectParams(etcdclient.ReconnectParams(maxReconnectDelay, connectTimeout)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)

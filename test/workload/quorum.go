@@ -452,7 +452,7 @@ func (r *readyzClients) get(ep Endpoint) readyzClient {
 		return c
 	}
 	c := readyzClient{ep: ep}
-	tlsConfig, err := r.creds.Config(ep.ServerName)
+	tlsConfig, err := r.creds.ConfigOrPlain(ep.ServerName)
 	if err != nil {
 		c.err = fmt.Errorf("member %s: client TLS config: %w", ep.Name, err)
 	} else {

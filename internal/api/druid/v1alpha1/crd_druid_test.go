@@ -67,7 +67,7 @@ func TestCRDKeepsEveryDruidField(t *testing.T) {
 	if err != nil {
 		t.Fatalf("structural schema: %v", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "test", "integration", "testdata", "druid", "every-field.yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "test", "testdata", "druid", "every-field.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
