@@ -63,7 +63,9 @@ func TestDruidExamples(t *testing.T) {
 				return s.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "etcd-backup-s3"}, Data: srv.SecretData()})
 			}},
 		{file: "example-tls.yaml", wantTLS: druidv1alpha1.ConditionTrue, material: func(p *testpki.EtcdPKI) conductortls.ClientMaterial { return p.ClientMaterial() },
-			objects: func(ctx context.Context, namespace string) error { return copyTLSSecrets(ctx, s.Client, namespace, "etcd-tls") }},
+			objects: func(ctx context.Context, namespace string) error {
+				return copyTLSSecrets(ctx, s.Client, namespace, "etcd-tls")
+			}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
