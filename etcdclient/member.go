@@ -292,6 +292,16 @@ func (m *MemberConn) Remove(ctx context.Context, id uint64) error {
 	return nil
 }
 
+// UpdatePeerURL sets member id's peer URL: where the other members dial it.
+func (m *MemberConn) UpdatePeerURL(ctx context.Context, id uint64, peerURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	if _, err := m.cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: []string{peerURL}}); err != nil {
+		return fmt.Errorf("update member %x peer URL to %s through %s: %w", id, peerURL, m.target.Name, err)
+	}
+	return nil
+}
+
 // IsLearnerNotReady reports etcd's refusal to promote a learner that has not caught up.
 func IsLearnerNotReady(err error) bool {
 	return err != nil && strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady))

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -49,8 +51,9 @@ func (a *Access) ForgetSecrets(etcd *druidv1alpha1.Etcd) {
 
 func (a *Access) clientTLS(ctx context.Context, reader client.Reader, etcd *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error) {
 	t := etcd.Spec.Etcd.ClientUrlTLS
-	if t == nil {
-		// Members without client TLS serve plain HTTP (resources.Transport).
+	if t == nil || !a.clientsOnTLS(ctx, etcd) {
+		// The members serve clients on plain HTTP: no client TLS, or not on TLS only yet. While
+		// TLS is being added every member serves http too, so this reaches all of them.
 		return conductortls.PlaintextMaterial(), nil
 	}
 	if t.ClientTLSSecretRef.Name == "" {
@@ -70,6 +73,22 @@ func (a *Access) clientTLS(ctx context.Context, reader client.Reader, etcd *drui
 		return conductortls.ClientMaterial{}, err
 	}
 	return a.built.get(etcd.Namespace, caSecret, resources.CADataKey(t.TLSCASecretRef), clientSecret)
+}
+
+// clientsOnTLS tells whether the Etcd's members serve clients on TLS only: the StatefulSet's
+// template renders that stage, or there is no StatefulSet yet (its members will start on TLS).
+// A read error counts as TLS, the spec's answer, so the caller's dial fails and says why rather
+// than talking plaintext on a guess.
+func (a *Access) clientsOnTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) bool {
+	if a.sets == nil {
+		return true
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := a.sets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts); err != nil {
+		return true
+	}
+	stages, ok := resources.RunningTransport(sts)
+	return !ok || stages.Client == transport.TLS
 }
 
 func secret(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.Secret, error) {

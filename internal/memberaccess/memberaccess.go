@@ -24,6 +24,9 @@ type Config struct {
 	// DefaultClientTLS loads the operator-wide client key pair, for the Etcds that name none; nil
 	// when the operator has none configured.
 	DefaultClientTLS func() (conductortls.ClientMaterial, error)
+	// StatefulSets reads an Etcd's StatefulSet (the manager's cached client): its template says
+	// whether the members serve clients on TLS yet (internal/transport). nil: the spec decides.
+	StatefulSets client.Reader
 }
 
 // Access hands out the client key pair of an Etcd's members. The operator builds one and passes
@@ -35,11 +38,12 @@ type Access struct {
 	secrets    *secretCache
 	defaultTLS func() (conductortls.ClientMaterial, error)
 	built      *builtMaterials
+	sets       client.Reader
 }
 
 // New builds an Access.
 func New(cfg Config) *Access {
-	a := &Access{reader: cfg.Reader, defaultTLS: cfg.DefaultClientTLS, built: newBuiltMaterials(conductortls.FromSecrets)}
+	a := &Access{reader: cfg.Reader, defaultTLS: cfg.DefaultClientTLS, built: newBuiltMaterials(conductortls.FromSecrets), sets: cfg.StatefulSets}
 	if cfg.SecretTTL > 0 {
 		a.secrets = newSecretCache(cfg.Reader, cfg.SecretTTL)
 	}

@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
@@ -16,6 +17,7 @@ type rule func(v *view) *Decision
 // (one at a time: nothing is added while one exists), lost members are replaced before resizing,
 // resizing waits for a rollout, scale-in comes before scale-out.
 var rules = []rule{
+	rulePeerURLFollowsPod,
 	ruleNoOtherOperation,
 	ruleHibernate,
 	ruleMembersKnown,
@@ -278,6 +280,37 @@ func ruleNoOtherOperation(v *view) *Decision {
 	}
 	return decide(ActionWait, operation.WaitRule(v.o.Operations[0].Kind), "waiting for the %s to finish before changing the membership; %s",
 		v.o.Operations.Describe(), v.summary())
+}
+
+// rulePeerURLFollowsPod: a member whose pod now listens on its peer URL with the other scheme
+// (a move to TLS restarts each member on https: internal/transport) gets its recorded peer URL
+// changed to match, or its peers would go on dialling http and never reach it. First of all
+// rules, even during a rollout: the rollout waits for that very member to be ready, which it
+// cannot be unreached. Changing where a member is dialled removes no one and counts no quorum;
+// etcd commits it only with a quorum of its own. Only the scheme may differ: any other difference
+// names another endpoint, which is not this rule's to move.
+func rulePeerURLFollowsPod(v *view) *Decision {
+	if !v.o.MembersKnown {
+		return nil
+	}
+	for i := range v.o.Members {
+		m := &v.o.Members[i]
+		if m.PodPeerURL == "" || m.PeerURL == m.PodPeerURL || !sameEndpoint(m.PeerURL, m.PodPeerURL) {
+			continue
+		}
+		d := decide(ActionUpdatePeerURL, RuleUpdatePeerURL, "member %s (%x) listens on %s, the cluster dials it at %s; %s",
+			m.Name, m.ID, m.PodPeerURL, m.PeerURL, v.summary())
+		d.Member, d.PeerURL = m, m.PodPeerURL
+		return d
+	}
+	return nil
+}
+
+// sameEndpoint: a and b differ at most in their scheme.
+func sameEndpoint(a, b string) bool {
+	_, ra, okA := strings.Cut(a, "://")
+	_, rb, okB := strings.Cut(b, "://")
+	return okA && okB && ra == rb
 }
 
 // ruleRolloutInFlight: resizing waits while pods are being replaced; the OnDelete controller

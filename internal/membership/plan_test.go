@@ -359,3 +359,50 @@ func randomObserved(rng *rand.Rand) Observed {
 	}
 	return o
 }
+
+// TestPeerURLFollowsPod: a member whose pod listens on its peer URL with the other scheme (moved
+// to TLS) is re-recorded there, first of all rules, even while another operation runs; nothing
+// else about a peer URL is ever changed.
+func TestPeerURLFollowsPod(t *testing.T) {
+	const httpURL, httpsURL = "http://etcd-1.etcd-peer.ns.svc:2380", "https://etcd-1.etcd-peer.ns.svc:2380"
+	member := func(recorded, pod string) Member {
+		return with(voter(1), func(m *Member) { m.PeerURL, m.PodPeerURL = recorded, pod })
+	}
+	base := func(m1 Member) Observed {
+		return Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, HeardKnown: true,
+			Members: []Member{leader(voter(0)), m1, voter(2)}}
+	}
+	for _, tc := range []struct {
+		name    string
+		o       Observed
+		wantURL string // "": no update
+	}{
+		{"pod on https, recorded http: update", base(member(httpURL, httpsURL)), httpsURL},
+		{"during another operation too", func() Observed {
+			o := base(member(httpURL, httpsURL))
+			o.Operations = operation.Set{{Kind: operation.KindRollout}}
+			return o
+		}(), httpsURL},
+		{"in step: nothing", base(member(httpsURL, httpsURL)), ""},
+		{"pod unknown: nothing", base(member(httpURL, "")), ""},
+		{"another host: not this rule's", base(member(httpURL, "https://elsewhere.ns.svc:2380")), ""},
+		{"another port: not this rule's", base(member(httpURL, "https://etcd-1.etcd-peer.ns.svc:2390")), ""},
+		{"members unknown: nothing", func() Observed { o := base(member(httpURL, httpsURL)); o.MembersKnown = false; return o }(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Plan(tc.o)
+			if tc.wantURL == "" {
+				if d.Action == ActionUpdatePeerURL {
+					t.Fatalf("updated: %+v", d)
+				}
+				return
+			}
+			if d.Action != ActionUpdatePeerURL || d.Rule != RuleUpdatePeerURL || d.PeerURL != tc.wantURL || d.Member == nil || d.Member.ID != 101 {
+				t.Fatalf("Plan = %+v, want %s of etcd-1 to %s", d, ActionUpdatePeerURL, tc.wantURL)
+			}
+			if !strings.Contains(d.Reason, httpURL) || !strings.Contains(d.Reason, tc.wantURL) {
+				t.Errorf("reason %q lacks the URLs", d.Reason)
+			}
+		})
+	}
+}

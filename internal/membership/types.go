@@ -37,6 +37,10 @@ type Member struct {
 	// DataLost: its pod reports an empty or unusable data dir for this very member ID, so the
 	// member can only come back removed and added again.
 	DataLost bool
+	// PeerURL is the peer URL the cluster records for the member (where the others dial it);
+	// PodPeerURL the one its pod listens on, "" when it has no pod or the pod's is unknown.
+	PeerURL    string
+	PodPeerURL string
 }
 
 // Observed is one consistent look at an Etcd, its StatefulSet and its members.
@@ -74,8 +78,10 @@ const (
 	ActionRemove      Action = "remove"
 	ActionMoveLeader  Action = "move-leader"
 	ActionSetReplicas Action = "set-replicas"
-	ActionWait        Action = "wait"
-	ActionDone        Action = "done"
+	// ActionUpdatePeerURL records Decision.PeerURL as Decision.Member's peer URL.
+	ActionUpdatePeerURL Action = "update-peer-url"
+	ActionWait          Action = "wait"
+	ActionDone          Action = "done"
 )
 
 // RuleID names the rule behind a decision; ids are stable (events, conditions, logs). CamelCase
@@ -107,6 +113,7 @@ const (
 	RuleSuperfluousGrace  RuleID = "wait/superfluous-grace"
 	RuleSettleReplicas    RuleID = "settle/set-replicas"
 	RuleDone              RuleID = "done"
+	RuleUpdatePeerURL     RuleID = "peer-url/follow-pod"
 )
 
 // Decision is Plan's answer.
@@ -123,6 +130,8 @@ type Decision struct {
 	Ordinal int `json:"ordinal,omitempty"`
 	// Replicas is the StatefulSet's new spec.replicas for set-replicas.
 	Replicas int `json:"replicas,omitempty"`
+	// PeerURL is the member's new peer URL for update-peer-url.
+	PeerURL string `json:"peerURL,omitempty"`
 }
 
 // InProgress says whether the decision is part of a membership change (the

@@ -123,7 +123,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	// One way to the members for every controller: the key pairs Etcds name are read at most
 	// every secretCacheTTL (or again when the members refuse them) and built once.
 	access := memberaccess.New(memberaccess.Config{Reader: mgr.GetAPIReader(), SecretTTL: secretCacheTTL,
-		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS)})
+		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS), StatefulSets: mgr.GetClient()})
 
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),

@@ -17,6 +17,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 )
 
 func objectMeta(e *druidv1alpha1.Etcd, name string) metav1.ObjectMeta {
@@ -32,9 +33,9 @@ func objectMeta(e *druidv1alpha1.Etcd, name string) metav1.ObjectMeta {
 // the member-init container through envFrom. It merges them with the member's own flags and the
 // start decision into the configuration file etcd starts with (etcd ignores every flag and
 // variable once --config-file is given).
-func ConfigMap(e *druidv1alpha1.Etcd) *corev1.ConfigMap {
+func ConfigMap(e *druidv1alpha1.Etcd, st transport.Stages) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: objectMeta(e, ConfigMapName(e))}
-	cm.Data = EtcdEnvironment(e)
+	cm.Data = etcdEnvironment(e, st)
 	return cm
 }
 
@@ -55,20 +56,26 @@ func InitialClusterState(e *druidv1alpha1.Etcd) string {
 }
 
 // templateEnvironment is the part of the configuration whose change must replace the members.
-func templateEnvironment(e *druidv1alpha1.Etcd) map[string]string {
-	env := EtcdEnvironment(e)
+func templateEnvironment(e *druidv1alpha1.Etcd, st transport.Stages) map[string]string {
+	env := etcdEnvironment(e, st)
 	delete(env, EnvInitialCluster)
 	delete(env, EnvInitialClusterState)
 	return env
 }
 
-// EtcdEnvironment is the configuration shared by all members.
+// EtcdEnvironment is the configuration shared by all members, with client and peer traffic
+// where the spec asks (TransportOf).
 func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
+	return etcdEnvironment(e, TransportOf(e))
+}
+
+// etcdEnvironment is EtcdEnvironment at stages st: a kind's TLS settings are here once it is on
+// TLS only (while adding, each template carries them as flags: etcdFlags).
+func etcdEnvironment(e *druidv1alpha1.Etcd, st transport.Stages) map[string]string {
 	members := MemberNames(e)
-	t := TransportOf(e)
 	peers := make([]string, 0, len(members))
 	for _, m := range members {
-		peers = append(peers, fmt.Sprintf("%s=%s://%s:%d", m, t.PeerScheme(), MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
+		peers = append(peers, fmt.Sprintf("%s=%s://%s:%d", m, PeerScheme(st), MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
 	}
 	env := map[string]string{
 		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
@@ -81,26 +88,46 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 		// cluster can grow or replace a lost member while one member is dead.
 		"ETCD_STRICT_RECONFIG_CHECK": "false",
 	}
-	if t.ClientTLS {
-		env["ETCD_CLIENT_CERT_AUTH"] = "true"
-		env["ETCD_TRUSTED_CA_FILE"] = tlsMountRoot + "/client-ca/ca.crt"
-		env["ETCD_CERT_FILE"] = tlsMountRoot + "/server/tls.crt"
-		env["ETCD_KEY_FILE"] = tlsMountRoot + "/server/tls.key"
+	if st.Client == transport.TLS {
+		for k, v := range clientTLSSettings() {
+			env[k] = v
+		}
 	}
-	if t.PeerTLS {
-		env["ETCD_PEER_CLIENT_CERT_AUTH"] = "true"
-		env["ETCD_PEER_TRUSTED_CA_FILE"] = tlsMountRoot + "/peer-ca/ca.crt"
-		env["ETCD_PEER_CERT_FILE"] = tlsMountRoot + "/peer/tls.crt"
-		env["ETCD_PEER_KEY_FILE"] = tlsMountRoot + "/peer/tls.key"
-		// Unset, true: peer certificates carry wildcard DNS names, which etcd's client-SAN
-		// check would try to resolve against the peer's address and fail; the CA check still
-		// applies.
-		env["ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION"] = strconv.FormatBool(PeerSkipClientSANVerification(e))
+	if st.Peer == transport.TLS {
+		for k, v := range peerTLSSettings(e) {
+			env[k] = v
+		}
 	}
 	for k, v := range SettingsEnvironment(e) {
 		env[k] = v
 	}
 	return env
+}
+
+// clientTLSSettings serve clients with the mounted server pair and demand client certificates
+// signed by the mounted CA.
+func clientTLSSettings() map[string]string {
+	return map[string]string{
+		"ETCD_CLIENT_CERT_AUTH": "true",
+		"ETCD_TRUSTED_CA_FILE":  tlsMountRoot + "/client-ca/ca.crt",
+		"ETCD_CERT_FILE":        tlsMountRoot + "/server/tls.crt",
+		"ETCD_KEY_FILE":         tlsMountRoot + "/server/tls.key",
+	}
+}
+
+// peerTLSSettings serve and dial peers with the mounted peer pair, each verifying the other
+// against the mounted CA.
+func peerTLSSettings(e *druidv1alpha1.Etcd) map[string]string {
+	return map[string]string{
+		"ETCD_PEER_CLIENT_CERT_AUTH": "true",
+		"ETCD_PEER_TRUSTED_CA_FILE":  tlsMountRoot + "/peer-ca/ca.crt",
+		"ETCD_PEER_CERT_FILE":        tlsMountRoot + "/peer/tls.crt",
+		"ETCD_PEER_KEY_FILE":         tlsMountRoot + "/peer/tls.key",
+		// Unset, true: peer certificates carry wildcard DNS names, which etcd's client-SAN
+		// check would try to resolve against the peer's address and fail; the CA check still
+		// applies.
+		"ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION": strconv.FormatBool(PeerSkipClientSANVerification(e)),
+	}
 }
 
 // ConfigChecksum is a stable hash of the etcd configuration.

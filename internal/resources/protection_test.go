@@ -66,7 +66,7 @@ func TestProtectionChangesNoRenderedObject(t *testing.T) {
 		render func(e *druidv1alpha1.Etcd) (any, error)
 	}{
 		{"StatefulSet", func(e *druidv1alpha1.Etcd) (any, error) { return StatefulSet(e, Settings{MemberAgentImage: "agent:1"}) }},
-		{"ConfigMap", func(e *druidv1alpha1.Etcd) (any, error) { return ConfigMap(e), nil }},
+		{"ConfigMap", func(e *druidv1alpha1.Etcd) (any, error) { return ConfigMap(e, TransportOf(e)), nil }},
 		{"peer Service", func(e *druidv1alpha1.Etcd) (any, error) { return PeerService(e), nil }},
 		{"client Service", func(e *druidv1alpha1.Etcd) (any, error) { return ClientService(e), nil }},
 		{"PodDisruptionBudget", func(e *druidv1alpha1.Etcd) (any, error) { return PodDisruptionBudget(e), nil }},

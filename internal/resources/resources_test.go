@@ -105,7 +105,7 @@ func TestHugeReplicasAreRefusedNotAllocated(t *testing.T) {
 			if replicas > 0 && len(MemberAgentRole(e).Rules[0].ResourceNames) == 0 {
 				t.Errorf("the member-agent Role names no Lease, which grants every Lease of the namespace")
 			}
-			if allocs := testing.AllocsPerRun(3, func() { ConfigMap(e) }); allocs > 200 {
+			if allocs := testing.AllocsPerRun(3, func() { ConfigMap(e, TransportOf(e)) }); allocs > 200 {
 				t.Errorf("ConfigMap allocated %v times", allocs)
 			}
 		})

@@ -2,6 +2,8 @@ package resources
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -27,6 +30,17 @@ type Settings struct {
 	// controller reads it; empty: etcd-druid's default); its directory is mounted from below it
 	// (LocalBackupHostDir).
 	LocalBackupRoot string
+	// Transport is the stages to render (internal/transport); nil: where the spec asks
+	// (TransportOf), as for a new Etcd.
+	Transport *transport.Stages
+}
+
+// transportStages is what s renders for e.
+func (s Settings) transportStages(e *druidv1alpha1.Etcd) transport.Stages {
+	if s.Transport != nil {
+		return *s.Transport
+	}
+	return TransportOf(e)
 }
 
 // StatefulSet is the desired member StatefulSet. Its selector, serviceName, podManagementPolicy
@@ -112,7 +126,8 @@ func mergeAnnotations(existing, desired map[string]string) map[string]string {
 func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, error) {
 	annotations := Annotations(e)
 	annotations[AnnotationSafeToEvict] = "false"
-	annotations[AnnotationConfigChecksum] = ConfigChecksum(templateEnvironment(e))
+	st := s.transportStages(e)
+	annotations[AnnotationConfigChecksum] = ConfigChecksum(templateEnvironment(e, st))
 
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: Labels(e), Annotations: annotations},
@@ -123,12 +138,12 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			AutomountServiceAccountToken:  ptr.To(false),
 			SecurityContext:               podSecurityContext(),
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
-			InitContainers:                []corev1.Container{memberInitContainer(e, s)},
-			Containers:                    []corev1.Container{etcdContainer(e), memberAgentContainer(e, s)},
+			InitContainers:                []corev1.Container{memberInitContainer(e, s, st)},
+			Containers:                    []corev1.Container{etcdContainer(e, st), memberAgentContainer(e, s, st)},
 			Volumes: append([]corev1.Volume{
 				memberAgentTokenVolume(),
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			}, tlsVolumes(e)...),
+			}, tlsVolumes(e, st)...),
 		},
 	}
 	if e.Spec.PriorityClassName != nil {
@@ -195,17 +210,17 @@ func secretVolume(name, secret, key, path string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
 }
 
-// tlsVolumes are the Secrets the members mount: the client CA, serving and client pairs with
-// client TLS, the peer CA and pair with peer TLS.
-func tlsVolumes(e *druidv1alpha1.Etcd) []corev1.Volume {
+// tlsVolumes are the Secrets the members mount: the client CA, serving and client pairs while
+// client traffic is adding or on TLS, the peer CA and pair likewise for peer traffic.
+func tlsVolumes(e *druidv1alpha1.Etcd, st transport.Stages) []corev1.Volume {
 	var out []corev1.Volume
-	if client := e.Spec.Etcd.ClientUrlTLS; client != nil {
+	if client := e.Spec.Etcd.ClientUrlTLS; client != nil && materialMounted(st.Client) {
 		out = append(out,
 			secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), conductortls.DefaultCADataKey),
 			secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
 			secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""))
 	}
-	if peer := e.Spec.Etcd.PeerUrlTLS.TLS(); peer != nil {
+	if peer := e.Spec.Etcd.PeerUrlTLS.TLS(); peer != nil && materialMounted(st.Peer) {
 		out = append(out,
 			secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), conductortls.DefaultCADataKey),
 			secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""))
@@ -214,9 +229,10 @@ func tlsVolumes(e *druidv1alpha1.Etcd) []corev1.Volume {
 }
 
 // clientTLSMounts are the client CA and client pair, for the containers that dial members:
-// member-init and the member-agent. None without client TLS.
-func clientTLSMounts(t Transport) []corev1.VolumeMount {
-	if !t.ClientTLS {
+// member-init and the member-agent. None until client traffic is TLS only: before, they dial
+// http, which every member serves.
+func clientTLSMounts(st transport.Stages) []corev1.VolumeMount {
+	if st.Client != transport.TLS {
 		return nil
 	}
 	return []corev1.VolumeMount{
@@ -226,9 +242,9 @@ func clientTLSMounts(t Transport) []corev1.VolumeMount {
 }
 
 // clientTLSArgs are the member-agent's flags for dialling a member: the client files, or
-// --plaintext without client TLS.
-func clientTLSArgs(t Transport) []string {
-	if !t.ClientTLS {
+// --plaintext until client traffic is TLS only.
+func clientTLSArgs(st transport.Stages) []string {
+	if st.Client != transport.TLS {
 		return []string{"--plaintext"}
 	}
 	return []string{
@@ -249,30 +265,59 @@ func podEnv() []corev1.EnvVar {
 // localhost), so members behave the same in a real pod and in the node simulator's per-pod
 // network namespaces. The member-init container turns them, the ConfigMap's settings and its
 // start decision into etcd's configuration file.
-func etcdFlags(e *druidv1alpha1.Etcd) []string {
+func etcdFlags(e *druidv1alpha1.Etcd, st transport.Stages) []string {
 	dns := fmt.Sprintf("$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e))
-	t := TransportOf(e)
-	return []string{
+	listen := func(schemes []string, port int32) string {
+		urls := make([]string, 0, len(schemes))
+		for _, scheme := range schemes {
+			urls = append(urls, fmt.Sprintf("%s://$(POD_IP):%d", scheme, port))
+		}
+		return strings.Join(urls, ",")
+	}
+	flags := []string{
 		"--name=$(POD_NAME)",
-		fmt.Sprintf("--listen-client-urls=%s://$(POD_IP):%d", t.ClientScheme(), ClientPort(e)),
-		fmt.Sprintf("--advertise-client-urls=%s://%s:%d", t.ClientScheme(), dns, ClientPort(e)),
-		fmt.Sprintf("--listen-peer-urls=%s://$(POD_IP):%d", t.PeerScheme(), ServerPort(e)),
-		fmt.Sprintf("--initial-advertise-peer-urls=%s://%s:%d", t.PeerScheme(), dns, ServerPort(e)),
+		"--listen-client-urls=" + listen(listenSchemes(st.Client), ClientPort(e)),
+		fmt.Sprintf("--advertise-client-urls=%s://%s:%d", advertiseScheme(st.Client), dns, ClientPort(e)),
+		"--listen-peer-urls=" + listen([]string{advertiseScheme(st.Peer)}, ServerPort(e)),
+		fmt.Sprintf("--initial-advertise-peer-urls=%s://%s:%d", advertiseScheme(st.Peer), dns, ServerPort(e)),
 		fmt.Sprintf("--listen-metrics-urls=http://$(POD_IP):%d", MetricsPort),
 	}
+	// While adding, the TLS settings are flags of this template, not ConfigMap settings: the
+	// ConfigMap is shared by every member, and one of the previous template restarting meanwhile
+	// would find settings naming files it does not mount.
+	if st.Client == transport.Adding {
+		flags = append(flags, flagsOf(clientTLSSettings())...)
+	}
+	if st.Peer == transport.Adding {
+		flags = append(flags, flagsOf(peerTLSSettings(e))...)
+	}
+	return flags
+}
+
+// flagsOf turns ETCD_* settings into the member's flags, in a stable order.
+func flagsOf(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	flags := make([]string, 0, len(keys))
+	for _, k := range keys {
+		flags = append(flags, "--"+strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "ETCD_"), "_", "-"))+"="+env[k])
+	}
+	return flags
 }
 
 // memberInitContainer decides how the member starts (DEP-01's member scenarios: restart with its
 // data, bootstrap, join as the learner the operator added, or wait for the operator) and writes
 // the configuration file. It asks the other members over mTLS with the client certificate and
 // reports its decision on the member Lease.
-func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
-	t := TransportOf(e)
+func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	args := append([]string{
 		"init",
 		"--config-file=" + EtcdConfigFile,
 		fmt.Sprintf("--client-port=%d", ClientPort(e)),
-	}, clientTLSArgs(t)...)
+	}, clientTLSArgs(st)...)
 	args = append(args,
 		"--lease=$(POD_NAME)",
 		"--namespace=$(POD_NAMESPACE)",
@@ -283,7 +328,7 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		Name:    MemberInitContainerName,
 		Image:   s.MemberAgentImage,
 		Command: []string{"/etcd-conductor", "member-agent"},
-		Args:    append(args, etcdFlags(e)...),
+		Args:    append(args, etcdFlags(e, st)...),
 		// The pod's UID names its incarnation: a restore order is for one incarnation, and the
 		// evidence the step reports (no data here) holds only for the pod that found it.
 		Env: append(podEnv(), corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
@@ -297,7 +342,7 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		VolumeMounts: append(append([]corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
 			{Name: configVolume, MountPath: configMountPath},
-		}, clientTLSMounts(t)...),
+		}, clientTLSMounts(st)...),
 			corev1.VolumeMount{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}),
 	}
 }
@@ -305,7 +350,7 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 // etcdContainer runs etcd from the configuration file member-init wrote. Its readiness is etcd's
 // own /readyz, which passes only when the member can serve a linearizable read (and is no
 // learner): readiness is quorum participation, which the OnDelete controller relies on.
-func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
+func etcdContainer(e *druidv1alpha1.Etcd, st transport.Stages) corev1.Container {
 	c := corev1.Container{
 		Name:    EtcdContainerName,
 		Image:   EtcdImage(e),
@@ -329,13 +374,12 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 			{Name: configVolume, MountPath: configMountPath, ReadOnly: true},
 		},
 	}
-	t := TransportOf(e)
-	if t.ClientTLS {
+	if materialMounted(st.Client) {
 		c.VolumeMounts = append(c.VolumeMounts,
 			corev1.VolumeMount{Name: clientCAVolume, MountPath: tlsMountRoot + "/client-ca", ReadOnly: true},
 			corev1.VolumeMount{Name: serverTLSVolume, MountPath: tlsMountRoot + "/server", ReadOnly: true})
 	}
-	if t.PeerTLS {
+	if materialMounted(st.Peer) {
 		c.VolumeMounts = append(c.VolumeMounts,
 			corev1.VolumeMount{Name: peerCAVolume, MountPath: tlsMountRoot + "/peer-ca", ReadOnly: true},
 			corev1.VolumeMount{Name: peerTLSVolume, MountPath: tlsMountRoot + "/peer", ReadOnly: true})
@@ -346,16 +390,15 @@ func etcdContainer(e *druidv1alpha1.Etcd) corev1.Container {
 	return c
 }
 
-func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
+func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	interval := MemberAgentInterval(e, s).String()
-	t := TransportOf(e)
 	args := []string{
 		"--lease=$(POD_NAME)",
 		"--namespace=$(POD_NAMESPACE)",
-		fmt.Sprintf("--endpoint=%s://$(POD_IP):%d", t.ClientScheme(), ClientPort(e)),
+		fmt.Sprintf("--endpoint=%s://$(POD_IP):%d", advertiseScheme(st.Client), ClientPort(e)),
 		fmt.Sprintf("--server-name=$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e)),
 	}
-	args = append(append(args, clientTLSArgs(t)...), "--interval="+interval)
+	args = append(append(args, clientTLSArgs(st)...), "--interval="+interval)
 	return corev1.Container{
 		Name:            MemberAgentContainerName,
 		Image:           s.MemberAgentImage,
@@ -363,7 +406,7 @@ func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings) corev1.Container {
 		Args:            args,
 		Env:             append(podEnv(), goMemLimit(memberAgentGoMemLimit)),
 		SecurityContext: containerSecurityContext(),
-		VolumeMounts: append(clientTLSMounts(t),
+		VolumeMounts: append(clientTLSMounts(st),
 			corev1.VolumeMount{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}),
 		Resources: memberAgentResources(),
 	}

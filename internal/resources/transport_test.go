@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 )
 
 // TestPlaintextMembers: an Etcd without clientUrlTls or peerUrlTls runs members on plain HTTP
@@ -107,10 +108,8 @@ func containsPrefix(args []string, prefix string) bool {
 	return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, prefix) })
 }
 
-// TestTransportRequiredAndChanged: requireTLS refuses what plain HTTP would run; TLS turned on or
-// off for running members is refused (their peers and clients would stop understanding them),
-// and naming the field and the transport they keep.
-func TestTransportRequiredAndChanged(t *testing.T) {
+// TestTransportRequired: requireTLS refuses what would run on plain HTTP.
+func TestTransportRequired(t *testing.T) {
 	plain := testEtcd(3)
 	plain.Spec.Etcd.ClientUrlTLS, plain.Spec.Etcd.PeerUrlTLS = nil, nil
 	if p := ValidateTransport(plain, false); len(p) != 0 {
@@ -122,28 +121,66 @@ func TestTransportRequiredAndChanged(t *testing.T) {
 	if p := ValidateTransport(testEtcd(3), true); len(p) != 0 {
 		t.Errorf("TLS refused with requireTLS: %v", p)
 	}
+}
 
-	tls, none := Transport{ClientTLS: true, PeerTLS: true}, Transport{}
-	for _, tt := range []struct {
-		name             string
-		running, desired Transport
-		want             []string
-	}{
-		{"unchanged TLS", tls, tls, nil},
-		{"unchanged plain", none, none, nil},
-		{"TLS added", none, tls, []string{"adding spec.etcd.clientUrlTls", "adding spec.etcd.peerUrlTls"}},
-		{"client TLS removed", tls, Transport{PeerTLS: true}, []string{"removing spec.etcd.clientUrlTls on a running cluster is not supported yet: its members serve client traffic over https"}},
+// TestAddingTLS: the template that moves running members towards TLS (internal/transport's
+// adding stage) gives every member the TLS material as flags of its own (the shared ConfigMap
+// stays plain), serves clients on http and https on one port, keeps peers and the sidecars on
+// http, and reads back as adding; at TLS the settings move to the ConfigMap and everything is
+// https.
+func TestAddingTLS(t *testing.T) {
+	e := testEtcd(3)
+	adding := transport.Stages{Client: transport.Adding, Peer: transport.Adding}
+	sts, err := StatefulSet(e, Settings{MemberAgentImage: "img", Transport: &adding})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := sts.Spec.Template.Spec
+	initArgs := spec.InitContainers[0].Args
+	for _, want := range []string{
+		"--listen-client-urls=http://$(POD_IP):2379,https://$(POD_IP):2379",
+		"--advertise-client-urls=http://",
+		"--listen-peer-urls=http://$(POD_IP):2380",
+		"--initial-advertise-peer-urls=http://",
+		"--cert-file=", "--key-file=", "--trusted-ca-file=", "--client-cert-auth=true",
+		"--peer-cert-file=", "--peer-key-file=", "--peer-trusted-ca-file=", "--peer-client-cert-auth=true", "--peer-skip-client-san-verification=true",
+		"--plaintext",
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			p := ValidateTransportChange(tt.running, tt.desired)
-			if len(p) != len(tt.want) {
-				t.Fatalf("problems %v, want %d", p, len(tt.want))
-			}
-			for i, w := range tt.want {
-				if p[i].Code != ErrTransportChange || !strings.Contains(p[i].Message, w) {
-					t.Errorf("problem %v, want %s containing %q", p[i], ErrTransportChange, w)
-				}
-			}
-		})
+		if !containsPrefix(initArgs, want) {
+			t.Errorf("member-init lacks %s: %v", want, initArgs)
+		}
+	}
+	if !containsPrefix(spec.Containers[1].Args, "--plaintext") || !containsPrefix(spec.Containers[1].Args, "--endpoint=http://") {
+		t.Errorf("member-agent does not stay on http: %v", spec.Containers[1].Args)
+	}
+	if len(spec.Volumes) != 2+5 {
+		t.Errorf("%d volumes, want the token, config and the 5 TLS Secrets", len(spec.Volumes))
+	}
+	env := ConfigMap(e, adding).Data
+	for _, k := range []string{"ETCD_CERT_FILE", "ETCD_PEER_CERT_FILE", "ETCD_CLIENT_CERT_AUTH"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("the shared ConfigMap has %s while adding", k)
+		}
+	}
+	if !strings.Contains(env[EnvInitialCluster], "=http://") {
+		t.Errorf("initial cluster %s, want http peers while adding", env[EnvInitialCluster])
+	}
+	if got, ok := RunningTransport(sts); !ok || got != adding {
+		t.Errorf("RunningTransport = %v %v, want %v", got, ok, adding)
+	}
+
+	tls := TransportOf(e)
+	final, err := StatefulSet(e, Settings{MemberAgentImage: "img", Transport: &tls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if containsPrefix(final.Spec.Template.Spec.InitContainers[0].Args, "--cert-file=/") && !containsPrefix(final.Spec.Template.Spec.InitContainers[0].Args, "--ca-file=") {
+		t.Errorf("TLS template carries the adding flags: %v", final.Spec.Template.Spec.InitContainers[0].Args)
+	}
+	if env := ConfigMap(e, tls).Data; env["ETCD_CERT_FILE"] == "" || env["ETCD_PEER_CERT_FILE"] == "" {
+		t.Errorf("TLS settings missing from the ConfigMap at TLS: %v", env)
+	}
+	if got, _ := RunningTransport(final); got != tls {
+		t.Errorf("RunningTransport of the TLS template = %v", got)
 	}
 }

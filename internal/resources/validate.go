@@ -21,7 +21,7 @@ const (
 	ErrInvalidReplicas = "ERR_INVALID_REPLICAS"
 	// ErrMissingTLS: a TLS setting is incomplete, or absent while the operator requires TLS.
 	ErrMissingTLS = "ERR_MISSING_TLS"
-	// ErrTransportChange: TLS turned on or off for the members of a running cluster.
+	// ErrTransportChange: TLS removed from the members of a running cluster (internal/transport).
 	ErrTransportChange = "ERR_TLS_CHANGE"
 	ErrSecretNamespace = "ERR_SECRET_NAMESPACE"
 	ErrSecretMissing   = "ERR_SECRET_MISSING"
@@ -67,39 +67,10 @@ func ValidateTransport(e *druidv1alpha1.Etcd, requireTLS bool) []Problem {
 		return nil
 	}
 	var problems []Problem
-	for _, kind := range TransportOf(e).Plaintext() {
+	for _, kind := range PlaintextKinds(TransportOf(e)) {
 		field := map[string]string{"client": "spec.etcd.clientUrlTls", "peer": "spec.etcd.peerUrlTls"}[kind]
 		problems = append(problems, Problem{ErrMissingTLS, fmt.Sprintf(
 			"%s is required: the operator is configured with requireTLS, so %s traffic may not be plain HTTP", field, kind)})
-	}
-	return problems
-}
-
-// ValidateTransportChange refuses turning TLS on or off for members that already run: each
-// member's URLs change scheme, its peers must learn the new peer URL, and the operator, the
-// member-agents and the clients must switch at the same moment. That is not built yet, and
-// half of it would split the cluster, so the members keep what they run until the spec
-// matches it again.
-func ValidateTransportChange(running, desired Transport) []Problem {
-	var problems []Problem
-	for _, c := range []struct {
-		kind, field string
-		from, to    bool
-	}{
-		{"client", "spec.etcd.clientUrlTls", running.ClientTLS, desired.ClientTLS},
-		{"peer", "spec.etcd.peerUrlTls", running.PeerTLS, desired.PeerTLS},
-	} {
-		if c.from == c.to {
-			continue
-		}
-		change := "adding"
-		if c.from {
-			change = "removing"
-		}
-		problems = append(problems, Problem{ErrTransportChange, fmt.Sprintf(
-			"%s %s on a running cluster is not supported yet: its members serve %s traffic over %s and keep doing so; "+
-				"restore the field as it was, or move the data to a new Etcd (through a backup)",
-			change, c.field, c.kind, scheme(c.from))})
 	}
 	return problems
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
-	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
@@ -94,17 +93,7 @@ func TestDruidExamples(t *testing.T) {
 			})
 			material := tt.material(cluster.PKI)
 
-			rec, err := workload.NewRecorder(cluster.Endpoints(), material, workload.RecorderOptions{
-				Expected: cluster.Replicas,
-				Writer:   workload.WriterOptions{Rate: 20, RequestTimeout: time.Second},
-				Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rec.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			rec := startRecorderWith(ctx, t, cluster, material, cluster.Replicas)
 			time.Sleep(5 * time.Second)
 			report, recErr := rec.Stop(ctx)
 			t.Logf("%s: %s", tt.file, report.Summary())

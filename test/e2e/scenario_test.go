@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
@@ -300,7 +302,13 @@ func createClusterNamed(ctx context.Context, e *env, prefix, name, image string,
 // with a quorum of expected/2+1.
 func startRecorder(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster, expected int) *workload.Recorder {
 	t.Helper()
-	rec, err := workload.NewRecorder(cluster.Endpoints(), cluster.PKI.ClientMaterial(), workload.RecorderOptions{
+	return startRecorderWith(ctx, t, cluster, cluster.PKI.ClientMaterial(), expected)
+}
+
+// startRecorderWith is startRecorder for members reached with material (plaintext members).
+func startRecorderWith(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster, material conductortls.ClientMaterial, expected int) *workload.Recorder {
+	t.Helper()
+	rec, err := workload.NewRecorder(cluster.Endpoints(), material, workload.RecorderOptions{
 		Expected: expected,
 		Writer:   workload.WriterOptions{Rate: 40, RequestTimeout: 200 * time.Millisecond},
 		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
@@ -366,8 +374,30 @@ func dumpOnFailure(t *testing.T, e *env) {
 			p.DeletionTimestamp != nil, strings.Join(states, "; "))
 		if log, err := e.stack.Sim.Logs(e.cluster.Namespace+"/"+p.Name, "etcd"); err == nil {
 			t.Logf("etcd log of %s: %s", p.Name, log)
+			// The stack's directory is gone after the run: its last complaints go with the test.
+			for _, line := range lastComplaints(log, 8) {
+				t.Logf("  %s: %s", p.Name, line)
+			}
 		}
 	}
+}
+
+// lastComplaints are the last n warning or error lines of a member's JSON log file.
+func lastComplaints(path string, n int) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) {
+			out = append(out, line)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
 }
 
 // checkRolesFromMembers: the controller must have learnt the roles from the members over mTLS

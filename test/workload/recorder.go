@@ -39,7 +39,10 @@ type RecorderOptions struct {
 	AuditTimeout time.Duration
 	// GapThreshold selects the write gaps listed in Report.WriteGaps (DefaultGapThreshold).
 	GapThreshold time.Duration
-	Logger       logr.Logger
+	// AuditCreds, when set, is the material the audit at Stop reads with instead of the
+	// instruments': for a run across which the members moved from plain HTTP to TLS.
+	AuditCreds *conductortls.ClientMaterial
+	Logger     logr.Logger
 }
 
 // Report is everything one recorded run measured. Durations are milliseconds.
@@ -255,7 +258,11 @@ func (r *Recorder) Stop(ctx context.Context) (Report, error) {
 	var errs []error
 	actx, cancel := context.WithTimeout(ctx, r.opts.AuditTimeout)
 	defer cancel()
-	lost, err := VerifyAcknowledged(actx, r.endpoints(), r.creds, w)
+	auditCreds := r.creds
+	if r.opts.AuditCreds != nil {
+		auditCreds = *r.opts.AuditCreds
+	}
+	lost, err := VerifyAcknowledged(actx, r.endpoints(), auditCreds, w)
 	if err != nil {
 		rep.AuditError = err.Error()
 		r.opts.Logger.Info("audit failed", "run", rep.Run, "error", err)

@@ -30,6 +30,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
 )
 
@@ -161,7 +162,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	if problems := r.validate(ctx, etcd); len(problems) > 0 {
+	move, err := r.planTransport(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems := r.validate(ctx, etcd)
+	if move.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
+	}
+	if len(problems) > 0 {
 		for _, p := range problems {
 			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
 			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
@@ -187,8 +196,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var foreign []resources.Problem
 	held := false
 	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
-		held, err = r.syncStatefulSet(ctx, etcd)
+		held, err = r.syncStatefulSet(ctx, etcd, move.Render)
 		return err
+	}
+	syncConfigMap := func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+		return r.syncConfigMap(ctx, etcd, move.Render)
 	}
 	for _, step := range []struct {
 		name string
@@ -200,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}{
 		{"ServiceAccount", r.syncServiceAccount, false},
 		{"MemberAgentRBAC", r.syncMemberAgentRBAC, true},
-		{"ConfigMap", r.syncConfigMap, false},
+		{"ConfigMap", syncConfigMap, false},
 		{"Services", r.syncServices, false},
 		{"MemberLeases", r.syncMemberLeases, false},
 		{"SnapshotLeases", r.syncSnapshotLeases, false},
@@ -236,7 +248,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
 			req.NamespacedName, len(foreign), foreign[0].Message)
 	}
+	r.reportTransportMove(ctx, etcd, move)
 	result := ctrl.Result{}
+	if move.Render != resources.TransportOf(etcd) {
+		result.RequeueAfter = transportMoveRecheck
+	}
 	if held {
 		result.RequeueAfter = holdRecheck
 	}
@@ -274,7 +290,6 @@ func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd,
 func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
 	problems := resources.ValidateSpec(etcd)
 	problems = append(problems, resources.ValidateTransport(etcd, r.requireTLS)...)
-	problems = append(problems, r.checkTransportChange(ctx, etcd)...)
 	if !secretsValidated(etcd) {
 		problems = append(problems, r.validateSecrets(ctx, etcd)...)
 	}
@@ -442,8 +457,8 @@ func (r *Reconciler) syncMemberAgentRBAC(ctx context.Context, etcd *druidv1alpha
 	})
 }
 
-func (r *Reconciler) syncConfigMap(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-	desired := resources.ConfigMap(etcd)
+func (r *Reconciler) syncConfigMap(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages) error {
+	desired := resources.ConfigMap(etcd, stages)
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	return r.apply(ctx, etcd, obj, desired, func() { obj.Labels = desired.Labels; obj.Data = desired.Data })
 }
@@ -516,7 +531,7 @@ func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1a
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
 // gate (the caller rechecks soon).
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd) (held bool, err error) {
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages) (held bool, err error) {
 	strategy, err := r.decideStrategy(ctx, etcd)
 	if err != nil {
 		return false, err
@@ -534,6 +549,7 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}
 	settings := r.settings
 	settings.UpdateStrategy = strategy.Type
+	settings.Transport = &stages
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
 		return false, err
 	}

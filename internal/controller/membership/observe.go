@@ -19,9 +19,33 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
-// PeerURL is the peer URL of the member of ordinal i, as its pod advertises it.
-func PeerURL(etcd *druidv1alpha1.Etcd, ordinal int) string {
-	return fmt.Sprintf("%s://%s:%d", resources.TransportOf(etcd).PeerScheme(), resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
+// PeerURL is the peer URL of the member of ordinal i as a pod of the StatefulSet's template
+// advertises it (its scheme follows internal/transport's stage).
+func PeerURL(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, ordinal int) string {
+	scheme := resources.PeerScheme(resources.TransportOf(etcd))
+	if stages, ok := resources.RunningTransport(sts); ok {
+		scheme = resources.PeerScheme(stages)
+	}
+	return peerURL(etcd, scheme, ordinal)
+}
+
+func peerURL(etcd *druidv1alpha1.Etcd, scheme string, ordinal int) string {
+	return fmt.Sprintf("%s://%s:%d", scheme, resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
+}
+
+// podPeerURL is the peer URL member ordinal's pod listens on, "" when that is not known: the
+// pod runs the StatefulSet's current template (its revision label), whose flags say. The pod's
+// own spec is not in the manager's cache (memberPodView).
+func podPeerURL(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pod *corev1.Pod, ordinal int) string {
+	if pod == nil || !pod.DeletionTimestamp.IsZero() || sts.Status.UpdateRevision == "" ||
+		pod.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision {
+		return ""
+	}
+	stages, ok := resources.RunningTransport(sts)
+	if !ok {
+		return ""
+	}
+	return peerURL(etcd, resources.PeerScheme(stages), ordinal)
 }
 
 // memberPod names the pod a member stands for: its etcd name, or for a learner that has not
@@ -95,6 +119,12 @@ func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 		}
 		if pod := podsByName[name]; pod != nil && pod.DeletionTimestamp.IsZero() && lostID[name] == strconv.FormatUint(m.ID, 16) {
 			member.DataLost = true
+		}
+		if len(m.PeerURLs) > 0 {
+			member.PeerURL = m.PeerURLs[0]
+		}
+		if ordinal >= 0 {
+			member.PodPeerURL = podPeerURL(etcd, sts, podsByName[name], ordinal)
 		}
 		o.Members = append(o.Members, member)
 	}

@@ -33,7 +33,7 @@ func TestObserve(t *testing.T) {
 			{ID: 0xa, Name: "main-0", ClientURLs: []string{"x"}},
 			{ID: 0xb, Name: "main-1", ClientURLs: []string{"x"}},
 			{ID: 0xc, Name: "main-2", ClientURLs: []string{"x"}},
-			{ID: 0xd, PeerURLs: []string{PeerURL(etcd, 3)}, IsLearner: true},
+			{ID: 0xd, PeerURLs: []string{PeerURL(etcd, sts, 3)}, IsLearner: true},
 			{ID: 0xe, Name: "other-0", ClientURLs: []string{"x"}},
 		},
 	}

@@ -275,7 +275,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 		if err != nil {
 			return err
 		}
-		peer := PeerURL(etcd, d.Ordinal)
+		peer := PeerURL(etcd, sts, d.Ordinal)
 		m, _, err := via.AddLearner(ctx, peer)
 		if err != nil && !etcdclient.IsPeerURLExist(err) {
 			return err
@@ -299,6 +299,15 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 			return err
 		}
 		log.Info("Removed member", "member", d.Member.Name, "id", strconv.FormatUint(d.Member.ID, 16))
+	case membership.ActionUpdatePeerURL:
+		via, err := r.leaderClient(etcd, tgts, creds, cs)
+		if err != nil {
+			return err
+		}
+		if err := via.UpdatePeerURL(ctx, d.Member.ID, d.PeerURL); err != nil {
+			return err
+		}
+		log.Info("Updated peer URL", "member", d.Member.Name, "peerURL", d.PeerURL)
 	case membership.ActionMoveLeader:
 		if err := r.cfg.Members.MoveLeader(ctx, clusterKey(etcd), creds, tgts, d.Member.Name, d.Target.ID); err != nil {
 			return err

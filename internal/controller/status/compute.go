@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 )
 
 // Condition reasons.
@@ -35,6 +36,7 @@ const (
 	ReasonTooManyMemberPods  = "TooManyMemberPods"
 	ReasonTLS                = "TLS"
 	ReasonPlaintextTraffic   = "PlaintextTraffic"
+	ReasonMovingToTLS        = "MovingToTLS"
 
 	MemberReasonLeaseSucceeded = "LeaseSucceeded"
 	MemberReasonLeaseExpired   = "LeaseExpired"
@@ -138,9 +140,9 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	// Reported whatever the member count: data kept aside matters most when something is wrong.
 	out.DataAside = dataAside(AsideReports(o.Etcd, o.Leases))
 	conds = append(conds, backupConditions(o)...)
-	transport := runningTransport(o)
-	conds = append(conds, tlsEnabledCondition(transport))
-	out.PeerUrlTLSEnabled = ptr.To(transport.PeerTLS)
+	running := runningTransport(o)
+	conds = append(conds, tlsEnabledCondition(running))
+	out.PeerUrlTLSEnabled = ptr.To(running.Peer == transport.TLS)
 	conds = etcdstatus.StampConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)
