@@ -141,6 +141,13 @@ func Plan(o Observed) Decision {
 	panic("copytask: no rule answered")
 }
 
+// Finished says whether conditions mark a finished task (Succeeded or Failed True): the
+// controller then opens no store for it.
+func Finished(conditions []druidv1alpha1.Condition) bool {
+	_, ok := ruleFinished(Observed{Conditions: conditions})
+	return ok
+}
+
 // ruleFinished: a task that finished stays as it is.
 func ruleFinished(o Observed) (Decision, bool) {
 	if c := druidv1alpha1.FindCondition(o.Conditions, druidv1alpha1.EtcdCopyBackupsTaskSucceeded); c != nil && c.Status == druidv1alpha1.ConditionTrue {

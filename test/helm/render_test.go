@@ -548,22 +548,24 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 	// Etcd's component protection onto each object, one annotation (syncProtection).
 	owned := "get,list,watch,create,update,patch"
 	want := map[string]string{
-		"druid.gardener.cloud/etcds":               "get,list,watch,patch", // patch: removes a consumed druid.gardener.cloud/operation annotation
-		"druid.gardener.cloud/etcds/status":        "patch",
-		"druid.gardener.cloud/etcds/finalizers":    "update",
-		"druid.gardener.cloud/etcdopstasks":        "get,list,watch,delete", // delete: a finished task after its TTL
-		"druid.gardener.cloud/etcdopstasks/status": "update",
-		"apps/statefulsets":                        owned,                     // patch also: the membership controller sets replicas
-		"core/pods":                                "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
-		"core/services":                            owned,
-		"core/configmaps":                          owned,
-		"core/serviceaccounts":                     owned,
-		"rbac.authorization.k8s.io/roles":          owned,
-		"rbac.authorization.k8s.io/rolebindings":   owned,
-		"coordination.k8s.io/leases":               owned + ",delete",
-		"policy/poddisruptionbudgets":              owned,
-		"core/events":                              "create,patch",
-		"core/secrets":                             "get",
+		"druid.gardener.cloud/etcds":                       "get,list,watch,patch", // patch: removes a consumed druid.gardener.cloud/operation annotation
+		"druid.gardener.cloud/etcds/status":                "patch",
+		"druid.gardener.cloud/etcds/finalizers":            "update",
+		"druid.gardener.cloud/etcdopstasks":                "get,list,watch,delete", // delete: a finished task after its TTL
+		"druid.gardener.cloud/etcdopstasks/status":         "update",
+		"druid.gardener.cloud/etcdcopybackupstasks":        "get,list,watch",
+		"druid.gardener.cloud/etcdcopybackupstasks/status": "update",
+		"apps/statefulsets":                                owned,                     // patch also: the membership controller sets replicas
+		"core/pods":                                        "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
+		"core/services":                                    owned,
+		"core/configmaps":                                  owned,
+		"core/serviceaccounts":                             owned,
+		"rbac.authorization.k8s.io/roles":                  owned,
+		"rbac.authorization.k8s.io/rolebindings":           owned,
+		"coordination.k8s.io/leases":                       owned + ",delete",
+		"policy/poddisruptionbudgets":                      owned,
+		"core/events":                                      "create,patch",
+		"core/secrets":                                     "get",
 	}
 	r := renderDecoded(t, nil)
 	if r.clusterRole == nil {
