@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -84,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	o, stores, err := r.observe(ctx, task)
 	if err != nil {
+		// A failed read is retried with the work queue's backoff; status.lastError says why
+		// meanwhile, as etcd-druid records its reconcile errors there.
+		r.recordError(ctx, task, err)
 		return ctrl.Result{}, err
 	}
 	d := copytask.Plan(o)
@@ -244,6 +248,19 @@ func (r *Reconciler) record(ctx context.Context, task *druidv1alpha1.EtcdCopyBac
 		}
 	}
 	return nil
+}
+
+// recordError writes err as the unfinished task's lastError; a failure to write it is only
+// logged: the reconcile is retried for err anyway.
+func (r *Reconciler) recordError(ctx context.Context, task *druidv1alpha1.EtcdCopyBackupsTask, err error) {
+	if copytask.Finished(task.Status.Conditions) || ptr.Deref(task.Status.LastError, "") == err.Error() {
+		return
+	}
+	updated := task.DeepCopy()
+	updated.Status.LastError = ptr.To(err.Error())
+	if uerr := r.cfg.Client.Status().Update(ctx, updated); uerr != nil {
+		ctrl.LoggerFrom(ctx).Info("Could not record lastError", "error", uerr.Error())
+	}
 }
 
 func (r *Reconciler) event(task *druidv1alpha1.EtcdCopyBackupsTask, kind string, d copytask.Decision) {
