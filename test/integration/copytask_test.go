@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -50,7 +51,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := s3server.StartT(t, "", "source")
-	for _, b := range []string{"target", "final", "resumed", "untouched"} {
+	for _, b := range []string{"target", "final", "resumed", "newest", "untouched"} {
 		if err := srv.CreateBucket(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -222,6 +223,52 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 		all, err := resumed.List(ctx, snapshot.Dir)
 		if err != nil || len(all) != len(objs) {
 			t.Errorf("the resumed target holds %d snapshots (%v), the source %d", len(all), err, len(objs))
+		}
+	})
+
+	t.Run("etcd-druid's manifest with every field: after the wait times out, the newest backup only", func(t *testing.T) {
+		obj := readManifest(t, "copytask-every-field.yaml", ns)
+		if err := unstructured.SetNestedField(obj.Object, srv.Endpoint(), "spec", "sourceStore", "endpointOverride"); err != nil {
+			t.Fatal(err)
+		}
+		// The source takes no more snapshots: the wait for a final one times out, and the backups
+		// are copied anyway, as etcd-druid's.
+		if err := unstructured.SetNestedField(obj.Object, "2s", "spec", "waitForFinalSnapshot", "timeout"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, obj, client.FieldValidation("Strict")); err != nil {
+			t.Fatal(err)
+		}
+		task := &druidv1alpha1.EtcdCopyBackupsTask{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetName()}}
+		cond := waitCondition(task, druidv1alpha1.EtcdCopyBackupsTaskSucceeded)
+		if !strings.HasPrefix(cond.Message, "copied 1 backups:") {
+			t.Errorf("Succeeded: %s; want one backup (maxBackups: 1)", cond.Message)
+		}
+		framework.Eventually(t, time.Minute, "the timed-out wait's Event", func(ctx context.Context) (bool, string) {
+			events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + task.Name})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range events.Items {
+				if e.Reason == "CopytaskCopyFinalSnapshotTimedOut" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events", len(events.Items))
+		})
+		srcObjs, err := source.List(ctx, snapshot.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, o := range srcObjs {
+			keys = append(keys, o.Key)
+		}
+		snaps, _ := snapshot.ParseAll(keys)
+		newest, _ := snapshot.LatestOfKind(snaps, snapshot.KindFull)
+		copied, err := openStore("newest").List(ctx, snapshot.Dir)
+		if err != nil || len(copied) == 0 || copied[0].Key != newest.Key() {
+			t.Errorf("the target holds %v (%v), want the newest backup, from %s", copied, err, newest.Key())
 		}
 	})
 
