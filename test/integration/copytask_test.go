@@ -158,18 +158,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 	t.Run("waits for a full snapshot taken since the task, then copies it", func(t *testing.T) {
 		task := newTask("final", s3Spec("source", "s3"), s3Spec("final", "s3"),
 			&druidv1alpha1.WaitForFinalSnapshotSpec{Enabled: true, Timeout: &metav1.Duration{Duration: 3 * time.Minute}})
-		framework.Eventually(t, time.Minute, "the task waiting, and saying so", func(ctx context.Context) (bool, string) {
-			events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + task.Name})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, e := range events.Items {
-				if e.Reason == "CopytaskWaitFinalSnapshot" {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d events", len(events.Items))
-		})
+		eventWithReason(t, env, ns, task.Name, "CopytaskWaitFinalSnapshot")
 		if objs, err := openStore("final").List(ctx, ""); err != nil || len(objs) != 0 {
 			t.Fatalf("while waiting the target holds %d objects (%v), want none", len(objs), err)
 		}
@@ -244,18 +233,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 		if !strings.HasPrefix(cond.Message, "copied 1 backups:") {
 			t.Errorf("Succeeded: %s; want one backup (maxBackups: 1)", cond.Message)
 		}
-		framework.Eventually(t, time.Minute, "the timed-out wait's Event", func(ctx context.Context) (bool, string) {
-			events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + task.Name})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, e := range events.Items {
-				if e.Reason == "CopytaskCopyFinalSnapshotTimedOut" {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprintf("%d events", len(events.Items))
-		})
+		eventWithReason(t, env, ns, task.Name, "CopytaskCopyFinalSnapshotTimedOut")
 		srcObjs, err := source.List(ctx, snapshot.Dir)
 		if err != nil {
 			t.Fatal(err)
