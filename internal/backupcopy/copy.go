@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/go-logr/logr"
 
@@ -134,31 +133,18 @@ func (c copier) one(ctx context.Context, it Item) (copied bool, n int64, err err
 // put streams the source object into the target, trying again from the start on a transient
 // error: a Put consumes its reader, so each try opens the source again.
 func (c copier) put(ctx context.Context, it Item, want backupstore.Object) error {
-	b := c.backoff
-	for attempt := 1; ; attempt++ {
-		err := func() error {
-			r, err := c.src.Get(ctx, it.Source)
-			if err != nil {
-				return fmt.Errorf("source: %w", err)
-			}
-			defer r.Close()
-			if _, err := c.dst.Put(ctx, it.Target, r, want.Size, want.SHA256); err != nil {
-				return fmt.Errorf("target: %w", err)
-			}
-			return nil
-		}()
-		if err == nil || !backupstore.Transient(err) || attempt >= max(b.Attempts, 1) {
-			return err
+	_, err := backupstore.Retry(ctx, c.backoff, func() (struct{}, error) {
+		r, err := c.src.Get(ctx, it.Source)
+		if err != nil {
+			return struct{}{}, fmt.Errorf("source: %w", err)
 		}
-		c.log.Info("Copy failed, trying again", "key", it.Target, "attempt", attempt, "error", err.Error())
-		t := time.NewTimer(b.Delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (stopped after %d attempts: %w)", err, attempt, ctx.Err())
-		case <-t.C:
+		defer r.Close()
+		if _, err := c.dst.Put(ctx, it.Target, r, want.Size, want.SHA256); err != nil {
+			return struct{}{}, fmt.Errorf("target: %w", err)
 		}
-	}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // digest reads an object through and returns its SHA-256 (hex) and size; the store's own check
