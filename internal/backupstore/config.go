@@ -196,3 +196,22 @@ func WithEndpointOverride(data map[string][]byte, override string) map[string][]
 	out[KeyEndpoint] = []byte(override)
 	return out
 }
+
+// Location names the objects a configuration reaches, so that two configurations can be told to
+// reach the same ones: the provider's kind, the S3 endpoint or the Local root, the container and
+// the prefix. "" when the configuration cannot be opened.
+func (c Config) Location() string {
+	p, err := ParseProvider(c.Provider)
+	if err != nil {
+		return ""
+	}
+	where := c.LocalRoot
+	if p == ProviderS3 {
+		s, err := ParseS3Secret(WithEndpointOverride(c.Secret, c.EndpointOverride))
+		if err != nil {
+			return ""
+		}
+		where = s.Endpoint
+	}
+	return fmt.Sprintf("%s %s/%s/%s", p, strings.TrimRight(where, "/"), strings.Trim(c.Container, "/"), strings.Trim(c.Prefix, "/"))
+}

@@ -87,3 +87,27 @@ func TestParseS3SecretEndpoints(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigLocation(t *testing.T) {
+	secret := map[string][]byte{KeyAccessKeyID: []byte("id"), KeySecretAccessKey: []byte("key"), KeyEndpoint: []byte("http://s3.local:9000")}
+	base := Config{Provider: "aws", Container: "bucket", Prefix: "etcd/", Secret: secret}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		same bool
+	}{
+		{"same objects under another provider name and prefix spelling", Config{Provider: "S3", Container: "bucket", Prefix: "/etcd", Secret: secret}, true},
+		{"another prefix", Config{Provider: "aws", Container: "bucket", Prefix: "other", Secret: secret}, false},
+		{"another endpoint by override", Config{Provider: "aws", Container: "bucket", Prefix: "etcd", Secret: secret, EndpointOverride: "http://other:9000"}, false},
+		{"a Local directory", Config{Provider: "Local", Container: "bucket", Prefix: "etcd", LocalRoot: "/data"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := base.Location() == tt.cfg.Location(); got != tt.same {
+				t.Errorf("%q vs %q: same %t, want %t", base.Location(), tt.cfg.Location(), got, tt.same)
+			}
+		})
+	}
+	if (Config{Provider: "gcp"}).Location() != "" {
+		t.Error("a configuration that cannot be opened has a location")
+	}
+}

@@ -91,6 +91,13 @@ func (r *retrying) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	})
 }
 
+// Retry runs call until it succeeds or fails with an error that is not Transient, at most
+// b.Attempts times with b's backoff in between: for a call Retrying does not cover, such as a Put
+// whose caller can open its reader again for each try.
+func Retry[T any](ctx context.Context, b Backoff, call func() (T, error)) (T, error) {
+	return retry(ctx, b.withDefaults(), call)
+}
+
 func retry[T any](ctx context.Context, b Backoff, call func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := call()

@@ -194,6 +194,10 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := registerCopyTasks(mgr, o, recorder); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("adding health check: %w", err)

@@ -11,21 +11,29 @@ import (
 	opstaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/opstask"
 )
 
-// registerOpsTasks adds the EtcdOpsTask controller when the apiserver serves EtcdOpsTasks. `helm
-// upgrade` installs no new CRD from a chart's crds/, so a cluster upgraded from a release without
-// it keeps running everything else, and says what is missing.
+// registerOpsTasks adds the EtcdOpsTask controller when the apiserver serves EtcdOpsTasks.
 func registerOpsTasks(mgr ctrl.Manager, o Options, recorder record.EventRecorder) error {
-	gk := druidv1alpha1.GroupVersion.WithKind("EtcdOpsTask").GroupKind()
-	if _, err := mgr.GetRESTMapper().RESTMapping(gk, druidv1alpha1.GroupVersion.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			o.Logger.Info("The EtcdOpsTask CRD is not installed: EtcdOpsTasks are not carried out; apply charts/etcd-conductor/crds to install it, then restart the manager")
-			return nil
-		}
-		return fmt.Errorf("looking up the EtcdOpsTask kind: %w", err)
+	if served, err := kindServed(mgr, o, "EtcdOpsTask"); !served || err != nil {
+		return err
 	}
 	r := opstaskcontroller.NewReconciler(opstaskcontroller.Config{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder})
 	if err := r.RegisterWithManager(mgr); err != nil {
 		return fmt.Errorf("registering etcdopstask controller: %w", err)
 	}
 	return nil
+}
+
+// kindServed says whether the apiserver serves kind of druid.gardener.cloud/v1alpha1. `helm
+// upgrade` installs no new CRD from a chart's crds/, so a cluster upgraded from a release without
+// it keeps running everything else, and the log says what is missing.
+func kindServed(mgr ctrl.Manager, o Options, kind string) (bool, error) {
+	gk := druidv1alpha1.GroupVersion.WithKind(kind).GroupKind()
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk, druidv1alpha1.GroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			o.Logger.Info("The " + kind + " CRD is not installed: " + kind + "s are not carried out; apply charts/etcd-conductor/crds to install it, then restart the manager")
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up the %s kind: %w", kind, err)
+	}
+	return true, nil
 }

@@ -88,6 +88,9 @@ type OperatorOptions struct {
 	OnDelete func(*configv1alpha1.OnDeleteControllerConfiguration)
 	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile (nil: on).
 	SpecAutoReconcile *bool
+	// CopyBackupsTasks runs the EtcdCopyBackupsTask controller (etcd-druid's
+	// controllers.etcdCopyBackupsTask.enabled, off by default).
+	CopyBackupsTasks bool
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -148,6 +151,9 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	cfg.WatchNamespaces = o.WatchNamespaces
 	cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile = o.SpecAutoReconcile
+	if o.CopyBackupsTasks {
+		cfg.Controllers.EtcdCopyBackupsTask = &configv1alpha1.EtcdCopyBackupsTaskControllerConfiguration{Enabled: true}
+	}
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"
 	cfg.Default()

@@ -7,15 +7,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// The chart ships the Etcd and EtcdOpsTask CRDs from crds/ (generated, not templated). The
+// The chart ships the Etcd, EtcdOpsTask and EtcdCopyBackupsTask CRDs from crds/ (generated, not templated). The
 // ClusterRole's rules on each resource and its status only work if the CRD installs that resource
 // with a status subresource.
 func TestChartInstallsCRDs(t *testing.T) {
 	ms := splitManifests(t, render(t, nil, "--include-crds"))
-	if n := ms.count("CustomResourceDefinition"); n != 2 {
-		t.Errorf("rendered %d CRDs, want 2 (etcds, etcdopstasks)", n)
+	if n := ms.count("CustomResourceDefinition"); n != 3 {
+		t.Errorf("rendered %d CRDs, want 3 (etcds, etcdopstasks, etcdcopybackupstasks)", n)
 	}
-	for _, plural := range []string{"etcds", "etcdopstasks"} {
+	for _, plural := range []string{"etcds", "etcdopstasks", "etcdcopybackupstasks"} {
 		name := plural + ".druid.gardener.cloud"
 		m, ok := ms.named("CustomResourceDefinition", "", name)
 		if !ok {

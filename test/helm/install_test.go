@@ -83,6 +83,10 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"update", "druid.gardener.cloud", "etcdopstasks", "status", true},
 			{"create", "druid.gardener.cloud", "etcdopstasks", "", false},
 			{"update", "druid.gardener.cloud", "etcdopstasks", "", false},
+			{"watch", "druid.gardener.cloud", "etcdcopybackupstasks", "", true},
+			{"update", "druid.gardener.cloud", "etcdcopybackupstasks", "status", true},
+			{"update", "druid.gardener.cloud", "etcdcopybackupstasks", "", false},
+			{"delete", "druid.gardener.cloud", "etcdcopybackupstasks", "", false},
 			{"update", "apps", "statefulsets", "", true},
 			{"patch", "apps", "statefulsets", "", true}, // the membership controller sets replicas
 			{"delete", "apps", "statefulsets", "", false},

@@ -84,15 +84,17 @@ func TestRenderedConfigIsAcceptedByManager(t *testing.T) {
 		metricsSecret    string
 		qps              float32
 		burst            int
+		copyTasks        bool
+		copySyncs        int
 	}
 	wants := map[string]want{
-		"default": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto, qps: 100, burst: 150},
+		"default": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto, qps: 100, burst: 150, copySyncs: 3},
 		"ondelete-tls": {onDelete: true, tlsSecret: "etcd-conductor-member-client-tls", etcdSyncs: 5, ondeleteSyncs: 2, memberRoleSource: configv1alpha1.MemberRoleSourceAuto,
-			qps: 50.5, burst: 80},
+			qps: 50.5, burst: 80, copyTasks: true, copySyncs: 2},
 		"ha-monitoring": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceLeaseOnly,
-			metricsSecret: "etcd-conductor-metrics-tls", qps: 100, burst: 150},
+			metricsSecret: "etcd-conductor-metrics-tls", qps: 100, burst: 150, copySyncs: 3},
 		"namespaced": {etcdSyncs: 3, ondeleteSyncs: 3, memberRoleSource: configv1alpha1.MemberRoleSourceAuto,
-			watchNamespaces: []string{"team-a", "team-b"}, qps: 100, burst: 150},
+			watchNamespaces: []string{"team-a", "team-b"}, qps: 100, burst: 150, copySyncs: 3},
 	}
 	for _, tc := range renderCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +116,10 @@ func TestRenderedConfigIsAcceptedByManager(t *testing.T) {
 			}
 			if got := cfg.Controllers.OnDelete.MemberRoleSource; got != w.memberRoleSource {
 				t.Errorf("controllers.ondelete.memberRoleSource = %q, want %q", got, w.memberRoleSource)
+			}
+			if cfg.CopyBackupsTaskEnabled() != w.copyTasks || cfg.CopyBackupsTaskWorkers() != w.copySyncs {
+				t.Errorf("controllers.etcdCopyBackupsTask enabled %t, concurrentSyncs %d; want %t, %d",
+					cfg.CopyBackupsTaskEnabled(), cfg.CopyBackupsTaskWorkers(), w.copyTasks, w.copySyncs)
 			}
 			if cc := cfg.ClientConnection; cc.QPS != w.qps || cc.Burst != w.burst {
 				t.Errorf("clientConnection = %+v, want qps %v burst %d", cc, w.qps, w.burst)
@@ -548,22 +554,24 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 	// Etcd's component protection onto each object, one annotation (syncProtection).
 	owned := "get,list,watch,create,update,patch"
 	want := map[string]string{
-		"druid.gardener.cloud/etcds":               "get,list,watch,patch", // patch: removes a consumed druid.gardener.cloud/operation annotation
-		"druid.gardener.cloud/etcds/status":        "patch",
-		"druid.gardener.cloud/etcds/finalizers":    "update",
-		"druid.gardener.cloud/etcdopstasks":        "get,list,watch,delete", // delete: a finished task after its TTL
-		"druid.gardener.cloud/etcdopstasks/status": "update",
-		"apps/statefulsets":                        owned,                     // patch also: the membership controller sets replicas
-		"core/pods":                                "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
-		"core/services":                            owned,
-		"core/configmaps":                          owned,
-		"core/serviceaccounts":                     owned,
-		"rbac.authorization.k8s.io/roles":          owned,
-		"rbac.authorization.k8s.io/rolebindings":   owned,
-		"coordination.k8s.io/leases":               owned + ",delete",
-		"policy/poddisruptionbudgets":              owned,
-		"core/events":                              "create,patch",
-		"core/secrets":                             "get",
+		"druid.gardener.cloud/etcds":                       "get,list,watch,patch", // patch: removes a consumed druid.gardener.cloud/operation annotation
+		"druid.gardener.cloud/etcds/status":                "patch",
+		"druid.gardener.cloud/etcds/finalizers":            "update",
+		"druid.gardener.cloud/etcdopstasks":                "get,list,watch,delete", // delete: a finished task after its TTL
+		"druid.gardener.cloud/etcdopstasks/status":         "update",
+		"druid.gardener.cloud/etcdcopybackupstasks":        "get,list,watch",
+		"druid.gardener.cloud/etcdcopybackupstasks/status": "update",
+		"apps/statefulsets":                                owned,                     // patch also: the membership controller sets replicas
+		"core/pods":                                        "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
+		"core/services":                                    owned,
+		"core/configmaps":                                  owned,
+		"core/serviceaccounts":                             owned,
+		"rbac.authorization.k8s.io/roles":                  owned,
+		"rbac.authorization.k8s.io/rolebindings":           owned,
+		"coordination.k8s.io/leases":                       owned + ",delete",
+		"policy/poddisruptionbudgets":                      owned,
+		"core/events":                                      "create,patch",
+		"core/secrets":                                     "get",
 	}
 	r := renderDecoded(t, nil)
 	if r.clusterRole == nil {

@@ -7,14 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
@@ -46,27 +42,8 @@ func TestTwoEtcdsOnOneStore(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	for _, name := range []string{"first", "second"} {
-		for _, l := range []string{name + "-full-snap", name + "-delta-snap"} {
-			if _, err := kube.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: l}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c := etcdtest.Start(t, etcdtest.Config{Members: 1, EtcdName: name})
-		clusters[name] = c
-		conn, err := c.MemberConn(0, etcdclient.Options{CallTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runner, err := backup.NewRunner(backup.Config{
-			Store:        backupstore.Flags{Provider: "S3", Container: "shared", Prefix: "etcd", SecretDir: secretDir, Etcd: ns + "/" + name, EtcdUID: name + "-uid"},
-			SpoolDir:     t.TempDir(),
-			FullSchedule: "0 0 1 1 *", DeltaPeriod: 300 * time.Millisecond, FullLease: name + "-full-snap", DeltaLease: name + "-delta-snap",
-			Namespace: ns, Tick: 100 * time.Millisecond,
-		}, conn, kube.CoordinationV1(), backup.NewMetrics(prometheus.NewRegistry()), logr.Discard())
-		if err != nil {
-			t.Fatal(err)
-		}
-		go runner.Run(runCtx)
+		clusters[name] = startBackupLoop(runCtx, t, kube, ns, name,
+			backupstore.Flags{Provider: "S3", Container: "shared", Prefix: "etcd", SecretDir: secretDir, Etcd: ns + "/" + name, EtcdUID: name + "-uid"})
 		if name == "first" {
 			framework.Eventually(t, time.Minute, "the first Etcd's full snapshot", func(ctx context.Context) (bool, string) {
 				rec, err := snapshotLease(ctx, kube, ns, "first-full-snap")

@@ -27,9 +27,10 @@ import (
 )
 
 // druidManifests are Etcds written for etcd-druid (test/testdata/druid): the fields of its samples and
-// one manifest with every field set, and an EtcdOpsTask with every field set. They must apply
-// unchanged with strict field validation, which kubectl uses by default.
-var druidManifests = []string{"example.yaml", "example-s3.yaml", "example-tls.yaml", "config-sample.yaml", "object-store.yaml", "every-field.yaml", "opstask-every-field.yaml"}
+// one manifest with every field set, and an EtcdOpsTask and an EtcdCopyBackupsTask with every
+// field set. They must apply unchanged with strict field validation, which kubectl uses by default.
+var druidManifests = []string{"example.yaml", "example-s3.yaml", "example-tls.yaml", "config-sample.yaml", "object-store.yaml",
+	"every-field.yaml", "opstask-every-field.yaml", "copytask-every-field.yaml"}
 
 func readManifest(t *testing.T, name, namespace string) *unstructured.Unstructured {
 	t.Helper()

@@ -76,6 +76,9 @@ clientConnection:
 controllers:
   etcd:
     concurrentSyncs: {{ .Values.controllers.etcd.concurrentSyncs }}
+  etcdCopyBackupsTask:
+    enabled: {{ .Values.controllers.etcdCopyBackupsTask.enabled }}
+    concurrentSyncs: {{ .Values.controllers.etcdCopyBackupsTask.concurrentSyncs }}
   ondelete:
     concurrentSyncs: {{ .Values.controllers.ondelete.concurrentSyncs }}
     memberRoleSource: {{ .Values.controllers.ondelete.memberRoleSource }}

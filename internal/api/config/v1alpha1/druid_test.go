@@ -51,6 +51,9 @@ func TestDecodeDruidFiles(t *testing.T) {
 				if a := c.Controllers.Etcd.EnableEtcdSpecAutoReconcile; a == nil || !*a {
 					t.Errorf("enableEtcdSpecAutoReconcile = %v, want true kept", a)
 				}
+				if !c.CopyBackupsTaskEnabled() || c.CopyBackupsTaskWorkers() != 4 {
+					t.Errorf("etcdCopyBackupsTask enabled %t, workers %d; want true and 4", c.CopyBackupsTaskEnabled(), c.CopyBackupsTaskWorkers())
+				}
 				if got := c.ConductorFeatureGates(); len(got) != 0 {
 					t.Errorf("etcd-druid's gates reach etcd-conductor's: %v", got)
 				}
@@ -59,7 +62,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 				"clientConnection.contentType", "clientConnection.acceptContentTypes", "server.webhooks",
 				"controllers.disableLeaseCache",
 				"controllers.etcd.disableEtcdServiceAccountAutomount", "controllers.etcd.etcdStatusSyncPeriod",
-				"controllers.etcd.etcdMember", "controllers.compaction", "controllers.etcdCopyBackupsTask",
+				"controllers.etcd.etcdMember", "controllers.compaction",
 				"controllers.secret", "controllers.etcdOpsTask", "webhooks", "logging",
 				"featureGates.UpgradeEtcdVersion", "featureGates.UseEtcdWrapper",
 			},
@@ -76,12 +79,15 @@ func TestDecodeDruidFiles(t *testing.T) {
 				if a := c.Controllers.Etcd.EnableEtcdSpecAutoReconcile; a == nil || *a {
 					t.Errorf("enableEtcdSpecAutoReconcile = %v, want false kept", a)
 				}
+				if c.CopyBackupsTaskEnabled() || c.CopyBackupsTaskWorkers() != 3 {
+					t.Errorf("etcdCopyBackupsTask enabled %t, workers %d; want false and 3", c.CopyBackupsTaskEnabled(), c.CopyBackupsTaskWorkers())
+				}
 			},
 			wantIgnored: []string{
 				"clientConnection.contentType", "clientConnection.acceptContentType", "server.webhooks",
 				"controllers.etcd.disableEtcdServiceAccountAutomount",
 				"controllers.etcd.etcdStatusSyncPeriod", "controllers.etcd.etcdMember", "controllers.compaction",
-				"controllers.etcdCopyBackupsTask", "controllers.secret", "controllers.etcdOpsTask", "webhooks",
+				"controllers.secret", "controllers.etcdOpsTask", "webhooks",
 				"logConfiguration", "featureGates.UpgradeEtcdVersion",
 			},
 		},
@@ -164,6 +170,20 @@ func TestDecodeDruidKeys(t *testing.T) {
 			check: func(t *testing.T, c *OperatorConfiguration) {
 				if got := Ignored(c); len(got) != 0 {
 					t.Errorf("Ignored() = %v, want nothing: both keys ask for :8080", got)
+				}
+			}},
+		{name: "copy backups task concurrentSyncs not positive", data: header + "controllers:\n  etcdCopyBackupsTask:\n    enabled: true\n    concurrentSyncs: 0\n",
+			wantErr: "controllers.etcdCopyBackupsTask.concurrentSyncs must be positive, got 0"},
+		{name: "copy backups task left out: off, etcd-druid's workers", data: header,
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if c.CopyBackupsTaskEnabled() || c.CopyBackupsTaskWorkers() != DefaultCopyBackupsTaskConcurrentSyncs {
+					t.Errorf("enabled %t, workers %d; want false and %d", c.CopyBackupsTaskEnabled(), c.CopyBackupsTaskWorkers(), DefaultCopyBackupsTaskConcurrentSyncs)
+				}
+			}},
+		{name: "copy backups task enabled is honoured, not ignored", data: header + "controllers:\n  etcdCopyBackupsTask:\n    enabled: true\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if !c.CopyBackupsTaskEnabled() || len(Ignored(c)) != 0 {
+					t.Errorf("enabled %t, Ignored() %v; want true and nothing", c.CopyBackupsTaskEnabled(), Ignored(c))
 				}
 			}},
 		{name: "spec auto reconcile left out", data: header,

@@ -63,7 +63,9 @@ type CompactionControllerConfiguration struct {
 	MetricsScrapeWaitDuration    metav1.Duration `json:"metricsScrapeWaitDuration,omitempty"`
 }
 
-// EtcdCopyBackupsTaskControllerConfiguration is etcd-druid's EtcdCopyBackupsTask controller.
+// EtcdCopyBackupsTaskControllerConfiguration is etcd-druid's EtcdCopyBackupsTask controller,
+// honoured: Enabled runs it (off unless set, as etcd-druid), ConcurrentSyncs is its number of
+// workers (DefaultCopyBackupsTaskConcurrentSyncs unless set, etcd-druid's default).
 type EtcdCopyBackupsTaskControllerConfiguration struct {
 	Enabled         bool `json:"enabled,omitempty"`
 	ConcurrentSyncs *int `json:"concurrentSyncs,omitempty"`

@@ -41,8 +41,6 @@ var ignoredKeys = []struct {
 		"a member is NotReady as soon as its pod is, and Unknown as soon as its Lease expires: no threshold delays either"},
 	{"controllers.compaction", func(c *OperatorConfiguration) bool { return c.Controllers.Compaction != nil },
 		"etcd-conductor runs no snapshot compaction Jobs: a restore replays the deltas itself"},
-	{"controllers.etcdCopyBackupsTask", func(c *OperatorConfiguration) bool { return c.Controllers.EtcdCopyBackupsTask != nil },
-		"etcd-conductor has no EtcdCopyBackupsTask controller"},
 	{"controllers.secret", func(c *OperatorConfiguration) bool { return c.Controllers.Secret != nil },
 		"etcd-conductor puts no finalizer on the Secrets an Etcd names, so it has no Secret controller"},
 	{"controllers.etcdOpsTask", func(c *OperatorConfiguration) bool { return c.Controllers.EtcdOpsTask != nil },

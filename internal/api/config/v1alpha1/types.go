@@ -111,12 +111,15 @@ type ControllerConfiguration struct {
 	Etcd     EtcdControllerConfiguration     `json:"etcd,omitempty"`
 	OnDelete OnDeleteControllerConfiguration `json:"ondelete,omitempty"`
 
-	// etcd-druid's controllers and cache switch, accepted and ignored (Ignored says why).
-	DisableLeaseCache   *bool                                       `json:"disableLeaseCache,omitempty"`
-	Compaction          *CompactionControllerConfiguration          `json:"compaction,omitempty"`
+	// EtcdCopyBackupsTask is etcd-druid's EtcdCopyBackupsTask controller, honoured
+	// (CopyBackupsTaskEnabled, CopyBackupsTaskWorkers).
 	EtcdCopyBackupsTask *EtcdCopyBackupsTaskControllerConfiguration `json:"etcdCopyBackupsTask,omitempty"`
-	Secret              *SecretControllerConfiguration              `json:"secret,omitempty"`
-	EtcdOpsTask         *EtcdOpsTaskControllerConfiguration         `json:"etcdOpsTask,omitempty"`
+
+	// etcd-druid's controllers and cache switch, accepted and ignored (Ignored says why).
+	DisableLeaseCache *bool                               `json:"disableLeaseCache,omitempty"`
+	Compaction        *CompactionControllerConfiguration  `json:"compaction,omitempty"`
+	Secret            *SecretControllerConfiguration      `json:"secret,omitempty"`
+	EtcdOpsTask       *EtcdOpsTaskControllerConfiguration `json:"etcdOpsTask,omitempty"`
 }
 
 // EtcdControllerConfiguration configures the Etcd reconciler.
@@ -241,6 +244,25 @@ func (c *OperatorConfiguration) Default() {
 	}
 }
 
+// DefaultCopyBackupsTaskConcurrentSyncs is etcd-druid's number of EtcdCopyBackupsTask workers.
+const DefaultCopyBackupsTaskConcurrentSyncs = 3
+
+// CopyBackupsTaskEnabled says whether the EtcdCopyBackupsTask controller runs: only when
+// controllers.etcdCopyBackupsTask.enabled is true, etcd-druid's default being off. A copy reads
+// backup Secrets and writes to stores the tasks name, so it is not started unasked.
+func (c *OperatorConfiguration) CopyBackupsTaskEnabled() bool {
+	return c.Controllers.EtcdCopyBackupsTask != nil && c.Controllers.EtcdCopyBackupsTask.Enabled
+}
+
+// CopyBackupsTaskWorkers is controllers.etcdCopyBackupsTask.concurrentSyncs, or etcd-druid's
+// default when unset: how many tasks copy at once.
+func (c *OperatorConfiguration) CopyBackupsTaskWorkers() int {
+	if c.Controllers.EtcdCopyBackupsTask == nil || c.Controllers.EtcdCopyBackupsTask.ConcurrentSyncs == nil {
+		return DefaultCopyBackupsTaskConcurrentSyncs
+	}
+	return *c.Controllers.EtcdCopyBackupsTask.ConcurrentSyncs
+}
+
 func (o *OnDeleteControllerConfiguration) defaultRolloutPolicy() {
 	if o.Handover.Enabled == nil {
 		enabled := true
@@ -296,6 +318,7 @@ func (c *OperatorConfiguration) Validate() error {
 	}{
 		{"controllers.etcd.concurrentSyncs", c.Controllers.Etcd.ConcurrentSyncs},
 		{"controllers.ondelete.concurrentSyncs", c.Controllers.OnDelete.ConcurrentSyncs},
+		{"controllers.etcdCopyBackupsTask.concurrentSyncs", c.CopyBackupsTaskWorkers()},
 	} {
 		if f.value <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", f.field, f.value)

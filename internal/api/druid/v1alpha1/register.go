@@ -17,5 +17,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&Etcd{}, &EtcdList{}, &EtcdOpsTask{}, &EtcdOpsTaskList{})
+	SchemeBuilder.Register(&Etcd{}, &EtcdList{}, &EtcdOpsTask{}, &EtcdOpsTaskList{}, &EtcdCopyBackupsTask{}, &EtcdCopyBackupsTaskList{})
 }

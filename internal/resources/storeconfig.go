@@ -1,0 +1,56 @@
+package resources
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/utils/ptr"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+)
+
+// StoreConfig is the store an etcd-druid StoreSpec names, with secret the data of the Secret its
+// secretRef names (nil when it names none), as the manager opens it itself (an
+// EtcdCopyBackupsTask's source and target). Everything that can be checked without contacting
+// the store is: the provider, the container, the Secret's keys (S3) or its hostPath (Local). The
+// error says which field or key is wrong, for a task's status.
+//
+// The Local provider is <hostPath>/<container>/<prefix>, etcd-druid's layout, read where the
+// manager runs: an Etcd's own Local store is below <hostPath>/<namespace>/<name>
+// (LocalBackupHostDir), so a task names it with that in the container.
+func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte) (backupstore.Config, error) {
+	cfg := backupstore.Config{
+		Provider: string(ptr.Deref(store.Provider, "")), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
+		EndpointOverride: ptr.Deref(store.EndpointOverride, ""), Secret: secret,
+	}
+	provider, err := backupstore.ParseProvider(cfg.Provider)
+	if err != nil {
+		return backupstore.Config{}, fmt.Errorf("provider: %w", err)
+	}
+	if cfg.Container == "" {
+		return backupstore.Config{}, fmt.Errorf("container is not set: the %s store needs a bucket or directory", provider)
+	}
+	if provider == backupstore.ProviderLocal {
+		if cfg.LocalRoot, err = backupstore.LocalHostPath(secret); err != nil {
+			return backupstore.Config{}, secretKeyError(err)
+		}
+		return cfg, nil
+	}
+	if secret == nil {
+		return backupstore.Config{}, fmt.Errorf("secretRef is not set: the %s store needs credentials (%s, %s)",
+			provider, backupstore.KeyAccessKeyID, backupstore.KeySecretAccessKey)
+	}
+	if _, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret, cfg.EndpointOverride)); err != nil {
+		return backupstore.Config{}, secretKeyError(err)
+	}
+	return cfg, nil
+}
+
+func secretKeyError(err error) error {
+	var serr *backupstore.SecretError
+	if errors.As(err, &serr) {
+		return fmt.Errorf("key %s of the Secret: %s", serr.Key, serr.Reason)
+	}
+	return err
+}
