@@ -58,6 +58,17 @@ type Pod struct {
 	StartDecision string
 	// NoSpace is set when this pod's init step reported that a restore did not fit its volume.
 	NoSpace *SpaceShortage
+	// UID is the pod's incarnation and Ordinal its place in the StatefulSet (etcd-<ordinal>).
+	UID     string
+	Ordinal int
+	// ProvedEmpty: this very incarnation's init step, still running, reported an empty data dir
+	// (the proof a voter without data gives). AwaitsBackup: it did so with the rule of a new
+	// cluster's member whose backup store holds a backup (wait/bootstrap-from-backup).
+	ProvedEmpty, AwaitsBackup bool
+	// HasData: this incarnation's init step found valid data.
+	HasData bool
+	// State says what is known of it, for reasons.
+	State string
 }
 
 // SpaceShortage is what a restore needs against what its volume has free, in bytes.
@@ -140,6 +151,10 @@ const (
 	RuleRecordID       RuleID = "recovery/record-cluster-id"
 	RuleReplaceOldPod  RuleID = "recovery/replace-old-member"
 	RuleFinish         RuleID = "recovery/finish"
+	// A new Etcd whose backup store already holds a backup (a copied etcd-druid bucket) starts
+	// from it: ordered once every member proved an empty data dir, waited on until then.
+	RuleBootstrapFromBackup RuleID = "recovery/bootstrap-from-backup"
+	RuleBootstrapWait       RuleID = "recovery/wait-bootstrap-from-backup"
 )
 
 // Decision is Plan's answer.
@@ -174,6 +189,9 @@ func decide(a Action, r RuleID, format string, args ...any) Decision {
 func Plan(o Observed) Decision {
 	if o.InProgress != nil {
 		return planInProgress(o, *o.InProgress)
+	}
+	if d, ok := planBootstrap(o); ok {
+		return d
 	}
 	if !o.QuorumLost {
 		return decide(ActionNone, RuleNotNeeded, "the cluster has quorum")
