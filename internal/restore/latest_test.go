@@ -1,16 +1,14 @@
 package restore
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/test/brfixture"
 )
 
 // TestLatest: what a new Etcd's member asks before bootstrapping. An empty store holds no
@@ -40,7 +38,9 @@ func TestLatest(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.fixture != "" {
-				putFixture(ctx, t, store, filepath.Join(fixtures, tc.fixture))
+				if _, err := brfixture.Put(ctx, store, tc.fixture); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.claim != nil {
 				if _, err := backup.Claim(ctx, store, *tc.claim, true); err != nil {
@@ -62,21 +62,5 @@ func TestLatest(t *testing.T) {
 				t.Fatalf("Latest = %s, %v; want %q, %v", chain.Full.Name(), ok, tc.wantFull, tc.wantOK)
 			}
 		})
-	}
-}
-
-// putFixture copies a fixture directory's v2/ objects into store, as a bucket copied from
-// etcd-backup-restore holds them.
-func putFixture(ctx context.Context, t *testing.T, store backupstore.Store, dir string) {
-	t.Helper()
-	keys, _ := fixtureStore(t, dir)
-	for _, key := range keys {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(key)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backupstore.SHA256Hex(b)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
