@@ -24,7 +24,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/test/brfixture"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
-	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -121,23 +120,7 @@ func TestBootstrapFromDruidBackup(t *testing.T) {
 			checkBootstrapReports(ctx, e, tt.fixture != "")
 
 			// The cluster takes writes, audited and linearizable.
-			rec, err := workload.NewRecorder(cluster.Endpoints(), material, workload.RecorderOptions{
-				Expected: cluster.Replicas,
-				Writer:   workload.WriterOptions{Rate: 20, RequestTimeout: time.Second},
-				Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rec.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Second)
-			report, recErr := rec.Stop(ctx)
-			checkWrites(t, report, recErr)
-			if report.LinearizabilityError != "" {
-				t.Errorf("history not linearizable: %s", report.LinearizabilityError)
-			}
+			report := writeAWhile(ctx, t, cluster, material)
 
 			// The backup goes on: a full snapshot of the new cluster, from the backup's revision
 			// on, beside the druid objects, none of which is deleted.

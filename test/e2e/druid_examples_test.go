@@ -22,7 +22,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
-	"github.com/etcd-conductor/etcd-conductor/test/workload"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
@@ -94,24 +93,8 @@ func TestDruidExamples(t *testing.T) {
 			})
 			material := tt.material(cluster.PKI)
 
-			rec, err := workload.NewRecorder(cluster.Endpoints(), material, workload.RecorderOptions{
-				Expected: cluster.Replicas,
-				Writer:   workload.WriterOptions{Rate: 20, RequestTimeout: time.Second},
-				Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rec.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(5 * time.Second)
-			report, recErr := rec.Stop(ctx)
+			report := writeAWhile(ctx, t, cluster, material)
 			t.Logf("%s: %s", tt.file, report.Summary())
-			checkWrites(t, report, recErr)
-			if report.LinearizabilityError != "" {
-				t.Errorf("history not linearizable: %s", report.LinearizabilityError)
-			}
 			if tt.backups {
 				// The writes reach the store: a gzip delta past them (the example compresses).
 				store, err := backupstore.New(backupstore.Config{Provider: "S3", Container: *manifest.Spec.Backup.Store.Container,

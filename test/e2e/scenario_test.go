@@ -19,6 +19,7 @@ import (
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 const (
@@ -312,6 +313,31 @@ func startRecorder(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// writeAWhile runs the writer (20/s) and the readyz monitors on cluster for 5 s through
+// material, and fails the test when an acknowledged write was lost or the history is not
+// linearizable.
+func writeAWhile(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster, material conductortls.ClientMaterial) workload.Report {
+	t.Helper()
+	rec, err := workload.NewRecorder(cluster.Endpoints(), material, workload.RecorderOptions{
+		Expected: cluster.Replicas,
+		Writer:   workload.WriterOptions{Rate: 20, RequestTimeout: time.Second},
+		Quorum:   workload.QuorumOptions{Probe: workload.ProbeReadyz},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	report, recErr := rec.Stop(ctx)
+	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
+	return report
 }
 
 // checkWrites fails the test when the writer's audit did not run, lost an acknowledged write or
