@@ -54,6 +54,24 @@ func planBootstrap(o Observed) (Decision, bool) {
 	return d, true
 }
 
+// callOffBootstrap calls off a bootstrap from the backup whose member's pod was recreated before
+// its etcd ran: the order names the old pod UID, so the new pod would never restore and the
+// recovery would wait for ever. Called off, the new pod proves an empty data dir again and the
+// bootstrap is ordered for it; or, if the old pod had restored into the volume, the new one
+// starts from that data and leads, and the cluster is recorded as formed.
+func callOffBootstrap(o Observed, s State) (Decision, bool) {
+	if s.OldClusterID != "" || len(o.Voters) > 0 {
+		return Decision{}, false
+	}
+	for _, p := range o.Pods {
+		if p.Name == s.Member && p.UID != "" && p.UID != s.PodUID && !p.EtcdRunning {
+			return decide(ActionCallOff, RuleCallOff, "the pod of %s was recreated (now %s, the order named %s) before it restored the backup and led: calling the bootstrap from the backup off; its new pod must prove an empty data dir again",
+				s.Member, p.UID, s.PodUID), true
+		}
+	}
+	return Decision{}, false
+}
+
 // bootstrapTally sorts the member pods by what they proved for a bootstrap from the backup.
 type bootstrapTally struct {
 	// ready are the members of spec.replicas whose current pod proved an empty data dir and

@@ -82,6 +82,16 @@ func TestPlanBootstrap(t *testing.T) {
 			o.InProgress = &State{Member: "etcd-0", PodUID: "uid-0", Token: "tok"}
 			o.LeaderAnswered, o.LeaderName, o.LeaderID, o.LeaderClusterID, o.RecordedClusterID = true, "etcd-0", "a1", "c9", "c9"
 		}), action: ActionFinish, rule: RuleFinish},
+		{name: "ordered, member 0's pod recreated before it restored: call off, its new pod proves again", o: fresh(func(o *Observed) {
+			o.InProgress = &State{Member: "etcd-0", PodUID: "uid-old", Token: "tok"}
+		}), action: ActionCallOff, rule: RuleCallOff, reasons: []string{"now uid-0, the order named uid-old"}},
+		{name: "ordered, member 0's pod restoring: wait", o: fresh(func(o *Observed) {
+			o.InProgress = &State{Member: "etcd-0", PodUID: "uid-0", Token: "tok"}
+		}), action: ActionWait, rule: RuleRestoring},
+		{name: "majority-loss order, pod recreated: not this call-off (the voters' rules decide)", o: fresh(func(o *Observed) {
+			o.Voters, o.RecordedClusterID = voters(3, 0, 1), "old"
+			o.InProgress = &State{Member: "etcd-0", PodUID: "uid-old", Token: "tok", OldClusterID: "old"}
+		}), action: ActionWait, rule: RuleRestoring},
 		{name: "ordered, another member leads a cluster: call off", o: fresh(func(o *Observed) {
 			o.InProgress = &State{Member: "etcd-0", PodUID: "uid-0", Token: "tok"}
 			o.LeaderAnswered, o.LeaderName, o.LeaderClusterID = true, "etcd-1", "c7"

@@ -289,6 +289,9 @@ func callOff(o Observed, s State) (Decision, bool) {
 		return decide(ActionCallOff, RuleCallOff, "%s answers as leader of cluster %s while %s restores a new cluster from the backup (old cluster %s): the cluster is back, calling the restore off; %s keeps what it restored aside",
 			o.LeaderName, o.LeaderClusterID, s.Member, orNone(s.OldClusterID), s.Member), true
 	}
+	if d, ok := callOffBootstrap(o, s); ok {
+		return d, true
+	}
 	if len(o.Voters) == 0 {
 		return Decision{}, false
 	}
