@@ -238,6 +238,14 @@ func checkBootstrapReports(ctx context.Context, e *env, fromBackup bool) {
 		}
 		return
 	}
+	// What the operator did, in order (logged, not asserted: the recorder's spam filter may drop
+	// Events).
+	for _, prefix := range []string{"Recovery", "ClusterBootstrapped"} {
+		evs, _ := cluster.EventsWithReason(ctx, prefix)
+		for _, ev := range evs {
+			t.Logf("event %s", ev)
+		}
+	}
 	if !strings.HasPrefix(decisions[0], "restore/from-backup: ") || !strings.Contains(decisions[0], "revision 59 of 59") {
 		t.Errorf("member 0: %q, want restore/from-backup to revision 59 of 59", decisions[0])
 	}
