@@ -22,6 +22,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
@@ -168,6 +169,9 @@ func (i *Initializer) Run(ctx context.Context) error {
 			FormedBefore:     i.formedBefore(),
 		}
 		obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
+		if obs.NeedsBackupCheck() {
+			obs.Backup, obs.BackupDetail = i.checkBackup(ctx)
+		}
 		d := DecideStart(obs)
 		if data.State == datadir.Corrupt {
 			d.Reason += fmt.Sprintf(" (%s: %s)", data.Check, data.Reason)
@@ -234,6 +238,28 @@ func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObse
 		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
 	}
 	return restore.FromStore(ctx, store, i.cfg.BackupOwner, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+}
+
+// checkBackup asks the backup store whether it holds a backup this Etcd may start from, before a
+// new cluster bootstraps: the latest full snapshot, or why there is none or no answer.
+func (i *Initializer) checkBackup(ctx context.Context) (StoreBackup, string) {
+	store, err := i.cfg.BackupStore(ctx)
+	if err != nil {
+		return BackupUnknown, fmt.Sprintf("opening the backup store: %v", err)
+	}
+	chain, ok, err := restore.Latest(ctx, store, i.cfg.BackupOwner)
+	var shared *backup.SharedError
+	switch {
+	case errors.As(err, &shared):
+		i.log.Info("The backup store belongs to another Etcd; its backups are never restored here", "store", store.String(), "owner", shared.Owner.Etcd)
+		return BackupClaimed, err.Error()
+	case err != nil:
+		i.log.Info("Cannot ask the backup store for a backup; asking again", "store", store.String(), "error", err.Error())
+		return BackupUnknown, err.Error()
+	case !ok:
+		return BackupNone, store.String() + " holds no full snapshot"
+	}
+	return BackupFound, fmt.Sprintf("%s: full snapshot %s, %d deltas up to revision %d", store, chain.Full.Name(), len(chain.Deltas), chain.EndRevision())
 }
 
 // RestoreFailed is the decision reported for a failed restore. A volume too small for the

@@ -36,6 +36,39 @@ type StartObservation struct {
 	// FormedBefore: the data dir has sets of data kept aside, so a cluster formed here before;
 	// this member never bootstraps a new one, whatever the ConfigMap says.
 	FormedBefore bool
+	// Backup is what the backup store holds, asked only when this member would otherwise
+	// bootstrap a new cluster (NeedsBackupCheck).
+	Backup StoreBackup
+	// BackupDetail says which backup was found, or why the store could not be asked (reasons).
+	BackupDetail string
+}
+
+// StoreBackup is what a new cluster's member found in its backup store before bootstrapping.
+type StoreBackup string
+
+const (
+	// BackupUnchecked: not asked (no store configured, or no bootstrap in view).
+	BackupUnchecked StoreBackup = ""
+	// BackupNone: the store holds no full snapshot: bootstrap empty, as always.
+	BackupNone StoreBackup = "none"
+	// BackupClaimed: another Etcd claimed the store (owner.json): its backups are never
+	// restored here, so the member bootstraps empty (and the backup loop refuses the store).
+	BackupClaimed StoreBackup = "claimed"
+	// BackupFound: the store holds a full snapshot: the cluster starts from it, on the
+	// operator's order.
+	BackupFound StoreBackup = "found"
+	// BackupUnknown: the store could not be asked. A backup may be there, so the member neither
+	// bootstraps empty (that would start a second history beside the backup) nor restores: it
+	// waits and asks again.
+	BackupUnknown StoreBackup = "unknown"
+)
+
+// NeedsBackupCheck says whether the start decision turns on what the backup store holds: no
+// data, no leader, no restore order for this pod, a cluster the operator never recorded as
+// formed, and a store to ask. Only then does the init step ask the store.
+func (o StartObservation) NeedsBackupCheck() bool {
+	return o.BackupConfigured && o.Data == memberlease.DataEmpty && !o.LeaderAnswered && !o.Restore.For(o.Name, o.PodUID) &&
+		o.BootstrapState == "new" && !o.FormedBefore
 }
 
 // StartAction is what the init step does.
@@ -71,6 +104,13 @@ const (
 	StartRuleClusterUnknown = "wait/cluster-unreachable"
 	StartRuleRestore        = "restore/from-backup"
 	StartRuleRestoreNoStore = "wait/restore-no-backup-store"
+	// StartRuleBootstrapFromBackup: a member of a new cluster whose store holds a backup waits
+	// for the operator to order one member to restore it (it reports its empty data dir as the
+	// proof the operator counts).
+	StartRuleBootstrapFromBackup = memberlease.StartRuleBootstrapFromBackup
+	// StartRuleBackupUnknown: a member of a new cluster could not ask its backup store whether
+	// it holds a backup; it neither bootstraps empty nor restores, and asks again.
+	StartRuleBackupUnknown = "wait/backup-store-unreachable"
 )
 
 // StartDecision is the init step's answer.
@@ -137,8 +177,24 @@ func DecideStart(o StartObservation) StartDecision {
 			Reason: fmt.Sprintf("no data, no leader answers, and the operator asked this member to restore from the backup as a new single-member cluster (%s)", r.Reason)}
 	}
 	if o.BootstrapState == "new" && !o.FormedBefore {
+		// A new cluster whose store already holds a backup starts from it (as etcd-druid's
+		// etcd-backup-restore does), never beside it: this member waits for the operator's
+		// order, which comes only once every member proved an empty data dir.
+		switch {
+		case o.BackupConfigured && o.Backup == BackupFound:
+			return StartDecision{Action: StartWait, Rule: StartRuleBootstrapFromBackup,
+				Reason: fmt.Sprintf("no data, no leader answers, the cluster has not formed yet and the backup store holds a backup (%s): not bootstrapping an empty cluster, waiting for the operator to order a member to restore it", o.BackupDetail)}
+		case o.BackupConfigured && (o.Backup == BackupUnknown || o.Backup == BackupUnchecked):
+			// Unchecked counts as unknown: a caller that did not ask the store gets no bootstrap.
+			return StartDecision{Action: StartWait, Rule: StartRuleBackupUnknown,
+				Reason: fmt.Sprintf("no data, no leader answers and the cluster has not formed yet, but the backup store could not be asked whether it holds a backup (%s): not bootstrapping an empty cluster beside a backup that may exist, asking again", orUnknown(o.BackupDetail))}
+		}
+		reason := "no leader answers and the cluster has not formed yet: bootstrapping it"
+		if o.BackupConfigured {
+			reason += " (" + o.BackupDetail + ")"
+		}
 		return StartDecision{Action: StartNew, Rule: StartRuleBootstrap, ClusterState: "new", InitialCluster: o.BootstrapCluster,
-			Reason: "no leader answers and the cluster has not formed yet: bootstrapping it"}
+			Reason: reason}
 	}
 	return StartDecision{Action: StartWait, Rule: StartRuleClusterUnknown,
 		Reason: "no data, no leader answers and the cluster has formed before: never starting a second cluster, waiting for the members"}
@@ -174,4 +230,11 @@ func (o StartObservation) initialCluster() string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not asked"
+	}
+	return s
 }

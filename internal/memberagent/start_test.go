@@ -37,6 +37,30 @@ func TestDecideStart(t *testing.T) {
 		{name: "first bootstrap: no leader, recorded new",
 			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BootstrapCluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
 			action: StartNew, rule: StartRuleBootstrap, state: "new", cluster: "etcd-0=a,etcd-1=b,etcd-2=c"},
+		{name: "new cluster, store holds a backup: wait for the operator's order, never empty",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BackupConfigured: true, Backup: BackupFound},
+			action: StartWait, rule: StartRuleBootstrapFromBackup},
+		{name: "new cluster, store unreachable: wait, a backup may be there",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BackupConfigured: true, Backup: BackupUnknown},
+			action: StartWait, rule: StartRuleBackupUnknown},
+		{name: "new cluster, store not asked: wait as if unreachable",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BackupConfigured: true},
+			action: StartWait, rule: StartRuleBackupUnknown},
+		{name: "new cluster, empty store: bootstrap as before",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BackupConfigured: true, Backup: BackupNone},
+			action: StartNew, rule: StartRuleBootstrap, state: "new"},
+		{name: "new cluster, store claimed by another Etcd: bootstrap empty, never restore its backups",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "new", BackupConfigured: true, Backup: BackupClaimed},
+			action: StartNew, rule: StartRuleBootstrap, state: "new"},
+		{name: "store holds a backup, but the cluster formed before: never restore unordered",
+			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing", BackupConfigured: true, Backup: BackupFound},
+			action: StartWait, rule: StartRuleClusterUnknown},
+		{name: "store holds a backup, but a leader answers: wait to be added",
+			o:      StartObservation{Data: memberlease.DataEmpty, LeaderAnswered: true, Members: two, BootstrapState: "new", BackupConfigured: true, Backup: BackupFound},
+			action: StartWait, rule: StartRuleNotAdded},
+		{name: "store holds a backup, valid data: restart from it",
+			o:      StartObservation{Data: memberlease.DataValid, BootstrapState: "new", BackupConfigured: true, Backup: BackupFound},
+			action: StartAsIs, rule: StartRuleRestart},
 		{name: "no data, no leader, cluster formed before: never new",
 			o:      StartObservation{Data: memberlease.DataEmpty, BootstrapState: "existing"},
 			action: StartWait, rule: StartRuleClusterUnknown},
@@ -134,25 +158,38 @@ func TestDecideStartNeverRestoresUnsafely(t *testing.T) {
 				for rn, req := range requests {
 					for _, store := range []bool{false, true} {
 						for _, state := range []string{"new", "existing", "new-formed-before"} {
-							n++
-							o := StartObservation{Name: "etcd-2", PodUID: "uid-2", PeerURL: selfPeer, Data: data, LeaderAnswered: leader, Members: members,
-								Restore: req, BackupConfigured: store, BootstrapState: strings.TrimSuffix(state, "-formed-before"),
-								FormedBefore: strings.HasSuffix(state, "-formed-before")}
-							d := DecideStart(o)
-							where := fmt.Sprintf("data=%s leader=%v members=%s request=%s store=%v state=%s: %s [%s]", data, leader, ln, rn, store, state, d.Action, d.Rule)
-							if d.Action == StartRestore {
-								if data != memberlease.DataEmpty || leader || rn != "self" || !store {
-									t.Errorf("restored unsafely: %s", where)
+							for _, backup := range []StoreBackup{BackupUnchecked, BackupNone, BackupClaimed, BackupFound, BackupUnknown} {
+								n++
+								o := StartObservation{Name: "etcd-2", PodUID: "uid-2", PeerURL: selfPeer, Data: data, LeaderAnswered: leader, Members: members,
+									Restore: req, BackupConfigured: store, BootstrapState: strings.TrimSuffix(state, "-formed-before"),
+									FormedBefore: strings.HasSuffix(state, "-formed-before"), Backup: backup}
+								d := DecideStart(o)
+								where := fmt.Sprintf("data=%s leader=%v members=%s request=%s store=%v state=%s backup=%q: %s [%s]", data, leader, ln, rn, store, state, backup, d.Action, d.Rule)
+								// A new cluster never bootstraps empty beside a backup that exists or
+								// may exist (found, unknown, or not asked).
+								if d.Action == StartNew && store && backup != BackupNone && backup != BackupClaimed {
+									t.Errorf("bootstrapped empty beside a backup: %s", where)
 								}
-								if d.Token != "t" || d.ClusterState != "new" || d.InitialCluster != "etcd-2="+selfPeer {
-									t.Errorf("restore not as a single-member cluster with the new token: %s %+v", where, d)
+								if d.Rule == StartRuleBootstrapFromBackup && (data != memberlease.DataEmpty || leader || state != "new" || !store || backup != BackupFound) {
+									t.Errorf("waits for a bootstrap from the backup where none may happen: %s", where)
 								}
-							}
-							if data == memberlease.DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
-								t.Errorf("asked to restore and safe to, but did not: %s", where)
-							}
-							if d.Action == StartNew && (leader || state != "new" || o.FormedBefore) {
-								t.Errorf("new cluster next to a leader or after the cluster formed: %s", where)
+								if o.NeedsBackupCheck() != (store && data == memberlease.DataEmpty && !leader && rn != "self" && state == "new") {
+									t.Errorf("NeedsBackupCheck %v: %s", o.NeedsBackupCheck(), where)
+								}
+								if d.Action == StartRestore {
+									if data != memberlease.DataEmpty || leader || rn != "self" || !store {
+										t.Errorf("restored unsafely: %s", where)
+									}
+									if d.Token != "t" || d.ClusterState != "new" || d.InitialCluster != "etcd-2="+selfPeer {
+										t.Errorf("restore not as a single-member cluster with the new token: %s %+v", where, d)
+									}
+								}
+								if data == memberlease.DataEmpty && !leader && rn == "self" && store && d.Action != StartRestore {
+									t.Errorf("asked to restore and safe to, but did not: %s", where)
+								}
+								if d.Action == StartNew && (leader || state != "new" || o.FormedBefore) {
+									t.Errorf("new cluster next to a leader or after the cluster formed: %s", where)
+								}
 							}
 						}
 					}

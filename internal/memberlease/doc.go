@@ -22,8 +22,10 @@
 //	member         start-decision                  init step, every decision          recovery (shown in a voter's evidence)            never; each decision overwrites it
 //	member         start-report (StartReport)      init step, every decision that     recovery (a voter proven without data, only for   by the init step with a decision that
 //	                                               judged the data dir; with noSpace  the pod incarnation that wrote it; noSpace only    did not judge the data dir; noSpace
-//	                                               when a restore found its volume    shown in RecoveryInProgress and an Event)          by its next report
-//	                                               too small
+//	                                               when a restore found its volume    shown in RecoveryInProgress and an Event; rule     by its next report
+//	                                               too small                          wait/bootstrap-from-backup: a member of a new
+//	                                                                                  cluster proven empty, awaiting a bootstrap from
+//	                                                                                  the backup)
 //	member         data-lost-member-id             init step, rule wait/data-lost     membership (replaces exactly that member)         by the init step's next other decision
 //	member         data-aside (DataAside)          init step, with every decision     status (status.dataAside, metrics); only          never; left as it was when the aside
 //	                                               (listed at start and after each    reported, never acted on                          dirs cannot be listed

@@ -25,6 +25,13 @@ const (
 	AnnotationRestore = "etcd-conductor.io/restore-from-backup"
 )
 
+// StartRuleBootstrapFromBackup is the start rule (StartReport.Rule) of a member of a new
+// cluster whose backup store already holds a backup: it does not bootstrap empty but waits for
+// the operator, which orders one member to restore that backup once every member proved an
+// empty data dir this way. Shared here because the operator reads it (it imports no sidecar
+// code).
+const StartRuleBootstrapFromBackup = "wait/bootstrap-from-backup"
+
 // DataState is what the init step found in the member's data dir. The values are
 // internal/datadir's verdicts, spelled the same so a report reads like the init step's log.
 type DataState string

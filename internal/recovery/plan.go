@@ -58,6 +58,17 @@ type Pod struct {
 	StartDecision string
 	// NoSpace is set when this pod's init step reported that a restore did not fit its volume.
 	NoSpace *SpaceShortage
+	// UID is the pod's incarnation and Ordinal its place in the StatefulSet (etcd-<ordinal>).
+	UID     string
+	Ordinal int
+	// ProvedEmpty: this very incarnation's init step, still running, reported an empty data dir
+	// (the proof a voter without data gives). AwaitsBackup: it did so with the rule of a new
+	// cluster's member whose backup store holds a backup (wait/bootstrap-from-backup).
+	ProvedEmpty, AwaitsBackup bool
+	// HasData: this incarnation's init step found valid data.
+	HasData bool
+	// State says what is known of it, for reasons.
+	State string
 }
 
 // SpaceShortage is what a restore needs against what its volume has free, in bytes.
@@ -140,6 +151,10 @@ const (
 	RuleRecordID       RuleID = "recovery/record-cluster-id"
 	RuleReplaceOldPod  RuleID = "recovery/replace-old-member"
 	RuleFinish         RuleID = "recovery/finish"
+	// A new Etcd whose backup store already holds a backup (a copied etcd-druid bucket) starts
+	// from it: ordered once every member proved an empty data dir, waited on until then.
+	RuleBootstrapFromBackup RuleID = "recovery/bootstrap-from-backup"
+	RuleBootstrapWait       RuleID = "recovery/wait-bootstrap-from-backup"
 )
 
 // Decision is Plan's answer.
@@ -174,6 +189,9 @@ func decide(a Action, r RuleID, format string, args ...any) Decision {
 func Plan(o Observed) Decision {
 	if o.InProgress != nil {
 		return planInProgress(o, *o.InProgress)
+	}
+	if d, ok := planBootstrap(o); ok {
+		return d
 	}
 	if !o.QuorumLost {
 		return decide(ActionNone, RuleNotNeeded, "the cluster has quorum")
@@ -224,11 +242,11 @@ func planInProgress(o Observed, s State) Decision {
 				// A restore that does not fit fails at every try: a person must grow the
 				// volume, so it is a rule (a reason, an Event) of its own, with the numbers.
 				return decide(ActionWait, RuleRestoreNoSpace, "%s cannot restore from the backup: restore needs %d bytes, volume has %d free (%s, at %s); grow the member's volume or free space on it, the restore is tried again meanwhile (old cluster %s); %s",
-					s.Member, n.Need, n.Free, shortBy(n), n.Dir, orNone(s.OldClusterID), leader)
+					s.Member, n.Need, n.Free, shortBy(n), n.Dir, s.old(), leader)
 			}
 		}
 		d := decide(ActionWait, RuleRestoring, "waiting for %s to restore from the backup and lead a new cluster (old cluster %s); %s",
-			s.Member, orNone(s.OldClusterID), leader)
+			s.Member, s.old(), leader)
 		for _, p := range o.Pods {
 			if p.Name == s.Member && p.StartDecision != "" {
 				d.Reason += fmt.Sprintf("; %s says: %s", p.Name, p.StartDecision)
@@ -238,7 +256,7 @@ func planInProgress(o Observed, s State) Decision {
 	}
 	if o.RecordedClusterID != o.LeaderClusterID {
 		d := decide(ActionRecordClusterID, RuleRecordID, "%s restored and leads the new cluster %s (old %s): recording it",
-			s.Member, o.LeaderClusterID, orNone(s.OldClusterID))
+			s.Member, o.LeaderClusterID, s.old())
 		d.ClusterID = o.LeaderClusterID
 		return d
 	}
@@ -257,7 +275,7 @@ func planInProgress(o Observed, s State) Decision {
 		return d
 	}
 	return decide(ActionFinish, RuleFinish, "%s leads the new cluster %s restored from the backup; no pod runs the old cluster %s; the membership controller grows it back to %d through learners",
-		s.Member, o.LeaderClusterID, orNone(s.OldClusterID), o.Replicas)
+		s.Member, o.LeaderClusterID, s.old(), o.Replicas)
 }
 
 // callOff calls off a recovery the old cluster may survive, at any point before the restored
@@ -269,7 +287,10 @@ func planInProgress(o Observed, s State) Decision {
 func callOff(o Observed, s State) (Decision, bool) {
 	if o.LeaderAnswered && (o.LeaderName != s.Member || o.LeaderClusterID == s.OldClusterID) {
 		return decide(ActionCallOff, RuleCallOff, "%s answers as leader of cluster %s while %s restores a new cluster from the backup (old cluster %s): the cluster is back, calling the restore off; %s keeps what it restored aside",
-			o.LeaderName, o.LeaderClusterID, s.Member, orNone(s.OldClusterID), s.Member), true
+			o.LeaderName, o.LeaderClusterID, s.Member, s.old(), s.Member), true
+	}
+	if d, ok := callOffBootstrap(o, s); ok {
+		return d, true
 	}
 	if len(o.Voters) == 0 {
 		return Decision{}, false
@@ -279,7 +300,7 @@ func callOff(o Observed, s State) (Decision, bool) {
 		return Decision{}, false
 	}
 	return decide(ActionCallOff, RuleCallOff, "%s while %s restores from the backup: the voters that may hold data could bring cluster %s back, calling the restore off; awaiting %s",
-		t.counts(), s.Member, orNone(s.OldClusterID), t.awaited(o.Voters)), true
+		t.counts(), s.Member, s.old(), t.awaited(o.Voters)), true
 }
 
 // tally counts the recorded voters by what they proved.
@@ -341,6 +362,14 @@ func voterNames(vs []Voter) string {
 		return "none"
 	}
 	return strings.Join(n, ", ")
+}
+
+// old names the cluster a recovery replaces; a bootstrap from the backup replaces none.
+func (s State) old() string {
+	if s.OldClusterID == "" {
+		return "none: a new Etcd starting from its backup"
+	}
+	return s.OldClusterID
 }
 
 func orNone(s string) string {

@@ -223,7 +223,8 @@ func TestPlanProperties(t *testing.T) {
 			o.Voters = append(o.Voters, v)
 		}
 		for i := range 1 + rng.IntN(8) {
-			p := Pod{Name: fmt.Sprintf("etcd-%d", i), EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))]}
+			p := Pod{Name: fmt.Sprintf("etcd-%d", i), EtcdRunning: rng.IntN(2) == 0, ClusterID: ids[rng.IntN(len(ids))], Ordinal: i,
+				UID: fmt.Sprintf("uid-%d", rng.IntN(3)), ProvedEmpty: rng.IntN(2) == 0, AwaitsBackup: rng.IntN(2) == 0, HasData: rng.IntN(4) == 0}
 			if rng.IntN(4) == 0 {
 				p.NoSpace = &SpaceShortage{Need: 2, Free: 1}
 			}
@@ -242,6 +243,10 @@ func TestPlanProperties(t *testing.T) {
 		}
 		switch d.Action {
 		case ActionStart:
+			if d.Rule == RuleBootstrapFromBackup {
+				checkBootstrapOrder(t, o, d, where)
+				break
+			}
 			if o.InProgress != nil || !o.QuorumLost || o.LeaderAnswered || !o.BackupConfigured || o.QuorumLostFor < o.Grace || n == 0 || proven < quorum.Of(n) {
 				t.Fatalf("restore ordered unsafely (%d of %d voters proven): %s", proven, n, where)
 			}

@@ -15,6 +15,39 @@ import (
 // restore from.
 var ErrNoFullSnapshot = errors.New("the backup store holds no full snapshot")
 
+// Latest is the chain a restore from store would start from (ok false: the store holds no full
+// snapshot). A store another Etcd claimed (owner.json) is refused with backup.SharedError, as
+// FromStore refuses it: its backups are never restored here. The new Etcd's members ask it
+// before bootstrapping, so one whose store already holds a backup (a copied etcd-druid bucket,
+// an Etcd deleted and created again) starts from it instead of empty.
+func Latest(ctx context.Context, store backupstore.Store, owner snapshot.Owner) (chain snapshot.Chain, ok bool, err error) {
+	if _, err := backup.Claim(ctx, store, owner, false); err != nil {
+		return snapshot.Chain{}, false, err
+	}
+	snaps, _, err := listSnapshots(ctx, store)
+	if err != nil {
+		return snapshot.Chain{}, false, err
+	}
+	chain, ok = snapshot.Latest(snaps)
+	return chain, ok, nil
+}
+
+// listSnapshots lists the snapshots in store, with the size of each object by key.
+func listSnapshots(ctx context.Context, store backupstore.Store) ([]snapshot.Snapshot, map[string]int64, error) {
+	objs, err := store.List(ctx, snapshot.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s: %w", store, err)
+	}
+	keys := make([]string, 0, len(objs))
+	sizes := make(map[string]int64, len(objs))
+	for _, obj := range objs {
+		keys = append(keys, obj.Key)
+		sizes[obj.Key] = obj.Size
+	}
+	snaps, _ := snapshot.ParseAll(keys)
+	return snaps, sizes, nil
+}
+
 // FromStore restores o's member from the latest chain in store (the one the backup loop
 // continues, backup.LatestChain); o.Chain and o.Open are set here. A full snapshot that cannot
 // be restored (corrupt, truncated) is passed over for the one before it and its deltas, and the
@@ -24,18 +57,9 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 	if _, err := backup.Claim(ctx, store, owner, false); err != nil {
 		return Result{}, err
 	}
-	objs, err := store.List(ctx, snapshot.Dir)
+	snaps, sizes, err := listSnapshots(ctx, store)
 	if err != nil {
-		return Result{}, fmt.Errorf("listing %s: %w", store, err)
-	}
-	keys := make([]string, 0, len(objs))
-	for _, obj := range objs {
-		keys = append(keys, obj.Key)
-	}
-	snaps, _ := snapshot.ParseAll(keys)
-	sizes := make(map[string]int64, len(objs))
-	for _, obj := range objs {
-		sizes[obj.Key] = obj.Size
+		return Result{}, err
 	}
 	o.Open = func(ctx context.Context, key string) (io.ReadCloser, error) { return store.Get(ctx, key) }
 	var fellBack []string

@@ -322,6 +322,21 @@ func startRecorderWith(ctx context.Context, t *testing.T, cluster *stack.EtcdClu
 	return rec
 }
 
+// writeAWhile runs the writer and the readyz monitors (startRecorderWith) on cluster for 5 s
+// through material, and fails the test when an acknowledged write was lost or the history is not
+// linearizable.
+func writeAWhile(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster, material conductortls.ClientMaterial) workload.Report {
+	t.Helper()
+	rec := startRecorderWith(ctx, t, cluster, material, cluster.Replicas)
+	time.Sleep(5 * time.Second)
+	report, recErr := rec.Stop(ctx)
+	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
+	return report
+}
+
 // checkWrites fails the test when the writer's audit did not run, lost an acknowledged write or
 // saw nothing at all.
 func checkWrites(t *testing.T, report workload.Report, recErr error) {

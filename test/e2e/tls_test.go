@@ -89,11 +89,7 @@ func TestTLSAddedToRunningCluster(t *testing.T) {
 	}
 
 	// TLS clients are served now.
-	tlsRec := startRecorderWith(ctx, t, cluster, tlsMaterial, 3)
-	time.Sleep(3 * time.Second)
-	tlsReport, tlsErr := tlsRec.Stop(ctx)
-	t.Logf("over TLS: %s", tlsReport.Summary())
-	checkWrites(t, tlsReport, tlsErr)
+	t.Logf("over TLS: %s", writeAWhile(ctx, t, cluster, tlsMaterial).Summary())
 	etcd, err = cluster.Get(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,11 @@ import (
 
 func TestNothingToRecover(t *testing.T) {
 	forged := []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "main-0", Annotations: map[string]string{memberlease.AnnotationRestore: "x"}}}}
+	report := func(rule string) []coordinationv1.Lease {
+		r := memberlease.StartReport{PodUID: "u0", Rule: rule, Data: memberlease.DataEmpty}
+		return []coordinationv1.Lease{{ObjectMeta: metav1.ObjectMeta{Name: "main-0", Annotations: map[string]string{memberlease.AnnotationStartReport: r.Annotation()}}}}
+	}
+	awaiting, bootstrapping := report(memberlease.StartRuleBootstrapFromBackup), report("bootstrap/new")
 	cases := []struct {
 		name   string
 		etcd   func(e *druidv1alpha1.Etcd)
@@ -23,6 +28,17 @@ func TestNothingToRecover(t *testing.T) {
 			e.Status.ClusterID = ""
 			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: etcdstatus.ReasonQuorumLost}}
 		}},
+		{name: "never formed, a member waits to bootstrap from the backup", leases: awaiting, want: false, etcd: func(e *druidv1alpha1.Etcd) {
+			e.Status.ClusterID = ""
+		}},
+		{name: "never formed, a bootstrap from the backup ordered", want: false, etcd: func(e *druidv1alpha1.Etcd) {
+			e.Status.ClusterID = ""
+			e.Status.Recovery = &druidv1alpha1.RecoveryRequest{Member: "main-0"}
+		}},
+		{name: "never formed, members bootstrapping empty", leases: bootstrapping, want: true, etcd: func(e *druidv1alpha1.Etcd) {
+			e.Status.ClusterID = ""
+		}},
+		{name: "formed: a stale wait for a bootstrap from the backup calls for nothing", leases: awaiting, want: true},
 		{name: "quorate, nothing recorded", want: true},
 		{name: "quorum lost", want: false, etcd: func(e *druidv1alpha1.Etcd) {
 			e.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeReady, Status: druidv1alpha1.ConditionFalse, Reason: etcdstatus.ReasonQuorumLost}}

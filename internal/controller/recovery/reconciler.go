@@ -178,7 +178,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		}
 		return true, client.IgnoreNotFound(err)
 	}
-	if etcd.Status.ClusterID == "" || statusCallsForLook(etcd) {
+	if etcd.Status.ClusterID != "" && statusCallsForLook(etcd) {
 		return NothingToRecover(etcd, nil), nil
 	}
 	leases, err := memberaccess.ReadMemberLeases(ctx, r.cfg.Client, etcd)
@@ -192,10 +192,12 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 // nothing to recover unless the cluster has bootstrapped (status.clusterID) and either its Ready
 // condition says quorum is lost or a recovery is recorded (RecoveryInProgress True,
 // status.recovery, or a restore order on a member Lease, which must be reported and removed even
-// after quorum is back). `plan` asks it too, so it reports what the controller would do.
+// after quorum is back). A cluster that never formed is looked at only while a bootstrap from its
+// backup is under way (status.recovery) or a member Lease says its member waits for one. `plan`
+// asks it too, so it reports what the controller would do.
 func NothingToRecover(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) bool {
 	if etcd.Status.ClusterID == "" {
-		return true
+		return etcd.Status.Recovery == nil && !awaitsBootstrapFromBackup(leases)
 	}
 	if statusCallsForLook(etcd) {
 		return false
@@ -207,6 +209,17 @@ func NothingToRecover(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) b
 		}
 	}
 	return true
+}
+
+// awaitsBootstrapFromBackup: a member Lease reports a member of a new cluster waiting to
+// bootstrap from the backup. Only a reason to look: the planner weighs the report.
+func awaitsBootstrapFromBackup(leases []coordinationv1.Lease) bool {
+	for _, l := range leases {
+		if r, ok := memberlease.ParseStartReport(l.Annotations); ok && r.Rule == memberlease.StartRuleBootstrapFromBackup {
+			return true
+		}
+	}
+	return false
 }
 
 // statusCallsForLook: the Etcd's status says quorum is lost or a recovery is under way.
@@ -289,11 +302,7 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 			continue
 		}
 		podOf[p.Name] = p
-		o.Pods = append(o.Pods, recovery.Pod{
-			Name: p.Name, ClusterID: clusterOf[p.Name], StartDecision: startDecision(leaseOf[p.Name]),
-			EtcdRunning: containerRunning(p.Status.ContainerStatuses, resources.EtcdContainerName),
-			NoSpace:     noSpace(p, leaseOf[p.Name]),
-		})
+		o.Pods = append(o.Pods, podEvidence(etcd, p, leaseOf[p.Name], clusterOf[p.Name]))
 	}
 	for _, rv := range etcd.Status.Voters {
 		o.Voters = append(o.Voters, voterEvidence(rv, podOf[rv.Name], leaseOf[rv.Name], clusterOf[rv.Name], etcd.Status.ClusterID))
@@ -313,16 +322,12 @@ func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coord
 		return v
 	}
 	v.PodUID = string(pod.UID)
-	report, reported := memberlease.StartReport{}, false
-	if lease != nil {
-		report, reported = memberlease.ParseStartReport(lease.Annotations)
-		reported = reported && report.PodUID == v.PodUID
-	}
+	report, reported := currentReport(pod, lease)
 	switch {
 	case clusterID != "":
 		v.State = "etcd answers as a member of cluster " + clusterID
 		v.HasData = clusterID == recordedClusterID
-	case initRunning(pod) && reported:
+	case reported:
 		v.State = fmt.Sprintf("init step found %s data: %s", report.Data, startDecision(lease))
 		v.DataGone = report.Data == memberlease.DataEmpty
 		v.HasData = report.Data == memberlease.DataValid
@@ -334,6 +339,44 @@ func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coord
 		v.State = "pod down (its volume may hold data)"
 	}
 	return v
+}
+
+// podEvidence is what a member pod is and what its current incarnation proved: the same proof
+// rules as a voter's (voterEvidence), for a new Etcd that may start from its backup.
+func podEvidence(etcd *druidv1alpha1.Etcd, p *corev1.Pod, lease *coordinationv1.Lease, clusterID string) recovery.Pod {
+	ordinal, _ := resources.OrdinalOf(etcd, p.Name)
+	out := recovery.Pod{
+		Name: p.Name, UID: string(p.UID), Ordinal: ordinal, ClusterID: clusterID, StartDecision: startDecision(lease),
+		EtcdRunning: containerRunning(p.Status.ContainerStatuses, resources.EtcdContainerName),
+		NoSpace:     noSpace(p, lease),
+	}
+	report, ok := currentReport(p, lease)
+	switch {
+	case clusterID != "":
+		out.State = "etcd answers as a member of cluster " + clusterID
+	case ok:
+		out.State = fmt.Sprintf("init step found %s data: %s", report.Data, startDecision(lease))
+		out.ProvedEmpty = report.Data == memberlease.DataEmpty
+		out.AwaitsBackup = out.ProvedEmpty && report.Rule == memberlease.StartRuleBootstrapFromBackup
+		out.HasData = report.Data == memberlease.DataValid
+	case initRunning(p):
+		out.State = "init step of this pod has not reported yet"
+	case out.EtcdRunning:
+		out.State = "etcd runs but does not answer"
+	default:
+		out.State = "pod down"
+	}
+	return out
+}
+
+// currentReport is the init step's start report when this very pod incarnation wrote it and its
+// init step still runs: the only report that proves anything about the pod's data dir now.
+func currentReport(p *corev1.Pod, lease *coordinationv1.Lease) (memberlease.StartReport, bool) {
+	if lease == nil || !initRunning(p) {
+		return memberlease.StartReport{}, false
+	}
+	report, ok := memberlease.ParseStartReport(lease.Annotations)
+	return report, ok && report.PodUID == string(p.UID)
 }
 
 // noSpace is the space shortage the init step of this very pod reported for its restore (nil:
@@ -382,7 +425,12 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 	case recovery.ActionStart:
 		s := *d.State
 		order := &druidv1alpha1.RecoveryRequest{Member: s.Member, PodUID: s.PodUID, Token: s.Token, OldClusterID: s.OldClusterID, Reason: d.Reason,
-			StartedAt: ptr.To(metav1.NewTime(now)), QuorumLostAt: ptr.To(metav1.NewTime(now.Add(-s.QuorumLostFor)))}
+			StartedAt: ptr.To(metav1.NewTime(now))}
+		if d.Rule == recovery.RuleStart {
+			// A new cluster bootstrapping from its backup (RuleBootstrapFromBackup) lost no
+			// quorum.
+			order.QuorumLostAt = ptr.To(metav1.NewTime(now.Add(-s.QuorumLostFor)))
+		}
 		// The order is the record: written into the status, where only the operator writes, on
 		// the version of the Etcd it was decided on.
 		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(st *druidv1alpha1.EtcdStatus) {
