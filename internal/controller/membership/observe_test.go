@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 func TestObserve(t *testing.T) {
@@ -63,5 +64,42 @@ func TestObserve(t *testing.T) {
 	}
 	if got := clusterID(cs); got != "c1" {
 		t.Errorf("cluster ID %q", got)
+	}
+}
+
+// TestObservePodPeerURL: a pod's peer URL is known only for a pod at the StatefulSet's update
+// revision (the manager's cache holds no pod spec), and then it is the one the template's stage
+// listens on; a member's recorded peer URL is taken from the member list.
+func TestObservePodPeerURL(t *testing.T) {
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{Replicas: 3}}
+	etcd.Status.ClusterID = "c1"
+	tls := &druidv1alpha1.TLSConfig{}
+	etcd.Spec.Etcd.ClientUrlTLS, etcd.Spec.Etcd.PeerUrlTLS = tls, &druidv1alpha1.PeerTLSConfig{TLSConfig: *tls}
+	sts, err := resources.StatefulSet(etcd, resources.Settings{MemberAgentImage: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts.Status.UpdateRevision = "r-tls"
+	pod := func(name, rev string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.StatefulSetRevisionLabel: rev}}}
+	}
+	httpURL := func(i int) string { return peerURL(etcd, "http", i) }
+	cs := &etcdclient.ClusterStatus{
+		Members: []etcdclient.MemberStatus{{Name: "main-0", Reachable: true, ID: 0xa, LeaderID: 0xa}},
+		MemberList: []etcdclient.Member{
+			{ID: 0xa, Name: "main-0", PeerURLs: []string{httpURL(0)}},
+			{ID: 0xb, Name: "main-1", PeerURLs: []string{httpURL(1)}},
+			{ID: 0xc, Name: "main-2", PeerURLs: []string{httpURL(2)}},
+		},
+	}
+	o := Observe(etcd, sts, []corev1.Pod{pod("main-0", "r-tls"), pod("main-1", "r-old")}, nil, cs)
+	want := map[string]string{"main-0": "https://main-0.main-peer.ns.svc:2380", "main-1": "", "main-2": ""}
+	for _, m := range o.Members {
+		if m.PodPeerURL != want[m.Name] {
+			t.Errorf("%s: pod peer URL %q, want %q", m.Name, m.PodPeerURL, want[m.Name])
+		}
+		if m.PeerURL != httpURL(m.Ordinal) {
+			t.Errorf("%s: recorded peer URL %q", m.Name, m.PeerURL)
+		}
 	}
 }
