@@ -14,12 +14,15 @@ import (
 // etcd-druid's annotations on an Etcd.
 const (
 	// AnnotationOperation with OperationReconcile orders the spec applied once; the reconciler
-	// removes it when it has.
-	AnnotationOperation = "druid.gardener.cloud/operation"
-	OperationReconcile  = "reconcile"
+	// removes it when it has. AnnotationGardenerOperation is Gardener's name for the same order,
+	// which etcd-druid honours too (a Gardener shoot's Etcds are annotated with it).
+	AnnotationOperation         = "druid.gardener.cloud/operation"
+	AnnotationGardenerOperation = "gardener.cloud/operation"
+	OperationReconcile          = "reconcile"
 	// AnnotationSuspend (any value) stops the spec being applied until it is removed.
 	AnnotationSuspend = "druid.gardener.cloud/suspend-etcd-spec-reconcile"
-	// AnnotationIgnoreReconciliation is AnnotationSuspend's older name, which etcd-druid still honours.
+	// AnnotationIgnoreReconciliation is AnnotationSuspend's older name (etcd-druid dropped it in
+	// v0.27): still honoured, since an Etcd written for an older etcd-druid may carry it.
 	AnnotationIgnoreReconciliation = "druid.gardener.cloud/ignore-reconciliation"
 )
 
@@ -42,6 +45,18 @@ type Decision struct {
 	ConsumeOrder bool
 }
 
+// OrderAnnotations are the annotations of etcd that order its spec applied (either name, value
+// reconcile): what the reconciler removes once it has.
+func OrderAnnotations(etcd *druidv1alpha1.Etcd) []string {
+	var out []string
+	for _, a := range []string{AnnotationOperation, AnnotationGardenerOperation} {
+		if etcd.Annotations[a] == OperationReconcile {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // Decide applies, in order: a suspended Etcd is left as it is; with auto-reconcile every spec is
 // applied; otherwise the spec is applied when the operation annotation orders it, when the Etcd
 // was never reconciled (it must come up), and when nothing is pending (a resync of the spec already
@@ -53,7 +68,7 @@ func Decide(etcd *druidv1alpha1.Etcd, autoReconcile bool) Decision {
 			return Decision{Rule: RuleSuspended, Reason: fmt.Sprintf("annotation %s is set: the spec is not applied until it is removed", a)}
 		}
 	}
-	ordered := etcd.Annotations[AnnotationOperation] == OperationReconcile
+	ordered := len(OrderAnnotations(etcd)) > 0
 	observed := etcd.Status.ObservedGeneration
 	switch {
 	case autoReconcile:

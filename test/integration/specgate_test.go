@@ -93,4 +93,19 @@ func TestDruidReconcileAnnotations(t *testing.T) {
 	stays("a suspended Etcd", podAnnotation("a"))
 	edit(func(e *druidv1alpha1.Etcd) { delete(e.Annotations, specgate.AnnotationSuspend) })
 	framework.Eventually(t, timeout, "the order carried out once the suspension is lifted", podAnnotation("b"))
+
+	// Gardener's name for the order works the same, and is removed the same.
+	edit(func(e *druidv1alpha1.Etcd) {
+		e.Spec.Annotations = map[string]string{"team": "c"}
+		metav1.SetMetaDataAnnotation(&e.ObjectMeta, specgate.AnnotationGardenerOperation, specgate.OperationReconcile)
+	})
+	framework.Eventually(t, timeout, "the change ordered with gardener.cloud/operation applied", podAnnotation("c"))
+	framework.Eventually(t, timeout, "gardener.cloud/operation removed", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+			return false, err.Error()
+		}
+		v, ok := got.Annotations[specgate.AnnotationGardenerOperation]
+		return !ok, fmt.Sprintf("%s=%q still set", specgate.AnnotationGardenerOperation, v)
+	})
 }

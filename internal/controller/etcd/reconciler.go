@@ -5,6 +5,7 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -280,9 +281,16 @@ func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	if !gate.ConsumeOrder {
 		return nil
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + specgate.AnnotationOperation + `":null}}}`)
+	remove := map[string]any{}
+	for _, a := range specgate.OrderAnnotations(etcd) {
+		remove[a] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": remove}})
+	if err != nil {
+		return err
+	}
 	if err := r.client.Patch(ctx, etcd, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("removing annotation %s after applying the spec: %w", specgate.AnnotationOperation, err)
+		return fmt.Errorf("removing the reconcile order %v after applying the spec: %w", specgate.OrderAnnotations(etcd), err)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ var ignoredKeys = []struct {
 	{"controllers.secret", func(c *OperatorConfiguration) bool { return c.Controllers.Secret != nil },
 		"etcd-conductor puts no finalizer on the Secrets an Etcd names, so it has no Secret controller"},
 	{"controllers.etcdOpsTask", func(c *OperatorConfiguration) bool { return c.Controllers.EtcdOpsTask != nil },
-		"etcd-conductor has no EtcdOpsTask controller"},
+		"the EtcdOpsTask controller runs one worker and looks at a running task every second; neither is configurable"},
 	{"webhooks", func(c *OperatorConfiguration) bool { return c.Webhooks != nil },
 		"etcd-conductor serves no admission webhook"},
 	{"logging", func(c *OperatorConfiguration) bool { return c.Logging != nil }, whyLogging},
