@@ -145,7 +145,11 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering status metrics: %w", err)
 	}
-	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+	var statusResync time.Duration
+	if p := cfg.Controllers.Etcd.EtcdStatusSyncPeriod; p != nil {
+		statusResync = p.Duration
+	}
+	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering status controller: %w", err)
 	}

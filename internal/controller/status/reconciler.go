@@ -26,21 +26,32 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
-// resyncInterval re-evaluates member leases, which expire with time rather than with an event.
-const resyncInterval = 5 * time.Second
+// DefaultResync is how often an Etcd is looked at again without an event: member leases expire
+// with time rather than with an event. etcd-druid's controllers.etcd.etcdStatusSyncPeriod sets it.
+const DefaultResync = 5 * time.Second
 
 // Reconciler writes Etcd status.
 type Reconciler struct {
 	client  client.Client
 	metrics *Metrics
 	now     func() time.Time
+	resync  time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
 // NewReconciler builds the status reconciler; metrics may be nil (no series are kept).
 func NewReconciler(c client.Client, metrics *Metrics) *Reconciler {
-	return &Reconciler{client: c, metrics: metrics, now: time.Now}
+	return &Reconciler{client: c, metrics: metrics, now: time.Now, resync: DefaultResync}
+}
+
+// WithResync sets how often an Etcd is looked at again without an event (DefaultResync when d
+// is not positive).
+func (r *Reconciler) WithResync(d time.Duration) *Reconciler {
+	if d > 0 {
+		r.resync = d
+	}
+	return r
 }
 
 // RBAC: everything is read through the cache; only the status is written.
@@ -100,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	// The resync only notices Leases expiring; changes that matter come as events, ahead of it.
-	return ctrl.Result{RequeueAfter: resyncInterval, Priority: priority.For(false)}, nil
+	return ctrl.Result{RequeueAfter: r.resync, Priority: priority.For(false)}, nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inputs, error) {

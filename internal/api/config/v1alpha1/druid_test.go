@@ -61,7 +61,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 			wantIgnored: []string{
 				"clientConnection.contentType", "clientConnection.acceptContentTypes", "server.webhooks",
 				"controllers.disableLeaseCache",
-				"controllers.etcd.disableEtcdServiceAccountAutomount", "controllers.etcd.etcdStatusSyncPeriod",
+				"controllers.etcd.disableEtcdServiceAccountAutomount",
 				"controllers.etcd.etcdMember", "controllers.compaction",
 				"controllers.secret", "controllers.etcdOpsTask", "webhooks", "logging",
 				"featureGates.UpgradeEtcdVersion", "featureGates.UseEtcdWrapper",
@@ -86,7 +86,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 			wantIgnored: []string{
 				"clientConnection.contentType", "clientConnection.acceptContentType", "server.webhooks",
 				"controllers.etcd.disableEtcdServiceAccountAutomount",
-				"controllers.etcd.etcdStatusSyncPeriod", "controllers.etcd.etcdMember", "controllers.compaction",
+				"controllers.etcd.etcdMember", "controllers.compaction",
 				"controllers.secret", "controllers.etcdOpsTask", "webhooks",
 				"logConfiguration", "featureGates.UpgradeEtcdVersion",
 			},
@@ -138,6 +138,7 @@ func TestDecodeDruidKeys(t *testing.T) {
 			wantErr: `unknown field "server.webhooks.server.bindAddress"`},
 		{name: "wrong-case druid key", data: header + "controllers:\n  EtcdOpsTask: {}\n", wantErr: `unknown field "controllers.EtcdOpsTask"`},
 		{name: "druid duration not a duration", data: header + "controllers:\n  etcd:\n    etcdStatusSyncPeriod: often\n", wantErr: "often"},
+		{name: "status sync period not positive", data: header + "controllers:\n  etcd:\n    etcdStatusSyncPeriod: 0s\n", wantErr: "etcdStatusSyncPeriod must be a positive duration"},
 		{name: "lock other than leases", data: header + "leaderElection:\n  resourceLock: configmaps\n",
 			wantErr: `leaderElection.resourceLock must be "leases" (the manager takes a coordination.k8s.io Lease), got "configmaps"`},
 		{name: "metrics port out of range", data: header + "server:\n  metrics:\n    port: 70000\n",

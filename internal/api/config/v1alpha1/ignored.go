@@ -35,8 +35,6 @@ var ignoredKeys = []struct {
 			return c.Controllers.Etcd.DisableEtcdServiceAccountAutomount != nil
 		},
 		"member pods never automount a ServiceAccount token; only the member-agent sidecar mounts a projected one that expires"},
-	{"controllers.etcd.etcdStatusSyncPeriod", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EtcdStatusSyncPeriod != nil },
-		"the status is written on every change of the Etcd, its StatefulSet, pods and Leases, and looked at again every 5s; that period is fixed"},
 	{"controllers.etcd.etcdMember", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EtcdMember != nil },
 		"a member is NotReady as soon as its pod is, and Unknown as soon as its Lease expires: no threshold delays either"},
 	{"controllers.compaction", func(c *OperatorConfiguration) bool { return c.Controllers.Compaction != nil },
