@@ -55,6 +55,16 @@ func TestDruidReconcileAnnotations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	annotationGone := func(key string) func(context.Context) (bool, string) {
+		return func(ctx context.Context) (bool, string) {
+			got := &druidv1alpha1.Etcd{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+				return false, err.Error()
+			}
+			v, ok := got.Annotations[key]
+			return !ok, fmt.Sprintf("%s=%q still set", key, v)
+		}
+	}
 	stays := func(what string, check func(context.Context) (bool, string)) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
@@ -74,14 +84,7 @@ func TestDruidReconcileAnnotations(t *testing.T) {
 		metav1.SetMetaDataAnnotation(&e.ObjectMeta, specgate.AnnotationOperation, specgate.OperationReconcile)
 	})
 	framework.Eventually(t, timeout, "the ordered change applied", podAnnotation("a"))
-	framework.Eventually(t, timeout, "the order removed", func(ctx context.Context) (bool, string) {
-		got := &druidv1alpha1.Etcd{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			return false, err.Error()
-		}
-		v, ok := got.Annotations[specgate.AnnotationOperation]
-		return !ok, fmt.Sprintf("%s=%q still set", specgate.AnnotationOperation, v)
-	})
+	framework.Eventually(t, timeout, "the order removed", annotationGone(specgate.AnnotationOperation))
 
 	// Suspended: not even an order applies the spec; lifting the suspension carries out the order.
 	edit(func(e *druidv1alpha1.Etcd) {
@@ -100,12 +103,5 @@ func TestDruidReconcileAnnotations(t *testing.T) {
 		metav1.SetMetaDataAnnotation(&e.ObjectMeta, specgate.AnnotationGardenerOperation, specgate.OperationReconcile)
 	})
 	framework.Eventually(t, timeout, "the change ordered with gardener.cloud/operation applied", podAnnotation("c"))
-	framework.Eventually(t, timeout, "gardener.cloud/operation removed", func(ctx context.Context) (bool, string) {
-		got := &druidv1alpha1.Etcd{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			return false, err.Error()
-		}
-		v, ok := got.Annotations[specgate.AnnotationGardenerOperation]
-		return !ok, fmt.Sprintf("%s=%q still set", specgate.AnnotationGardenerOperation, v)
-	})
+	framework.Eventually(t, timeout, "gardener.cloud/operation removed", annotationGone(specgate.AnnotationGardenerOperation))
 }

@@ -13,6 +13,13 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
+// generationReported: this spec generation was applied before, so what is said once per
+// generation (the Events below) was said.
+func generationReported(etcd *druidv1alpha1.Etcd) bool {
+	g := etcd.Status.ObservedGeneration
+	return g != nil && *g == etcd.Generation
+}
+
 // EventReasonFieldsIgnored marks the Event that lists the etcd-druid fields an Etcd sets that the
 // operator accepts but does not act on.
 const EventReasonFieldsIgnored = "FieldsIgnored"
@@ -20,7 +27,7 @@ const EventReasonFieldsIgnored = "FieldsIgnored"
 // reportIgnoredFields says once per spec generation which set fields have no effect, so an
 // etcd-druid user learns it from kubectl describe rather than from a backup that never happens.
 func (r *Reconciler) reportIgnoredFields(ctx context.Context, etcd *druidv1alpha1.Etcd) {
-	if g := etcd.Status.ObservedGeneration; g != nil && *g == etcd.Generation {
+	if generationReported(etcd) {
 		return
 	}
 	fields := compat.Ignored(&etcd.Spec)
@@ -38,7 +45,7 @@ const EventReasonStorageChangeIgnored = "StorageChangeIgnored"
 // reportStorageDrift says, once per spec generation, that a changed storageCapacity or
 // storageClass does not reach the members: the StatefulSet's claim templates are immutable.
 func (r *Reconciler) reportStorageDrift(ctx context.Context, etcd *druidv1alpha1.Etcd, existing, desired []corev1.PersistentVolumeClaim) {
-	if g := etcd.Status.ObservedGeneration; g != nil && *g == etcd.Generation {
+	if generationReported(etcd) {
 		return
 	}
 	drift := resources.VolumeClaimDrift(existing, desired)

@@ -27,7 +27,7 @@ const EventReasonPlaintextTraffic = "PlaintextTraffic"
 // on plain HTTP: anyone on the pod network can read and write the data. The TLSEnabled condition
 // (status controller) says what runs for as long as it lasts.
 func (r *Reconciler) reportPlaintext(ctx context.Context, etcd *druidv1alpha1.Etcd) {
-	if g := etcd.Status.ObservedGeneration; g != nil && *g == etcd.Generation {
+	if generationReported(etcd) {
 		return
 	}
 	plain := resources.PlaintextKinds(resources.TransportOf(etcd))
