@@ -18,7 +18,7 @@ import (
 //     UpdateStrategyHeld;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
-//     ready, selector, dataAside, peerUrlTLSEnabled and the conditions Ready, AllMembersReady,
+//     ready, selector, dataAside, peerUrlTLSEnabled, clusterSize and the conditions Ready, AllMembersReady,
 //     AllMembersUpdated, TLSEnabled and the backup conditions (BackupReady,
 //     FullSnapshotBackupReady, DeltaSnapshotBackupReady);
 //   - WriterMembership (the membership controller): clusterID, voters and the condition
@@ -70,7 +70,7 @@ func (w Writer) withoutOwned(s druidv1alpha1.EtcdStatus) (druidv1alpha1.EtcdStat
 		s.LastOperation = nil
 	case WriterStatus:
 		s.Members, s.Replicas, s.ReadyReplicas, s.CurrentReplicas, s.Ready, s.Selector, s.DataAside = nil, 0, 0, 0, nil, nil, nil
-		s.PeerUrlTLSEnabled = nil
+		s.PeerUrlTLSEnabled, s.ClusterSize = nil, nil
 	case WriterMembership:
 		s.ClusterID, s.Voters = "", nil
 	case WriterRecovery:

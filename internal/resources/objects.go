@@ -218,6 +218,30 @@ func MemberAgentRoleBinding(e *druidv1alpha1.Etcd) *rbacv1.RoleBinding {
 
 // MemberLease is the Lease a member's agent renews. The reconciler creates it empty; only the
 // agent writes holderIdentity and renewTime.
+// MemberLeasesUnused are the names among leases (an Etcd's member Leases) that no member uses any
+// more: none of a wanted member (spec.replicas), none of a recorded voter (a member being removed
+// is one until it has left the cluster, and its Lease still says how it is), and none whose pod
+// still exists (it runs, and its agent may renew it). Only those may be deleted.
+func MemberLeasesUnused(e *druidv1alpha1.Etcd, leases, pods []string) []string {
+	keep := map[string]bool{}
+	for _, m := range MemberNames(e) {
+		keep[m] = true
+	}
+	for _, v := range e.Status.Voters {
+		keep[v.Name] = true
+	}
+	for _, p := range pods {
+		keep[p] = true
+	}
+	var out []string
+	for _, l := range leases {
+		if !keep[l] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func MemberLease(e *druidv1alpha1.Etcd, member string) *coordinationv1.Lease {
 	lease := &coordinationv1.Lease{ObjectMeta: objectMeta(e, member)}
 	d := MemberLeaseDurationSeconds(e)

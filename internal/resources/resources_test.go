@@ -226,3 +226,31 @@ func TestFindPod(t *testing.T) {
 		t.Fatalf("FindPod on no pods = %v, want nil", got.Name)
 	}
 }
+
+// TestMemberLeasesUnused: after spec.replicas drops, a member's Lease stays while the member is
+// still a recorded voter or its pod still exists; it goes once neither holds.
+func TestMemberLeasesUnused(t *testing.T) {
+	e := testEtcd(3)
+	leases := []string{"etcd-main-0", "etcd-main-1", "etcd-main-2", "etcd-main-3", "etcd-main-4"}
+	for _, tt := range []struct {
+		name   string
+		voters []string
+		pods   []string
+		want   []string
+	}{
+		{"removed from the cluster, pods gone", []string{"etcd-main-0", "etcd-main-1", "etcd-main-2"}, nil, []string{"etcd-main-3", "etcd-main-4"}},
+		{"still voters", []string{"etcd-main-0", "etcd-main-1", "etcd-main-2", "etcd-main-3", "etcd-main-4"}, nil, nil},
+		{"left the cluster, one pod still running", []string{"etcd-main-0", "etcd-main-1", "etcd-main-2"}, []string{"etcd-main-4"}, []string{"etcd-main-3"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.Status.Voters = nil
+			for _, v := range tt.voters {
+				e.Status.Voters = append(e.Status.Voters, druidv1alpha1.RecordedVoter{Name: v})
+			}
+			got := MemberLeasesUnused(e, leases, tt.pods)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("unused %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

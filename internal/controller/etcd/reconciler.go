@@ -39,6 +39,10 @@ import (
 // again; Secrets are neither watched nor cached.
 const invalidInputRetry = 30 * time.Second
 
+// lingeringLeaseRecheck is how soon the Lease of a removed member that still runs or votes is
+// looked at again: pods are not watched by this reconciler.
+const lingeringLeaseRecheck = 10 * time.Second
+
 // holdRecheck is how soon a StatefulSet kept on OnDelete against the gate is looked at again:
 // pods are not watched by this reconciler, and the hand-over should follow the step's end closely.
 const holdRecheck = time.Second
@@ -124,8 +128,9 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// Pods are listed (uncached) only to decide when a StatefulSet may leave OnDelete.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// Pods are listed uncached to decide when a StatefulSet may leave OnDelete, and from the cache to
+// know whether a move to TLS has rolled out and whether a removed member's pod is gone.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile brings an Etcd's objects to their desired state:
@@ -200,6 +205,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		held, err = r.syncStatefulSet(ctx, etcd, move.Render)
 		return err
 	}
+	leasesLingering := false
+	syncMemberLeases := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		leasesLingering, err = r.syncMemberLeases(ctx, etcd)
+		return err
+	}
 	syncConfigMap := func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
 		return r.syncConfigMap(ctx, etcd, move.Render)
 	}
@@ -215,7 +225,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		{"MemberAgentRBAC", r.syncMemberAgentRBAC, true},
 		{"ConfigMap", syncConfigMap, false},
 		{"Services", r.syncServices, false},
-		{"MemberLeases", r.syncMemberLeases, false},
+		{"MemberLeases", syncMemberLeases, false},
 		{"SnapshotLeases", r.syncSnapshotLeases, false},
 		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
 		{"StatefulSet", syncStatefulSet, true},
@@ -253,6 +263,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result := ctrl.Result{}
 	if move.Render != resources.TransportOf(etcd) {
 		result.RequeueAfter = transportMoveRecheck
+	}
+	if leasesLingering && result.RequeueAfter == 0 {
+		result.RequeueAfter = lingeringLeaseRecheck
 	}
 	if held {
 		result.RequeueAfter = holdRecheck
@@ -497,33 +510,48 @@ func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd)
 
 // syncMemberLeases creates a Lease per desired member and removes those of members scaled away.
 // Only labels and the duration are reconciled: holderIdentity and renewTime belong to the agents.
-func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-	want := map[string]bool{}
+// syncMemberLeases creates the wanted members' Leases and deletes those no member uses any more;
+// lingering is true while a Lease beyond spec.replicas is kept for a member still a voter or
+// whose pod still exists (neither is an event of this controller: the caller looks again).
+func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) (lingering bool, err error) {
 	for _, member := range resources.MemberNames(etcd) {
-		want[member] = true
 		desired := resources.MemberLease(etcd, member)
 		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
 			obj.Spec.LeaseDurationSeconds = desired.Spec.LeaseDurationSeconds
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	leases := &coordinationv1.LeaseList{}
 	if err := r.client.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return fmt.Errorf("listing member leases: %w", err)
+		return false, fmt.Errorf("listing member leases: %w", err)
 	}
+	pods := &corev1.PodList{}
+	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return false, fmt.Errorf("listing member pods: %w", err)
+	}
+	var leaseNames, podNames []string
+	byName := map[string]*coordinationv1.Lease{}
 	for i := range leases.Items {
-		lease := &leases.Items[i]
-		if want[lease.Name] || !metav1.IsControlledBy(lease, etcd) {
-			continue
-		}
-		if err := r.client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting lease %s of a removed member: %w", lease.Name, err)
+		if l := &leases.Items[i]; metav1.IsControlledBy(l, etcd) {
+			leaseNames = append(leaseNames, l.Name)
+			byName[l.Name] = l
 		}
 	}
-	return nil
+	for i := range pods.Items {
+		podNames = append(podNames, pods.Items[i].Name)
+	}
+	// A removed member's Lease goes only once the member has left the cluster and its pod is
+	// gone: until then it still says how the member is.
+	unused := resources.MemberLeasesUnused(etcd, leaseNames, podNames)
+	for _, name := range unused {
+		if err := r.client.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting lease %s of a removed member: %w", name, err)
+		}
+	}
+	return len(leaseNames)-len(unused) > len(resources.MemberNames(etcd)), nil
 }
 
 func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {

@@ -123,7 +123,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 				m.LastTransitionTime = now
 			}
 			out.Members = append(out.Members, m)
-			if (votingLimit >= 0 && i >= votingLimit) || (m.Role != nil && *m.Role == druidv1alpha1.EtcdRoleLearner) {
+			if !countsAsVoter(o.Etcd, i, votingLimit, m) {
 				continue
 			}
 			voters++
@@ -131,6 +131,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 				readyVoters++
 			}
 		}
+		out.ClusterSize = ptr.To(int32(voters))
 		conds = []druidv1alpha1.Condition{
 			readyCondition(int(o.Etcd.Spec.Replicas), voters, readyVoters),
 			allMembersReadyCondition(out.Members),
@@ -147,6 +148,27 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	out.Conditions = conds
 	out.Ready = ptr.To(conds[0].Status == druidv1alpha1.ConditionTrue && conds[1].Status == druidv1alpha1.ConditionTrue)
 	return out
+}
+
+// countsAsVoter: member i votes. A learner (its Lease says so) never does, nor an ordinal at or
+// above the StatefulSet's replicas. Once the voters are recorded (status.voters, from the
+// leader's member list) a member votes only when it is one of them or its Lease says it leads or
+// follows: a pod whose member is still joining, its init step running and its Lease empty, is no
+// voter yet. Before the cluster formed nothing is recorded and every member of the StatefulSet
+// counts, as all bootstrap together.
+func countsAsVoter(etcd *druidv1alpha1.Etcd, i, votingLimit int, m druidv1alpha1.EtcdMemberStatus) bool {
+	if (votingLimit >= 0 && i >= votingLimit) || (m.Role != nil && *m.Role == druidv1alpha1.EtcdRoleLearner) {
+		return false
+	}
+	if len(etcd.Status.Voters) == 0 || m.Role != nil {
+		return true
+	}
+	for _, v := range etcd.Status.Voters {
+		if v.Name == m.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now time.Time) druidv1alpha1.EtcdMemberStatus {

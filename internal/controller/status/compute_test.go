@@ -248,13 +248,29 @@ func TestComputeReadyCountsVotersOnly(t *testing.T) {
 		{"learner added, third not yet", ptr.To[int32](2), []member{leader, learner, {missing: true, leaseAge: -1}}, druidv1alpha1.ConditionTrue, "1/1 members ready, quorum is 1"},
 		{"StatefulSet not grown yet", ptr.To[int32](1), []member{leader, {missing: true, leaseAge: -1}, {missing: true, leaseAge: -1}}, druidv1alpha1.ConditionTrue, "1/1 members ready, quorum is 1"},
 		{"a voter down counts", ptr.To[int32](3), []member{leader, follower, follower}, druidv1alpha1.ConditionFalse, "1/3 members ready, quorum needs 2"},
+		// 1→3: the learner's pod is in its init step, its Lease still empty: no voter.
+		{"a joining member with an empty Lease", ptr.To[int32](2), []member{leader, {revision: "rev-new", leaseAge: -1}, {missing: true, leaseAge: -1}}, druidv1alpha1.ConditionTrue, "1/1 members ready, quorum is 1"},
+		// A recorded voter whose Lease is empty (its pod restarting) still counts.
+		{"a recorded voter with an empty Lease", ptr.To[int32](3), []member{leader, {revision: "rev-new", leaseAge: -1}, {revision: "rev-new", leaseAge: -1}}, druidv1alpha1.ConditionFalse, "1/3 members ready, quorum needs 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := observed(appsv1.OnDeleteStatefulSetStrategyType, tt.members...)
 			o.StatefulSet.Spec.Replicas = tt.stsReplicas
-			got := cond(Compute(o), druidv1alpha1.ConditionTypeReady)
+			// The leader's member list as the membership controller recorded it: every member
+			// with a role in its Lease, and for the restart case all three.
+			for i, m := range tt.members {
+				if m.role != "" && m.role != "Learner" || tt.name == "a recorded voter with an empty Lease" {
+					o.Etcd.Status.Voters = append(o.Etcd.Status.Voters, druidv1alpha1.RecordedVoter{Name: fmt.Sprintf("etcd-main-%d", i)})
+				}
+			}
+			out := Compute(o)
+			got := cond(out, druidv1alpha1.ConditionTypeReady)
 			if got.Status != tt.want || got.Message != tt.message {
 				t.Errorf("Ready = %s %q, want %s %q", got.Status, got.Message, tt.want, tt.message)
+			}
+			// clusterSize is the voters Ready counted (the "n" of "k/n members ready").
+			if n := out.ClusterSize; n == nil || !strings.Contains(got.Message, fmt.Sprintf("/%d members", *n)) {
+				t.Errorf("clusterSize %v, Ready %q", n, got.Message)
 			}
 		})
 	}

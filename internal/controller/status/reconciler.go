@@ -100,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Selector = computed.Selector
 		s.DataAside = computed.DataAside
 		s.PeerUrlTLSEnabled = computed.PeerUrlTLSEnabled
+		s.ClusterSize = computed.ClusterSize
 	}); err != nil {
 		if apierrors.IsConflict(err) {
 			// Another writer patched the Etcd after the cached copy was read: the watch event of

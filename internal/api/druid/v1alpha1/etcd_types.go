@@ -325,7 +325,8 @@ type EtcdStatus struct {
 	// LastError is etcd-druid's older single-error field; see LastErrors.
 	// +optional
 	LastError *string `json:"lastError,omitempty"`
-	// ClusterSize is deprecated in etcd-druid.
+	// ClusterSize is the number of voting members, as the Ready condition counts them (DEP-01;
+	// removed from etcd-druid's API in v0.27).
 	// +optional
 	ClusterSize *int32 `json:"clusterSize,omitempty"`
 	// UpdatedReplicas is deprecated in etcd-druid; see CurrentReplicas.
