@@ -125,6 +125,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	access := memberaccess.New(memberaccess.Config{Reader: mgr.GetAPIReader(), SecretTTL: secretCacheTTL,
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS), StatefulSets: mgr.GetClient()})
 
+	// controllers.etcd.waitForBackupReady: voluntary disruptions wait while BackupReady is False
+	// (internal/backupgate); left out (a configuration not passed through Decode), true.
+	waitForBackup := ptr.Deref(cfg.Controllers.Etcd.WaitForBackupReady, true)
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
@@ -133,8 +136,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},
-		SpecAutoReconcile: cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
-		RequireTLS:        ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
+		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		WaitForBackupReady: waitForBackup,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -61,6 +61,8 @@ type Reconciler struct {
 	autoReconcile bool
 	// requireTLS refuses Etcds whose members would run on plain HTTP.
 	requireTLS bool
+	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
+	waitForBackup bool
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -85,6 +87,9 @@ type Config struct {
 	SpecAutoReconcile *bool
 	// RequireTLS is the operator's controllers.etcd.requireTLS.
 	RequireTLS bool
+	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
+	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
+	WaitForBackupReady bool
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -101,6 +106,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
 		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:    cfg.RequireTLS,
+		waitForBackup: cfg.WaitForBackupReady,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -555,13 +561,14 @@ func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.E
 }
 
 func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-	desired := resources.PodDisruptionBudget(etcd)
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
 	obj := desired.DeepCopy()
 	obj.Spec = desired.Spec
 	return r.apply(ctx, etcd, obj, desired, func() {
 		obj.Labels = desired.Labels
 		obj.Spec.MinAvailable = desired.Spec.MinAvailable
 		obj.Spec.Selector = desired.Spec.Selector
+		obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
 	})
 }
 
