@@ -163,6 +163,8 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering ondelete metrics: %w", err)
 	}
+	rolloutPolicy := RolloutPolicy(cfg.Controllers.OnDelete)
+	rolloutPolicy.WaitForBackupReady = waitForBackup
 	onDelete := ondelete.NewReconciler(ondelete.Config{
 		Client:          mgr.GetClient(),
 		Reader:          mgr.GetAPIReader(),
@@ -172,7 +174,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Metrics:         onDeleteMetrics,
 		RoleSource:      roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
 		RequeueInterval: cfg.Controllers.OnDelete.RequeueInterval.Duration,
-		Policy:          RolloutPolicy(cfg.Controllers.OnDelete),
+		Policy:          rolloutPolicy,
 		HandoverTimeout: cfg.Controllers.OnDelete.Handover.Timeout.Duration,
 	})
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
