@@ -182,11 +182,12 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("registering ondelete controller: %w", err)
 	}
 	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Access:   access,
-		Recorder: recorder,
-		Members:  pool,
+		Client:             mgr.GetClient(),
+		Reader:             mgr.GetAPIReader(),
+		Access:             access,
+		Recorder:           recorder,
+		Members:            pool,
+		WaitForBackupReady: waitForBackup,
 	})
 	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -145,7 +145,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 // planMembership plans as the membership controller does: first without the leader's view, and
 // when the step waits on it, once more with it.
 func planMembership(ctx context.Context, in controllerInputs) Step {
-	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered())
+	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered(), in.waitForBackup)
 	observed.SuperfluousGrace = membershipctl.DefaultSuperfluousGrace
 	d := membership.Plan(observed)
 	var notes []string
