@@ -28,10 +28,10 @@ func TestOf(t *testing.T) {
 		U = druidv1alpha1.ConditionUnknown
 	)
 	for _, tt := range []struct {
-		name    string
-		etcd    *druidv1alpha1.Etcd
-		switch_ bool
-		holds   bool
+		name  string
+		etcd  *druidv1alpha1.Etcd
+		on    bool
+		holds bool
 	}{
 		{"False, store, on", etcdWith(true, F), true, true},
 		{"False, store, off", etcdWith(true, F), false, false},
@@ -42,7 +42,7 @@ func TestOf(t *testing.T) {
 		{"no Etcd (a saved state without one)", nil, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g := Of(tt.etcd, tt.switch_)
+			g := Of(tt.etcd, tt.on)
 			if g.Holds != tt.holds {
 				t.Fatalf("Holds = %v, want %v", g.Holds, tt.holds)
 			}
