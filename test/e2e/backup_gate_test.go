@@ -6,13 +6,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
 // TestRolloutWaitsForBackupStore: DEP-01 postpones rolling updates while BackupReady is False. A
@@ -24,27 +20,10 @@ func TestRolloutWaitsForBackupStore(t *testing.T) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	srv, err := s3server.New(s3server.Options{Host: s.Network.GatewayIP(), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if err := srv.CreateBucket(ctx, backupBucket); err != nil {
-		t.Fatal(err)
-	}
 	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
 	e := &env{t: t, stack: s}
-	cluster := createClusterWith(ctx, e, "e2e-backup-gate-", 3, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
-		if err := s.Client.Create(ctx, secret); err != nil {
-			return err
-		}
-		etcd.Spec.Backup = backupSpec(ns+"/"+etcd.Name, "etcd-backup")
-		return nil
-	})
+	b := createBackedUpCluster(ctx, e, "e2e-backup-gate-", 3)
+	srv, cluster := b.s3, e.cluster
 	t.Cleanup(func() { dumpAgentsOnFailure(t, s, cluster) })
 	rec := startRecorder(ctx, t, cluster, 3)
 	e.waitFor(ctx, "BackupReady True", backupReadyIs(cluster, druidv1alpha1.ConditionTrue))
