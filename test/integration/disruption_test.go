@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -22,7 +23,8 @@ import (
 // TestPodDisruptionBudgetFollowsHealth: on a real apiserver with kube-controller-manager's
 // disruption controller, the PDB of a 5-member Etcd has minAvailable 3 while all members are
 // ready, 4 (the Ready members) once one is not ready — a ready member can then not be evicted,
-// the one that is not ready still can — and 5 once BackupReady is False (nothing can be evicted).
+// the one that is not ready still can —, 3 again once it is ready (also while the Etcd's spec is
+// suspended), and 5 while BackupReady is False (nothing can be evicted).
 // The test plays kubelet (pod readiness) and member-agents (Lease renewals); evictions are dry
 // runs, which the apiserver checks against the budget like real ones.
 func TestPodDisruptionBudgetFollowsHealth(t *testing.T) {
@@ -55,6 +57,25 @@ func TestPodDisruptionBudgetFollowsHealth(t *testing.T) {
 	waitForBudget(t, c, ns, "one member not ready", druidv1alpha1.ConditionFalse, 4, 4)
 	evict(t, c, ns, "etcd-main-1", false, "a ready member while another is not ready")
 	evict(t, c, ns, "etcd-main-4", true, "the member that is not ready")
+
+	// The spec suspended (druid.gardener.cloud/suspend-etcd-spec-reconcile): the PDB still
+	// follows health. etcd-main-4 becomes ready again: back to a quorum.
+	etcd := &druidv1alpha1.Etcd{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main"}, etcd); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(etcd.DeepCopy())
+	metav1.SetMetaDataAnnotation(&etcd.ObjectMeta, specgate.AnnotationSuspend, "true")
+	if err := c.Patch(ctx, etcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main-4"}, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubeletMarkReady(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+	waitForBudget(t, c, ns, "all ready again, spec suspended", druidv1alpha1.ConditionTrue, 3, 5)
 
 	// An Etcd whose BackupReady is False (a store no member-agent can build: StoreInvalid at
 	// once), all members ready: no eviction. Its own namespace, so no spec change starts a

@@ -14,6 +14,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,7 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !gate.Apply {
 		log.Info("Spec not applied", "rule", gate.Rule, "reason", gate.Reason)
 		r.recorder.Event(etcd, corev1.EventTypeNormal, gate.Rule.CamelCase(), gate.Reason)
-		return ctrl.Result{}, nil
+		// The PDB follows the members' health, not the spec: it keeps doing so meanwhile.
+		return ctrl.Result{}, r.followHealthOnly(ctx, etcd)
 	}
 
 	move, err := r.planTransport(ctx, etcd)
@@ -570,6 +573,27 @@ func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1a
 		obj.Spec.Selector = desired.Spec.Selector
 		obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
 	})
+}
+
+// followHealthOnly brings an existing PDB's minAvailable (and unhealthyPodEvictionPolicy) to
+// the members' health while the spec is not applied; its labels and selector, which follow the
+// spec, are left as they are, and no PDB is created.
+func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
+	obj := &policyv1.PodDisruptionBudget{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, etcd) {
+		return nil
+	}
+	before := obj.DeepCopy()
+	obj.Spec.MinAvailable = desired.Spec.MinAvailable
+	obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+	if equality.Semantic.DeepEqual(before.Spec, obj.Spec) {
+		return nil
+	}
+	return r.client.Update(ctx, obj)
 }
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
