@@ -40,7 +40,7 @@ var clusterIDRecorded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 
 // disruptionHealthChanged lets through the status changes the PodDisruptionBudget follows
 // (resources.DisruptionBudget): AllMembersReady or BackupReady changing status, or the number of
-// members whose status is Ready changing while not all are.
+// members whose status is Ready changing. Messages and other conditions wake nothing.
 var disruptionHealthChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	oldEtcd, okOld := e.ObjectOld.(*druidv1alpha1.Etcd)
 	newEtcd, okNew := e.ObjectNew.(*druidv1alpha1.Etcd)
