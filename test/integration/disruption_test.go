@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +29,9 @@ import (
 // The test plays kubelet (pod readiness) and member-agents (Lease renewals); evictions are dry
 // runs, which the apiserver checks against the budget like real ones.
 func TestPodDisruptionBudgetFollowsHealth(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{CRDs: true})
+	// The disruption controller computes the PDB's status, which evictions are checked against.
+	controllers := append(slices.Clone(localcluster.DefaultControllers), "disruption")
+	env := localcluster.StartForTest(t, localcluster.Options{CRDs: true, Controllers: controllers})
 	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
 	c := env.Client()
 
