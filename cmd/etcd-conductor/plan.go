@@ -127,6 +127,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.IntVar(&o.policy.HandoverAttempts, "handover-attempts", o.policy.HandoverAttempts, "failed handovers after which the leader is deleted anyway")
 	maxLag := flags.Int64("max-applied-index-lag", int64(o.policy.MaxAppliedIndexLag), "catch-up bound in raft entries; -1 turns the gate off")
 	flags.IntVar(&o.policy.MaxConcurrent, "max-concurrent-member-updates", o.policy.MaxConcurrent, "participating members replaced at once (capped by the quorum's headroom)")
+	flags.BoolVar(&o.policy.WaitForBackupReady, "wait-for-backup-ready", o.policy.WaitForBackupReady, "controllers.etcd.waitForBackupReady: rollouts, defragmentation and scale-in wait while BackupReady is False")
 	if err := flags.Parse(args); err != nil {
 		return o, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -93,7 +94,10 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	pods := memberaccess.MemberPods(st.StatefulSet, st.Pods)
 	// A saved state without an Etcd has no conditions: nothing else is in flight.
 	ops := operation.Of(st.Etcd)
-	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy).WithOperations(ops)}
+	// Voluntary disruptions wait for the backup (package backupgate); a saved state without an
+	// Etcd has no BackupReady either.
+	backup := backupgate.Of(st.Etcd, policy.WaitForBackupReady)
+	out := Outcome{Pods: pods, Observed: rollout.Observe(st.StatefulSet, pods, nil).WithPolicy(policy).WithOperations(ops).WithBackup(backup)}
 	if mode != roles.SourcePolicyLeaseOnly {
 		// One round of reads for both: replaced members that may be back before their readiness
 		// says so, and members a failed handover went to that may be cut off before it says so.
@@ -148,7 +152,7 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 	}
 	out.Reports = reports
 	out.Decision = rollout.Plan(rollout.Observe(st.StatefulSet, pods, out.Resolution.Roles).WithMembers(MemberStatuses(reports)).
-		WithPolicy(policy).WithOperations(ops).WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard))
+		WithPolicy(policy).WithOperations(ops).WithBackup(backup).WithRejoinProven(out.Rejoined).WithUnheard(out.Unheard))
 	return out, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
@@ -34,6 +35,9 @@ const (
 	RuleDone             RuleID = "defrag/done"
 	RuleInvalidObserved  RuleID = "defrag/wait/invalid-observation"
 	RuleMemberNotInPlace RuleID = "defrag/wait/member-missing"
+	// RuleBackupNotReady postpones the run's next member while the Etcd's BackupReady is False
+	// and waiting for it is configured (package backupgate, DEP-01).
+	RuleBackupNotReady RuleID = backupgate.DefragRule
 )
 
 // Action is what the controller does next.
@@ -83,6 +87,8 @@ type Observed struct {
 	Handled map[string]bool
 	// Operations are the other operations in flight on the Etcd (package operation).
 	Operations operation.Set
+	// Backup says whether voluntary disruptions wait for the Etcd's backup (package backupgate).
+	Backup backupgate.Gate
 }
 
 // Decision is what to do next and why; Reason carries the numbers.
@@ -102,6 +108,7 @@ func Plan(o Observed) Decision {
 		ruleNoRollout,
 		ruleNoScale,
 		ruleNoOtherOperation,
+		ruleBackupReady,
 		ruleAllMembersPresent,
 		ruleAllHealthy,
 		ruleLeaderKnown,
@@ -166,6 +173,16 @@ func ruleNoOtherOperation(o Observed) (Decision, bool) {
 		return Decision{}, false
 	}
 	return wait(operation.WaitRule(ops[0].Kind), "waiting for the %s to finish; %s", ops.Describe(), summary(o)), true
+}
+
+// ruleBackupReady is DEP-01's "postpone potentially disruptive maintenance operations when the
+// BackupReady condition is false": a member blocked by its defragmentation is one fewer to lose.
+// The run waits (it is not skipped) and goes on with the next member once a backup succeeds.
+func ruleBackupReady(o Observed) (Decision, bool) {
+	if !o.Backup.Holds {
+		return Decision{}, false
+	}
+	return wait(RuleBackupNotReady, "%s; %s", o.Backup.Waiting("defragmenting the next member"), summary(o)), true
 }
 
 func ruleAllMembersPresent(o Observed) (Decision, bool) {

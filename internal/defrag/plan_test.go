@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
@@ -65,6 +66,22 @@ func TestPlan(t *testing.T) {
 			name:       "its own operation is not waited on",
 			o:          Observed{Due: true, Replicas: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindDefragmentation}}},
 			wantAction: ActionDefragment, wantRule: RuleFollower, wantMember: "etcd-2",
+		},
+		{
+			name:       "backup not ready: the run waits",
+			o:          Observed{Due: true, Replicas: 3, Members: three(), Backup: backupgate.Gate{Holds: true, Reason: "UploadFailed"}},
+			wantAction: ActionWait, wantRule: RuleBackupNotReady,
+		},
+		{
+			name: "backup not ready mid-run: the leader waits too",
+			o: Observed{Due: true, Replicas: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-2": true},
+				Backup: backupgate.Gate{Holds: true}},
+			wantAction: ActionWait, wantRule: RuleBackupNotReady,
+		},
+		{
+			name:       "backup not ready but not due: nothing to say",
+			o:          Observed{Replicas: 3, Members: three(), Backup: backupgate.Gate{Holds: true}},
+			wantAction: ActionNone, wantRule: RuleNotDue,
 		},
 		{
 			name:       "a member pod missing",
@@ -164,6 +181,9 @@ func randomObserved(r *rand.Rand) Observed {
 			o.Handled[m.Name] = true
 		}
 	}
+	if r.IntN(4) == 0 {
+		o.Backup = backupgate.Gate{Holds: true, Reason: "UploadFailed"}
+	}
 	return o
 }
 
@@ -185,7 +205,7 @@ func TestPlanProperties(t *testing.T) {
 			}
 			continue
 		}
-		if !o.Due || o.RolloutInFlight || o.ScaleInFlight || len(o.Operations.Except(operation.KindDefragmentation)) > 0 {
+		if !o.Due || o.RolloutInFlight || o.ScaleInFlight || len(o.Operations.Except(operation.KindDefragmentation)) > 0 || o.Backup.Holds {
 			t.Fatalf("defragments %s outside a quiet due run: %+v", d.Member, o)
 		}
 		if o.Handled[d.Member] {

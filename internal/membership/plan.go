@@ -335,12 +335,19 @@ func (v *view) resizeNeeded() bool {
 }
 
 // ruleScaleIn removes voters beyond the desired size, highest ordinal first, one at a time,
-// after moving leadership off them, to a kept voter the leader hears.
+// after moving leadership off them, to a kept voter the leader hears. While the backup gate holds
+// (DEP-01: postpone disruptive maintenance while BackupReady is False) a voter of this Etcd's
+// pods is neither removed nor moved off leadership; a member no pod of this Etcd stands for is
+// no scale-in asked for and is still removed.
 func ruleScaleIn(v *view) *Decision {
 	if len(v.beyond) == 0 {
 		return nil
 	}
 	m := v.beyond[0]
+	if m.Ordinal >= 0 && v.o.Backup.Holds {
+		return decide(ActionWait, RuleBackupNotReady, "%s; %s",
+			v.o.Backup.Waiting(fmt.Sprintf("removing %s (scale-in to %d)", describe(m), v.o.Desired)), v.summary())
+	}
 	if m.Leader {
 		if d := v.needHeard(fmt.Sprintf("moving leadership off %s", describe(m))); d != nil {
 			return d

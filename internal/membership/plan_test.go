@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
@@ -97,6 +98,18 @@ func TestPlan(t *testing.T) {
 		{name: "5→3: members removed one at a time before any pod goes",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3)}},
 			action: ActionRemove, rule: RuleRemove, member: "etcd-3"},
+		{name: "5→3 while BackupReady is False: the scale-in waits",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Backup: backupgate.Gate{Holds: true, Reason: "UploadFailed"}, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}},
+			action: ActionWait, rule: RuleBackupNotReady, reason: "removing etcd-4"},
+		{name: "5→3 while BackupReady is False: no leadership moved for it either",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Backup: backupgate.Gate{Holds: true}, Members: []Member{voter(0), voter(1), voter(2), voter(3), leader(voter(4))}},
+			action: ActionWait, rule: RuleBackupNotReady},
+		{name: "3→5 while BackupReady is False: scale-out goes on",
+			o:      Observed{Desired: 5, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), voter(2)}},
+			action: ActionAddLearner, rule: RuleAddLearner, ordinal: 3},
+		{name: "data lost while BackupReady is False: still replaced",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), lost(voter(2))}},
+			action: ActionRemove, rule: RuleReplaceDataLost, member: "etcd-2"},
 		{name: "members removed: shrink the StatefulSet",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), voter(1), voter(2)}},
 			action: ActionSetReplicas, rule: RuleShrink, replicas: 3},
@@ -250,6 +263,26 @@ func TestPlanProperties(t *testing.T) {
 		if quorumStep && !o.HeardKnown {
 			t.Fatalf("%s without asking which voters the leader hears: %+v → %+v", d.Action, o, d)
 		}
+		// DEP-01: while BackupReady is False no voter is removed (or moved off leadership) for a
+		// scale-in, and every other step (learners, lost members, scale-out) is what it is without
+		// the gate.
+		if o.Backup.Holds {
+			if (d.Action == ActionRemove || d.Action == ActionMoveLeader) && !d.Member.Learner && d.Member.Ordinal >= o.Desired {
+				t.Fatalf("scales in while the backup is not ready: %+v → %+v", o, d)
+			}
+			open := o
+			open.Backup = backupgate.Gate{}
+			want := Plan(open)
+			if d.Rule == RuleBackupNotReady {
+				switch want.Rule {
+				case RuleRemove, RuleRemoveUnsafe, RuleMoveLeader, RuleNoLeaderTarget, RuleHeardUnknown:
+				default:
+					t.Fatalf("the backup gate held %s (%s), which is no scale-in: %+v", want.Rule, want.Reason, o)
+				}
+			} else if d.Action != want.Action || d.Rule != want.Rule {
+				t.Fatalf("the backup gate changed %s into %s: %+v", want.Rule, d.Rule, o)
+			}
+		}
 		switch d.Action {
 		case ActionAddLearner:
 			if learners > 0 {
@@ -357,6 +390,9 @@ func randomObserved(rng *rand.Rand) Observed {
 	if !o.MembersKnown {
 		o.Members = nil
 	}
+	if rng.Intn(4) == 0 {
+		o.Backup = backupgate.Gate{Holds: true, Reason: "UploadFailed"}
+	}
 	return o
 }
 
@@ -404,5 +440,15 @@ func TestPeerURLFollowsPod(t *testing.T) {
 				t.Errorf("reason %q lacks the URLs", d.Reason)
 			}
 		})
+	}
+}
+
+// TestBackupWaitIsAScaleInProgress: a scale-in waiting for the backup is a membership change in
+// progress, so ScaleOperationInProgress stays True and carries WaitBackupNotReady.
+func TestBackupWaitIsAScaleInProgress(t *testing.T) {
+	d := Plan(Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, HeardKnown: true,
+		Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}})
+	if d.Rule != RuleBackupNotReady || !d.InProgress() || d.Rule.CamelCase() != "WaitBackupNotReady" {
+		t.Fatalf("Plan = %s (in progress %v), want %s in progress", d.Rule, d.InProgress(), RuleBackupNotReady)
 	}
 }

@@ -3,6 +3,7 @@ package membership
 import (
 	"time"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
@@ -67,6 +68,10 @@ type Observed struct {
 	// Operations are the other operations in flight on the Etcd (package operation): while one
 	// is, no member is added, promoted or removed.
 	Operations operation.Set
+	// Backup says whether voluntary disruptions wait for the Etcd's backup (package
+	// backupgate): while it holds no voter of this Etcd is removed for a scale-in and no
+	// leadership moved for one. Replacing lost members, learners and scale-out go on.
+	Backup backupgate.Gate
 }
 
 // Action is what the controller does now.
@@ -114,6 +119,9 @@ const (
 	RuleSettleReplicas    RuleID = "settle/set-replicas"
 	RuleDone              RuleID = "done"
 	RuleUpdatePeerURL     RuleID = "peer-url/follow-pod"
+	// RuleBackupNotReady holds a scale-in while the Etcd's BackupReady is False and waiting for
+	// it is configured (package backupgate, DEP-01).
+	RuleBackupNotReady RuleID = backupgate.Rule
 )
 
 // Decision is Plan's answer.

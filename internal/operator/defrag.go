@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
@@ -25,6 +26,8 @@ func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, 
 		Members:  pool,
 		Metrics:  metrics,
 		Access:   access,
+		// controllers.etcd.waitForBackupReady, left out true (internal/backupgate).
+		WaitForBackupReady: ptr.Deref(o.Config.Controllers.Etcd.WaitForBackupReady, true),
 	})
 	if err := r.RegisterWithManager(mgr, o.Config.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		return fmt.Errorf("registering defrag controller: %w", err)

@@ -125,6 +125,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	access := memberaccess.New(memberaccess.Config{Reader: mgr.GetAPIReader(), SecretTTL: secretCacheTTL,
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS), StatefulSets: mgr.GetClient()})
 
+	// controllers.etcd.waitForBackupReady: voluntary disruptions wait while BackupReady is False
+	// (internal/backupgate); left out (a configuration not passed through Decode), true.
+	waitForBackup := ptr.Deref(cfg.Controllers.Etcd.WaitForBackupReady, true)
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
@@ -133,8 +136,9 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},
-		SpecAutoReconcile: cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
-		RequireTLS:        ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
+		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		WaitForBackupReady: waitForBackup,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
@@ -159,6 +163,8 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		pool.Close()
 		return nil, fmt.Errorf("registering ondelete metrics: %w", err)
 	}
+	rolloutPolicy := RolloutPolicy(cfg.Controllers.OnDelete)
+	rolloutPolicy.WaitForBackupReady = waitForBackup
 	onDelete := ondelete.NewReconciler(ondelete.Config{
 		Client:          mgr.GetClient(),
 		Reader:          mgr.GetAPIReader(),
@@ -168,7 +174,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Metrics:         onDeleteMetrics,
 		RoleSource:      roles.SourcePolicy(cfg.Controllers.OnDelete.MemberRoleSource),
 		RequeueInterval: cfg.Controllers.OnDelete.RequeueInterval.Duration,
-		Policy:          RolloutPolicy(cfg.Controllers.OnDelete),
+		Policy:          rolloutPolicy,
 		HandoverTimeout: cfg.Controllers.OnDelete.Handover.Timeout.Duration,
 	})
 	if err := onDelete.RegisterWithManager(mgr, cfg.Controllers.OnDelete.ConcurrentSyncs); err != nil {
@@ -176,11 +182,12 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("registering ondelete controller: %w", err)
 	}
 	members := membershipcontroller.NewReconciler(membershipcontroller.Config{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Access:   access,
-		Recorder: recorder,
-		Members:  pool,
+		Client:             mgr.GetClient(),
+		Reader:             mgr.GetAPIReader(),
+		Access:             access,
+		Recorder:           recorder,
+		Members:            pool,
+		WaitForBackupReady: waitForBackup,
 	})
 	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

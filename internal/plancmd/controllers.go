@@ -109,9 +109,11 @@ type controllerInputs struct {
 	leases  []coordinationv1.Lease
 	answers Answers
 	now     time.Time
+	// waitForBackup is controllers.etcd.waitForBackupReady (rollout.Policy.WaitForBackupReady).
+	waitForBackup bool
 }
 
-func planControllers(ctx context.Context, st State, answers AnswerSource, rolled Output, now time.Time) (Controllers, error) {
+func planControllers(ctx context.Context, st State, answers AnswerSource, rolled Output, now time.Time, waitForBackup bool) (Controllers, error) {
 	out := Controllers{Rollout: Step{Action: string(rolled.Action), Rule: rolled.Rule, Reason: rolled.Reason,
 		Pods: rolled.Pods, HandoverTo: rolled.HandoverTo}}
 	// A state's Etcd is the one owning the StatefulSet (DecodeState, ReadLive), as the
@@ -124,7 +126,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		return out, nil
 	}
 	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: memberaccess.MemberPods(st.StatefulSet, st.Pods),
-		leases: decision.MemberLeases(st.Etcd, false, st.Leases), now: now}
+		leases: decision.MemberLeases(st.Etcd, false, st.Leases), now: now, waitForBackup: waitForBackup}
 	if answers != nil {
 		var err error
 		if in.answers, err = answers(ctx, st.Etcd, in.pods); err != nil {
@@ -143,7 +145,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 // planMembership plans as the membership controller does: first without the leader's view, and
 // when the step waits on it, once more with it.
 func planMembership(ctx context.Context, in controllerInputs) Step {
-	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered())
+	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered(), in.waitForBackup)
 	observed.SuperfluousGrace = membershipctl.DefaultSuperfluousGrace
 	d := membership.Plan(observed)
 	var notes []string
@@ -225,7 +227,7 @@ func planDefragmentation(in controllerInputs) Step {
 	if in.answers.Status != nil {
 		status = defragctl.StatusByMember(*in.answers.Status)
 	}
-	d := defrag.Plan(defragctl.Observe(in.etcd, in.sts, in.pods, status, map[string]bool{}))
+	d := defrag.Plan(defragctl.Observe(in.etcd, in.sts, in.pods, status, map[string]bool{}, in.waitForBackup))
 	step.Action, step.Rule, step.Reason, step.Member = string(d.Action), d.Rule, d.Reason, d.Member
 	step.Notes = []string{"a run that starts now, with no member handled yet: a run under way lives in the operator's memory"}
 	return step

@@ -136,7 +136,7 @@ func Plan(ctx context.Context, st State, src Sources, mode roles.SourcePolicy, p
 		return Output{}, err
 	}
 	out := output(st, outcome)
-	if out.Controllers, err = planControllers(ctx, st, src.Answers, out, now); err != nil {
+	if out.Controllers, err = planControllers(ctx, st, src.Answers, out, now, policy.WaitForBackupReady); err != nil {
 		return Output{}, err
 	}
 	return out, nil

@@ -14,9 +14,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 )
 
@@ -272,17 +275,75 @@ func FindPod(pods []corev1.Pod, name string) *corev1.Pod {
 	return nil
 }
 
-// PodDisruptionBudget keeps external actors (drains, VPA, autoscaler) from evicting below quorum.
-// The OnDelete controller deletes rather than evicts, so it is not bound by it (DEP-07).
-func PodDisruptionBudget(e *druidv1alpha1.Etcd) *policyv1.PodDisruptionBudget {
+// AnnotationAllowUnhealthyPodEviction is etcd-druid's annotation on an Etcd that lets a member
+// pod that is not ready be evicted whatever the budget (unhealthyPodEvictionPolicy: AlwaysAllow).
+// Its presence counts, any value, as in etcd-druid.
+const AnnotationAllowUnhealthyPodEviction = "resources.druid.gardener.cloud/allow-unhealthy-pod-eviction"
+
+// PodDisruptionBudget keeps external actors (drains, VPA, autoscaler) from evicting members
+// beyond what the cluster's health affords (DisruptionBudget). The OnDelete controller deletes
+// rather than evicts, so it is not bound by it (DEP-07). waitForBackupReady is the operator's
+// controllers.etcd.waitForBackupReady.
+func PodDisruptionBudget(e *druidv1alpha1.Etcd, waitForBackupReady bool) *policyv1.PodDisruptionBudget {
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: objectMeta(e, PodDisruptionBudgetName(e))}
-	minAvailable := intstr.FromInt32(0)
-	if e.Spec.Replicas > 1 {
-		minAvailable = intstr.FromInt32(int32(quorum.Of(int(e.Spec.Replicas))))
-	}
+	minAvailable := intstr.FromInt32(DisruptionBudget(e, backupgate.Of(e, waitForBackupReady)).MinAvailable)
 	pdb.Spec = policyv1.PodDisruptionBudgetSpec{
 		MinAvailable: &minAvailable,
 		Selector:     &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
 	}
+	if _, ok := e.Annotations[AnnotationAllowUnhealthyPodEviction]; ok {
+		pdb.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow)
+	}
 	return pdb
+}
+
+// Budget is the PodDisruptionBudget's minAvailable and the rule that set it.
+type Budget struct {
+	MinAvailable int32
+	Rule         ruleid.ID
+}
+
+// The rules of DisruptionBudget.
+const (
+	BudgetSingleNode      ruleid.ID = "pdb/single-node"
+	BudgetQuorum          ruleid.ID = "pdb/quorum"
+	BudgetMembersNotReady ruleid.ID = "pdb/members-not-ready"
+	BudgetBackupNotReady  ruleid.ID = "pdb/backup-not-ready"
+)
+
+// DisruptionBudget is DEP-01's "PodDisruptionBudget" section, with n = spec.replicas:
+//   - a single-node cluster (n ≤ 1) gets 0: there is no quorum to keep, and a drain must be able
+//     to move its only member (DEP-01 asks for the budget for multi-node clusters);
+//   - AllMembersReady True (or not reported yet): floor(n/2)+1, a quorum;
+//   - AllMembersReady False: the number of members whose status is Ready, "to disable eviction
+//     of any member pods when not all members are Ready" — the ready members are all that may
+//     not go, while a member that is not ready can still be evicted (Kubernetes' default
+//     IfHealthyBudget lets an unhealthy pod go while the budget is met);
+//   - BackupReady False while waiting for the backup is on (backup.Holds, DEP-01 "BackupReady":
+//     "toggle the minAvailable field between n/2 + 1 and n ... whenever the BackupReady
+//     condition toggles"): n, no voluntary eviction at all.
+//
+// "In case of a conflict ... the highest of the applicable values", so the result is the
+// largest value that applies, and never less than a quorum for a multi-node cluster.
+func DisruptionBudget(e *druidv1alpha1.Etcd, backup backupgate.Gate) Budget {
+	n := int(e.Spec.Replicas)
+	if n <= 1 {
+		return Budget{MinAvailable: 0, Rule: BudgetSingleNode}
+	}
+	b := Budget{MinAvailable: int32(quorum.Of(n)), Rule: BudgetQuorum}
+	if c := druidv1alpha1.FindCondition(e.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersReady); c != nil && c.Status == druidv1alpha1.ConditionFalse {
+		ready := 0
+		for _, m := range e.Status.Members {
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+				ready++
+			}
+		}
+		if ready = min(ready, n); int32(ready) > b.MinAvailable {
+			b = Budget{MinAvailable: int32(ready), Rule: BudgetMembersNotReady}
+		}
+	}
+	if backup.Holds && int32(n) > b.MinAvailable {
+		b = Budget{MinAvailable: int32(n), Rule: BudgetBackupNotReady}
+	}
+	return b
 }

@@ -39,7 +39,7 @@ func TestPodDisruptionBudgetMinAvailable(t *testing.T) {
 		want     int32
 	}{{0, 0}, {1, 0}, {3, 2}, {5, 3}, {7, 4}} {
 		t.Run(fmt.Sprintf("replicas=%d", tt.replicas), func(t *testing.T) {
-			pdb := PodDisruptionBudget(testEtcd(tt.replicas))
+			pdb := PodDisruptionBudget(testEtcd(tt.replicas), true)
 			if got := pdb.Spec.MinAvailable.IntVal; got != tt.want {
 				t.Errorf("replicas %d: minAvailable = %d, want %d", tt.replicas, got, tt.want)
 			}

@@ -19,6 +19,11 @@
 //     recovery, a defragmentation, the hand-over to RollingUpdate; package operation): nothing
 //     is deleted, not even a non-participating pod, until its condition clears. The controller
 //     asks this rule again on the Etcd read afresh right before a deletion (HeldByOperation).
+//   - wait/backup-not-ready (Observed.Backup, package backupgate; DEP-01 postpones rolling
+//     updates while BackupReady is False): no participating member is deleted and no leadership
+//     moved while the Etcd's BackupReady is False and controllers.etcd.waitForBackupReady is on.
+//     An outdated pod that does not participate passes (the next rules replace it at no cost to
+//     the quorum). Asked again with HeldByOperation before each deletion.
 //   - single-node: replicas is 1 and the only pod is outdated: delete it, whatever its health.
 //   - non-participating/{dead,transient,unknown,alive-unready} (DEP-07 step 2): an outdated pod
 //     whose etcd container is not Ready contributes nothing to quorum, so it is deleted without

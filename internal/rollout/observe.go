@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 )
 
@@ -120,6 +121,12 @@ func (o Observed) withEachPod(f func(PodState) PodState) Observed {
 // WithOperations sets the other operations in flight on the Etcd.
 func (o Observed) WithOperations(ops operation.Set) Observed {
 	o.Operations = ops.Except(operation.KindRollout)
+	return o
+}
+
+// WithBackup sets whether voluntary disruptions wait for the Etcd's backup (backupgate.Of).
+func (o Observed) WithBackup(g backupgate.Gate) Observed {
+	o.Backup = g
 	return o
 }
 

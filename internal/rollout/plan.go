@@ -32,6 +32,7 @@ var rules = []rule{
 	ruleUpdateRevisionKnown,
 	ruleAllUpToDate,
 	ruleNoOtherOperation,
+	ruleBackupReady,
 	ruleSingleNode,
 	ruleNonParticipatingFirst,
 	ruleNoPodTerminating,

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
@@ -49,6 +50,11 @@ func observedFromBytes(data []byte) Observed {
 	if b := next(); b%8 == 3 {
 		o.Operations = operation.Set{{Kind: []operation.Kind{operation.KindScale, operation.KindRecovery,
 			operation.KindDefragmentation, operation.KindStrategyHold}[int(b>>3)%4]}}
+	}
+	// Now and then the backup gate holds (BackupReady False, waiting configured): from bits of
+	// the first byte that the replica count does not use, since the pods use up the rest.
+	if len(data) > 0 && data[0]&0x30 == 0x10 {
+		o.Backup = backupgate.Gate{Holds: true, Reason: "UploadFailed"}
 	}
 	// Now and then a pod whose name carries no ordinal, as a careless selector would let in.
 	if b := next(); b%16 == 1 {
@@ -162,7 +168,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleOutOfBounds {
 		return fail("refused an observation within bounds")
 	}
-	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy, Operations: o.Operations}); again.Action != d.Action ||
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy, Operations: o.Operations, Backup: o.Backup}); again.Action != d.Action ||
 		!slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule || again.HandoverTo != d.HandoverTo {
 		return fail("decision depends on pod order: %+v", again)
 	}
@@ -171,6 +177,20 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	// moves, and the wait names it.
 	if len(o.Operations) > 0 && d.Action != ActionDone && (d.Action != ActionWait || len(d.Pods) != 0) {
 		return fail("acted while %s is in flight", o.Operations[0].Kind)
+	}
+	// DEP-01: while BackupReady is False (and waiting for it is on) no participating member is
+	// replaced and no leadership moves; only members that do not participate are.
+	if o.Backup.Holds {
+		if d.Action == ActionHandover {
+			return fail("moved leadership while the backup is not ready")
+		}
+		for _, name := range d.Pods {
+			for _, p := range o.Pods {
+				if p.Name == name && p.Participating && d.Action == ActionDelete {
+					return fail("deleted participating %s while the backup is not ready", name)
+				}
+			}
+		}
 	}
 	inRange := func(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < o.Replicas }
 	present := map[int]bool{}
@@ -442,6 +462,10 @@ func settledFromBytes(data []byte) Observed {
 		}
 		o.Pods = append(o.Pods, p)
 	}
+	// Now and then the backup gate holds, from bits of the first byte the size does not use.
+	if len(data) > 0 && data[0]&0x30 == 0x10 {
+		o.Backup = backupgate.Gate{Holds: true, Reason: "UploadFailed"}
+	}
 	return o
 }
 
@@ -573,6 +597,12 @@ func TestInvariantCheckerCatchesUnsafePlans(t *testing.T) {
 	five.Policy = Policy{MaxConcurrent: 3}
 	if planInvariantViolation(greedy, five) == nil {
 		t.Fatal("invariant checker accepted taking 3 of 5 voters at once")
+	}
+	// A participating member replaced while the backup is not ready.
+	backupDown := observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1").outdated(), pod("etcd-main-2").leader())
+	backupDown.Backup = backupgate.Gate{Holds: true}
+	if planInvariantViolation(func(o Observed) Decision { return planWith([]rule{ruleReplaceParticipating}, o) }, backupDown) == nil {
+		t.Fatal("invariant checker accepted replacing a participating member while BackupReady is False")
 	}
 	// A lagging voter left behind.
 	lagging := observed(3, pod("etcd-main-0").outdated().reported(100000).leader(), pod("etcd-main-1").outdated().reported(100000), pod("etcd-main-2").reported(1))

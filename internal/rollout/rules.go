@@ -49,11 +49,34 @@ func ruleNoOtherOperation(v *view) verdict {
 		v.o.Operations.Describe(), v.summary())
 }
 
-// HeldByOperation is ruleNoOtherOperation alone: the controller asks it again, on the Etcd read
-// afresh, right before it deletes, and reports a hold under the same rule id.
+// HeldByOperation is ruleNoOtherOperation and ruleBackupReady alone: the controller asks them
+// again, on the Etcd read afresh, right before it deletes, and reports a hold under the same
+// rule id.
 func HeldByOperation(o Observed) (Decision, bool) {
-	got := ruleNoOtherOperation(newView(o))
-	return got.decision(), !got.passes()
+	v := newView(o)
+	for _, r := range []rule{ruleNoOtherOperation, ruleBackupReady} {
+		if got := r(v); !got.passes() {
+			return got.decision(), true
+		}
+	}
+	return Decision{}, false
+}
+
+// ruleBackupReady is DEP-01's "postpone potentially disruptive maintenance operations when the
+// BackupReady condition is false" (rolling updates): while the backup gate holds, no
+// participating member is replaced and no leadership moved. An outdated member that does not
+// participate passes: replacing it costs the quorum nothing and brings the cluster back to
+// health (ruleSingleNode or ruleNonParticipatingFirst takes it next).
+func ruleBackupReady(v *view) verdict {
+	if !v.o.Backup.Holds {
+		return verdict{}
+	}
+	for _, p := range v.pods {
+		if v.candidate(p) && !p.Participating {
+			return verdict{}
+		}
+	}
+	return wait(RuleBackupNotReady, nil, "%s; %s", v.o.Backup.Waiting("replacing the next member"), v.summary())
 }
 
 // ruleSingleNode: a one-member cluster has no quorum to keep and no leader election to avoid,

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
@@ -102,12 +103,16 @@ type Policy struct {
 	// etcd container runs are asked (AwaitingRejoin), and an answer only ever adds
 	// participation: a pod the kubelet calls Ready is never taken for less.
 	RejoinByRead bool
+	// WaitForBackupReady postpones the replacement of participating members while the Etcd's
+	// BackupReady condition is False (DEP-01; OperatorConfiguration
+	// controllers.etcd.waitForBackupReady): Observed.Backup then holds (backupgate.Of).
+	WaitForBackupReady bool
 }
 
 // DefaultPolicy is what the operator runs with unless configured otherwise.
 func DefaultPolicy() Policy {
 	return Policy{MaxConcurrent: 1, CatchUp: true, MaxAppliedIndexLag: DefaultMaxAppliedIndexLag, Handover: true, HandoverAttempts: DefaultHandoverAttempts,
-		RejoinByRead: true}
+		RejoinByRead: true, WaitForBackupReady: true}
 }
 
 const (
@@ -132,6 +137,9 @@ type Observed struct {
 	// Operations are the other operations in flight on the Etcd (package operation): while one
 	// is, no pod is deleted and no leadership moved.
 	Operations operation.Set
+	// Backup says whether voluntary disruptions wait for the Etcd's backup (package
+	// backupgate): while it holds no participating member is replaced and no leadership moved.
+	Backup backupgate.Gate
 }
 
 // Action is what the controller should do now.
@@ -191,6 +199,10 @@ const (
 	// RuleNoCandidate is a safety net: no rule matched although the rollout is not done. The rule
 	// set is built so that this cannot happen; if it does, waiting is the safe answer.
 	RuleNoCandidate RuleID = "wait/no-candidate"
+	// RuleBackupNotReady waits while the Etcd's BackupReady is False and waiting for it is
+	// configured (package backupgate); outdated members that do not participate are still
+	// replaced, which costs the quorum nothing.
+	RuleBackupNotReady RuleID = backupgate.Rule
 )
 
 // The operation rules wait while another operation is in flight on the Etcd (package

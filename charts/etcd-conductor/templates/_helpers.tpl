@@ -76,6 +76,7 @@ clientConnection:
 controllers:
   etcd:
     concurrentSyncs: {{ .Values.controllers.etcd.concurrentSyncs }}
+    waitForBackupReady: {{ .Values.controllers.etcd.waitForBackupReady }}
   etcdCopyBackupsTask:
     enabled: {{ .Values.controllers.etcdCopyBackupsTask.enabled }}
     concurrentSyncs: {{ .Values.controllers.etcdCopyBackupsTask.concurrentSyncs }}

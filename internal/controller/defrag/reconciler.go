@@ -29,6 +29,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -67,6 +68,9 @@ type Config struct {
 	WaitInterval time.Duration
 	// Now is the clock (tests replace it).
 	Now func() time.Time
+	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: a run waits
+	// while the Etcd's BackupReady is False (package backupgate).
+	WaitForBackupReady bool
 }
 
 // Reconciler runs defragmentation schedules.
@@ -262,7 +266,7 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
 	}
 	out := observation{creds: creds, targets: targets, status: StatusByMember(cs)}
-	out.observed = Observe(etcd, sts, pods, out.status, s.handled)
+	out.observed = Observe(etcd, sts, pods, out.status, s.handled, r.cfg.WaitForBackupReady)
 	return out, nil
 }
 
@@ -277,11 +281,13 @@ func StatusByMember(cs etcdclient.ClusterStatus) map[string]etcdclient.MemberSta
 }
 
 // Observe turns the StatefulSet, its pods and what the members said into the planner's input for
-// a run in progress (Due), with the members this run already handled. It reads nothing itself,
-// so `plan` runs the very same observation on a saved state and saved member answers.
-func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool) defrag.Observed {
+// a run in progress (Due), with the members this run already handled; waitForBackupReady is the
+// operator's switch (package backupgate). It reads nothing itself, so `plan` runs the very same
+// observation on a saved state and saved member answers.
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool, waitForBackupReady bool) defrag.Observed {
 	rolled := rollout.Observe(sts, pods, nil)
-	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd)}
+	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd),
+		Backup: backupgate.Of(etcd, waitForBackupReady)}
 	var revisions []operation.Pod
 	for _, p := range rolled.Pods {
 		revisions = append(revisions, operation.Pod{Revision: p.Revision, Terminating: p.Terminating})
@@ -370,8 +376,9 @@ const leftOverMargin = 10 * time.Second
 
 // hold sets DefragmentationInProgress before member d.Member is defragmented, on the Etcd as the
 // apiserver holds it now and with the status patch's optimistic lock: an operation another
-// controller started since the decision, or a status written meanwhile, stops it here. It returns
-// the planner's wait when another operation is in flight.
+// controller started since the decision, a BackupReady turned False, or a status written
+// meanwhile, stops it here. It returns the planner's wait when another operation is in flight or
+// the backup gate holds.
 func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule, d defrag.Decision, timeout time.Duration) (*defrag.Decision, error) {
 	fresh, err := r.readFresh(ctx, etcd)
 	if err != nil {
@@ -380,6 +387,10 @@ func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *sche
 	if others := operation.Of(fresh).Except(operation.KindDefragmentation); len(others) > 0 {
 		return &defrag.Decision{Action: defrag.ActionWait, Rule: operation.WaitRule(others[0].Kind),
 			Reason: fmt.Sprintf("waiting for the %s to finish before defragmenting %s", others.Describe(), d.Member)}, nil
+	}
+	if g := backupgate.Of(fresh, r.cfg.WaitForBackupReady); g.Holds {
+		return &defrag.Decision{Action: defrag.ActionWait, Rule: defrag.RuleBackupNotReady,
+			Reason: g.Waiting("defragmenting " + d.Member)}, nil
 	}
 	if err := r.writeCondition(ctx, fresh, druidv1alpha1.ConditionTrue, d.Rule.CamelCase(),
 		fmt.Sprintf("defragmenting member %s (timeout %s)", d.Member, timeout)); err != nil {

@@ -14,6 +14,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,6 +63,8 @@ type Reconciler struct {
 	autoReconcile bool
 	// requireTLS refuses Etcds whose members would run on plain HTTP.
 	requireTLS bool
+	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
+	waitForBackup bool
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -85,6 +89,9 @@ type Config struct {
 	SpecAutoReconcile *bool
 	// RequireTLS is the operator's controllers.etcd.requireTLS.
 	RequireTLS bool
+	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
+	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
+	WaitForBackupReady bool
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -101,6 +108,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
 		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:    cfg.RequireTLS,
+		waitForBackup: cfg.WaitForBackupReady,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -165,7 +173,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !gate.Apply {
 		log.Info("Spec not applied", "rule", gate.Rule, "reason", gate.Reason)
 		r.recorder.Event(etcd, corev1.EventTypeNormal, gate.Rule.CamelCase(), gate.Reason)
-		return ctrl.Result{}, nil
+		// The PDB follows the members' health, not the spec: it keeps doing so meanwhile.
+		return ctrl.Result{}, r.followHealthOnly(ctx, etcd)
 	}
 
 	move, err := r.planTransport(ctx, etcd)
@@ -555,14 +564,36 @@ func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.E
 }
 
 func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-	desired := resources.PodDisruptionBudget(etcd)
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
 	obj := desired.DeepCopy()
 	obj.Spec = desired.Spec
 	return r.apply(ctx, etcd, obj, desired, func() {
 		obj.Labels = desired.Labels
 		obj.Spec.MinAvailable = desired.Spec.MinAvailable
 		obj.Spec.Selector = desired.Spec.Selector
+		obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
 	})
+}
+
+// followHealthOnly brings an existing PDB's minAvailable (and unhealthyPodEvictionPolicy) to
+// the members' health while the spec is not applied; its labels and selector, which follow the
+// spec, are left as they are, and no PDB is created.
+func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
+	obj := &policyv1.PodDisruptionBudget{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, etcd) {
+		return nil
+	}
+	before := obj.DeepCopy()
+	obj.Spec.MinAvailable = desired.Spec.MinAvailable
+	obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+	if equality.Semantic.DeepEqual(before.Spec, obj.Spec) {
+		return nil
+	}
+	return r.client.Update(ctx, obj)
 }
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"fmt"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -37,8 +38,35 @@ var clusterIDRecorded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 	return okOld && okNew && oldEtcd.Status.ClusterID != newEtcd.Status.ClusterID
 }}
 
+// disruptionHealthChanged lets through the status changes the PodDisruptionBudget follows
+// (resources.DisruptionBudget): AllMembersReady or BackupReady changing status, or the number of
+// members whose status is Ready changing. Messages and other conditions wake nothing.
+var disruptionHealthChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	oldEtcd, okOld := e.ObjectOld.(*druidv1alpha1.Etcd)
+	newEtcd, okNew := e.ObjectNew.(*druidv1alpha1.Etcd)
+	return okOld && okNew && disruptionHealth(oldEtcd) != disruptionHealth(newEtcd)
+}}
+
+// disruptionHealth is what of an Etcd's status its PodDisruptionBudget depends on.
+func disruptionHealth(e *druidv1alpha1.Etcd) string {
+	status := func(t druidv1alpha1.ConditionType) druidv1alpha1.ConditionStatus {
+		if c := druidv1alpha1.FindCondition(e.Status.Conditions, t); c != nil {
+			return c.Status
+		}
+		return ""
+	}
+	ready := 0
+	for _, m := range e.Status.Members {
+		if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+			ready++
+		}
+	}
+	return fmt.Sprintf("%s/%s/%d", status(druidv1alpha1.ConditionTypeAllMembersReady), status(druidv1alpha1.ConditionTypeBackupReady), ready)
+}
+
 // RegisterWithManager wires the reconciler: it reacts to spec changes of an Etcd (not to its
-// status, which other controllers write) and to changes of the objects it owns.
+// status, which other controllers write, except the health its PodDisruptionBudget follows) and
+// to changes of the objects it owns.
 func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -50,7 +78,7 @@ func (r *Reconciler) RegisterWithManager(mgr ctrl.Manager, concurrentSyncs int) 
 				&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 			),
 		}).
-		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, clusterIDRecorded))).
+		For(&druidv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, clusterIDRecorded, disruptionHealthChanged))).
 		// After a restart, Etcds whose spec changed meanwhile go ahead of the settled fleet.
 		Watches(&druidv1alpha1.Etcd{}, priority.EnqueueInFlight(specChanged)).
 		Owns(&appsv1.StatefulSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

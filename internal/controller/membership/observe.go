@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
@@ -71,11 +72,13 @@ func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
 // members said (cs is nil when no member answered). It reads nothing itself, so `plan` runs the
 // very same observation on a saved state and saved member answers. SuperfluousGrace, the members'
 // SeenFor and which voters the leader hears (WithHeard) are the caller's to add: they come from
-// the controller's configuration, its memory and a further question.
-func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus) membership.Observed {
+// the controller's configuration, its memory and a further question. waitForBackupReady is the
+// operator's switch (package backupgate).
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus, waitForBackupReady bool) membership.Observed {
 	o := membership.Observed{
 		Desired:      int(etcd.Spec.Replicas),
 		Bootstrapped: etcd.Status.ClusterID != "",
+		Backup:       backupgate.Of(etcd, waitForBackupReady),
 	}
 	if sts.Spec.Replicas != nil {
 		o.StatefulSetReplicas = int(*sts.Spec.Replicas)

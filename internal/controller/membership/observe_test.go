@@ -38,7 +38,7 @@ func TestObserve(t *testing.T) {
 			{ID: 0xe, Name: "other-0", ClientURLs: []string{"x"}},
 		},
 	}
-	o := Observe(etcd, sts, pods, leases, cs)
+	o := Observe(etcd, sts, pods, leases, cs, true)
 	if !o.MembersKnown || !o.Bootstrapped || o.Desired != 3 || o.StatefulSetReplicas != 3 || !o.RolloutInFlight {
 		t.Fatalf("observed %+v", o)
 	}
@@ -92,7 +92,7 @@ func TestObservePodPeerURL(t *testing.T) {
 			{ID: 0xc, Name: "main-2", PeerURLs: []string{httpURL(2)}},
 		},
 	}
-	o := Observe(etcd, sts, []corev1.Pod{pod("main-0", "r-tls"), pod("main-1", "r-old")}, nil, cs)
+	o := Observe(etcd, sts, []corev1.Pod{pod("main-0", "r-tls"), pod("main-1", "r-old")}, nil, cs, true)
 	want := map[string]string{"main-0": "https://main-0.main-peer.ns.svc:2380", "main-1": "", "main-2": ""}
 	for _, m := range o.Members {
 		if m.PodPeerURL != want[m.Name] {

@@ -65,6 +65,9 @@ type Config struct {
 	SettledInterval time.Duration
 	// SuperfluousGrace is how long a member no pod of the Etcd stands for is left alone.
 	SuperfluousGrace time.Duration
+	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: a scale-in
+	// waits while the Etcd's BackupReady is False (package backupgate).
+	WaitForBackupReady bool
 }
 
 // DefaultSuperfluousGrace is how long a member no pod of the Etcd stands for is left alone
@@ -406,7 +409,7 @@ func sameTargets(a, b []etcdclient.Target) bool {
 // plan observes the view with what the members said and plans one step. heard is which voters
 // the leader hears (hear), nil when not asked: then no step that counts a quorum is taken.
 func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, credsErr error) membership.Decision {
-	observed := Observe(v.etcd, v.sts, v.pods, v.leases, cs)
+	observed := Observe(v.etcd, v.sts, v.pods, v.leases, cs, r.cfg.WaitForBackupReady)
 	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
 	observed = WithHeard(observed, heard)
 	r.ageForeign(clusterKey(v.etcd), observed.Members)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -343,7 +344,7 @@ func inFlight(d rollout.Decision) bool {
 	return d.Action != rollout.ActionDone
 }
 
-// heldByOperation asks the planner's operation rule (rollout.HeldByOperation) again on the Etcd
+// heldByOperation asks the planner's operation and backup rules (rollout.HeldByOperation) again on the Etcd
 // and the StatefulSet as the apiserver holds them now; nil means nothing holds the deletion. A
 // StatefulSet replaced or no longer OnDelete since it was read is being handed to RollingUpdate:
 // the Etcd reconciler clears its hold only once it has switched it, so that is a hold too.
@@ -361,7 +362,7 @@ func (r *Reconciler) heldByOperation(ctx context.Context, sts *appsv1.StatefulSe
 		ops = append(ops, operation.InFlight{Kind: operation.KindStrategyHold, Holder: "Etcd reconciler",
 			Detail: "the StatefulSet was replaced or is no longer OnDelete"})
 	}
-	d, held := rollout.HeldByOperation(o.WithOperations(ops))
+	d, held := rollout.HeldByOperation(o.WithOperations(ops).WithBackup(backupgate.Of(etcd, o.Policy.WaitForBackupReady)))
 	if !held {
 		return nil, nil
 	}

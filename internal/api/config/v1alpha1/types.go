@@ -15,6 +15,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -134,6 +135,12 @@ type EtcdControllerConfiguration struct {
 	// running their members on plain HTTP, as etcd-druid does. etcd-conductor's own key; left
 	// out, false.
 	RequireTLS *bool `json:"requireTLS,omitempty"`
+	// WaitForBackupReady postpones voluntary disruptions of an Etcd with a backup store while
+	// its BackupReady condition is False (DEP-01, internal/backupgate): no new rollout step,
+	// scheduled defragmentation step or scale-in step starts, and its PodDisruptionBudget
+	// allows no eviction. Recovery, scale-out and the replacement of lost members go on.
+	// etcd-conductor's own key; left out, true.
+	WaitForBackupReady *bool `json:"waitForBackupReady,omitempty"`
 	// etcd-druid's keys for the member pods' token and the member status, accepted and ignored.
 	DisableEtcdServiceAccountAutomount *bool `json:"disableEtcdServiceAccountAutomount,omitempty"`
 	// EtcdStatusSyncPeriod is how often the status controller looks at an Etcd without an event
@@ -210,6 +217,9 @@ func (c *OperatorConfiguration) Default() {
 	}
 	if c.ClientConnection.Burst == 0 {
 		c.ClientConnection.Burst = DefaultClientBurst
+	}
+	if c.Controllers.Etcd.WaitForBackupReady == nil {
+		c.Controllers.Etcd.WaitForBackupReady = ptr.To(true)
 	}
 	if c.Controllers.Etcd.ConcurrentSyncs == 0 {
 		c.Controllers.Etcd.ConcurrentSyncs = 3

@@ -60,6 +60,25 @@ func TestDecode(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "waiting for the backup: on by default",
+			data: policyHeader,
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if w := c.Controllers.Etcd.WaitForBackupReady; w == nil || !*w {
+					t.Errorf("waitForBackupReady = %v, want true", w)
+				}
+			},
+		},
+		{
+			name: "waiting for the backup: off",
+			data: policyHeader + "controllers:\n  etcd:\n    waitForBackupReady: false\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if w := c.Controllers.Etcd.WaitForBackupReady; w == nil || *w {
+					t.Errorf("waitForBackupReady = %v, want false", w)
+				}
+			},
+		},
+		{name: "waiting for the backup: not a boolean", data: policyHeader + "controllers:\n  etcd:\n    waitForBackupReady: sometimes\n", wantErr: "waitForBackupReady"},
 		{name: "handover typo", data: policyHeader + "controllers:\n  ondelete:\n    handover: {enable: true}\n", wantErr: `unknown field "controllers.ondelete.handover.enable"`},
 		{name: "zero handover timeout", data: policyHeader + "controllers:\n  ondelete:\n    handover: {timeout: 0s}\n", wantErr: "controllers.ondelete.handover.timeout must be a positive duration"},
 		{name: "negative attempts", data: policyHeader + "controllers:\n  ondelete:\n    handover: {maxAttempts: -1}\n", wantErr: "controllers.ondelete.handover.maxAttempts must be positive"},
