@@ -149,7 +149,11 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	if p := cfg.Controllers.Etcd.EtcdStatusSyncPeriod; p != nil {
 		statusResync = p.Duration
 	}
-	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+	var unknownGrace, notReadyGrace time.Duration
+	if m := cfg.Controllers.Etcd.EtcdMember; m != nil {
+		unknownGrace, notReadyGrace = m.UnknownThreshold.Duration, m.NotReadyThreshold.Duration
+	}
+	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).WithUnknownGrace(unknownGrace).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering status controller: %w", err)
 	}
@@ -181,6 +185,8 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Access:   access,
 		Recorder: recorder,
 		Members:  pool,
+		// DEP-01 scenario 9: a minority member NotReady this long has its pod deleted.
+		NotReadyGrace: notReadyGrace,
 	})
 	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
