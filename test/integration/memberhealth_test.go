@@ -18,11 +18,9 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // TestStuckMemberRestart runs the membership controller against a real kube-apiserver and three
@@ -48,12 +46,7 @@ func TestStuckMemberRestart(t *testing.T) {
 	t.Cleanup(func() { _ = heal() })
 
 	events := record.NewFakeRecorder(1000)
-	rec := membershipcontroller.NewReconciler(membershipcontroller.Config{
-		Client: env.Client(), Reader: env.Client(), Recorder: events, Members: pool,
-		NotReadyGrace: 2 * time.Second,
-		Access: memberaccess.New(memberaccess.Config{Reader: env.Client(),
-			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return cluster.Client, nil }}),
-	})
+	rec := membershipReconciler(env, cluster, pool, events, func(c *membershipcontroller.Config) { c.NotReadyGrace = 2 * time.Second })
 	key := client.ObjectKeyFromObject(etcd)
 	// setNotReady writes status.members as the status controller would: the named members
 	// NotReady for an hour, the others Ready.
