@@ -15,6 +15,8 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
 // TestWedgedMemberRestartedByLiveness: in a 3-member cluster with the writer and the auditor
@@ -29,34 +31,10 @@ func TestWedgedMemberRestartedByLiveness(t *testing.T) {
 	defer cancel()
 	cluster, e := startCluster(ctx, t, s, "e2e-wedged-")
 	const wedged = 1
-	restarts := func(ctx context.Context) (int32, bool, error) {
-		pods, err := cluster.Pods(ctx)
-		if err != nil {
-			return 0, false, err
-		}
-		for _, p := range pods {
-			if p.Name != cluster.PodName(wedged) {
-				continue
-			}
-			ready := false
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready = true
-				}
-			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.Name == resources.EtcdContainerName {
-					return cs.RestartCount, ready, nil
-				}
-			}
-		}
-		return 0, false, fmt.Errorf("pod %s not found", cluster.PodName(wedged))
-	}
-	before, _, err := restarts(ctx)
+	before, err := memberPod(ctx, cluster, wedged)
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	rec := startRecorder(ctx, t, cluster, 3)
 	time.Sleep(2 * time.Second)
 	if err := s.Sim.Hang(cluster.PodKey(wedged), etcdContainer); err != nil {
@@ -66,39 +44,80 @@ func TestWedgedMemberRestartedByLiveness(t *testing.T) {
 	e.waitNotReady(ctx, wedged)
 	var restartedAfter time.Duration
 	e.waitFor(ctx, "the wedged member's etcd container restarted by its liveness probe", func(ctx context.Context) (bool, error) {
-		n, _, err := restarts(ctx)
+		p, err := memberPod(ctx, cluster, wedged)
 		if err != nil {
 			return false, err
 		}
-		if n > before {
+		if n := etcdRestarts(p); n > etcdRestarts(before) {
 			restartedAfter = time.Since(frozen)
 			return true, nil
 		}
-		return false, fmt.Errorf("restart count %d after %s", n, time.Since(frozen).Round(time.Second))
+		return false, fmt.Errorf("restart count %d after %s", etcdRestarts(p), time.Since(frozen).Round(time.Second))
 	})
-	e.waitFor(ctx, "the restarted member Ready again", func(ctx context.Context) (bool, error) {
-		_, ready, err := restarts(ctx)
-		return ready, err
+	waitMemberBack(ctx, t, e, wedged, frozen, rec, "wedged-member-liveness", "restartedAfter", restartedAfter)
+	// Six failed probes 10 s apart: the first failure ends its 10 s timeout, so no restart comes
+	// before about a minute.
+	if restartedAfter < 50*time.Second {
+		t.Errorf("restarted %s after the freeze: sooner than the probe's minute of silence", restartedAfter)
+	}
+}
+
+// memberPod is pod i of the cluster.
+func memberPod(ctx context.Context, cluster *stack.EtcdCluster, i int) (*corev1.Pod, error) {
+	pods, err := cluster.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for j := range pods {
+		if pods[j].Name == cluster.PodName(i) {
+			return &pods[j], nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s not found", cluster.PodName(i))
+}
+
+// etcdRestarts is how often the pod's etcd container was restarted.
+func etcdRestarts(p *corev1.Pod) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.EtcdContainerName {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// waitMemberBack waits until member i is Ready again, stops the recorder and checks the run: no
+// acknowledged write lost, the history linearizable, no quorum loss while one member of three
+// was out. It prints the figures (what the fault led to after, and when the member was Ready
+// again, both counted from since).
+func waitMemberBack(ctx context.Context, t *testing.T, e *env, i int, since time.Time, rec *workload.Recorder, name, what string, after time.Duration) {
+	t.Helper()
+	e.waitFor(ctx, "the member Ready again", func(ctx context.Context) (bool, error) {
+		p, err := memberPod(ctx, e.cluster, i)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
-	readyAfter := time.Since(frozen)
+	readyAfter := time.Since(since)
 	time.Sleep(2 * time.Second)
 	report, recErr := rec.Stop(ctx)
-	t.Logf("figures wedged-member: restarted after %s, Ready again after %s; %s", restartedAfter.Round(100*time.Millisecond),
+	t.Logf("figures %s: %s %s, Ready again after %s; %s", name, what, after.Round(100*time.Millisecond),
 		readyAfter.Round(100*time.Millisecond), report.Summary())
-	fmt.Printf("e2e %-28s restartedAfter=%-6s readyAfter=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d ackedWrites=%-5d lost=%d\n",
-		"wedged-member-liveness", restartedAfter.Round(100*time.Millisecond), readyAfter.Round(100*time.Millisecond),
+	fmt.Printf("e2e %-28s %s=%-6s readyAfter=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d ackedWrites=%-5d lost=%d\n",
+		name, what, after.Round(100*time.Millisecond), readyAfter.Round(100*time.Millisecond),
 		report.QuorumLossMs, report.LongestWriteGapMs, report.AckedWrites, report.LostAckedWrites)
 	checkWrites(t, report, recErr)
 	if report.LinearizabilityError != "" {
 		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
 	}
 	if report.QuorumLossMs > 0 {
-		t.Errorf("quorum lost for %d ms while one member of three was wedged", report.QuorumLossMs)
-	}
-	// Six failed probes 10 s apart: the first failure ends its 10 s timeout, so no restart comes
-	// before about a minute.
-	if restartedAfter < 50*time.Second {
-		t.Errorf("restarted %s after the freeze: sooner than the probe's minute of silence", restartedAfter)
+		t.Errorf("quorum lost for %d ms while one member of three was out", report.QuorumLossMs)
 	}
 }
 
@@ -122,19 +141,7 @@ func TestStuckMemberPodDeleted(t *testing.T) {
 	e := &env{t: t, stack: s}
 	cluster := createCluster(ctx, e, "e2e-stuck-", 3)
 	const stuck = 2
-	pod := func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := cluster.Pods(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for i := range pods {
-			if pods[i].Name == cluster.PodName(stuck) {
-				return &pods[i], nil
-			}
-		}
-		return nil, fmt.Errorf("pod %s not found", cluster.PodName(stuck))
-	}
-	before, err := pod(ctx)
+	before, err := memberPod(ctx, cluster, stuck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +158,7 @@ func TestStuckMemberPodDeleted(t *testing.T) {
 	e.waitNotReady(ctx, stuck)
 	var deletedAfter time.Duration
 	e.waitFor(ctx, "the stuck member's pod deleted and recreated", func(ctx context.Context) (bool, error) {
-		p, err := pod(ctx)
+		p, err := memberPod(ctx, cluster, stuck)
 		if err != nil {
 			return false, err
 		}
@@ -159,40 +166,12 @@ func TestStuckMemberPodDeleted(t *testing.T) {
 			deletedAfter = time.Since(muted)
 			return true, nil
 		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == resources.EtcdContainerName && cs.RestartCount > 0 {
-				return false, fmt.Errorf("the muted member's etcd was restarted (%d) by liveness", cs.RestartCount)
-			}
+		if n := etcdRestarts(p); n > etcdRestarts(before) {
+			return false, fmt.Errorf("the muted member's etcd was restarted (%d) by liveness", n)
 		}
 		return false, fmt.Errorf("pod %s still the same after %s", p.Name, time.Since(muted).Round(time.Second))
 	})
-	e.waitFor(ctx, "the recreated member Ready", func(ctx context.Context) (bool, error) {
-		p, err := pod(ctx)
-		if err != nil {
-			return false, err
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	readyAfter := time.Since(muted)
-	time.Sleep(2 * time.Second)
-	report, recErr := rec.Stop(ctx)
-	t.Logf("figures stuck-member: pod deleted after %s, Ready again after %s; %s", deletedAfter.Round(100*time.Millisecond),
-		readyAfter.Round(100*time.Millisecond), report.Summary())
-	fmt.Printf("e2e %-28s deletedAfter=%-6s readyAfter=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d ackedWrites=%-5d lost=%d\n",
-		"stuck-member-pod-deleted", deletedAfter.Round(100*time.Millisecond), readyAfter.Round(100*time.Millisecond),
-		report.QuorumLossMs, report.LongestWriteGapMs, report.AckedWrites, report.LostAckedWrites)
-	checkWrites(t, report, recErr)
-	if report.LinearizabilityError != "" {
-		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
-	}
-	if report.QuorumLossMs > 0 {
-		t.Errorf("quorum lost for %d ms while one member of three was stuck", report.QuorumLossMs)
-	}
+	waitMemberBack(ctx, t, e, stuck, muted, rec, "stuck-member-pod-deleted", "deletedAfter", deletedAfter)
 	if deletedAfter < 20*time.Second {
 		t.Errorf("pod deleted %s after the fault: sooner than notReadyThreshold", deletedAfter)
 	}
