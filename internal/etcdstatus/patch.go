@@ -21,8 +21,8 @@ import (
 //     ready, selector, dataAside, peerUrlTLSEnabled, clusterSize and the conditions Ready, AllMembersReady,
 //     AllMembersUpdated, TLSEnabled and the backup conditions (BackupReady,
 //     FullSnapshotBackupReady, DeltaSnapshotBackupReady);
-//   - WriterMembership (the membership controller): clusterID, voters and the condition
-//     ScaleOperationInProgress;
+//   - WriterMembership (the membership controller): clusterID, voters and the conditions
+//     ScaleOperationInProgress and MemberRestart;
 //   - WriterDefrag (the defragmentation controller): the condition DefragmentationInProgress;
 //   - WriterRecovery (the recovery controller): recovery, the condition RecoveryInProgress, and
 //     clusterID and voters too: the membership controller records them while the recorded
@@ -51,6 +51,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady:  WriterStatus,
 	druidv1alpha1.ConditionTypeTLSEnabled:                WriterStatus,
 	druidv1alpha1.ConditionTypeScaleOperationInProgress:  WriterMembership,
+	druidv1alpha1.ConditionTypeMemberRestart:             WriterMembership,
 	druidv1alpha1.ConditionTypeRecoveryInProgress:        WriterRecovery,
 	druidv1alpha1.ConditionTypeDefragmentationInProgress: WriterDefrag,
 	druidv1alpha1.ConditionTypeUpdateStrategyHeld:        WriterEtcd,

@@ -153,7 +153,11 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	if p := cfg.Controllers.Etcd.EtcdStatusSyncPeriod; p != nil {
 		statusResync = p.Duration
 	}
-	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
+	var unknownGrace, notReadyGrace time.Duration
+	if m := cfg.Controllers.Etcd.EtcdMember; m != nil {
+		unknownGrace, notReadyGrace = m.UnknownThreshold.Duration, m.NotReadyThreshold.Duration
+	}
+	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).WithUnknownGrace(unknownGrace).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("registering status controller: %w", err)
 	}
@@ -188,6 +192,8 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Recorder:           recorder,
 		Members:            pool,
 		WaitForBackupReady: waitForBackup,
+		// DEP-01 scenario 9: a minority member NotReady this long has its pod deleted.
+		NotReadyGrace: notReadyGrace,
 	})
 	if err := members.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

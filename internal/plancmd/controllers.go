@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -31,6 +32,9 @@ type Controllers struct {
 	Membership      Step `json:"membership"`
 	Recovery        Step `json:"recovery"`
 	Defragmentation Step `json:"defragmentation"`
+	// MemberRestart is the membership controller's other step once its membership plan is
+	// settled: a stuck member's pod deleted so it restarts (internal/memberhealth).
+	MemberRestart Step `json:"memberRestart"`
 	// MemberQueryError says why asking all members failed (live mode); the controllers then
 	// decide as if no member answered, as they do.
 	MemberQueryError string `json:"memberQueryError,omitempty"`
@@ -123,6 +127,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		// conditions, schedule); defaults standing in for them would be a guess.
 		why := "the state holds no Etcd owning the StatefulSet, and this controller decides on its spec and status"
 		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
+		out.MemberRestart = Step{NotDecided: why}
 		return out, nil
 	}
 	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: memberaccess.MemberPods(st.StatefulSet, st.Pods),
@@ -137,6 +142,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		out.MemberQueryError = in.answers.QueryErr.Error()
 	}
 	out.Membership = planMembership(ctx, in)
+	out.MemberRestart = planMemberRestart(ctx, in, out.Membership)
 	out.Recovery = planRecovery(in)
 	out.Defragmentation = planDefragmentation(in)
 	return out, nil
@@ -174,6 +180,26 @@ func planMembership(ctx context.Context, in controllerInputs) Step {
 		step.Member = resources.MemberName(in.etcd, d.Ordinal)
 	case membership.ActionSetReplicas:
 		step.Replicas = &d.Replicas
+	}
+	return step
+}
+
+// planMemberRestart plans as the membership controller does once its membership plan is settled
+// (done): DEP-01 scenario 9, first without the leader's view and, when a pod may be deleted, with
+// it. notReadyThreshold is the operator's configuration, which plan takes at its default.
+func planMemberRestart(ctx context.Context, in controllerInputs, membershipStep Step) Step {
+	if membershipStep.Action != string(membership.ActionDone) {
+		return Step{Action: string(memberhealth.ActionWait), Reason: "the membership controller restarts no stuck member until its membership plan is done"}
+	}
+	observed := membershipctl.Observe(in.etcd, in.sts, in.pods, in.leases, in.answers.answered(), in.waitForBackup)
+	d := memberhealth.Plan(membershipctl.HealthObserve(in.etcd, in.pods, observed, in.now, memberhealth.DefaultNotReadyGrace))
+	if d.Rule == memberhealth.RuleHeardUnknown && in.answers.Heard != nil {
+		d = memberhealth.Plan(membershipctl.HealthObserve(in.etcd, in.pods, membershipctl.WithHeard(observed, in.answers.Heard(ctx)), in.now, memberhealth.DefaultNotReadyGrace))
+	}
+	step := Step{Action: string(d.Action), Rule: d.Rule, Reason: d.Reason,
+		Notes: []string{fmt.Sprintf("notReadyThreshold taken at its default, %s", memberhealth.DefaultNotReadyGrace)}}
+	if d.Pod != "" {
+		step.Pods = []string{d.Pod}
 	}
 	return step
 }

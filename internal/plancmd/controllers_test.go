@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
@@ -101,7 +102,7 @@ func TestPlanControllers(t *testing.T) {
 		{name: "settled cluster: the leader's view is not asked", replicas: 3, desired: 3, answering: 3,
 			want: func(t *testing.T, c Controllers) {
 				if c.Membership.Action != string(membership.ActionDone) || c.Recovery.Action != string(recovery.ActionNone) ||
-					c.Defragmentation.Action != string(defrag.ActionNone) {
+					c.Defragmentation.Action != string(defrag.ActionNone) || c.MemberRestart.Rule != memberhealth.RuleDone {
 					t.Errorf("got %+v", c)
 				}
 			}},
@@ -140,6 +141,29 @@ func TestPlanControllers(t *testing.T) {
 				d := c.Defragmentation
 				if d.Rule != defrag.RuleFollower || d.Member == "etcd-main-0" || !d.IfDueNow || d.Schedule != "0 3 * * *" {
 					t.Errorf("defragmentation %+v, want a follower as if due now", d)
+				}
+			}},
+		{name: "a member NotReady past the grace: the leader's view asked once, its pod deleted", replicas: 3, desired: 3, answering: 3, wantHeards: 1,
+			adjust: func(etcd *druidv1alpha1.Etcd, _ *appsv1.StatefulSet) {
+				for i := range 3 {
+					m := druidv1alpha1.EtcdMemberStatus{Name: "etcd-main-" + strconv.Itoa(i), Status: druidv1alpha1.EtcdMemberStatusReady,
+						LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+					if i == 2 {
+						m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, "UnknownGracePeriodExceeded"
+					}
+					etcd.Status.Members = append(etcd.Status.Members, m)
+				}
+			},
+			want: func(t *testing.T, c Controllers) {
+				r := c.MemberRestart
+				if r.Rule != memberhealth.RuleRestartHeardVoter || len(r.Pods) != 1 || r.Pods[0] != "etcd-main-2" || len(r.Notes) == 0 {
+					t.Errorf("memberRestart %+v, want etcd-main-2's pod deleted", r)
+				}
+			}},
+		{name: "a scaling under way: no member restarted", replicas: 2, desired: 3, answering: 2, wantHeards: 1,
+			want: func(t *testing.T, c Controllers) {
+				if c.MemberRestart.Action != string(memberhealth.ActionWait) || !strings.Contains(c.MemberRestart.Reason, "membership plan is done") {
+					t.Errorf("memberRestart %+v", c.MemberRestart)
 				}
 			}},
 		{name: "a schedule that does not parse is not decided", replicas: 3, desired: 3, answering: 3,

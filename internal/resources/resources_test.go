@@ -254,3 +254,34 @@ func TestMemberLeasesUnused(t *testing.T) {
 		})
 	}
 }
+
+// The etcd container's liveness probe asks /metrics on the metrics port (answered without a
+// quorum and during a defragmentation, unlike /livez, /health or /readyz) and restarts the
+// container only after at least 60 s without an answer; the startup probe holds it off while
+// etcd loads its database.
+func TestEtcdLivenessProbe(t *testing.T) {
+	sts, err := StatefulSet(testEtcd(3), Settings{UpdateStrategy: appsv1.OnDeleteStatefulSetStrategyType, MemberAgentImage: "conductor:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sts.Spec.Template.Spec.Containers[0]
+	if c.Name != EtcdContainerName {
+		t.Fatalf("first container is %s", c.Name)
+	}
+	for _, p := range []struct {
+		kind  string
+		probe *corev1.Probe
+	}{{"liveness", c.LivenessProbe}, {"startup", c.StartupProbe}} {
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != "/metrics" ||
+			p.probe.HTTPGet.Port.IntVal != MetricsPort || p.probe.HTTPGet.Scheme != corev1.URISchemeHTTP {
+			t.Fatalf("%s probe must GET /metrics on the metrics port, got %+v", p.kind, p.probe)
+		}
+	}
+	l := c.LivenessProbe
+	if silence := l.PeriodSeconds * l.FailureThreshold; silence < 60 || l.TimeoutSeconds < 5 {
+		t.Errorf("liveness restarts after %ds of failures with a %ds timeout: a loaded member could be killed", silence, l.TimeoutSeconds)
+	}
+	if s := c.StartupProbe; s.PeriodSeconds*s.FailureThreshold < 15*60 {
+		t.Errorf("startup allows %ds: a member loading a large database would be restarted", s.PeriodSeconds*s.FailureThreshold)
+	}
+}

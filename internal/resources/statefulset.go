@@ -368,6 +368,8 @@ func etcdContainer(e *druidv1alpha1.Etcd, st transport.Stages) corev1.Container 
 			}},
 			PeriodSeconds: 2, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 2,
 		},
+		LivenessProbe:   etcdLivenessProbe(),
+		StartupProbe:    etcdStartupProbe(),
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: dataVolume, MountPath: dataMountPath},
@@ -388,6 +390,50 @@ func etcdContainer(e *druidv1alpha1.Etcd, st transport.Stages) corev1.Container 
 		c.Resources = *e.Spec.Etcd.Resources
 	}
 	return c
+}
+
+// The etcd container's liveness probe restarts a wedged etcd process: one that runs but answers
+// nothing (stopped, deadlocked in its HTTP serving, swapped out for good). It must never fail a
+// healthy member, loaded or not, so it asks the least etcd can answer: GET /metrics on the
+// metrics listener (plain HTTP on the pod IP, MetricsPort), which Prometheus' handler serves from
+// in-memory collectors without a quorum, a leader, the raft loop or the backend.
+//
+// Not /livez: in etcd 3.6/3.7 /livez is one check, "serializable_read", a local Range under
+// etcd's request timeout (5 s + 2 × election timeout). It needs no quorum, but a defragmentation
+// holds the backend's read lock for its whole run, so every Range, /livez's too, blocks until
+// it returns; a long defragmentation (up to etcdDefragTimeout, 8 min by default) would get the
+// member killed mid-way and leave it to restart on a half-rewritten database file. /health and
+// /readyz add a leader or linearizable read on top: a member without quorum (a partition, a
+// majority lost, recovery's) would be restarted in a loop, which helps nothing. Unreadiness is
+// the readiness probe's (/readyz) and the membership controller's (a member NotReady past
+// notReadyThreshold has its pod deleted: internal/memberhealth), not liveness's.
+//
+// Tuned to fail only after at least a minute without an answer: every 10 s, 10 s to answer
+// (/metrics answers in milliseconds even under load; 10 s rides out CPU throttling and GC
+// pauses of a loaded member), restarted after 6 failures in a row, i.e. 60–70 s of silence. A
+// restart costs a member its place in the quorum for a restart's time, so a minute is cheap
+// against a wedged member left for ever, and long enough that no pause of a healthy one gets
+// there. The startup probe holds it off while etcd opens its backend and replays its WAL (the
+// metrics listener opens only after that), which on a large database takes minutes.
+func etcdLivenessProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/metrics", Port: intstr.FromInt32(MetricsPort), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds: 10, TimeoutSeconds: 10, SuccessThreshold: 1, FailureThreshold: 6,
+	}
+}
+
+// etcdStartupProbe holds the liveness probe off until etcd serves its metrics listener, probing
+// every 2 s (readiness waits for it too, so a short period costs a starting member nothing) for
+// up to 30 min: a member loading a large database or catching up a long WAL is not restarted.
+func etcdStartupProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/metrics", Port: intstr.FromInt32(MetricsPort), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds: 2, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 900,
+	}
 }
 
 func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {

@@ -91,6 +91,9 @@ type OperatorOptions struct {
 	// CopyBackupsTasks runs the EtcdCopyBackupsTask controller (etcd-druid's
 	// controllers.etcdCopyBackupsTask.enabled, off by default).
 	CopyBackupsTasks bool
+	// EtcdMember is etcd-druid's controllers.etcd.etcdMember (unknownThreshold, notReadyThreshold;
+	// nil: their defaults, 1m and 5m).
+	EtcdMember *configv1alpha1.EtcdMemberConfiguration
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -151,6 +154,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	cfg.WatchNamespaces = o.WatchNamespaces
 	cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile = o.SpecAutoReconcile
+	cfg.Controllers.Etcd.EtcdMember = o.EtcdMember
 	if o.CopyBackupsTasks {
 		cfg.Controllers.EtcdCopyBackupsTask = &configv1alpha1.EtcdCopyBackupsTaskControllerConfiguration{Enabled: true}
 	}

@@ -57,11 +57,7 @@ func TestScaleInWaitsUntilTheLeaderHearsAQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := record.NewFakeRecorder(1000)
-	rec := membershipcontroller.NewReconciler(membershipcontroller.Config{
-		Client: env.Client(), Reader: env.Client(), Recorder: events, Members: pool,
-		Access: memberaccess.New(memberaccess.Config{Reader: env.Client(),
-			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return cluster.Client, nil }}),
-	})
+	rec := membershipReconciler(env, cluster, pool, events, nil)
 	reconcile := func() error {
 		_, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)})
 		return err
@@ -132,6 +128,22 @@ func TestScaleInWaitsUntilTheLeaderHearsAQuorum(t *testing.T) {
 	if got := removed(); len(got) != 2 || !strings.Contains(got[0], "removing etcd-main-4") || !strings.Contains(got[1], "removing etcd-main-3") {
 		t.Errorf("removals %v, want etcd-main-4 then etcd-main-3", got)
 	}
+}
+
+// membershipReconciler is the membership controller on env, reaching the real members of cluster
+// through pool with their client key pair, recording Events to events; adjust, when set, changes
+// its configuration first.
+func membershipReconciler(env *localcluster.Cluster, cluster *etcdtest.Cluster, pool *etcdclient.Pool, events record.EventRecorder,
+	adjust func(*membershipcontroller.Config)) *membershipcontroller.Reconciler {
+	cfg := membershipcontroller.Config{
+		Client: env.Client(), Reader: env.Client(), Recorder: events, Members: pool,
+		Access: memberaccess.New(memberaccess.Config{Reader: env.Client(),
+			DefaultClientTLS: func() (conductortls.ClientMaterial, error) { return cluster.Client, nil }}),
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	return membershipcontroller.NewReconciler(cfg)
 }
 
 // leadOn moves leadership to member name, and waits until it leads.

@@ -21,7 +21,7 @@ const module = "github.com/etcd-conductor/etcd-conductor"
 // pure are the packages that decide: no I/O, no clock. A planner that reached an I/O package,
 // even through another of ours, could no longer be run on a saved state or property-tested.
 var pure = []string{
-	"internal/rollout", "internal/membership", "internal/recovery", "internal/defrag",
+	"internal/rollout", "internal/membership", "internal/memberhealth", "internal/recovery", "internal/defrag",
 	"internal/updatestrategy", "internal/roles", "internal/operation", "internal/quorum", "internal/ruleid",
 	"internal/specgate", "internal/snapshot", "internal/opstask", "internal/copytask", "internal/transport",
 	"internal/backupgate",

@@ -31,6 +31,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
@@ -68,6 +69,10 @@ type Config struct {
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: a scale-in
 	// waits while the Etcd's BackupReady is False (package backupgate).
 	WaitForBackupReady bool
+	// NotReadyGrace is how long a minority member stays NotReady before its pod is deleted so it
+	// restarts (DEP-01 operator scenario 9: internal/memberhealth; etcd-druid's
+	// controllers.etcd.etcdMember.notReadyThreshold). memberhealth.DefaultNotReadyGrace when 0.
+	NotReadyGrace time.Duration
 }
 
 // DefaultSuperfluousGrace is how long a member no pod of the Etcd stands for is left alone
@@ -98,6 +103,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.SuperfluousGrace == 0 {
 		cfg.SuperfluousGrace = DefaultSuperfluousGrace
 	}
+	if cfg.NotReadyGrace <= 0 {
+		cfg.NotReadyGrace = memberhealth.DefaultNotReadyGrace
+	}
 	if cfg.Access == nil {
 		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
@@ -113,7 +121,7 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -130,7 +138,8 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 //     and plan once more on that. A settled cluster (the plan waits or is done) costs no uncached
 //     read and no linearizable read;
 //  4. carry out at most one action;
-//  5. report: the ScaleOperationInProgress condition and an Event per action or refusal.
+//  5. report: the ScaleOperationInProgress condition and an Event per action or refusal;
+//  6. once the plan is settled (done), restart a stuck member: restartStuck.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	view, err := r.read(ctx, r.cfg.Client, req.NamespacedName)
@@ -216,6 +225,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if actErr != nil {
 		return ctrl.Result{}, actErr
+	}
+	if decision.Action == membership.ActionDone {
+		// Settled: only now may a stuck member's pod be deleted (DEP-01 operator scenario 9).
+		if err := r.restartStuck(ctx, view, tgts, creds, cs); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return result, nil
 }

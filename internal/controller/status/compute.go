@@ -42,7 +42,15 @@ const (
 	MemberReasonLeaseExpired   = "LeaseExpired"
 	MemberReasonPodNotReady    = "ContainerNotReady"
 	MemberReasonPodMissing     = "PodNotFound"
+	// MemberReasonUnknownGracePeriodExceeded: the member's Lease has been expired (status
+	// Unknown) longer than Inputs.UnknownGrace, so it is taken as NotReady (DEP-01 scenario 7).
+	MemberReasonUnknownGracePeriodExceeded = "UnknownGracePeriodExceeded"
 )
+
+// DefaultUnknownGrace is how long a member stays Unknown (its Lease expired, its pod Ready)
+// before it is taken as NotReady: etcd-druid's controllers.etcd.etcdMember.unknownThreshold
+// default, which sets it.
+const DefaultUnknownGrace = time.Minute
 
 // Inputs is everything the status is computed from.
 type Inputs struct {
@@ -55,6 +63,9 @@ type Inputs struct {
 	FullSnapshotLease  *coordinationv1.Lease
 	DeltaSnapshotLease *coordinationv1.Lease
 	Now                time.Time
+	// UnknownGrace is how long a member may stay Unknown before it turns NotReady with reason
+	// UnknownGracePeriodExceeded; DefaultUnknownGrace when not positive.
+	UnknownGrace time.Duration
 }
 
 // Compute returns the Etcd status fields this controller owns, keeping lastTransitionTime of
@@ -116,8 +127,9 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 		}
 		voters, readyVoters := 0, 0
 		for i, name := range resources.MemberNames(o.Etcd) {
-			m := memberStatus(name, podsByName[name], leasesByName[name], o.Now)
-			if old := findMember(prev.Members, name); old != nil && old.Status == m.Status {
+			old := findMember(prev.Members, name)
+			m := unknownPastGrace(memberStatus(name, podsByName[name], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
+			if old != nil && old.Status == m.Status {
 				m.LastTransitionTime = old.LastTransitionTime
 			} else {
 				m.LastTransitionTime = now
@@ -196,6 +208,26 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded
 	default:
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusUnknown, MemberReasonLeaseExpired
+	}
+	return m
+}
+
+// unknownPastGrace is DEP-01's scenario 7: a member Unknown (its Lease expired) for longer than
+// grace, as the previous status's lastTransitionTime says, turns NotReady with reason
+// UnknownGracePeriodExceeded, and stays so while its Lease stays expired; its lastTransitionTime
+// then marks when it turned NotReady, from which notReadyThreshold counts (internal/memberhealth).
+// A member turns Unknown as soon as its Lease expires: only this further step waits.
+func unknownPastGrace(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdMemberStatus, now time.Time, grace time.Duration) druidv1alpha1.EtcdMemberStatus {
+	if m.Status != druidv1alpha1.EtcdMemberStatusUnknown || old == nil {
+		return m
+	}
+	if grace <= 0 {
+		grace = DefaultUnknownGrace
+	}
+	switch {
+	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == MemberReasonUnknownGracePeriodExceeded,
+		old.Status == druidv1alpha1.EtcdMemberStatusUnknown && now.Sub(old.LastTransitionTime.Time) > grace:
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonUnknownGracePeriodExceeded
 	}
 	return m
 }

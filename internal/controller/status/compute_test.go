@@ -275,3 +275,55 @@ func TestComputeReadyCountsVotersOnly(t *testing.T) {
 		})
 	}
 }
+
+// DEP-01 scenario 7: a member Unknown (Lease expired, pod Ready) turns NotReady with reason
+// UnknownGracePeriodExceeded only once it has been Unknown longer than the grace, stays so with
+// the time it turned NotReady while its Lease stays expired, and is Ready again once renewed.
+func TestComputeUnknownPastGraceTurnsNotReady(t *testing.T) {
+	const grace = 90 * time.Second
+	o := observed(appsv1.OnDeleteStatefulSetStrategyType,
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"},
+		member{revision: "rev-new", ready: true, leaseAge: time.Hour, role: "Member"},
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Member"})
+	o.UnknownGrace = grace
+	step := func(at time.Time) druidv1alpha1.EtcdMemberStatus {
+		o.Now = at
+		o.Leases[0].Spec.RenewTime = &metav1.MicroTime{Time: at}
+		o.Leases[2].Spec.RenewTime = &metav1.MicroTime{Time: at}
+		o.Etcd.Status = Compute(o)
+		return o.Etcd.Status.Members[1]
+	}
+	m := step(now)
+	if m.Status != druidv1alpha1.EtcdMemberStatusUnknown || m.Reason != MemberReasonLeaseExpired {
+		t.Fatalf("as soon as the Lease expired: %s/%s, want Unknown/%s", m.Status, m.Reason, MemberReasonLeaseExpired)
+	}
+	if m = step(now.Add(grace)); m.Status != druidv1alpha1.EtcdMemberStatusUnknown {
+		t.Fatalf("Unknown for exactly the grace: %s/%s, want still Unknown", m.Status, m.Reason)
+	}
+	turned := now.Add(grace + time.Second)
+	if m = step(turned); m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != MemberReasonUnknownGracePeriodExceeded ||
+		!m.LastTransitionTime.Time.Equal(turned) {
+		t.Fatalf("Unknown past the grace: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, MemberReasonUnknownGracePeriodExceeded, turned)
+	}
+	if m = step(turned.Add(10 * time.Minute)); m.Status != druidv1alpha1.EtcdMemberStatusNotReady ||
+		m.Reason != MemberReasonUnknownGracePeriodExceeded || !m.LastTransitionTime.Time.Equal(turned) {
+		t.Fatalf("still expired later: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, MemberReasonUnknownGracePeriodExceeded, turned)
+	}
+	o.Leases[1].Spec.RenewTime = &metav1.MicroTime{Time: turned.Add(11 * time.Minute)}
+	if m = step(turned.Add(11 * time.Minute)); m.Status != druidv1alpha1.EtcdMemberStatusReady {
+		t.Fatalf("Lease renewed: %s/%s, want Ready", m.Status, m.Reason)
+	}
+	// Without a grace configured, etcd-druid's default applies.
+	o.UnknownGrace = 0
+	o.Etcd.Status.Members[1] = druidv1alpha1.EtcdMemberStatus{Name: "etcd-main-1", Status: druidv1alpha1.EtcdMemberStatusUnknown,
+		LastTransitionTime: metav1.NewTime(now)}
+	o.Leases[1].Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-time.Hour)}
+	o.Now = now.Add(DefaultUnknownGrace - time.Second)
+	if m = Compute(o).Members[1]; m.Status != druidv1alpha1.EtcdMemberStatusUnknown {
+		t.Fatalf("within the default grace: %s/%s, want Unknown", m.Status, m.Reason)
+	}
+	o.Now = now.Add(DefaultUnknownGrace + time.Second)
+	if m = Compute(o).Members[1]; m.Status != druidv1alpha1.EtcdMemberStatusNotReady {
+		t.Fatalf("past the default grace: %s/%s, want NotReady", m.Status, m.Reason)
+	}
+}

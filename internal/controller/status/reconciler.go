@@ -36,13 +36,25 @@ type Reconciler struct {
 	metrics *Metrics
 	now     func() time.Time
 	resync  time.Duration
+	// unknownGrace: how long a member stays Unknown before it turns NotReady (Inputs.UnknownGrace).
+	unknownGrace time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
 // NewReconciler builds the status reconciler; metrics may be nil (no series are kept).
 func NewReconciler(c client.Client, metrics *Metrics) *Reconciler {
-	return &Reconciler{client: c, metrics: metrics, now: time.Now, resync: DefaultResync}
+	return &Reconciler{client: c, metrics: metrics, now: time.Now, resync: DefaultResync, unknownGrace: DefaultUnknownGrace}
+}
+
+// WithUnknownGrace sets how long a member stays Unknown (its Lease expired) before it turns
+// NotReady with reason UnknownGracePeriodExceeded (DefaultUnknownGrace when d is not positive).
+// etcd-druid's controllers.etcd.etcdMember.unknownThreshold sets it.
+func (r *Reconciler) WithUnknownGrace(d time.Duration) *Reconciler {
+	if d > 0 {
+		r.unknownGrace = d
+	}
+	return r
 }
 
 // WithResync sets how often an Etcd is looked at again without an event (DefaultResync when d
@@ -116,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (Inputs, error) {
-	o := Inputs{Etcd: etcd, Now: r.now()}
+	o := Inputs{Etcd: etcd, Now: r.now(), UnknownGrace: r.unknownGrace}
 	sts := &appsv1.StatefulSet{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
 	switch {

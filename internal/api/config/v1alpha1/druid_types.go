@@ -47,7 +47,9 @@ type mismatchedWebhookTLSConfig struct {
 	ServerCertDir string `json:"serverCertDir,omitempty"`
 }
 
-// EtcdMemberConfiguration is etcd-druid's delay before a member's status turns NotReady or Unknown.
+// EtcdMemberConfiguration is etcd-druid's member thresholds: UnknownThreshold is how long a member
+// stays Unknown before it turns NotReady (UnknownGracePeriodExceeded), NotReadyThreshold how long
+// a member stays NotReady before its pod is deleted. Zero is the druid default (1m, 5m).
 type EtcdMemberConfiguration struct {
 	NotReadyThreshold metav1.Duration `json:"notReadyThreshold,omitempty"`
 	UnknownThreshold  metav1.Duration `json:"unknownThreshold,omitempty"`

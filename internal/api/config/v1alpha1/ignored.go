@@ -35,8 +35,6 @@ var ignoredKeys = []struct {
 			return c.Controllers.Etcd.DisableEtcdServiceAccountAutomount != nil
 		},
 		"member pods never automount a ServiceAccount token; only the member-agent sidecar mounts a projected one that expires"},
-	{"controllers.etcd.etcdMember", func(c *OperatorConfiguration) bool { return c.Controllers.Etcd.EtcdMember != nil },
-		"a member is NotReady as soon as its pod is, and Unknown as soon as its Lease expires: no threshold delays either"},
 	{"controllers.compaction", func(c *OperatorConfiguration) bool { return c.Controllers.Compaction != nil },
 		"etcd-conductor runs no snapshot compaction Jobs: a restore replays the deltas itself"},
 	{"controllers.secret", func(c *OperatorConfiguration) bool { return c.Controllers.Secret != nil },

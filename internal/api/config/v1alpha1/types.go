@@ -145,8 +145,12 @@ type EtcdControllerConfiguration struct {
 	DisableEtcdServiceAccountAutomount *bool `json:"disableEtcdServiceAccountAutomount,omitempty"`
 	// EtcdStatusSyncPeriod is how often the status controller looks at an Etcd without an event
 	// (the member Leases expire with time, not with an event); left out, 5s (etcd-druid: 15s).
-	EtcdStatusSyncPeriod *metav1.Duration         `json:"etcdStatusSyncPeriod,omitempty"`
-	EtcdMember           *EtcdMemberConfiguration `json:"etcdMember,omitempty"`
+	EtcdStatusSyncPeriod *metav1.Duration `json:"etcdStatusSyncPeriod,omitempty"`
+	// EtcdMember holds etcd-druid's member thresholds: unknownThreshold (default 1m) is how long
+	// a member stays Unknown (Lease expired) before it turns NotReady (the status controller);
+	// notReadyThreshold (default 5m) how long a minority member stays NotReady before its pod is
+	// deleted so it restarts (internal/memberhealth). Left out or zero, the defaults.
+	EtcdMember *EtcdMemberConfiguration `json:"etcdMember,omitempty"`
 }
 
 // MemberRoleSource says where the OnDelete controller learns which member leads.
@@ -355,6 +359,20 @@ func (c *OperatorConfiguration) Validate() error {
 	}
 	if p := c.Controllers.Etcd.EtcdStatusSyncPeriod; p != nil && p.Duration <= 0 {
 		return fmt.Errorf("controllers.etcd.etcdStatusSyncPeriod must be a positive duration, got %s", p.Duration)
+	}
+	if m := c.Controllers.Etcd.EtcdMember; m != nil {
+		// Zero is the key left out (druid's fields are no pointers): druid's default applies.
+		for _, f := range []struct {
+			field string
+			value time.Duration
+		}{
+			{"controllers.etcd.etcdMember.notReadyThreshold", m.NotReadyThreshold.Duration},
+			{"controllers.etcd.etcdMember.unknownThreshold", m.UnknownThreshold.Duration},
+		} {
+			if f.value < 0 {
+				return fmt.Errorf("%s must be a positive duration, got %s", f.field, f.value)
+			}
+		}
 	}
 	if le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
 		return fmt.Errorf("leaderElection.leaseDuration (%s) must be longer than leaderElection.renewDeadline (%s)",

@@ -374,6 +374,12 @@ const (
 	// False while either runs on plain HTTP (an Etcd without clientUrlTls or peerUrlTls; not an
 	// etcd-druid condition).
 	ConditionTypeTLSEnabled ConditionType = "TLSEnabled"
+	// ConditionTypeMemberRestart says what the membership controller last decided about members
+	// NotReady longer than notReadyThreshold (DEP-01 operator scenario 9, internal/memberhealth):
+	// True while such a member exists (its pod deleted, or why not), False once none is left; its
+	// reason is the rule. Absent on an Etcd none of whose members ever was (not an etcd-druid
+	// condition).
+	ConditionTypeMemberRestart ConditionType = "MemberRestart"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"

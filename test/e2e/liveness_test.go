@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+)
+
+// TestWedgedMemberRestartedByLiveness: in a 3-member cluster with the writer and the auditor
+// running, etcd-1's etcd process is frozen (SIGSTOP: it runs, its sockets accept, nothing
+// answers). Its liveness probe (GET /metrics, every 10 s, restarted after 6 failures) must
+// restart the container, no sooner than a minute after the freeze, and the member must rejoin
+// (Ready again) while the other two keep the quorum: no acknowledged write lost, the history
+// linearizable. The figure is the time from the freeze to the restart and to Ready again.
+func TestWedgedMemberRestartedByLiveness(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cluster, e := startCluster(ctx, t, s, "e2e-wedged-")
+	const wedged = 1
+	before, err := memberPod(ctx, cluster, wedged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := startRecorder(ctx, t, cluster, 3)
+	time.Sleep(2 * time.Second)
+	if err := s.Sim.Hang(cluster.PodKey(wedged), etcdContainer); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	e.waitNotReady(ctx, wedged)
+	var restartedAfter time.Duration
+	e.waitFor(ctx, "the wedged member's etcd container restarted by its liveness probe", func(ctx context.Context) (bool, error) {
+		p, err := memberPod(ctx, cluster, wedged)
+		if err != nil {
+			return false, err
+		}
+		if n := etcdRestarts(p); n > etcdRestarts(before) {
+			restartedAfter = time.Since(frozen)
+			return true, nil
+		}
+		return false, fmt.Errorf("restart count %d after %s", etcdRestarts(p), time.Since(frozen).Round(time.Second))
+	})
+	waitMemberBack(ctx, t, e, wedged, frozen, rec, "wedged-member-liveness", "restartedAfter", restartedAfter)
+	// Six failed probes 10 s apart: the first failure ends its 10 s timeout, so no restart comes
+	// before about a minute.
+	if restartedAfter < 50*time.Second {
+		t.Errorf("restarted %s after the freeze: sooner than the probe's minute of silence", restartedAfter)
+	}
+}
+
+// memberPod is pod i of the cluster.
+func memberPod(ctx context.Context, cluster *stack.EtcdCluster, i int) (*corev1.Pod, error) {
+	pods, err := cluster.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for j := range pods {
+		if pods[j].Name == cluster.PodName(i) {
+			return &pods[j], nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s not found", cluster.PodName(i))
+}
+
+// etcdRestarts is how often the pod's etcd container was restarted.
+func etcdRestarts(p *corev1.Pod) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.EtcdContainerName {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// waitMemberBack waits until member i is Ready again, stops the recorder and checks the run: no
+// acknowledged write lost, the history linearizable, no quorum loss while one member of three
+// was out. It prints the figures (what the fault led to after, and when the member was Ready
+// again, both counted from since).
+func waitMemberBack(ctx context.Context, t *testing.T, e *env, i int, since time.Time, rec *workload.Recorder, name, what string, after time.Duration) {
+	t.Helper()
+	e.waitFor(ctx, "the member Ready again", func(ctx context.Context) (bool, error) {
+		p, err := memberPod(ctx, e.cluster, i)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	readyAfter := time.Since(since)
+	time.Sleep(2 * time.Second)
+	report, recErr := rec.Stop(ctx)
+	t.Logf("figures %s: %s %s, Ready again after %s; %s", name, what, after.Round(100*time.Millisecond),
+		readyAfter.Round(100*time.Millisecond), report.Summary())
+	fmt.Printf("e2e %-28s %s=%-6s readyAfter=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d ackedWrites=%-5d lost=%d\n",
+		name, what, after.Round(100*time.Millisecond), readyAfter.Round(100*time.Millisecond),
+		report.QuorumLossMs, report.LongestWriteGapMs, report.AckedWrites, report.LostAckedWrites)
+	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
+	if report.QuorumLossMs > 0 {
+		t.Errorf("quorum lost for %d ms while one member of three was out", report.QuorumLossMs)
+	}
+}
+
+// TestStuckMemberPodDeleted: DEP-01 operator scenario 9 with the operator's notReadyThreshold at
+// 20 s. etcd-2's peer port is muted (the leader no longer hears it; it still answers its kubelet
+// and the operator): its readiness (/readyz, a linearizable read) fails, its liveness (/metrics)
+// does not, so the kubelet leaves it running, NotReady. Once NotReady past the threshold, the
+// membership controller deletes its pod (RestartNonParticipating: the leader hears the other
+// two, a quorum of three); the recreated pod has a network without the fault and the member
+// rejoins, Ready, with the writer and the auditor running: no acknowledged write lost, the
+// history linearizable, no quorum loss; the container was never restarted by liveness.
+func TestStuckMemberPodDeleted(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{
+		FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true},
+		EtcdMember: &configv1alpha1.EtcdMemberConfiguration{
+			UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}},
+	})
+	e := &env{t: t, stack: s}
+	cluster := createCluster(ctx, e, "e2e-stuck-", 3)
+	const stuck = 2
+	before, err := memberPod(ctx, cluster, stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := startRecorder(ctx, t, cluster, 3)
+	time.Sleep(2 * time.Second)
+	if err := s.Sim.Mute(cluster.PodKey(stuck), int(resources.ServerPort(etcd))); err != nil {
+		t.Fatal(err)
+	}
+	muted := time.Now()
+	e.waitNotReady(ctx, stuck)
+	var deletedAfter time.Duration
+	e.waitFor(ctx, "the stuck member's pod deleted and recreated", func(ctx context.Context) (bool, error) {
+		p, err := memberPod(ctx, cluster, stuck)
+		if err != nil {
+			return false, err
+		}
+		if p.UID != before.UID {
+			deletedAfter = time.Since(muted)
+			return true, nil
+		}
+		if n := etcdRestarts(p); n > etcdRestarts(before) {
+			return false, fmt.Errorf("the muted member's etcd was restarted (%d) by liveness", n)
+		}
+		return false, fmt.Errorf("pod %s still the same after %s", p.Name, time.Since(muted).Round(time.Second))
+	})
+	waitMemberBack(ctx, t, e, stuck, muted, rec, "stuck-member-pod-deleted", "deletedAfter", deletedAfter)
+	if deletedAfter < 20*time.Second {
+		t.Errorf("pod deleted %s after the fault: sooner than notReadyThreshold", deletedAfter)
+	}
+	got, err := cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := druidv1alpha1.FindCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeMemberRestart); c == nil ||
+		!strings.Contains(c.Message, "deleting pod "+cluster.PodName(stuck)) && c.Reason != memberhealth.RuleDone.CamelCase() {
+		t.Errorf("MemberRestart condition %+v", c)
+	}
+}
