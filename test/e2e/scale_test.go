@@ -241,27 +241,30 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	logEvents(ctx, t, e)
 }
 
-// checkLeases: one Lease per member, none for pods that are gone.
+// checkLeases: one Lease per member, and, once a removed member has left the cluster and its pod
+// is gone, none for it (the Etcd reconciler looks again every 10 s while one lingers).
 func checkLeases(ctx context.Context, t *testing.T, e *env, n int) {
 	t.Helper()
-	leases := &coordinationv1.LeaseList{}
 	sel := resources.SelectorLabels(&druidv1alpha1.Etcd{})
 	sel[resources.LabelInstance] = e.cluster.Name
-	if err := e.stack.Client.List(ctx, leases, client.InNamespace(e.cluster.Namespace), client.MatchingLabels(sel)); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, l := range leases.Items {
-		got = append(got, l.Name)
-	}
-	sort.Strings(got)
 	var want []string
 	for i := 0; i < n; i++ {
 		want = append(want, e.cluster.PodName(i))
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("member leases %v, want %v", got, want)
-	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	e.waitFor(ctx, fmt.Sprintf("member leases %v", want), func(ctx context.Context) (bool, error) {
+		leases := &coordinationv1.LeaseList{}
+		if err := e.stack.Client.List(ctx, leases, client.InNamespace(e.cluster.Namespace), client.MatchingLabels(sel)); err != nil {
+			return false, err
+		}
+		var got []string
+		for _, l := range leases.Items {
+			got = append(got, l.Name)
+		}
+		sort.Strings(got)
+		return strings.Join(got, ",") == strings.Join(want, ","), fmt.Errorf("member leases %v", got)
+	})
 }
 
 // logEvents shows the membership controller's Events: each step and refusal.
