@@ -13,7 +13,6 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
@@ -154,17 +153,7 @@ func (r *Reconciler) reportRestart(ctx context.Context, etcd *druidv1alpha1.Etcd
 	}
 	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeMemberRestart, Status: status,
 		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
-	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = etcdstatus.SetCondition(s.Conditions, cond) }
-	err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, set)
-	if apierrors.IsConflict(err) {
-		// Another writer (the status controller, every few seconds) patched the Etcd since it
-		// was read: write it on a fresh copy, or a pod deleted would go unrecorded (the next
-		// pass decides on the restarted member, no longer stuck).
-		fresh := &druidv1alpha1.Etcd{}
-		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
-			err = etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterMembership, set)
-		}
-	}
+	err := r.setCondition(ctx, etcd, cond)
 	if err != nil {
 		return fmt.Errorf("recording member restart decision: %w", err)
 	}

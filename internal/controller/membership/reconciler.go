@@ -533,21 +533,26 @@ func (r *Reconciler) report(ctx context.Context, etcd *druidv1alpha1.Etcd, d mem
 	}
 	cond := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: condStatus,
 		Reason: reason, Message: message, LastUpdateTime: metav1.NewTime(r.now())}
+	if err := r.setCondition(ctx, etcd, cond); err != nil {
+		return fmt.Errorf("recording membership decision: %w", err)
+	}
+	return nil
+}
+
+// setCondition writes one of this controller's conditions. On a conflict (the cached copy lags,
+// or another writer patched meanwhile) it writes it at once on a fresh copy rather than at the
+// next poll: the OnDelete controller waits on ScaleOperationInProgress, and a pod deleted for
+// MemberRestart would otherwise go unrecorded (the next pass finds the member no longer stuck).
+func (r *Reconciler) setCondition(ctx context.Context, etcd *druidv1alpha1.Etcd, cond druidv1alpha1.Condition) error {
 	set := func(s *druidv1alpha1.EtcdStatus) { s.Conditions = etcdstatus.SetCondition(s.Conditions, cond) }
 	err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterMembership, set)
 	if apierrors.IsConflict(err) {
-		// The Etcd changed since it was read (the cached copy lags, or another writer): the
-		// OnDelete controller waits on this condition, so write it now on a fresh copy rather
-		// than at the next poll.
 		fresh := &druidv1alpha1.Etcd{}
 		if err = r.cfg.Reader.Get(ctx, client.ObjectKeyFromObject(etcd), fresh); err == nil {
 			err = etcdstatus.Patch(ctx, r.cfg.Client, fresh, etcdstatus.WriterMembership, set)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("recording membership decision: %w", err)
-	}
-	return nil
+	return err
 }
 
 func isRefusal(r membership.RuleID) bool {
