@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
@@ -31,18 +30,13 @@ func PlaintextKinds(s transport.Stages) []string {
 }
 
 // RunningTransport is what the template of sts renders, read from the flags the operator puts
-// into its member-init container (etcdFlags); ok is false when they are missing (not ours).
+// into its member-init container (etcdFlags); ok is false when they are missing (not ours). A
+// pod's own transport is known by its revision: the manager's cache holds no pod spec.
 func RunningTransport(sts *appsv1.StatefulSet) (s transport.Stages, ok bool) {
 	if sts == nil {
 		return transport.Stages{}, false
 	}
-	return PodTransport(&sts.Spec.Template.Spec)
-}
-
-// PodTransport is RunningTransport of one pod's spec: what that member listens on. (The
-// manager's cache holds no pod spec: a controller knows a pod's through its revision.)
-func PodTransport(spec *corev1.PodSpec) (s transport.Stages, ok bool) {
-	for _, c := range spec.InitContainers {
+	for _, c := range sts.Spec.Template.Spec.InitContainers {
 		if c.Name != MemberInitContainerName {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 )
@@ -79,15 +80,18 @@ func (r *Reconciler) rolledOut(ctx context.Context, etcd *druidv1alpha1.Etcd, st
 	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
 		return false, fmt.Errorf("listing the member pods: %w", err)
 	}
-	current := 0
+	revisions := make([]operation.Pod, 0, len(pods.Items))
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !p.DeletionTimestamp.IsZero() || p.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision || !etcdstatus.PodReady(p) {
+		if !etcdstatus.PodReady(p) {
 			return false, nil
 		}
-		current++
+		revisions = append(revisions, operation.Pod{Revision: p.Labels[appsv1.StatefulSetRevisionLabel], Terminating: !p.DeletionTimestamp.IsZero()})
 	}
-	return current == int(*sts.Spec.Replicas), nil
+	if operation.RolloutInFlight(sts.Status.UpdateRevision, revisions) {
+		return false, nil
+	}
+	return len(revisions) == int(*sts.Spec.Replicas), nil
 }
 
 // reportTransportMove records each step of a move to TLS once, when its template is written.
