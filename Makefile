@@ -84,12 +84,16 @@ test-unit: ## Tests that need no binaries: pure logic, decoders, the planner's p
 	go test -C $(PLOT_MODULE) ./...
 
 E2E_PACKAGES := ./test/e2e/...
+# The e2e tests that mostly wait (probes, grace periods, a store that is down) run this many at a
+# time, each with an operator of its own (inParallel); the rollout scenarios, whose figures are
+# quorum loss and write gaps, run one at a time before them.
+E2E_PARALLEL ?= 4
 
 test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
 	@$(STAGE) "unit+integration" go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/e2e')
 	@$(STAGE) plot go test -C $(PLOT_MODULE) ./...
 	@# -v so that every scenario's figures (quorum loss, write gap, leader changes, duration) show.
-	@$(STAGE) e2e go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -v $(E2E_PACKAGES)
+	@$(STAGE) e2e go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) -v $(E2E_PACKAGES)
 
 # make soak COUNT=10: the e2e fault scenarios COUNT times each in one stack (every run in a fresh
 # namespace), then min/median/max of each figure per scenario. Not part of make test: ~15 min a

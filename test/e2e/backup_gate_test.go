@@ -17,12 +17,12 @@ import (
 // WaitBackupNotReady, for as long as the store is down. Once it is back, BackupReady goes True
 // and the rollout completes. The writer runs throughout and no acknowledged write is lost.
 func TestRolloutWaitsForBackupStore(t *testing.T) {
+	namespace, _ := inParallel(t, "e2e-backup-gate-", operatorDefaults)
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
 	e := &env{t: t, stack: s}
-	b := createBackedUpCluster(ctx, e, "e2e-backup-gate-", 3)
+	b := createBackedUpCluster(ctx, e, namespace, 3)
 	srv, cluster := b.s3, e.cluster
 	t.Cleanup(func() { dumpAgentsOnFailure(t, s, cluster) })
 	rec := startRecorder(ctx, t, cluster, 3)

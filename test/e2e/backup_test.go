@@ -28,7 +28,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
-	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
@@ -43,6 +42,7 @@ const backupBucket = "backups"
 // is stopped: BackupReady goes False with the reason while the cluster keeps taking writes, and
 // True again once the store is back. No acknowledged write is lost.
 func TestBackupsToObjectStore(t *testing.T) {
+	namespace, _ := inParallel(t, "e2e-backup-", operatorDefaults)
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -58,11 +58,10 @@ func TestBackupsToObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
 	e := &env{t: t, stack: s}
 	var prefix string
 	created := time.Now()
-	cluster := createClusterWith(ctx, e, "e2e-backup-", 3, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
+	cluster := createClusterWith(ctx, e, namespace, 3, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
 		prefix = ns + "/" + etcd.Name
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
 		if err := s.Client.Create(ctx, secret); err != nil {

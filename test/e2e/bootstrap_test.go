@@ -38,7 +38,7 @@ import (
 // no recovery at all.
 func TestBootstrapFromDruidBackup(t *testing.T) {
 	s := sharedStack(t)
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "druid", "example-s3.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func TestScheduledDefragmentationUnderLoad(t *testing.T) {
 // (named from prefix), deleted when the test ends.
 func startCluster(ctx context.Context, t *testing.T, s *stack.Stack, prefix string) (*stack.EtcdCluster, *env) {
 	t.Helper()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
 	e := &env{t: t, stack: s}
 	return createCluster(ctx, e, prefix, 3), e
 }

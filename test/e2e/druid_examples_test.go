@@ -34,7 +34,7 @@ import (
 // The three run side by side.
 func TestDruidExamples(t *testing.T) {
 	s := sharedStack(t)
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
 	srv, err := s3server.New(s3server.Options{Host: s.Network.GatewayIP(), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
@@ -23,10 +22,12 @@ import (
 // (Ready again) while the other two keep the quorum: no acknowledged write lost, the history
 // linearizable. The figure is the time from the freeze to the restart and to Ready again.
 func TestWedgedMemberRestartedByLiveness(t *testing.T) {
+	namespace, _ := inParallel(t, "e2e-wedged-", operatorDefaults)
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cluster, e := startCluster(ctx, t, s, "e2e-wedged-")
+	e := &env{t: t, stack: s}
+	cluster := createCluster(ctx, e, namespace, 3)
 	const wedged = 1
 	before, err := memberPod(ctx, cluster, wedged)
 	if err != nil {
@@ -127,16 +128,15 @@ func waitMemberBack(ctx context.Context, t *testing.T, e *env, i int, since time
 // rejoins, Ready, with the writer and the auditor running: no acknowledged write lost, the
 // history linearizable, no quorum loss; the container was never restarted by liveness.
 func TestStuckMemberPodDeleted(t *testing.T) {
+	opts := operatorDefaults
+	opts.EtcdMember = &configv1alpha1.EtcdMemberConfiguration{
+		UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}}
+	namespace, _ := inParallel(t, "e2e-stuck-", opts)
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{
-		FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true},
-		EtcdMember: &configv1alpha1.EtcdMemberConfiguration{
-			UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}},
-	})
 	e := &env{t: t, stack: s}
-	cluster := createCluster(ctx, e, "e2e-stuck-", 3)
+	cluster := createCluster(ctx, e, namespace, 3)
 	const stuck = 2
 	before, err := memberPod(ctx, cluster, stuck)
 	if err != nil {

@@ -186,7 +186,7 @@ func forgedOrdersIgnored(ctx context.Context, e *env, tokens ...string) {
 // TestNoRestore runs the scenarios below side by side under one operator (they spend most of
 // their time holding a fault), each in its own namespace.
 func TestNoRestore(t *testing.T) {
-	op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), scaleOperatorOptions)
+	op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), operatorDefaults)
 	for _, sc := range []scaleScenario{scaleOutInFlightVoterDown, onlyVoterDownDuringScaleOut, twoVotersDown, restoreCalledOff} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

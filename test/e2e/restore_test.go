@@ -238,12 +238,12 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 // scenario 10) and comes back by itself from the backup. One cluster for both, to keep the
 // suite short.
 func TestRestoreFromBackup(t *testing.T) {
+	namespace, op := inParallel(t, "e2e-restore-", operatorDefaults)
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}}
-	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	b := createBackedUpCluster(ctx, e, "e2e-restore-", 1)
+	e := &env{t: t, stack: s, opts: operatorDefaults, operator: op}
+	b := createBackedUpCluster(ctx, e, namespace, 1)
 	rec := startRecorder(ctx, t, e.cluster, 1)
 
 	b.lose(ctx, "single-node", rec, 1, 0)

@@ -141,20 +141,17 @@ func (w *voterWatch) poll(ctx context.Context, e *env) {
 var scaleNoQuorumLoss = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: scenariopkg.AnyLeaderChanges,
 	Waived: "a membership change moves leadership only when the leader is removed (ScaleInMoveLeader), which the scenario asserts by its Event"}
 
-// scaleOperatorOptions are the operator's options in the scale scenarios.
-var scaleOperatorOptions = framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}
-
 func runScale(t *testing.T, sc scaleScenario) {
-	runScaleWith(t, sc, framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), scaleOperatorOptions))
+	runScaleWith(t, sc, framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), operatorDefaults))
 }
 
-// runScaleWith runs sc with op, an operator started with scaleOperatorOptions that may serve
+// runScaleWith runs sc with op, an operator started with operatorDefaults that may serve
 // other scenarios' clusters at the same time, as one operator serves many Etcds.
 func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	e := &env{t: t, stack: s, opts: scaleOperatorOptions, operator: op}
+	e := &env{t: t, stack: s, opts: operatorDefaults, operator: op}
 	var cluster *stack.EtcdCluster
 	if sc.backup {
 		e.backup = createBackedUpCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +115,9 @@ type scenario struct {
 	tune        func(*configv1alpha1.OnDeleteControllerConfiguration)
 	concurrency int
 }
+
+// operatorDefaults are the operator's options as users run it: the quorum-aware rollout on.
+var operatorDefaults = framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}}
 
 // idleBaseline is the window before the bump in which the instruments run with no rollout: its
 // longest write gap is the run's idle jitter, the yardstick for the gap at the leader step.
@@ -250,8 +254,22 @@ func checkPromise(t *testing.T, p scenariopkg.Promise, report workload.Report) {
 	}
 }
 
+// inParallel lets a long test that mostly waits (for probes, grace periods, a store) run beside
+// the other such tests: it starts an operator of its own that watches only a namespace of its own,
+// prefix plus a random suffix, as separate installations would, and returns that namespace,
+// which createCluster* then use as it is. The figures of such tests are times the test waits
+// for, not the quorum-loss figures of the rollout scenarios, which run one at a time.
+func inParallel(t *testing.T, prefix string, opts framework.OperatorOptions) (namespace string, op *framework.RunningOperator) {
+	t.Helper()
+	s := sharedStack(t)
+	t.Parallel()
+	namespace = prefix + utilrand.String(5)
+	opts.WatchNamespaces = []string{namespace}
+	return namespace, framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
+}
+
 // createCluster creates an Etcd of replicas members at fromVersion in a namespace of its own
-// (prefix plus a generated suffix) and waits until it has converged. The namespace is deleted at
+// (prefix plus a generated suffix, or the namespace inParallel chose) and waits until it has converged. The namespace is deleted at
 // the end, so a scenario can run again and again in the same stack (go test -count, make soak);
 // on failure the evidence is printed first.
 func createCluster(ctx context.Context, e *env, prefix string, replicas int32) *stack.EtcdCluster {

@@ -29,7 +29,7 @@ func TestTLSAddedToRunningCluster(t *testing.T) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}})
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
 	e := &env{t: t, stack: s}
 	var clientTLS *druidv1alpha1.TLSConfig
 	var peerTLS *druidv1alpha1.PeerTLSConfig
