@@ -9,7 +9,7 @@ import (
 
 // This file refuses the etcd-druid settings the operator cannot honour and cannot safely ignore:
 // going ahead without them would run something other than what the Etcd asks for (members under
-// other names, a new empty cluster instead of a joined one, pods that never start). Fields that
+// other names, pods that never start). Fields that
 // are harmless to ignore are listed by internal/compat instead.
 
 const (
@@ -34,11 +34,6 @@ func validateDruidRefused(e *druidv1alpha1.Etcd) []Problem {
 			"spec.memberNamePrefix is %q: etcd-druid would name the members %s-<pod>, but members here are always named after their pods "+
 				"(their Leases, the membership planner and recovery go by that name); the field is immutable, so delete the Etcd "+
 				"(nothing was created for it) and create it without the field", *p, *p)})
-	}
-	if b := e.Spec.Etcd.BootstrapWithExistingCluster; b != nil {
-		problems = append(problems, Problem{ErrUnsupportedField, fmt.Sprintf(
-			"spec.etcd.bootstrapWithExistingCluster is not supported yet: without it the members would start a new, empty cluster "+
-				"instead of joining the %d member(s) of the source cluster; remove the field to start a new cluster", len(b.Members))})
 	}
 	if img := e.Spec.Etcd.Image; img != nil && IsEtcdWrapperImage(*img) {
 		problems = append(problems, Problem{ErrEtcdWrapperImage, fmt.Sprintf(

@@ -211,6 +211,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var foreign []resources.Problem
 	held := false
 	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
+			return err
+		}
 		held, err = r.syncStatefulSet(ctx, etcd, move.Render)
 		return err
 	}

@@ -155,6 +155,9 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	conds = append(conds, backupConditions(o)...)
 	running := runningTransport(o)
 	conds = append(conds, tlsEnabledCondition(running))
+	if c, ok := existingClusterCondition(o); ok {
+		conds = append(conds, c)
+	}
 	out.PeerUrlTLSEnabled = ptr.To(running.Peer == transport.TLS)
 	conds = etcdstatus.StampConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
