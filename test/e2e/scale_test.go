@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -198,8 +199,14 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	}
 	deadline := time.Now().Add(4 * time.Minute)
 	last := ""
+	// Without a fault the cluster stays quorate throughout, so its status must say so at every
+	// look: a joining member counted as a voter before it votes shows as a false quorum loss.
+	statusWatched := sc.beforeScale == nil && sc.during == nil && !sc.skipScale
 	for {
 		watch.poll(ctx, e)
+		if statusWatched {
+			checkStatusDuringScale(ctx, t, e, max(sc.from, sc.to))
+		}
 		ok, msg := membershipSettled(ctx, e, int(sc.to))
 		if ok {
 			break
@@ -235,7 +242,72 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 		checkPromise(t, scaleNoQuorumLoss, report)
 	}
 	checkLeases(ctx, t, e, int(sc.to))
+	checkStatusMembers(ctx, t, e, int(sc.to))
 	logEvents(ctx, t, e)
+}
+
+// checkStatusDuringScale fails when the Etcd's status, read at one moment of a scale without a
+// fault, says the quorum is lost or counts more voters than the cluster ever has.
+func checkStatusDuringScale(ctx context.Context, t *testing.T, e *env, most int32) {
+	t.Helper()
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return
+	}
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil && c.Status == druidv1alpha1.ConditionFalse {
+		t.Errorf("Ready False during the scale: %s: %s", c.Reason, c.Message)
+	}
+	if n := etcd.Status.ClusterSize; n != nil && *n > most {
+		t.Errorf("status.clusterSize %d during a scale that never has more than %d voters", *n, most)
+	}
+}
+
+// checkStatusMembers waits until the Etcd's status lists exactly the n members etcd lists, by
+// name and ID, Ready, one of them Leader and the others Member (no learner left), with
+// clusterSize n.
+func checkStatusMembers(ctx context.Context, t *testing.T, e *env, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	e.waitFor(ctx, fmt.Sprintf("status.members and clusterSize for %d members", n), func(ctx context.Context) (bool, error) {
+		members, err := memberList(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		ids := map[string]string{}
+		for _, m := range members {
+			ids[m.Name] = fmt.Sprintf("%x", m.ID)
+		}
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		st := etcd.Status
+		if st.ClusterSize == nil || int(*st.ClusterSize) != n || len(st.Members) != n {
+			return false, fmt.Errorf("clusterSize %d (-1: unset), %d members in status", ptr.Deref(st.ClusterSize, -1), len(st.Members))
+		}
+		leaders := 0
+		for _, m := range st.Members {
+			id := ptr.Deref(m.ID, "")
+			if id == "" || id != ids[m.Name] {
+				return false, fmt.Errorf("status member %s has ID %q, etcd lists %q", m.Name, id, ids[m.Name])
+			}
+			if m.Status != druidv1alpha1.EtcdMemberStatusReady || m.Role == nil {
+				return false, fmt.Errorf("status member %s: %s (%s), role %v", m.Name, m.Status, m.Reason, m.Role)
+			}
+			switch *m.Role {
+			case druidv1alpha1.EtcdRoleLeader:
+				leaders++
+			case druidv1alpha1.EtcdRoleMember:
+			default:
+				return false, fmt.Errorf("status member %s has role %s", m.Name, *m.Role)
+			}
+		}
+		if leaders != 1 {
+			return false, fmt.Errorf("%d leaders in status.members", leaders)
+		}
+		return true, nil
+	})
 }
 
 // checkLeases: one Lease per member, and, once a removed member has left the cluster and its pod

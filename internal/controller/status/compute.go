@@ -42,6 +42,9 @@ const (
 	MemberReasonLeaseExpired   = "LeaseExpired"
 	MemberReasonPodNotReady    = "ContainerNotReady"
 	MemberReasonPodMissing     = "PodNotFound"
+	// MemberReasonPromotionPending: a member promoted from learner moments ago, its pod's
+	// readiness not yet probed since (promotionPending).
+	MemberReasonPromotionPending = "PromotedReadinessPending"
 	// MemberReasonUnknownGracePeriodExceeded: the member's Lease has been expired (status
 	// Unknown) longer than Inputs.UnknownGrace, so it is taken as NotReady (DEP-01 scenario 7).
 	MemberReasonUnknownGracePeriodExceeded = "UnknownGracePeriodExceeded"
@@ -129,7 +132,8 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 		for i, name := range resources.MemberNames(o.Etcd) {
 			old := findMember(prev.Members, name)
 			m := unknownPastGrace(memberStatus(name, podsByName[name], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
-			if old != nil && old.Status == m.Status {
+			m = promotionPending(m, old, leaseRenewed(leasesByName[name], o.Now), o.Now)
+			if old != nil && old.Status == m.Status && (old.Reason == MemberReasonPromotionPending) == (m.Reason == MemberReasonPromotionPending) {
 				m.LastTransitionTime = old.LastTransitionTime
 			} else {
 				m.LastTransitionTime = now
@@ -139,7 +143,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 				continue
 			}
 			voters++
-			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady || m.Reason == MemberReasonPromotionPending {
 				readyVoters++
 			}
 		}
@@ -231,6 +235,31 @@ func unknownPastGrace(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdM
 	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == MemberReasonUnknownGracePeriodExceeded,
 		old.Status == druidv1alpha1.EtcdMemberStatusUnknown && now.Sub(old.LastTransitionTime.Time) > grace:
 		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonUnknownGracePeriodExceeded
+	}
+	return m
+}
+
+// promotionGrace bounds how long a just-promoted member counts towards the quorum before its pod
+// is Ready: its readiness probe runs every 2 s (resources.StatefulSet), and the kubelet then
+// reports the result.
+const promotionGrace = 10 * time.Second
+
+// promotionPending: a member whose Lease said learner at the last look and now says it votes was
+// just promoted, and its pod is not Ready only because the readiness probe (a linearizable read,
+// which etcd refuses a learner) has not run since. etcd promotes only a learner that has caught
+// up with the leader, so the member takes part in the quorum already: for up to promotionGrace
+// its reason says so and the Ready condition counts it, rather than report a quorum loss that
+// is not there. Its status stays NotReady, and a pod still not Ready after the grace is an
+// ordinary NotReady member. Its Lease must be renewed: its agent heard it answer.
+func promotionPending(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdMemberStatus, renewed bool, now time.Time) druidv1alpha1.EtcdMemberStatus {
+	if old == nil || !renewed || m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != MemberReasonPodNotReady ||
+		m.Role == nil || *m.Role == druidv1alpha1.EtcdRoleLearner {
+		return m
+	}
+	wasLearner := old.Role != nil && *old.Role == druidv1alpha1.EtcdRoleLearner
+	pendingSince := old.Reason == MemberReasonPromotionPending && now.Sub(old.LastTransitionTime.Time) < promotionGrace
+	if wasLearner || pendingSince {
+		m.Reason = MemberReasonPromotionPending
 	}
 	return m
 }

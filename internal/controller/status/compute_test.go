@@ -327,3 +327,57 @@ func TestComputeUnknownPastGraceTurnsNotReady(t *testing.T) {
 		t.Fatalf("past the default grace: %s/%s, want NotReady", m.Status, m.Reason)
 	}
 }
+
+// TestJustPromotedMemberCountsTowardsQuorum: a member whose Lease said learner at the last look
+// and says it votes now was just promoted; its pod is not Ready only until its readiness probe
+// runs again. For promotionGrace it counts towards the quorum (no false QuorumLost during a
+// scale-out from one member), never longer, and never for a voter that was NotReady before.
+func TestJustPromotedMemberCountsTowardsQuorum(t *testing.T) {
+	leader := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"}
+	for _, tt := range []struct {
+		name       string
+		prev       *druidv1alpha1.EtcdMemberStatus // the promoted member at the last look (nil: none)
+		leaseAge   time.Duration
+		wantReason string
+		wantReady  druidv1alpha1.ConditionStatus
+	}{
+		{"promoted since the last look", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleLearner),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+			time.Second, MemberReasonPromotionPending, druidv1alpha1.ConditionTrue},
+		{"within the grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: MemberReasonPromotionPending, LastTransitionTime: metav1.NewTime(now.Add(-promotionGrace / 2))},
+			time.Second, MemberReasonPromotionPending, druidv1alpha1.ConditionTrue},
+		{"the grace is over", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: MemberReasonPromotionPending, LastTransitionTime: metav1.NewTime(now.Add(-promotionGrace - time.Second))},
+			time.Second, MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"a voter NotReady before (a restart) gets no grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Second))},
+			time.Second, MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"no earlier status (an operator restart) gives no grace", nil, time.Second, MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"an expired Lease gets no grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleLearner),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+			time.Minute, MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Three members, one of them down: the quorum of two needs the promoted one.
+			o := observed(appsv1.OnDeleteStatefulSetStrategyType, leader,
+				member{revision: "rev-new", ready: false, leaseAge: tt.leaseAge, role: "Member"},
+				member{revision: "rev-new", ready: false, leaseAge: time.Minute, role: "Member"})
+			if tt.prev != nil {
+				prev := *tt.prev
+				prev.Name = "etcd-main-1"
+				o.Etcd.Status.Members = []druidv1alpha1.EtcdMemberStatus{
+					{Name: "etcd-main-0", Role: ptr.To(druidv1alpha1.EtcdRoleLeader), Status: druidv1alpha1.EtcdMemberStatusReady, Reason: MemberReasonLeaseSucceeded},
+					prev,
+				}
+			}
+			got := Compute(o)
+			if m := got.Members[1]; m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != tt.wantReason {
+				t.Errorf("member %s/%s, want NotReady/%s", m.Status, m.Reason, tt.wantReason)
+			}
+			if c := cond(got, druidv1alpha1.ConditionTypeReady); c.Status != tt.wantReady {
+				t.Errorf("Ready %s/%s (%s), want %s", c.Status, c.Reason, c.Message, tt.wantReady)
+			}
+		})
+	}
+}
