@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness clean
 
 all: build
 
@@ -145,6 +145,11 @@ bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a
 bench-backup: tools
 	go test -run '^$$' -bench . -benchtime 3x ./test/bench/backup/
 bench-go: bench-backup
+
+# The liveness and readiness probes against a defragmentation of 256 MiB and 1 GiB databases (half
+# free): the longest stall a healthy member goes through must fail no liveness probe. A few minutes.
+bench-liveness: tools
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/liveness/
 
 clean: cluster-down
 	rm -rf $(BIN) .cluster

@@ -37,17 +37,6 @@ const (
 	ReasonTLS                = "TLS"
 	ReasonPlaintextTraffic   = "PlaintextTraffic"
 	ReasonMovingToTLS        = "MovingToTLS"
-
-	MemberReasonLeaseSucceeded = "LeaseSucceeded"
-	MemberReasonLeaseExpired   = "LeaseExpired"
-	MemberReasonPodNotReady    = "ContainerNotReady"
-	MemberReasonPodMissing     = "PodNotFound"
-	// MemberReasonPromotionPending: a member promoted from learner moments ago, its pod's
-	// readiness not yet probed since (promotionPending).
-	MemberReasonPromotionPending = "PromotedReadinessPending"
-	// MemberReasonUnknownGracePeriodExceeded: the member's Lease has been expired (status
-	// Unknown) longer than Inputs.UnknownGrace, so it is taken as NotReady (DEP-01 scenario 7).
-	MemberReasonUnknownGracePeriodExceeded = "UnknownGracePeriodExceeded"
 )
 
 // DefaultUnknownGrace is how long a member stays Unknown (its Lease expired, its pod Ready)
@@ -133,7 +122,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			old := findMember(prev.Members, name)
 			m := unknownPastGrace(memberStatus(name, podsByName[name], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
 			m = promotionPending(m, old, leaseRenewed(leasesByName[name], o.Now), o.Now)
-			if old != nil && old.Status == m.Status && (old.Reason == MemberReasonPromotionPending) == (m.Reason == MemberReasonPromotionPending) {
+			if old != nil && old.Status == m.Status && (old.Reason == etcdstatus.MemberReasonPromotionPending) == (m.Reason == etcdstatus.MemberReasonPromotionPending) {
 				m.LastTransitionTime = old.LastTransitionTime
 			} else {
 				m.LastTransitionTime = now
@@ -143,7 +132,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 				continue
 			}
 			voters++
-			if m.Status == druidv1alpha1.EtcdMemberStatusReady || m.Reason == MemberReasonPromotionPending {
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady || m.Reason == etcdstatus.MemberReasonPromotionPending {
 				readyVoters++
 			}
 		}
@@ -208,13 +197,13 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 	}
 	switch {
 	case pod == nil:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodMissing
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonPodMissing
 	case !etcdstatus.PodReady(pod):
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonPodNotReady
 	case leaseRenewed(lease, now):
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, etcdstatus.MemberReasonLeaseSucceeded
 	default:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusUnknown, MemberReasonLeaseExpired
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusUnknown, etcdstatus.MemberReasonLeaseExpired
 	}
 	return m
 }
@@ -232,9 +221,9 @@ func unknownPastGrace(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdM
 		grace = DefaultUnknownGrace
 	}
 	switch {
-	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == MemberReasonUnknownGracePeriodExceeded,
+	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == etcdstatus.MemberReasonUnknownGracePeriodExceeded,
 		old.Status == druidv1alpha1.EtcdMemberStatusUnknown && now.Sub(old.LastTransitionTime.Time) > grace:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonUnknownGracePeriodExceeded
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonUnknownGracePeriodExceeded
 	}
 	return m
 }
@@ -252,14 +241,14 @@ const promotionGrace = 10 * time.Second
 // is not there. Its status stays NotReady, and a pod still not Ready after the grace is an
 // ordinary NotReady member. Its Lease must be renewed: its agent heard it answer.
 func promotionPending(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdMemberStatus, renewed bool, now time.Time) druidv1alpha1.EtcdMemberStatus {
-	if old == nil || !renewed || m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != MemberReasonPodNotReady ||
+	if old == nil || !renewed || m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != etcdstatus.MemberReasonPodNotReady ||
 		m.Role == nil || *m.Role == druidv1alpha1.EtcdRoleLearner {
 		return m
 	}
 	wasLearner := old.Role != nil && *old.Role == druidv1alpha1.EtcdRoleLearner
-	pendingSince := old.Reason == MemberReasonPromotionPending && now.Sub(old.LastTransitionTime.Time) < promotionGrace
+	pendingSince := old.Reason == etcdstatus.MemberReasonPromotionPending && now.Sub(old.LastTransitionTime.Time) < promotionGrace
 	if wasLearner || pendingSince {
-		m.Reason = MemberReasonPromotionPending
+		m.Reason = etcdstatus.MemberReasonPromotionPending
 	}
 	return m
 }
