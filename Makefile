@@ -33,8 +33,14 @@ GO_TEST_FLAGS ?= -p 1
 
 all: build
 
+# The commit the binary is built from, for `etcd-conductor version` and the manager's start-up log.
+VERSION_PKG := github.com/etcd-conductor/etcd-conductor/internal/version
+GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_DIRTY   := $(shell git diff --quiet HEAD 2>/dev/null || echo true)
+BUILD_LDFLAGS := -X $(VERSION_PKG).commit=$(GIT_COMMIT) -X $(VERSION_PKG).modified=$(GIT_DIRTY)
+
 build:
-	@$(STAGE) build env CGO_ENABLED=0 go build -trimpath -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
+	@$(STAGE) build env CGO_ENABLED=0 go build -trimpath -ldflags '$(BUILD_LDFLAGS)' -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
 
 host-deps: ## The node simulator needs iproute2 and iptables (network namespaces, partitions).
 	@command -v ip >/dev/null && command -v iptables >/dev/null || \
