@@ -45,7 +45,7 @@ func runManager(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %s\n", oneLine(err))
 		return 1
 	}
-	log := newLogger(f.development)
+	log := newConfiguredLogger(f.development, cfg.Logging)
 	ctrl.SetLogger(log)
 	logIgnored(log, cfg)
 	if err := startManager(ctrl.SetupSignalHandler(), log, f, cfg, gates); err != nil {

@@ -343,6 +343,9 @@ func (c *OperatorConfiguration) Validate() error {
 	if err := c.ClientConnection.validate(); err != nil {
 		return err
 	}
+	if err := c.Logging.validate(); err != nil {
+		return err
+	}
 	le := c.LeaderElection
 	for _, f := range []struct {
 		field string
