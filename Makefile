@@ -59,7 +59,7 @@ RBAC_DIR := charts/etcd-conductor/files/rbac
 generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed under charts/).
 	$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION)
 	$(BIN)/controller-gen object paths=./internal/api/...
-	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/crds
+	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/files/crds
 	@# Controllers: a ClusterRole, or a Role in each watched namespace.
 	$(BIN)/controller-gen rbac:roleName=manager paths=./internal/controller/... output:rbac:artifacts:config=$(RBAC_DIR)/manager
 	@# Leader election: a Role in the release namespace.
@@ -68,9 +68,9 @@ generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed und
 	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
 
 verify-generate: generate ## Fail when the committed generated files are stale.
-	git diff --exit-code -- internal/api charts/etcd-conductor/crds $(RBAC_DIR)
-	@test -z "$$(git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR))" || \
-	  (git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
+	git diff --exit-code -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR)
+	@test -z "$$(git status --porcelain -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR))" || \
+	  (git status --porcelain -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
 
 # test/bench/plot is its own Go module (the plotting library stays out of the operator's go.mod).
 PLOT_MODULE := test/bench/plot

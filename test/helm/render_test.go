@@ -241,7 +241,7 @@ func TestRenderedObjectsAreConsistent(t *testing.T) {
 			for _, m := range r.all {
 				switch m.Kind {
 				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor",
-					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResourceDefinition":
 				default:
 					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)
 				}

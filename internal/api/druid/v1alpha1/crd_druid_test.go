@@ -20,7 +20,7 @@ var repoRoot = filepath.Join("..", "..", "..", "..")
 
 func readCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcds.yaml"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "charts", "etcd-conductor", "files", "crds", "druid.gardener.cloud_etcds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
