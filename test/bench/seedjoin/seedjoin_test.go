@@ -22,11 +22,12 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 )
 
 var (
 	sizesFlag   = flag.String("seedjoin.sizes", "", "keyspace sizes in MB, comma separated (e.g. 200,1024); empty skips the benchmark")
-	modesFlag   = flag.String("seedjoin.modes", "empty,db-only,raft,raft-stale", "how joining members' data directories are prepared")
+	modesFlag   = flag.String("seedjoin.modes", "raft-stale,raft,empty,db-only", "how joining members' data directories are prepared")
 	versionFlag = flag.String("seedjoin.version", etcdtest.DefaultVersion, "etcd version of every member")
 	churnFlag   = flag.Int("seedjoin.churn", 1000, "puts between the full snapshot and the scale-out")
 	staleFlag   = flag.Int("seedjoin.stale-churn", 8000, "puts between the full snapshot and the scale-out in mode raft-stale: more than the leader keeps (the last 5000 entries, --snapshot-catchup-entries, compacted every 100)")
@@ -151,8 +152,8 @@ func join(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader int, db
 	case "db-only":
 		err = SeedDBOnly(db, m.DataDir)
 	case "raft", "raft-stale":
-		var p SeedPoint
-		p, err = SeedRaft(db, m.DataDir, Joiner{ID: added.ID, ClusterID: st.ClusterID, Name: m.Name, PeerURL: m.PeerURL})
+		var p restore.SeedPoint
+		p, err = SeedRaft(db, m.DataDir, restore.SeedTarget{MemberID: added.ID, ClusterID: st.ClusterID})
 		behind = st.RaftAppliedIndex - p.Index
 	default:
 		t.Fatalf("unknown mode %q", mode)
