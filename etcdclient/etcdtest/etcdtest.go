@@ -5,11 +5,13 @@
 package etcdtest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -574,4 +576,38 @@ func (m *Member) PID() int {
 		return 0
 	}
 	return m.cmd.Process.Pid
+}
+
+// SentTo reads member i's peer traffic counters for peer id from its /metrics: the bytes it sent
+// it (raft streams and snapshots, etcd_network_peer_sent_bytes_total) and the raft snapshots
+// (etcd_network_snapshot_send_success). Benchmarks and tests of a joining member read the
+// leader's.
+func (c *Cluster) SentTo(i int, id uint64) (bytes, snapshots float64, err error) {
+	m := c.Members[i]
+	cfg, err := c.Client.ConfigOrPlain(m.ServerName)
+	if err != nil {
+		return 0, 0, err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+	resp, err := client.Get(m.ClientURL + "/metrics")
+	if err != nil {
+		return 0, 0, fmt.Errorf("metrics of %s: %w", m.Name, err)
+	}
+	defer resp.Body.Close()
+	to := fmt.Sprintf(`{To="%x"} `, id)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), to)
+		if !ok {
+			continue
+		}
+		v, _ := strconv.ParseFloat(value, 64)
+		switch name {
+		case "etcd_network_peer_sent_bytes_total":
+			bytes = v
+		case "etcd_network_snapshot_send_success":
+			snapshots = v
+		}
+	}
+	return bytes, snapshots, sc.Err()
 }

@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +24,9 @@ import (
 
 // TestSeedJoiningLearner: a learner seeded from a full snapshot of its cluster catches up from
 // the leader's log entries alone (no raft snapshot sent, a fraction of the database's bytes),
-// and ends with the same keyspace; on etcd 3.6 and 3.7. Without the WAL and raft snapshot record
+// and ends with the same keyspace; on etcd 3.6 and 3.7. Asked from its first moment, as the
+// member-agent and the probes ask it, it answers or refuses but never stops (its membership is
+// the snapshot's until it applies its own MemberAddAsLearner entry). Without the WAL and raft snapshot record
 // Seed writes next to the database, the leader sends its whole database.
 func TestSeedJoiningLearner(t *testing.T) {
 	for _, version := range []string{"3.6.8", "3.7.3"} {
@@ -38,7 +38,9 @@ func TestSeedJoiningLearner(t *testing.T) {
 			j.fill(t, "after/", 300, 100)
 
 			id := j.seedAndStart(t, full, nil)
+			stop := j.askNewMember(t)
 			j.promote(t, id)
+			stop()
 			sent, snaps := j.sentTo(t, id)
 			if snaps != 0 || sent > 1<<20 {
 				t.Fatalf("the leader sent %d raft snapshots and %d bytes to the seeded learner; want 0 and less than 1 MiB", int(snaps), int(sent))
@@ -199,6 +201,52 @@ func (j *joinCluster) seedAndStart(t *testing.T, full snapshot.Snapshot, decide 
 	return added.ID
 }
 
+// askNewMember asks the newest member for its status and /readyz without pause, as the
+// member-agent and the kubelet's probes do from the start, until the returned stop is called;
+// stop fails the test if the member is no longer running.
+func (j *joinCluster) askNewMember(t *testing.T) (stop func()) {
+	t.Helper()
+	i := len(j.c.Members) - 1
+	m := j.c.Members[i]
+	mc, err := j.c.MemberConn(i, etcdclient.Options{CallTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := j.c.Client.ConfigOrPlain(m.ServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: time.Second}
+	done := make(chan struct{})
+	finished := make(chan int)
+	go func() {
+		asked := 0
+		for {
+			select {
+			case <-done:
+				finished <- asked
+				return
+			default:
+			}
+			_, _ = mc.Status(context.Background())
+			if resp, err := client.Get(m.ClientURL + "/readyz"); err == nil {
+				resp.Body.Close()
+			}
+			asked++
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() {
+		close(done)
+		asked := <-finished
+		if !j.c.Running(i) {
+			log, _ := os.ReadFile(m.LogFile)
+			t.Fatalf("the seeded member stopped while asked (%d times):\n%s", asked, log[max(0, len(log)-3000):])
+		}
+		t.Logf("the seeded member answered or refused %d status and readyz requests while catching up", asked)
+	}
+}
+
 func (j *joinCluster) promote(t *testing.T, id uint64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -216,35 +264,12 @@ func (j *joinCluster) promote(t *testing.T, id uint64) {
 	}
 }
 
-// sentTo reads the leader's peer traffic counters for member id: bytes sent (streams and raft
-// snapshots) and raft snapshots sent.
+// sentTo reads the leader's peer traffic counters for member id.
 func (j *joinCluster) sentTo(t *testing.T, id uint64) (bytes, snapshots float64) {
 	t.Helper()
-	m := j.c.Members[j.leader]
-	cfg, err := j.c.Client.ConfigOrPlain(m.ServerName)
+	bytes, snapshots, err := j.c.SentTo(j.leader, id)
 	if err != nil {
 		t.Fatal(err)
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
-	resp, err := client.Get(m.ClientURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	to := fmt.Sprintf(`{To="%x"} `, id)
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), to)
-		if !ok {
-			continue
-		}
-		v, _ := strconv.ParseFloat(value, 64)
-		switch name {
-		case "etcd_network_peer_sent_bytes_total":
-			bytes = v
-		case "etcd_network_snapshot_send_success":
-			snapshots = v
-		}
 	}
 	return bytes, snapshots
 }
