@@ -43,9 +43,12 @@ func (i *Initializer) seed(ctx context.Context, dataDir string, obs StartObserva
 		Open:    func(ctx context.Context, key string) (io.ReadCloser, error) { return store.Get(ctx, key) },
 		DataDir: dataDir,
 		Target:  restore.SeedTarget{MemberID: self.ID, ClusterID: leader.ClusterID},
-		// Asked again on the database's own raft position, before anything is written.
+		// Asked again on the database's own raft position and the leader's status now (it went
+		// on while the snapshot was fetched), before anything is written.
 		Decide: func(p restore.SeedPoint) error {
 			o.Snapshot.Index, o.Snapshot.Term = p.Index, p.Term
+			now, answered, _ := i.askCluster(ctx, obs)
+			o.Leader = leaderSeen(now, answered)
 			if d := seeding.Decide(o); !d.Seed {
 				return errors.New(outcome(d))
 			}
@@ -67,10 +70,14 @@ func (i *Initializer) seedObservation(obs StartObservation, leader etcdclient.Me
 		Joining:          self != nil && self.IsLearner && obs.Data == memberlease.DataEmpty,
 		BackupConfigured: i.cfg.BackupStore != nil,
 		EtcdUID:          i.cfg.BackupOwner.EtcdUID,
-		Leader: seeding.Leader{Known: leader.IsLeader(), ClusterID: leader.ClusterID, Revision: leader.Revision,
-			AppliedIndex: leader.RaftAppliedIndex, Term: leader.RaftTerm},
-		CatchUpEntries: catchUpEntries(i.cfg.settings()),
+		Leader:           leaderSeen(leader, leader.IsLeader()),
+		CatchUpEntries:   catchUpEntries(i.cfg.settings()),
 	}
+}
+
+func leaderSeen(leader etcdclient.MemberStatus, answered bool) seeding.Leader {
+	return seeding.Leader{Known: answered && leader.IsLeader(), ClusterID: leader.ClusterID, Revision: leader.Revision,
+		AppliedIndex: leader.RaftAppliedIndex, Term: leader.RaftTerm}
 }
 
 func snapshotSeen(full snapshot.Snapshot, origin *snapshot.Origin, found bool) seeding.Snapshot {
