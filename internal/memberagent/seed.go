@@ -69,6 +69,7 @@ func (i *Initializer) seedObservation(obs StartObservation, leader etcdclient.Me
 	return seeding.Observed{
 		Joining:          self != nil && self.IsLearner && obs.Data == memberlease.DataEmpty,
 		BackupConfigured: i.cfg.BackupStore != nil,
+		DataKeptAside:    i.formedBefore(),
 		EtcdUID:          i.cfg.BackupOwner.EtcdUID,
 		Leader:           leaderSeen(leader, leader.IsLeader()),
 		CatchUpEntries:   catchUpEntries(i.cfg.settings()),

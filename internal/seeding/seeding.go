@@ -39,6 +39,10 @@ const (
 	RuleNotJoining RuleID = "seed/not-joining"
 	// RuleNoStore: the member has no backup store configured.
 	RuleNoStore RuleID = "seed/no-backup-store"
+	// RuleDataKeptAside: data was kept aside next to this member's data dir (or that could not be
+	// listed). A seeded member that fails before it publishes itself is judged stale at its next
+	// start and its data set aside; seeding again each time would fill the volume with copies.
+	RuleDataKeptAside RuleID = "seed/data-kept-aside"
 	// RuleNoSnapshot: the store holds no full snapshot (or could not be read).
 	RuleNoSnapshot RuleID = "seed/no-full-snapshot"
 	// RuleOriginUnknown: the full snapshot records no origin (an etcd-druid backup, an old one):
@@ -91,6 +95,8 @@ type Observed struct {
 	// Joining: the start decision is to join the running cluster with an empty data dir.
 	Joining          bool
 	BackupConfigured bool
+	// DataKeptAside: data dirs are kept aside next to this member's (or they cannot be listed).
+	DataKeptAside bool
 	// EtcdUID is the UID of the Etcd this member belongs to ("" when unknown: not compared).
 	EtcdUID  string
 	Leader   Leader
@@ -109,7 +115,7 @@ type Decision struct {
 type rule func(o Observed) (Decision, bool)
 
 // rules are asked in order; the first that decides wins. Every one but the last says no.
-var rules = []rule{notJoining, noStore, noSnapshot, leaderUnknown, originUnknown, otherCluster, ahead, tooFarBehind}
+var rules = []rule{notJoining, noStore, keptAside, noSnapshot, leaderUnknown, originUnknown, otherCluster, ahead, tooFarBehind}
 
 // Decide says whether the joining member is seeded. It is asked twice: before the snapshot is
 // fetched (Snapshot.Index 0: revisions bound the distance) and after (the database's consistent
@@ -138,6 +144,13 @@ func notJoining(o Observed) (Decision, bool) {
 func noStore(o Observed) (Decision, bool) {
 	if !o.BackupConfigured {
 		return no(RuleNoStore, "no backup store is configured: joining empty")
+	}
+	return Decision{}, false
+}
+
+func keptAside(o Observed) (Decision, bool) {
+	if o.DataKeptAside {
+		return no(RuleDataKeptAside, "data is kept aside next to the data dir (an earlier start of this member, seeded or not, was set aside): joining empty")
 	}
 	return Decision{}, false
 }

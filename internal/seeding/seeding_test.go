@@ -29,6 +29,7 @@ func TestDecide(t *testing.T) {
 		{"before the fetch, revisions close enough", func(o *Observed) { o.Snapshot.Index, o.Snapshot.Term = 0, 0 }, true, RuleSeed},
 		{"not joining (restart, restore, bootstrap)", func(o *Observed) { o.Joining = false }, false, RuleNotJoining},
 		{"no backup store", func(o *Observed) { o.BackupConfigured = false }, false, RuleNoStore},
+		{"data kept aside (an earlier start was set aside)", func(o *Observed) { o.DataKeptAside = true }, false, RuleDataKeptAside},
 		{"no full snapshot", func(o *Observed) { o.Snapshot = Snapshot{} }, false, RuleNoSnapshot},
 		{"leader unknown", func(o *Observed) { o.Leader = Leader{} }, false, RuleLeaderUnknown},
 		{"no origin record (etcd-druid's backup)", func(o *Observed) { o.Snapshot.OriginRecorded, o.Snapshot.OriginClusterID = false, "" }, false, RuleOriginUnknown},
