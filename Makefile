@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness bench-seed clean
 
 all: build
 
@@ -156,6 +156,15 @@ bench-go: bench-backup
 # free): the longest stall a healthy member goes through must fail no liveness probe. A few minutes.
 bench-liveness: tools
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/liveness/
+
+# Seeding a joining member (issue #28, docs/benchmarks.md): scale-out 3→5 on real etcd members at
+# each keyspace size, joining members empty (today), with the snapshot's database alone, and seeded
+# as the init step seeds them (database + WAL at its consistent index), side by side in one
+# table. 200 MB and 1 GB take ~5 min and ~8 GB under SEED_TMP.
+SEED_SIZES ?= 200,1024
+SEED_TMP   ?= $(or $(TMPDIR),/tmp)
+bench-seed: tools
+	go test -run TestScaleOutSeeding -count=1 -v -timeout 60m ./test/bench/seedjoin -args -seedjoin.sizes=$(SEED_SIZES) -seedjoin.tmp=$(SEED_TMP)
 
 clean: cluster-down
 	rm -rf $(BIN) .cluster

@@ -21,7 +21,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -518,6 +520,42 @@ func TestScaleOut3To5With10MB(t *testing.T) {
 
 func TestScaleOut3To5With200MB(t *testing.T) {
 	runScale(t, scaleScenario{name: "3-to-5-200mb", from: 3, to: 5, preloadMB: 200})
+}
+
+// TestScaleOut3To5Seeded: a scale-out 3→5 of a backed-up cluster (a full snapshot a minute) with
+// 10 MiB in it, started once a full snapshot holds them: each new member's init step asks
+// internal/seeding and reports its rule on the member's Lease (seeded when the snapshot is
+// within the leader's log, which a writer at the e2e's rate keeps it); the scale-out settles and
+// no acknowledged write is lost.
+func TestScaleOut3To5Seeded(t *testing.T) {
+	var preloaded time.Time
+	runScale(t, scaleScenario{name: "3-to-5-seeded", from: 3, to: 5, backup: true, preloadMB: 10,
+		beforeScale: func(ctx context.Context, e *env) {
+			preloaded = time.Now()
+			e.waitFor(ctx, "a full snapshot after the preload", func(ctx context.Context) (bool, error) {
+				snaps, err := e.backup.snapshots(ctx)
+				for _, s := range snaps {
+					if s.Kind == snapshot.KindFull && s.CreatedOn.After(preloaded) {
+						return true, nil
+					}
+				}
+				return false, err
+			})
+		},
+		after: func(ctx context.Context, e *env) {
+			leases := e.stack.Kube.CoordinationV1().Leases(e.cluster.Namespace)
+			for _, i := range []int{3, 4} {
+				l, err := leases.Get(ctx, e.cluster.PodName(i), metav1.GetOptions{})
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				decision := l.Annotations[memberlease.AnnotationStartDecision]
+				e.t.Logf("%s: %s", l.Name, decision)
+				if !strings.Contains(decision, "seed/") {
+					e.t.Errorf("%s's start decision names no seeding rule: %s", l.Name, decision)
+				}
+			}
+		}})
 }
 
 // TestLearnerNeverCatchesUp: the new member's pod is cut off the network as soon as it exists, so
