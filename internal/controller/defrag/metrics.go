@@ -1,6 +1,9 @@
 package defrag
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Metrics are the defragmentation controller's Prometheus series, registered on the registry
 // passed in.
@@ -37,4 +40,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Forget deletes the series of an Etcd that is gone (labels namespace and etcd), which would
+// otherwise stay at their last values for as long as the manager runs.
+func (m *Metrics) Forget(etcd types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.DBSize.DeletePartialMatch(prometheus.Labels{"namespace": etcd.Namespace, "etcd": etcd.Name})
 }

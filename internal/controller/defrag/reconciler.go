@@ -236,6 +236,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.runs, key)
+	r.cfg.Metrics.Forget(key)
 }
 
 // observation is one look at the cluster, with what is needed to act on it.

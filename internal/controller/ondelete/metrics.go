@@ -2,6 +2,7 @@ package ondelete
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Metrics are the OnDelete controller's Prometheus series. They are registered on the registry
@@ -75,4 +76,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Forget deletes the series of one Etcd (labels namespace and etcd), once its StatefulSet is
+// gone or no longer rolled by this controller: they would otherwise stay at their last values
+// for as long as the manager runs.
+func (m *Metrics) Forget(etcd types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	labels := prometheus.Labels{"namespace": etcd.Namespace, "etcd": etcd.Name}
+	for _, vec := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.OutdatedPods, m.RoleMismatches, m.Handovers, m.AppliedIndexLag} {
+		vec.DeletePartialMatch(labels)
+	}
 }

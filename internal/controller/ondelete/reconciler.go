@@ -272,15 +272,18 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	sts := &appsv1.StatefulSet{}
 	if err := reader.Get(ctx, req.NamespacedName, sts); err != nil {
 		if apierrors.IsNotFound(err) {
-			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
+			// The StatefulSet is named after its Etcd: drop the cluster's member connections
+			// and its series.
 			r.rejoin.stop(req.NamespacedName)
 			r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+			r.cfg.Metrics.Forget(req.NamespacedName)
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
 		r.rejoin.stop(req.NamespacedName)
 		r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+		r.cfg.Metrics.Forget(req.NamespacedName)
 		return nil, nil, nil, nil
 	}
 	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)
