@@ -22,6 +22,9 @@ func TestForgetDeletesTheEtcdsSeries(t *testing.T) {
 		m.RoleMismatches.WithLabelValues(e.Namespace, e.Name).Inc()
 		m.Handovers.WithLabelValues(e.Namespace, e.Name, e.Name+"-1", HandoverSucceeded).Inc()
 		m.AppliedIndexLag.WithLabelValues(e.Namespace, e.Name, e.Name+"-0").Set(3)
+		m.Deletions.WithLabelValues(e.Namespace, e.Name, "participating/follower").Inc()
+		m.Waits.WithLabelValues(e.Namespace, e.Name, "wait/catch-up").Inc()
+		m.LeaderDeletions.WithLabelValues(e.Namespace, e.Name, "leader/handover-failed").Inc()
 	}
 	m.Forget(gone)
 	for _, tc := range []struct {
@@ -32,6 +35,9 @@ func TestForgetDeletesTheEtcdsSeries(t *testing.T) {
 		{"role_mismatches_total", m.RoleMismatches},
 		{"handovers_total", m.Handovers},
 		{"member_applied_index_lag", m.AppliedIndexLag},
+		{"rollout_deletions_total", m.Deletions},
+		{"rollout_waits_total", m.Waits},
+		{"leader_deletions_total", m.LeaderDeletions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := testutil.CollectAndCount(tc.c); n != 1 {
