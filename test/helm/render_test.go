@@ -36,7 +36,11 @@ func renderDecoded(t *testing.T, valuesFiles []string, extra ...string) rendered
 	var r rendered
 	r.all = ms
 	decodeStrict(t, ms.ofKind(t, "Deployment"), &r.deployment)
-	decodeStrict(t, ms.ofKind(t, "ConfigMap"), &r.configMap)
+	config, ok := ms.named("ConfigMap", releaseNamespace, fullname+"-config")
+	if !ok {
+		t.Fatalf("no ConfigMap %s-config rendered", fullname)
+	}
+	decodeStrict(t, config, &r.configMap)
 	if m, ok := ms.named("ClusterRole", "", fullname); ok {
 		r.clusterRole = &rbacv1.ClusterRole{}
 		decodeStrict(t, m, r.clusterRole)
@@ -240,7 +244,7 @@ func TestRenderedObjectsAreConsistent(t *testing.T) {
 			decodeStrict(t, r.all.ofKind(t, "ServiceAccount"), &sa)
 			for _, m := range r.all {
 				switch m.Kind {
-				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor",
+				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule",
 					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResourceDefinition":
 				default:
 					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -64,7 +63,7 @@ func TestDefragmentationTakesTurnsThroughItsCondition(t *testing.T) {
 		}
 		return res
 	}
-	defragmented := func() float64 { return testutil.ToFloat64(metrics.Defragmentations.WithLabelValues("succeeded")) }
+	defragmented := func() float64 { return counted(t, metrics.Defragmentations, "result", "succeeded") }
 
 	clock = clock.Add(reconcile().RequeueAfter) // the first run is due
 	setCondition(druidv1alpha1.ConditionTypeRecoveryInProgress, druidv1alpha1.ConditionTrue, clock)
@@ -72,7 +71,7 @@ func TestDefragmentationTakesTurnsThroughItsCondition(t *testing.T) {
 	if n := defragmented(); n != 0 {
 		t.Fatalf("%v members defragmented while a recovery was in flight", n)
 	}
-	if n := testutil.ToFloat64(metrics.Decisions.WithLabelValues(string(operation.WaitRule(operation.KindRecovery)))); n != 1 {
+	if n := counted(t, metrics.Decisions, "rule", string(operation.WaitRule(operation.KindRecovery))); n != 1 {
 		t.Errorf("decisions under %s = %v, want 1", operation.WaitRule(operation.KindRecovery), n)
 	}
 	setCondition(druidv1alpha1.ConditionTypeRecoveryInProgress, druidv1alpha1.ConditionFalse, clock)

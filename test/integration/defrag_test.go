@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,12 +85,12 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if testutil.ToFloat64(metrics.Runs.WithLabelValues("completed")) == 1 {
+		if counted(t, metrics.Runs, "result", "completed") == 1 {
 			break
 		}
 		clock = clock.Add(res.RequeueAfter)
 	}
-	if got := testutil.ToFloat64(metrics.Runs.WithLabelValues("completed")); got != 1 {
+	if got := counted(t, metrics.Runs, "result", "completed"); got != 1 {
 		t.Fatalf("runs completed = %v after the schedule came due", got)
 	}
 	if res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Minute {
@@ -141,7 +140,7 @@ func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
 			t.Errorf("member %s: db %d -> %d bytes, want it at least halved", n, b.DBSize, a.DBSize)
 		}
 	}
-	if got := testutil.ToFloat64(metrics.Defragmentations.WithLabelValues("succeeded")); got != 3 {
+	if got := counted(t, metrics.Defragmentations, "result", "succeeded"); got != 3 {
 		t.Errorf("defragmentations succeeded = %v, want 3", got)
 	}
 }

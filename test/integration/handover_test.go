@@ -199,7 +199,7 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	if op := rig.lastOperation(t); !strings.Contains(op, "[participating/follower]") {
 		t.Errorf("old leader deleted by %q, want participating/follower", op)
 	}
-	if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleParticipatingFollower))); n != 0 {
+	if n := counted(t, metrics.LeaderDeletions, "rule", string(rollout.RuleParticipatingFollower)); n != 0 {
 		t.Errorf("a leader deletion was counted although the pod followed")
 	}
 	if l := rig.currentLeader(t); l != newLeader {
@@ -336,7 +336,7 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 		if !strings.Contains(op, "after 2 failed handovers (at most 2)") {
 			t.Errorf("lastOperation %q does not explain the fallback", op)
 		}
-		if n := testutil.ToFloat64(metrics.LeaderDeletions.WithLabelValues(string(rollout.RuleLeaderHandoverFailed))); n != 1 {
+		if n := counted(t, metrics.LeaderDeletions, "rule", string(rollout.RuleLeaderHandoverFailed)); n != 1 {
 			t.Errorf("leader deletions after failed handovers = %v, want 1", n)
 		}
 		if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
@@ -388,7 +388,7 @@ func TestBatchWithinQuorumHeadroom(t *testing.T) {
 	if op := rig.lastOperation(t); !strings.Contains(op, "2 at once within the quorum's headroom (concurrency 2, 5 voters, quorum 3, headroom 2, 0 already unavailable)") {
 		t.Errorf("lastOperation %q does not carry the batch's numbers", op)
 	}
-	if n := testutil.ToFloat64(metrics.Deletions.WithLabelValues(string(rollout.RuleParticipatingFollower))); n != 2 {
+	if n := counted(t, metrics.Deletions, "rule", string(rollout.RuleParticipatingFollower)); n != 2 {
 		t.Errorf("deletions counted %v, want 2", n)
 	}
 

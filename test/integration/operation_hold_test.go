@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +61,7 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	if got := drainEvents(events); !hasEvent(got, "Normal "+wantRule.CamelCase()+" ") {
 		t.Errorf("no %s Event: %v", wantRule.CamelCase(), got)
 	}
-	if n := testutil.ToFloat64(metrics.Waits.WithLabelValues(string(wantRule))); n != 2 {
+	if n := counted(t, metrics.Waits, "rule", string(wantRule)); n != 2 {
 		t.Errorf("rollout waits under %s = %v, want 2 (one a reconcile)", wantRule, n)
 	}
 

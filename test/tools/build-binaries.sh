@@ -7,6 +7,7 @@
 #   build-binaries.sh helm <version>         -> helm
 #   build-binaries.sh controller-gen <version> -> controller-gen
 #   build-binaries.sh versitygw <version>    -> versitygw (an S3 gateway over a directory, for backups)
+#   build-binaries.sh promtool <version>     -> promtool (unit tests of the chart's alert rules)
 set -euo pipefail
 
 what=$1 version=$2
@@ -72,6 +73,10 @@ controller-gen)
   ;;
 versitygw)
   GOBIN=$cache/bin go install -trimpath -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@v$version"
+  ;;
+promtool)
+  # Prometheus's Go module is tagged v0.X.Y for release 3.X.Y; promtool is all the tests need.
+  GOBIN=$cache/bin go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@v$version"
   ;;
 *) echo "unknown tool set: $what" >&2; exit 2 ;;
 esac

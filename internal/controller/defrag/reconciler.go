@@ -162,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := defrag.Plan(target.observed)
 	log.V(1).Info("Defragmentation decision", "action", d.Action, "rule", d.Rule, "member", d.Member, "reason", d.Reason)
-	r.cfg.Metrics.Decisions.WithLabelValues(string(d.Rule)).Inc()
+	r.cfg.Metrics.Decisions.WithLabelValues(etcd.Namespace, etcd.Name, string(d.Rule)).Inc()
 
 	switch d.Action {
 	case defrag.ActionWait:
@@ -170,11 +170,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.cfg.WaitInterval}, nil
 	case defrag.ActionSkip:
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, EventDefragmentationSkip, fmt.Sprintf("%s [%s]", d.Reason, d.Rule))
-		r.cfg.Metrics.Runs.WithLabelValues("skipped").Inc()
+		r.cfg.Metrics.Runs.WithLabelValues(etcd.Namespace, etcd.Name, "skipped").Inc()
 		return r.endRun(s, now), nil
 	case defrag.ActionDone:
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeNormal, EventDefragmentationDone, fmt.Sprintf("run due %s: %s [%s]", s.dueAt.UTC().Format(time.RFC3339), d.Reason, d.Rule))
-		r.cfg.Metrics.Runs.WithLabelValues("completed").Inc()
+		r.cfg.Metrics.Runs.WithLabelValues(etcd.Namespace, etcd.Name, "completed").Inc()
 		return r.endRun(s, now), nil
 	case defrag.ActionDefragment:
 		r.defragment(ctx, etcd, s, target, d)
@@ -236,6 +236,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.runs, key)
+	r.cfg.Metrics.Forget(key)
 }
 
 // observation is one look at the cluster, with what is needed to act on it.
@@ -324,7 +325,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	// condition tells every other controller to take no member away meanwhile.
 	if held, err := r.hold(ctx, etcd, s, d, timeout); err != nil || held != nil {
 		if held != nil {
-			r.cfg.Metrics.Decisions.WithLabelValues(string(held.Rule)).Inc()
+			r.cfg.Metrics.Decisions.WithLabelValues(etcd.Namespace, etcd.Name, string(held.Rule)).Inc()
 			r.reportWait(etcd, s, *held)
 			log.Info("Defragmentation held: another operation started meanwhile", "member", d.Member, "rule", held.Rule, "reason", held.Reason)
 			return
@@ -339,7 +340,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	s.handled[d.Member] = true
 	s.lastWait = ""
 	if err != nil {
-		r.cfg.Metrics.Defragmentations.WithLabelValues("failed").Inc()
+		r.cfg.Metrics.Defragmentations.WithLabelValues(etcd.Namespace, etcd.Name, "failed").Inc()
 		r.cfg.Metrics.Duration.WithLabelValues("failed").Observe(took.Seconds())
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, EventDefragmentationFailed,
 			fmt.Sprintf("member %s: %v after %s (timeout %s) [%s]", d.Member, err, took.Round(time.Millisecond), timeout, d.Rule))
@@ -354,14 +355,14 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 			}
 		}
 	}
-	r.cfg.Metrics.Defragmentations.WithLabelValues("succeeded").Inc()
+	r.cfg.Metrics.Defragmentations.WithLabelValues(etcd.Namespace, etcd.Name, "succeeded").Inc()
 	r.cfg.Metrics.Duration.WithLabelValues("succeeded").Observe(took.Seconds())
 	r.cfg.Metrics.DBSize.WithLabelValues(etcd.Namespace, etcd.Name, d.Member, "before").Set(float64(before))
 	afterText := "unknown (member did not answer)"
 	if after >= 0 {
 		r.cfg.Metrics.DBSize.WithLabelValues(etcd.Namespace, etcd.Name, d.Member, "after").Set(float64(after))
 		if before > after {
-			r.cfg.Metrics.Reclaimed.Add(float64(before - after))
+			r.cfg.Metrics.Reclaimed.WithLabelValues(etcd.Namespace, etcd.Name).Add(float64(before - after))
 		}
 		afterText = fmt.Sprintf("%d bytes", after)
 	}

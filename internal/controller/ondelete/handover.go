@@ -324,7 +324,7 @@ func (r *Reconciler) recordLeaderDeletions(etcd *druidv1alpha1.Etcd, o decision.
 		if o.Resolution.Roles[name] != rollout.RoleLeader {
 			continue
 		}
-		r.cfg.Metrics.LeaderDeletions.WithLabelValues(string(o.Decision.Rule)).Inc()
+		r.cfg.Metrics.LeaderDeletions.WithLabelValues(etcd.Namespace, etcd.Name, string(o.Decision.Rule)).Inc()
 		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "LeaderDeleted",
 			"deleting %s while it leads (%s): %s; etcd's own shutdown handover applies", name, o.Decision.Rule, o.Decision.Reason)
 	}

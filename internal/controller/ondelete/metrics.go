@@ -2,6 +2,7 @@ package ondelete
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Metrics are the OnDelete controller's Prometheus series. They are registered on the registry
@@ -39,9 +40,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		OutdatedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "outdated_pods",
 			Help: "Member pods whose controller-revision-hash differs from the StatefulSet's update revision."}, []string{"namespace", "etcd"}),
 		Deletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_deletions_total",
-			Help: "Pods deleted by the OnDelete controller, by the rule that chose them."}, []string{"rule"}),
+			Help: "Pods deleted by the OnDelete controller, by Etcd and the rule that chose them."}, []string{"namespace", "etcd", "rule"}),
 		Waits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_waits_total",
-			Help: "Reconciles that waited, by the rule that held the rollout."}, []string{"rule"}),
+			Help: "Reconciles that waited, by Etcd and the rule that held the rollout."}, []string{"namespace", "etcd", "rule"}),
 		RoleSource: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_source_total",
 			Help: "Role resolutions by where the roles came from (direct, lease, none)."}, []string{"source"}),
 		RoleMismatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_mismatches_total",
@@ -58,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from MoveLeader to the members confirming the new leader (or giving up), by outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.002, 2, 13)}, []string{"outcome"}),
 		LeaderDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leader_deletions_total",
-			Help: "Pods deleted while still the leader (etcd's shutdown handover then applies), by the rule that says why."}, []string{"rule"}),
+			Help: "Pods deleted while still the leader (etcd's shutdown handover then applies), by Etcd and the rule that says why."}, []string{"namespace", "etcd", "rule"}),
 		AppliedIndexLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "member_applied_index_lag",
 			Help: "Raft entries a member has applied fewer than the leader, when the OnDelete controller last asked."}, []string{"namespace", "etcd", "member"}),
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "rollout_batch_size",
@@ -75,4 +76,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Forget deletes the series of one Etcd (labels namespace and etcd), once its StatefulSet is
+// gone or no longer rolled by this controller: they would otherwise stay at their last values
+// for as long as the manager runs.
+func (m *Metrics) Forget(etcd types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	labels := prometheus.Labels{"namespace": etcd.Namespace, "etcd": etcd.Name}
+	for _, vec := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.OutdatedPods, m.RoleMismatches, m.Handovers, m.AppliedIndexLag, m.Deletions, m.Waits, m.LeaderDeletions} {
+		vec.DeletePartialMatch(labels)
+	}
 }

@@ -243,7 +243,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		r.recordLeaderDeletions(etcd, outcome)
-		r.cfg.Metrics.Deletions.WithLabelValues(string(d.Rule)).Add(float64(len(d.Pods)))
+		r.cfg.Metrics.Deletions.WithLabelValues(etcd.Namespace, etcd.Name, string(d.Rule)).Add(float64(len(d.Pods)))
 		r.cfg.Metrics.BatchSize.Observe(float64(len(d.Pods)))
 		result.RequeueAfter = r.cfg.RequeueInterval
 	case rollout.ActionHandover:
@@ -256,7 +256,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			result.RequeueAfter = r.cfg.RequeueInterval
 		}
 	case rollout.ActionWait:
-		r.cfg.Metrics.Waits.WithLabelValues(string(d.Rule)).Inc()
+		r.cfg.Metrics.Waits.WithLabelValues(etcd.Namespace, etcd.Name, string(d.Rule)).Inc()
 		result.RequeueAfter = r.cfg.RequeueInterval
 	}
 	if err := r.report(ctx, etcd, sts, d, resolution); err != nil {
@@ -272,15 +272,18 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 	sts := &appsv1.StatefulSet{}
 	if err := reader.Get(ctx, req.NamespacedName, sts); err != nil {
 		if apierrors.IsNotFound(err) {
-			// The StatefulSet is named after its Etcd: drop the cluster's member connections.
+			// The StatefulSet is named after its Etcd: drop the cluster's member connections
+			// and its series.
 			r.rejoin.stop(req.NamespacedName)
 			r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+			r.cfg.Metrics.Forget(req.NamespacedName)
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
 		r.rejoin.stop(req.NamespacedName)
 		r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+		r.cfg.Metrics.Forget(req.NamespacedName)
 		return nil, nil, nil, nil
 	}
 	etcd, err := memberaccess.ReadOwningEtcd(ctx, r.cfg.Client, sts)

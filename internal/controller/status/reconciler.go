@@ -74,8 +74,9 @@ func (r *Reconciler) WithResync(d time.Duration) *Reconciler {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch
 
 // Reconcile reads the Etcd, its StatefulSet, pods and leases, computes the status (Compute) and
-// writes the fields it owns (etcdstatus.WriterStatus) with one merge patch. It keeps the data-aside
-// metrics at what the member Leases report, and deletes them when the Etcd is gone.
+// writes the fields it owns (etcdstatus.WriterStatus) with one merge patch. It keeps the health
+// and data-aside metrics at what it computed and the member Leases report, and deletes them when
+// the Etcd is gone.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
@@ -90,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	computed := Compute(observed)
 	r.metrics.recordAside(req.NamespacedName, AsideReports(etcd, observed.Leases))
+	r.metrics.record(req.NamespacedName, HealthOf(observed, computed))
 
 	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterStatus, func(s *druidv1alpha1.EtcdStatus) {
 		s.Members = computed.Members

@@ -131,7 +131,7 @@ func BenchmarkReconcileSteadyState(b *testing.B) {
 	b.StopTimer()
 	// Every reconcile must have chosen a participating follower, which needs the members' roles.
 	var counter dto.Metric
-	must(b, metrics.Deletions.WithLabelValues(string(rollout.RuleParticipatingFollower)).Write(&counter))
+	must(b, metrics.Deletions.WithLabelValues(namespace, sts.Name, string(rollout.RuleParticipatingFollower)).Write(&counter))
 	if chosen := counter.GetCounter().GetValue(); int(chosen) != b.N+1 {
 		b.Fatalf("%v of %d reconciles chose a participating follower", chosen, b.N+1)
 	}
