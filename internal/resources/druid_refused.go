@@ -8,8 +8,8 @@ import (
 )
 
 // This file refuses the etcd-druid settings the operator cannot honour and cannot safely ignore:
-// going ahead without them would run something other than what the Etcd asks for (members under
-// other names, a new empty cluster instead of a joined one, pods that never start). Fields that
+// going ahead without them would run something other than what the Etcd asks for (a new empty
+// cluster instead of a joined one, pods that never start). Fields that
 // are harmless to ignore are listed by internal/compat instead.
 
 const (
@@ -28,13 +28,6 @@ const etcdWrapperRepository = "etcd-wrapper"
 // validateDruidRefused lists the refused etcd-druid settings an Etcd sets.
 func validateDruidRefused(e *druidv1alpha1.Etcd) []Problem {
 	var problems []Problem
-	// etcd-druid treats an empty prefix as unset; the schema does not admit one anyway.
-	if p := e.Spec.MemberNamePrefix; p != nil && *p != "" {
-		problems = append(problems, Problem{ErrUnsupportedField, fmt.Sprintf(
-			"spec.memberNamePrefix is %q: etcd-druid would name the members %s-<pod>, but members here are always named after their pods "+
-				"(their Leases, the membership planner and recovery go by that name); the field is immutable, so delete the Etcd "+
-				"(nothing was created for it) and create it without the field", *p, *p)})
-	}
 	if b := e.Spec.Etcd.BootstrapWithExistingCluster; b != nil {
 		problems = append(problems, Problem{ErrUnsupportedField, fmt.Sprintf(
 			"spec.etcd.bootstrapWithExistingCluster is not supported yet: without it the members would start a new, empty cluster "+

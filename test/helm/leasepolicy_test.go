@@ -84,7 +84,7 @@ func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 	}
 	members := map[string]kubernetes.Interface{}
 	for i := range 2 {
-		name := resources.MemberName(etcd, i)
+		name := resources.PodName(etcd, i)
 		if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(etcd, name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

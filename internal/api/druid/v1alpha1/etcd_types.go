@@ -412,7 +412,8 @@ const (
 
 // RecordedVoter is one voting member as the leader listed it.
 type RecordedVoter struct {
-	// Name is the member's (and its pod's) name.
+	// Name is the member's etcd name (its pod's name, or <prefix>-<pod> with
+	// spec.memberNamePrefix), as the leader's member list has it; also its Lease's name.
 	Name string `json:"name"`
 	// ID is the member ID in hex.
 	ID string `json:"id"`
@@ -423,7 +424,7 @@ type RecordedVoter struct {
 
 // DataAside is one data dir a member keeps aside. Not part of etcd-druid's API.
 type DataAside struct {
-	// Member is the member (and pod) that keeps it.
+	// Member is the member that keeps it, by its etcd member name (its Lease's name).
 	Member string `json:"member"`
 	// Path is where it is in the member's pod (on its data volume).
 	Path string `json:"path"`
@@ -436,7 +437,8 @@ type DataAside struct {
 // RecoveryRequest is the operator's order that one member restore the cluster from the backup as
 // a new single-member cluster (DEP-01 operator scenario 10).
 type RecoveryRequest struct {
-	// Member is the pod asked to restore.
+	// Member is the member asked to restore, by its etcd member name (its pod's name, or
+	// <prefix>-<pod> with spec.memberNamePrefix), the name its init step knows itself by.
 	Member string `json:"member"`
 	// PodUID is the incarnation of that pod the order is for: a pod recreated since then does
 	// not act on it.
@@ -473,7 +475,8 @@ const (
 
 // EtcdMemberStatus is the state of one member.
 type EtcdMemberStatus struct {
-	// Name is the member's (and its pod's) name.
+	// Name is the member's etcd name, which its Lease carries too: its pod's name, or
+	// <prefix>-<pod> with spec.memberNamePrefix (as etcd-druid's).
 	Name string `json:"name"`
 	// ID is the member's ID in hex.
 	// +optional
