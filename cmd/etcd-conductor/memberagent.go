@@ -17,8 +17,8 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 

@@ -111,6 +111,9 @@ func validateAdditionalPeerURLs(e *druidv1alpha1.Etcd) []Problem {
 // peerURLProblem says why etcd could not advertise raw as a peer URL, "" when it can. A comma
 // would split it in etcd's own lists.
 func peerURLProblem(raw string) string {
+	if strings.ContainsAny(raw, ", ") {
+		return "holds a comma or a space"
+	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
@@ -119,8 +122,6 @@ func peerURLProblem(raw string) string {
 		return "is neither http:// nor https://"
 	case u.Host == "" || u.Port() == "":
 		return "has no host:port"
-	case strings.ContainsAny(raw, ", "):
-		return "holds a comma or a space"
 	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 		return "has a path, query or fragment (a peer URL is scheme://host:port)"
 	}
