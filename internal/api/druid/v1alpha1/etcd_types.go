@@ -106,12 +106,10 @@ type EtcdSpec struct {
 	// +optional
 	RunAsRoot *bool `json:"runAsRoot,omitempty"`
 
-	// MemberNamePrefix is etcd-druid's prefix of member names (members are then named
-	// <prefix>-<pod>). Members here are always named after their pods, which the Leases, the
-	// membership planner and recovery all rely on, so an Etcd that sets it is refused
-	// (ERR_UNSUPPORTED_FIELD) rather than run under names it did not ask for. Immutable, as in
-	// etcd-druid: it can be neither changed nor added or removed after creation (the rule on
-	// EtcdSpec), so the refusal only ever meets a new Etcd.
+	// MemberNamePrefix is etcd-druid's prefix of member names: each etcd member and its member
+	// Lease are named <prefix>-<pod>, the pods (and the StatefulSet) keep their names. Unset or
+	// empty: members are named after their pods. Immutable, as in etcd-druid: it can be neither
+	// changed nor added or removed after creation (the rule on EtcdSpec).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -202,9 +200,10 @@ type EtcdConfig struct {
 	// +optional
 	BackendBboltFreelistType *BboltFreelistType `json:"backendBboltFreelistType,omitempty"`
 
-	// AdditionalAdvertisePeerURLs are extra peer URLs etcd-druid appends to a member's advertised
-	// ones. Accepted and ignored: each member advertises exactly its peer Service name, the one
-	// URL the membership planner adds and checks members by.
+	// AdditionalAdvertisePeerURLs are extra peer URLs a member advertises after its name under
+	// the peer Service, by etcd member name (<prefix>-<pod> with spec.memberNamePrefix). A
+	// learner is added with them; a change rolls the pods and each member's recorded peer URLs
+	// then follow its pod's (MemberUpdate).
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	AdditionalAdvertisePeerURLs []MemberPeerURLs `json:"additionalAdvertisePeerURLs,omitempty"`
