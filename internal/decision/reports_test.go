@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -51,6 +52,38 @@ func TestReportsFromClusterStatus(t *testing.T) {
 			cs := etcdclient.ClusterStatus{MemberList: tt.list, Members: answers}
 			if got := ReportsFromClusterStatus(etcd, cs); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ReportsFromClusterStatus() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLeasesByPod: roles knows members by pod, so the member Leases (named <prefix>-<pod> with
+// spec.memberNamePrefix) are handed to it under their pods; a Lease of no pod is left out.
+func TestLeasesByPod(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		prefix *string
+		leases []string
+		want   []string
+	}{
+		{"no prefix", nil, []string{"etcd-main-0", "etcd-main-1", "other-0"}, []string{"etcd-main-0", "etcd-main-1"}},
+		{"prefix", ptr.To("p"), []string{"p-etcd-main-0", "etcd-main-1", "p-etcd-main-2"}, []string{"etcd-main-0", "etcd-main-2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"}, Spec: druidv1alpha1.EtcdSpec{MemberNamePrefix: tt.prefix}}
+			var leases []coordinationv1.Lease
+			for _, n := range tt.leases {
+				leases = append(leases, coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			}
+			var got []string
+			for _, l := range leasesByPod(etcd, leases) {
+				got = append(got, l.Name)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("leasesByPod = %v, want %v", got, tt.want)
+			}
+			if leases[0].Name != tt.leases[0] {
+				t.Errorf("the caller's Lease was renamed: %s", leases[0].Name)
 			}
 		})
 	}
