@@ -20,14 +20,20 @@ import (
 )
 
 // PeerURLs are the peer URLs the member of ordinal i advertises as a pod of the StatefulSet's
-// template would (its scheme follows internal/transport's stage), its additional ones as the
-// Etcd asks: a learner is added with these.
+// template would: its scheme follows internal/transport's stage, its additional URLs are the
+// template's (the spec's before there is one). A learner is added with these, so the pod created
+// for it from that template finds itself in the member list as it advertises itself.
 func PeerURLs(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, ordinal int) []string {
+	pod := resources.PodName(etcd, ordinal)
 	scheme := resources.PeerScheme(resources.TransportOf(etcd))
 	if stages, ok := resources.RunningTransport(sts); ok {
 		scheme = resources.PeerScheme(stages)
 	}
-	return resources.PeerURLs(etcd, scheme, resources.PodName(etcd, ordinal))
+	extra, ok := resources.RunningAdditionalPeerURLs(etcd, sts, pod)
+	if !ok {
+		extra = resources.AdditionalPeerURLs(etcd, pod)
+	}
+	return append([]string{resources.ServicePeerURL(etcd, scheme, pod)}, extra...)
 }
 
 // podPeerURLs are the peer URLs member ordinal's pod advertises, nil when they are not known: the

@@ -182,3 +182,26 @@ func TestObserveDataLostByPrefixedLease(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerURLsOfALearner: a learner is added with the peer URLs its pod will advertise: the
+// template's scheme and additional URLs, the spec's only before there is a template.
+func TestPeerURLsOfALearner(t *testing.T) {
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{Replicas: 3, MemberNamePrefix: ptr.To("p")}}
+	etcd.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: "p-main-2", URLs: []string{"http://10.0.0.2:2380"}}}
+	sts, err := resources.StatefulSet(etcd, resources.Settings{MemberAgentImage: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	templated := []string{"http://main-2.main-peer.ns.svc:2380", "http://10.0.0.2:2380"}
+	if got := PeerURLs(etcd, sts, 2); !slices.Equal(got, templated) {
+		t.Errorf("PeerURLs = %v, want %v", got, templated)
+	}
+	// The spec changed, the template not yet: the pod runs the template.
+	etcd.Spec.Etcd.AdditionalAdvertisePeerURLs[0].URLs = []string{"http://10.0.0.3:2380"}
+	if got := PeerURLs(etcd, sts, 2); !slices.Equal(got, templated) {
+		t.Errorf("PeerURLs with the template behind the spec = %v, want the template's %v", got, templated)
+	}
+	if got, want := PeerURLs(etcd, nil, 2), []string{"http://main-2.main-peer.ns.svc:2380", "http://10.0.0.3:2380"}; !slices.Equal(got, want) {
+		t.Errorf("PeerURLs without a StatefulSet = %v, want the spec's %v", got, want)
+	}
+}
