@@ -22,10 +22,12 @@ import (
 // additional peer URL for one member (its fully qualified name under the peer Service, which
 // its certificate covers) forms and serves writes. etcd's member list names the members
 // <prefix>-<pod> and lists the additional URL after the member's own, the member Leases carry
-// those names and are renewed, and status.members lists them so. Then the additional URL moves
-// to another member under the writer: the template change rolls every pod (OnDelete, with the
+// those names and are renewed, and status.members lists them so. Then, under the writer and its
+// auditor, the additional URL moves to another member: the template change rolls every pod (OnDelete, with the
 // prefix), and the membership controller re-records both members' peer URLs as their pods now
-// advertise them (peer-url/follow-pod), with no acknowledged write lost.
+// advertise them (peer-url/follow-pod), with no acknowledged write lost. Last, a scale-out to 5
+// adds learners under their peer URLs (one with an additional URL) that join under their
+// prefixed names.
 func TestMemberNamePrefixAndAdditionalPeerURLs(t *testing.T) {
 	namespace, _ := inParallel(t, "e2e-prefix-", operatorDefaults)
 	s := sharedStack(t)
@@ -40,11 +42,15 @@ func TestMemberNamePrefixAndAdditionalPeerURLs(t *testing.T) {
 	started := time.Now()
 	cluster := createClusterWith(ctx, e, namespace, 3, func(_ context.Context, _ string, etcd *druidv1alpha1.Etcd) error {
 		etcd.Spec.MemberNamePrefix = ptr.To(prefix)
-		etcd.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: member(1), URLs: []string{extraURL(1)}}}
+		// Member 4 comes with the scale-out below; its entry waits for it.
+		etcd.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{
+			{MemberName: member(1), URLs: []string{extraURL(1)}}, {MemberName: member(4), URLs: []string{extraURL(4)}}}
 		return nil
 	})
 	t.Logf("ready after %s", time.Since(started).Round(100*time.Millisecond))
-	writeAWhile(ctx, t, cluster, cluster.PKI.ClientMaterial())
+	// The writer and its auditor run from here to the end: through the rollout and the
+	// scale-out.
+	rec := startRecorder(ctx, t, cluster, 3)
 
 	checkMemberPeerURLs(ctx, t, e, map[int][]string{1: {extraURL(1)}}, member)
 	checkMemberLeasesRenewed(ctx, t, e, member)
@@ -66,10 +72,9 @@ func TestMemberNamePrefixAndAdditionalPeerURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := startRecorder(ctx, t, cluster, 3)
-	time.Sleep(time.Second)
 	patch := client.MergeFrom(got.DeepCopy())
-	got.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: member(2), URLs: []string{extraURL(2)}}}
+	got.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{
+		{MemberName: member(2), URLs: []string{extraURL(2)}}, {MemberName: member(4), URLs: []string{extraURL(4)}}}
 	changed := time.Now()
 	if err := s.Client.Patch(ctx, got, patch); err != nil {
 		t.Fatal(err)
@@ -83,11 +88,32 @@ func TestMemberNamePrefixAndAdditionalPeerURLs(t *testing.T) {
 	}
 	checkMemberPeerURLs(ctx, t, e, map[int][]string{2: {extraURL(2)}}, member)
 	rollout := time.Since(changed)
-	time.Sleep(time.Second)
-	report, recErr := rec.Stop(ctx)
-	t.Logf("figures member-names: rollout=%s %s", rollout.Round(100*time.Millisecond), report.Summary())
-	checkWrites(t, report, recErr)
 	checkMemberLeasesRenewed(ctx, t, e, member)
+
+	// Scaled out to 5, the new member 4 with its additional URL (no template change, no
+	// rollout): each learner is added under its peer URLs, joins under its prefixed name and is
+	// promoted.
+	if got, err = cluster.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.Replicas = 5
+	scaled := time.Now()
+	if err := s.Client.Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, "five members settled", func(ctx context.Context) (bool, string) {
+		return membershipSettled(ctx, e, 5)
+	})
+	scaleOut := time.Since(scaled)
+	checkMemberPeerURLs(ctx, t, e, map[int][]string{2: {extraURL(2)}, 4: {extraURL(4)}}, member)
+	checkMemberLeasesRenewed(ctx, t, e, member)
+	report, recErr := rec.Stop(ctx)
+	t.Logf("figures member-names: rollout=%s scaleOut=%s %s", rollout.Round(100*time.Millisecond), scaleOut.Round(100*time.Millisecond), report.Summary())
+	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
 }
 
 // checkMemberPeerURLs waits until etcd's member list names exactly the members member(i), each
