@@ -291,14 +291,17 @@ func ruleNoOtherOperation(v *view) *Decision {
 // cannot be unreached. Changing where a member is dialled removes no one and counts no quorum;
 // etcd commits it only with a quorum of its own. The member's name under the peer Service must
 // stay where it is (its scheme aside): the rule never moves a member to another endpoint, only
-// carries its scheme and its additional URLs.
+// carries its scheme and its additional URLs. A URL moved from one member to another is first
+// taken off the member that holds it: etcd refuses a peer URL another member records, so the
+// member that gets it waits for that.
 func rulePeerURLFollowsPod(v *view) *Decision {
 	if !v.o.MembersKnown {
 		return nil
 	}
 	for i := range v.o.Members {
 		m := &v.o.Members[i]
-		if len(m.PodPeerURLs) == 0 || samePeerURLs(m.PeerURLs, m.PodPeerURLs) || !holdsEndpoint(m.PeerURLs, m.PodPeerURLs[0]) {
+		if len(m.PodPeerURLs) == 0 || samePeerURLs(m.PeerURLs, m.PodPeerURLs) || !holdsEndpoint(m.PeerURLs, m.PodPeerURLs[0]) ||
+			v.recordedForAnother(m, m.PodPeerURLs) {
 			continue
 		}
 		d := decide(ActionUpdatePeerURL, RuleUpdatePeerURL, "member %s (%x) advertises %s, the cluster dials it at %s; %s",
@@ -307,6 +310,17 @@ func rulePeerURLFollowsPod(v *view) *Decision {
 		return d
 	}
 	return nil
+}
+
+// recordedForAnother: one of urls is recorded for a member other than m.
+func (v *view) recordedForAnother(m *Member, urls []string) bool {
+	for i := range v.o.Members {
+		other := &v.o.Members[i]
+		if other.ID != m.ID && slices.ContainsFunc(urls, func(u string) bool { return slices.Contains(other.PeerURLs, u) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // samePeerURLs tells whether a and b hold the same URLs in whatever order: etcd keeps a member's

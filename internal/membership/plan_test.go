@@ -341,6 +341,9 @@ func TestPlanProperties(t *testing.T) {
 			if samePeerURLs(d.Member.PeerURLs, d.PeerURLs) {
 				t.Fatalf("updates %s to the URLs it has: %v", d.Member.Name, d.PeerURLs)
 			}
+			if v.recordedForAnother(d.Member, d.PeerURLs) {
+				t.Fatalf("gives %s a URL another member records (etcd refuses it): %v, %+v", d.Member.Name, d.PeerURLs, o)
+			}
 		case ActionSetReplicas:
 			// Never delete the pod of a member: the StatefulSet never shrinks below a member's ordinal.
 			if d.Replicas < o.StatefulSetReplicas && d.Replicas <= v.highest {
@@ -483,6 +486,11 @@ func TestPeerURLFollowsPod(t *testing.T) {
 		{"same URLs in etcd's sorted order: nothing", base(member(list(extraB, extraA, httpsURL), list(httpsURL, extraA, extraB))), nil},
 		{"scheme and extras at once: update", base(member(list(httpURL), list(httpsURL, extraA))), list(httpsURL, extraA)},
 		{"service URL not recorded, only extras: not this rule's", base(member(list(extraA), list(httpsURL, extraA))), nil},
+		{"a URL another member still records: that member goes first", func() Observed {
+			o := base(member(list(httpsURL), list(httpsURL, extraA)))
+			o.Members[2].PeerURLs = []string{extraA, "https://etcd-2.etcd-peer.ns.svc:2380"}
+			return o
+		}(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Plan(tc.o)
@@ -511,5 +519,37 @@ func TestBackupWaitIsAScaleInProgress(t *testing.T) {
 		Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}})
 	if d.Rule != RuleBackupNotReady || !d.InProgress() || d.Rule.CamelCase() != "WaitBackupNotReady" {
 		t.Fatalf("Plan = %s (in progress %v), want %s in progress", d.Rule, d.InProgress(), RuleBackupNotReady)
+	}
+}
+
+// TestPeerURLMovedBetweenMembers: an additional URL moved from one member to another is taken
+// off the first before the second gets it, whatever order etcd lists them in.
+func TestPeerURLMovedBetweenMembers(t *testing.T) {
+	const moved = "https://10.0.0.7:2380"
+	svc := func(i int) string { return fmt.Sprintf("https://etcd-%d.etcd-peer.ns.svc:2380", i) }
+	giver := with(voter(1), func(m *Member) { m.PeerURLs, m.PodPeerURLs = []string{moved, svc(1)}, []string{svc(1)} })
+	taker := with(voter(2), func(m *Member) { m.PeerURLs, m.PodPeerURLs = []string{svc(2)}, []string{svc(2), moved} })
+	for _, tc := range []struct {
+		name    string
+		members []Member
+	}{
+		{"taker listed first", []Member{leader(voter(0)), taker, giver}},
+		{"giver listed first", []Member{leader(voter(0)), giver, taker}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, HeardKnown: true, Members: tc.members}
+			d := Plan(o)
+			if d.Action != ActionUpdatePeerURL || d.Member.ID != giver.ID || !slices.Equal(d.PeerURLs, []string{svc(1)}) {
+				t.Fatalf("Plan = %+v, want %x's URLs to %s first", d, giver.ID, svc(1))
+			}
+			for i := range o.Members {
+				if o.Members[i].ID == giver.ID {
+					o.Members[i].PeerURLs = d.PeerURLs
+				}
+			}
+			if d = Plan(o); d.Action != ActionUpdatePeerURL || d.Member.ID != taker.ID || !slices.Equal(d.PeerURLs, []string{svc(2), moved}) {
+				t.Fatalf("then Plan = %+v, want %x's URLs to include %s", d, taker.ID, moved)
+			}
+		})
 	}
 }
