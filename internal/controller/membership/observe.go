@@ -60,9 +60,9 @@ func podPeerURLs(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pod *corev1.
 // its peer URLs names under the peer Service. The second covers a learner that has not started
 // (etcd knows only its peer URLs) and is the safety net for a member whose name does not map:
 // etcd admits no peer URL twice, so a member dialled at a pod's name under this Etcd's peer
-// Service is that pod's member whatever it is called, and is never taken for a foreign one. It
-// returns "" and -1 for a member neither way maps, which the planner treats as standing for no
-// pod (removed only after SuperfluousGrace, as it always was).
+// Service is that pod's member whatever it is called, and is never taken for a foreign one. A
+// member neither way maps gets its own name (for messages only) and -1, which the planner treats
+// as standing for no pod (removed only after SuperfluousGrace, as it always was).
 func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
 	if pod, ok := resources.PodOfMember(etcd, m.Name); ok {
 		ordinal, _ := resources.OrdinalOf(etcd, pod)
