@@ -29,12 +29,18 @@ TEST_TIMEOUT ?= 35m
 # running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness bench-seed clean
 
 all: build
 
+# The commit the binary is built from, for `etcd-conductor version` and the manager's start-up log.
+VERSION_PKG := github.com/etcd-conductor/etcd-conductor/internal/version
+GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_DIRTY   := $(shell git diff --quiet HEAD 2>/dev/null || echo true)
+BUILD_LDFLAGS := -X $(VERSION_PKG).commit=$(GIT_COMMIT) -X $(VERSION_PKG).modified=$(GIT_DIRTY)
+
 build:
-	@$(STAGE) build env CGO_ENABLED=0 go build -trimpath -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
+	@$(STAGE) build env CGO_ENABLED=0 go build -trimpath -ldflags '$(BUILD_LDFLAGS)' -o $(BIN)/etcd-conductor ./cmd/etcd-conductor
 
 host-deps: ## The node simulator needs iproute2 and iptables (network namespaces, partitions).
 	@command -v ip >/dev/null && command -v iptables >/dev/null || \
@@ -53,7 +59,7 @@ RBAC_DIR := charts/etcd-conductor/files/rbac
 generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed under charts/).
 	$(BUILD) controller-gen $(CONTROLLER_TOOLS_VERSION)
 	$(BIN)/controller-gen object paths=./internal/api/...
-	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/crds
+	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/files/crds
 	@# Controllers: a ClusterRole, or a Role in each watched namespace.
 	$(BIN)/controller-gen rbac:roleName=manager paths=./internal/controller/... output:rbac:artifacts:config=$(RBAC_DIR)/manager
 	@# Leader election: a Role in the release namespace.
@@ -62,9 +68,9 @@ generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed und
 	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
 
 verify-generate: generate ## Fail when the committed generated files are stale.
-	git diff --exit-code -- internal/api charts/etcd-conductor/crds $(RBAC_DIR)
-	@test -z "$$(git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR))" || \
-	  (git status --porcelain -- internal/api charts/etcd-conductor/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
+	git diff --exit-code -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR)
+	@test -z "$$(git status --porcelain -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR))" || \
+	  (git status --porcelain -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR); echo "generated files not committed"; exit 1)
 
 # test/bench/plot is its own Go module (the plotting library stays out of the operator's go.mod).
 PLOT_MODULE := test/bench/plot
@@ -145,6 +151,20 @@ bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a
 bench-backup: tools
 	go test -run '^$$' -bench . -benchtime 3x ./test/bench/backup/
 bench-go: bench-backup
+
+# The liveness and readiness probes against a defragmentation of 256 MiB and 1 GiB databases (half
+# free): the longest stall a healthy member goes through must fail no liveness probe. A few minutes.
+bench-liveness: tools
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/liveness/
+
+# Seeding a joining member (issue #28, docs/benchmarks.md): scale-out 3→5 on real etcd members at
+# each keyspace size, joining members empty (today), with the snapshot's database alone, and seeded
+# as the init step seeds them (database + WAL at its consistent index), side by side in one
+# table. 200 MB and 1 GB take ~5 min and ~8 GB under SEED_TMP.
+SEED_SIZES ?= 200,1024
+SEED_TMP   ?= $(or $(TMPDIR),/tmp)
+bench-seed: tools
+	go test -run TestScaleOutSeeding -count=1 -v -timeout 60m ./test/bench/seedjoin -args -seedjoin.sizes=$(SEED_SIZES) -seedjoin.tmp=$(SEED_TMP)
 
 clean: cluster-down
 	rm -rf $(BIN) .cluster

@@ -89,7 +89,9 @@ type MemberStatus struct {
 	// Their difference is what a defragmentation can give back.
 	DBSize      int64
 	DBSizeInUse int64
-	Err         error
+	// Revision is the member's MVCC revision when it answered (the response header's).
+	Revision int64
+	Err      error
 }
 
 // IsLeader reports whether the member answered and considers itself the leader.
@@ -191,6 +193,7 @@ func (m *MemberConn) Status(ctx context.Context) (MemberStatus, error) {
 	if h := resp.GetHeader(); h != nil {
 		s.ID = h.GetMemberId()
 		s.ClusterID = h.GetClusterId()
+		s.Revision = h.GetRevision()
 	}
 	return s, nil
 }

@@ -3,45 +3,80 @@
 //	etcd-conductor manager --config FILE      the operator
 //	etcd-conductor member-agent [flags]       the sidecar that renews its member's Lease
 //	etcd-conductor plan -f STATE [flags]      explain what each deciding controller would do next
+//	etcd-conductor version                    the release, commit and Go version of this binary
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/version"
 )
 
 // subcommand runs with the arguments after its name and returns the process exit code.
-type subcommand func(args []string) int
+type subcommand struct {
+	run func(args []string) int
+	// about is its line in the usage.
+	about string
+}
 
 var subcommands = map[string]subcommand{
-	"manager":      runManager,
-	"member-agent": runMemberAgent,
-	"plan":         runPlan,
+	"manager":      {runManager, "the operator (--config FILE: an OperatorConfiguration)"},
+	"member-agent": {runMemberAgent, "the member pod's sidecar and init step: renews its member's Lease, takes backups"},
+	"plan":         {runPlan, "explain what each deciding controller would do next (-f STATE, or a live cluster)"},
+	"version":      {runVersion, "print the release, the commit and the Go version of this binary"},
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
-	run, ok := subcommands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "etcd-conductor: unknown subcommand %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
-	os.Exit(run(os.Args[2:]))
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func usage() {
+// dispatch runs the subcommand args name and returns the exit code: 0 for help asked for, 2 for
+// a missing or unknown subcommand, with the usage on stdout or stderr accordingly.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	case "--version", "-version":
+		args = []string{"version"}
+	}
+	cmd, ok := subcommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "etcd-conductor: unknown subcommand %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(args[1:])
+}
+
+func usage(w io.Writer) {
 	names := make([]string, 0, len(subcommands))
 	for name := range subcommands {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(os.Stderr, "usage: etcd-conductor {%s} [flags]\n", strings.Join(names, "|"))
+	fmt.Fprintf(w, "usage: etcd-conductor {%s} [flags]\n\n", strings.Join(names, "|"))
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-13s %s\n", name, subcommands[name].about)
+	}
+	fmt.Fprintf(w, "\n'etcd-conductor SUBCOMMAND -h' lists a subcommand's flags.\n")
+}
+
+func runVersion(args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(os.Stderr, "etcd-conductor version: takes no arguments, got %q\n", args)
+		return 2
+	}
+	fmt.Println(version.Current())
+	return 0
 }
 
 // oneLine flattens an error message (YAML parsers report "unmarshal errors:" over several lines)

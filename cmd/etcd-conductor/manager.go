@@ -16,10 +16,8 @@ import (
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator"
+	"github.com/etcd-conductor/etcd-conductor/internal/version"
 )
-
-// version is set at build time; it also names the default member-agent image.
-var version = "v0.1.0"
 
 type managerFlags struct {
 	configFile          string
@@ -34,7 +32,7 @@ func runManager(args []string) int {
 	var f managerFlags
 	fs.StringVar(&f.configFile, "config", "", "path to the OperatorConfiguration file (required)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
-	fs.StringVar(&f.memberAgentImage, "member-agent-image", "ghcr.io/etcd-conductor/etcd-conductor:"+version,
+	fs.StringVar(&f.memberAgentImage, "member-agent-image", "ghcr.io/etcd-conductor/etcd-conductor:"+version.Version,
 		"image of the member-agent sidecar (this binary's image)")
 	fs.StringVar(&f.memberAgentInterval, "member-agent-interval", "2s", "how often member-agents renew their Lease")
 	fs.BoolVar(&f.development, "development", false, "human-readable logs")
@@ -47,7 +45,7 @@ func runManager(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor manager: %s\n", oneLine(err))
 		return 1
 	}
-	log := newLogger(f.development)
+	log := newConfiguredLogger(f.development, cfg.Logging)
 	ctrl.SetLogger(log)
 	logIgnored(log, cfg)
 	if err := startManager(ctrl.SetupSignalHandler(), log, f, cfg, gates); err != nil {
@@ -97,7 +95,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func startManager(ctx context.Context, log logr.Logger, f managerFlags, cfg *configv1alpha1.OperatorConfiguration, gates features.Gates) error {
-	log.Info("Starting etcd-conductor manager", "version", version, "featureGates", gates.String(),
+	log.Info("Starting etcd-conductor manager", "version", version.Current().String(), "featureGates", gates.String(),
 		"memberRoleSource", cfg.Controllers.OnDelete.MemberRoleSource, "rolloutPolicy", fmt.Sprintf("%+v", operator.RolloutPolicy(cfg.Controllers.OnDelete)))
 	restCfg, err := restConfig(f.kubeconfig)
 	if err != nil {

@@ -21,7 +21,7 @@ func TestLoadConfigDruidFiles(t *testing.T) {
 		file        string
 		wantIgnored []string
 	}{
-		{file: "druid-every-key.yaml", wantIgnored: []string{"controllers.compaction", "featureGates.UseEtcdWrapper", "logging"}},
+		{file: "druid-every-key.yaml", wantIgnored: []string{"controllers.compaction", "featureGates.UseEtcdWrapper"}},
 		{file: "druid-chart-rendered.yaml", wantIgnored: []string{"clientConnection.acceptContentType", "featureGates.UpgradeEtcdVersion", "logConfiguration"}},
 	}
 	for _, tt := range tests {

@@ -5,11 +5,13 @@
 package etcdtest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +88,12 @@ type Cluster struct {
 	Client  conductortls.ClientMaterial
 	Members []*Member
 
-	tb TB
+	tb     TB
+	cfg    Config
+	binary string
+	scheme string
+	root   string
+	token  string
 }
 
 // Member is one etcd process.
@@ -159,98 +166,26 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 	}
 	tb.Cleanup(c.stopAll)
 
-	root := tb.TempDir()
+	c.cfg, c.binary, c.scheme, c.root = cfg, binary, scheme, tb.TempDir()
+	c.token = filepath.Base(c.root)
 	var initial []string
 	sharedClientPort := 0
 	for i := 0; i < cfg.Members; i++ {
-		ip := net.IPv4(127, 0, 0, byte(2+i))
-		clientPort, err := FreePort(ip.String())
+		m, err := c.newMember(i, sharedClientPort)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.SameClientPort {
-			if sharedClientPort == 0 {
-				sharedClientPort = clientPort
-			}
-			clientPort = sharedClientPort
-		}
-		peerPort, err := FreePort(ip.String())
-		if err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("%s-%d", cfg.EtcdName, i)
-		m := &Member{
-			Name:       name,
-			IP:         ip.String(),
-			ClientURL:  fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(ip.String(), strconv.Itoa(clientPort))),
-			PeerURL:    fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(ip.String(), strconv.Itoa(peerPort))),
-			ServerName: testpki.MemberServerName(name, cfg.EtcdName, cfg.Namespace),
-			DataDir:    filepath.Join(root, name, "data"),
-			LogFile:    filepath.Join(root, name, "etcd.log"),
-			binary:     binary,
-			env:        cfg.Env,
+		if cfg.SameClientPort && sharedClientPort == 0 {
+			_, port, _ := net.SplitHostPort(m.Target().Address)
+			sharedClientPort, _ = strconv.Atoi(port)
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}
-
 	for _, m := range c.Members {
-		dir := filepath.Dir(m.DataDir)
-		ip := net.ParseIP(m.IP)
-		// Like in a cluster, the serving certificate does not carry the pod IP: clients must
-		// verify the member's DNS name.
-		dnsNames := testpki.MemberServerDNSNames(cfg.EtcdName, cfg.Namespace)
-		server, err := ca.ServerCert(m.Name, dnsNames, testpki.MemberServerIPs())
-		if err != nil {
+		if err := c.configure(m, initial, "new"); err != nil {
 			return nil, err
 		}
-		// Peers dial each other's IP URLs here (there is no cluster DNS), so the peer
-		// certificate needs the IP.
-		peerCert := cfg.PeerCert
-		if peerCert == nil {
-			peerCert = func(ca *testpki.CA, name string, ip net.IP) (testpki.KeyPair, error) {
-				return ca.PeerCert(name, dnsNames, append(testpki.MemberServerIPs(), ip))
-			}
-		}
-		peer, err := peerCert(ca, m.Name, ip)
-		if err != nil {
-			return nil, err
-		}
-		serverFiles, err := testpki.WriteFiles(filepath.Join(dir, "server"), ca, server)
-		if err != nil {
-			return nil, err
-		}
-		peerFiles, err := testpki.WriteFiles(filepath.Join(dir, "peer"), ca, peer)
-		if err != nil {
-			return nil, err
-		}
-		m.args = []string{
-			"--name=" + m.Name,
-			"--data-dir=" + m.DataDir,
-			"--listen-client-urls=" + m.ClientURL,
-			"--advertise-client-urls=" + m.ClientURL,
-			"--listen-peer-urls=" + m.PeerURL,
-			"--initial-advertise-peer-urls=" + m.PeerURL,
-			"--initial-cluster=" + strings.Join(initial, ","),
-			"--initial-cluster-state=new",
-			"--initial-cluster-token=" + filepath.Base(root),
-			// Test data need not survive a power cut; skipping fsync spares the shared disk.
-			"--unsafe-no-fsync",
-			"--log-level=warn",
-		}
-		if !cfg.Plaintext {
-			m.args = append(m.args,
-				"--client-cert-auth",
-				"--trusted-ca-file="+serverFiles.CA,
-				"--cert-file="+serverFiles.Cert,
-				"--key-file="+serverFiles.Key,
-				"--peer-client-cert-auth",
-				"--peer-trusted-ca-file="+peerFiles.CA,
-				"--peer-cert-file="+peerFiles.Cert,
-				"--peer-key-file="+peerFiles.Key,
-			)
-		}
-		m.args = append(m.args, cfg.ExtraArgs...)
 		if err := m.start(); err != nil {
 			return nil, err
 		}
@@ -265,6 +200,123 @@ func start(tb TB, cfg Config) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// newMember gives member i its name, its own loopback address, ports and directories; clientPort
+// 0 picks a free one.
+func (c *Cluster) newMember(i, clientPort int) (*Member, error) {
+	ip := net.IPv4(127, 0, 0, byte(2+i))
+	var err error
+	if clientPort == 0 {
+		if clientPort, err = FreePort(ip.String()); err != nil {
+			return nil, err
+		}
+	}
+	peerPort, err := FreePort(ip.String())
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s-%d", c.cfg.EtcdName, i)
+	return &Member{
+		Name:       name,
+		IP:         ip.String(),
+		ClientURL:  fmt.Sprintf("%s://%s", c.scheme, net.JoinHostPort(ip.String(), strconv.Itoa(clientPort))),
+		PeerURL:    fmt.Sprintf("%s://%s", c.scheme, net.JoinHostPort(ip.String(), strconv.Itoa(peerPort))),
+		ServerName: testpki.MemberServerName(name, c.cfg.EtcdName, c.cfg.Namespace),
+		DataDir:    filepath.Join(c.root, name, "data"),
+		LogFile:    filepath.Join(c.root, name, "etcd.log"),
+		binary:     c.binary,
+		env:        c.cfg.Env,
+	}, nil
+}
+
+// configure writes m's certificates and its command line; state is etcd's
+// --initial-cluster-state ("new" or "existing").
+func (c *Cluster) configure(m *Member, initial []string, state string) error {
+	dir := filepath.Dir(m.DataDir)
+	ip := net.ParseIP(m.IP)
+	// Like in a cluster, the serving certificate does not carry the pod IP: clients must
+	// verify the member's DNS name.
+	dnsNames := testpki.MemberServerDNSNames(c.cfg.EtcdName, c.cfg.Namespace)
+	server, err := c.CA.ServerCert(m.Name, dnsNames, testpki.MemberServerIPs())
+	if err != nil {
+		return err
+	}
+	// Peers dial each other's IP URLs here (there is no cluster DNS), so the peer
+	// certificate needs the IP.
+	peerCert := c.cfg.PeerCert
+	if peerCert == nil {
+		peerCert = func(ca *testpki.CA, name string, ip net.IP) (testpki.KeyPair, error) {
+			return ca.PeerCert(name, dnsNames, append(testpki.MemberServerIPs(), ip))
+		}
+	}
+	peer, err := peerCert(c.CA, m.Name, ip)
+	if err != nil {
+		return err
+	}
+	serverFiles, err := testpki.WriteFiles(filepath.Join(dir, "server"), c.CA, server)
+	if err != nil {
+		return err
+	}
+	peerFiles, err := testpki.WriteFiles(filepath.Join(dir, "peer"), c.CA, peer)
+	if err != nil {
+		return err
+	}
+	m.args = []string{
+		"--name=" + m.Name,
+		"--data-dir=" + m.DataDir,
+		"--listen-client-urls=" + m.ClientURL,
+		"--advertise-client-urls=" + m.ClientURL,
+		"--listen-peer-urls=" + m.PeerURL,
+		"--initial-advertise-peer-urls=" + m.PeerURL,
+		"--initial-cluster=" + strings.Join(initial, ","),
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + c.token,
+		// Test data need not survive a power cut; skipping fsync spares the shared disk.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}
+	if !c.cfg.Plaintext {
+		m.args = append(m.args,
+			"--client-cert-auth",
+			"--trusted-ca-file="+serverFiles.CA,
+			"--cert-file="+serverFiles.Cert,
+			"--key-file="+serverFiles.Key,
+			"--peer-client-cert-auth",
+			"--peer-trusted-ca-file="+peerFiles.CA,
+			"--peer-cert-file="+peerFiles.Cert,
+			"--peer-key-file="+peerFiles.Key,
+		)
+	}
+	m.args = append(m.args, c.cfg.ExtraArgs...)
+	return nil
+}
+
+// NewJoiningMember readies the next member (ordinal len(c.Members)) to join the running cluster
+// as etcd wants a joining member started: --initial-cluster-state=existing and an
+// --initial-cluster naming the current members plus itself. The current members are the running
+// ones: stop a member once it is removed. It is not started and not yet a member: the caller
+// adds it (MemberAdd with m.PeerURL), may prepare m.DataDir, then calls StartMember.
+func (c *Cluster) NewJoiningMember() (*Member, error) {
+	m, err := c.newMember(len(c.Members), 0)
+	if err != nil {
+		return nil, err
+	}
+	initial := make([]string, 0, len(c.Members)+1)
+	for _, existing := range c.Members {
+		if existing.running() {
+			initial = append(initial, existing.Name+"="+existing.PeerURL)
+		}
+	}
+	initial = append(initial, m.Name+"="+m.PeerURL)
+	if err := c.configure(m, initial, "existing"); err != nil {
+		return nil, err
+	}
+	c.Members = append(c.Members, m)
+	return m, nil
+}
+
+// StartMember starts member i for the first time (a member from NewJoiningMember).
+func (c *Cluster) StartMember(i int) error { return c.Members[i].start() }
 
 // Targets lists every member, running or not, in ordinal order.
 func (c *Cluster) Targets() []etcdclient.Target {
@@ -513,4 +565,49 @@ func (c *Cluster) Dial(i int) (*grpc.ClientConn, error) {
 	}
 	c.tb.Cleanup(func() { _ = cc.Close() })
 	return cc, nil
+}
+
+// PID is the process id of the running member, 0 when it does not run: benchmarks read a
+// member's CPU time from /proc with it.
+func (m *Member) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// SentTo reads member i's peer traffic counters for peer id from its /metrics: the bytes it sent
+// it (raft streams and snapshots, etcd_network_peer_sent_bytes_total) and the raft snapshots
+// (etcd_network_snapshot_send_success). Benchmarks and tests of a joining member read the
+// leader's.
+func (c *Cluster) SentTo(i int, id uint64) (bytes, snapshots float64, err error) {
+	m := c.Members[i]
+	cfg, err := c.Client.ConfigOrPlain(m.ServerName)
+	if err != nil {
+		return 0, 0, err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+	resp, err := client.Get(m.ClientURL + "/metrics")
+	if err != nil {
+		return 0, 0, fmt.Errorf("metrics of %s: %w", m.Name, err)
+	}
+	defer resp.Body.Close()
+	to := fmt.Sprintf(`{To="%x"} `, id)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), to)
+		if !ok {
+			continue
+		}
+		v, _ := strconv.ParseFloat(value, 64)
+		switch name {
+		case "etcd_network_peer_sent_bytes_total":
+			bytes = v
+		case "etcd_network_snapshot_send_success":
+			snapshots = v
+		}
+	}
+	return bytes, snapshots, sc.Err()
 }

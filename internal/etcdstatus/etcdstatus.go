@@ -15,6 +15,21 @@ import (
 // while it is set.
 const ReasonQuorumLost = "QuorumLost"
 
+// Reasons of status.members[].reason, written by the status controller and read by the
+// membership controller's scenario 9 (a reason about the pod is superseded by the pod itself).
+const (
+	MemberReasonLeaseSucceeded = "LeaseSucceeded"
+	MemberReasonLeaseExpired   = "LeaseExpired"
+	MemberReasonPodNotReady    = "ContainerNotReady"
+	MemberReasonPodMissing     = "PodNotFound"
+	// MemberReasonPromotionPending: a member promoted from learner moments ago, its pod's
+	// readiness not yet probed since (the status controller's promotionPending).
+	MemberReasonPromotionPending = "PromotedReadinessPending"
+	// MemberReasonUnknownGracePeriodExceeded: the member's Lease has been expired (status
+	// Unknown) longer than the unknown grace (controllers.etcd.etcdMember.unknownThreshold), so it is taken as NotReady (DEP-01 scenario 7).
+	MemberReasonUnknownGracePeriodExceeded = "UnknownGracePeriodExceeded"
+)
+
 // PodReady is the pod's Ready condition: for a member, quorum participation (its readiness
 // probe). status.members, readyReplicas and the Ready condition count it, and so does the Etcd
 // reconciler when it waits for a rollout step to finish, so both see the same member as ready.

@@ -43,18 +43,19 @@ const (
 
 // conditionOwners names the writer of each condition type.
 var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
-	druidv1alpha1.ConditionTypeReady:                     WriterStatus,
-	druidv1alpha1.ConditionTypeAllMembersReady:           WriterStatus,
-	druidv1alpha1.ConditionTypeAllMembersUpdated:         WriterStatus,
-	druidv1alpha1.ConditionTypeBackupReady:               WriterStatus,
-	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:   WriterStatus,
-	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady:  WriterStatus,
-	druidv1alpha1.ConditionTypeTLSEnabled:                WriterStatus,
-	druidv1alpha1.ConditionTypeScaleOperationInProgress:  WriterMembership,
-	druidv1alpha1.ConditionTypeMemberRestart:             WriterMembership,
-	druidv1alpha1.ConditionTypeRecoveryInProgress:        WriterRecovery,
-	druidv1alpha1.ConditionTypeDefragmentationInProgress: WriterDefrag,
-	druidv1alpha1.ConditionTypeUpdateStrategyHeld:        WriterEtcd,
+	druidv1alpha1.ConditionTypeReady:                           WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersReady:                 WriterStatus,
+	druidv1alpha1.ConditionTypeAllMembersUpdated:               WriterStatus,
+	druidv1alpha1.ConditionTypeBackupReady:                     WriterStatus,
+	druidv1alpha1.ConditionTypeFullSnapshotBackupReady:         WriterStatus,
+	druidv1alpha1.ConditionTypeDeltaSnapshotBackupReady:        WriterStatus,
+	druidv1alpha1.ConditionTypeTLSEnabled:                      WriterStatus,
+	druidv1alpha1.ConditionTypeBootstrappedWithExistingCluster: WriterStatus,
+	druidv1alpha1.ConditionTypeScaleOperationInProgress:        WriterMembership,
+	druidv1alpha1.ConditionTypeMemberRestart:                   WriterMembership,
+	druidv1alpha1.ConditionTypeRecoveryInProgress:              WriterRecovery,
+	druidv1alpha1.ConditionTypeDefragmentationInProgress:       WriterDefrag,
+	druidv1alpha1.ConditionTypeUpdateStrategyHeld:              WriterEtcd,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.

@@ -175,7 +175,8 @@ func (i *Initializer) Run(ctx context.Context) error {
 			BackupConfigured: i.cfg.BackupStore != nil,
 			FormedBefore:     i.formedBefore(),
 		}
-		obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
+		var leader etcdclient.MemberStatus
+		leader, obs.LeaderAnswered, obs.Members = i.askCluster(ctx, obs)
 		if obs.NeedsBackupCheck() {
 			obs.Backup, obs.BackupDetail = i.checkBackup(ctx)
 		}
@@ -222,6 +223,10 @@ func (i *Initializer) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			continue
+		case StartJoin:
+			// Never a reason not to join: any doubt or failure joins empty, as before.
+			d.Reason += "; " + i.seed(ctx, dataDir, obs, leader)
+			i.report(ctx, d, obs.Data)
 		}
 		settings["initial-cluster"] = d.InitialCluster
 		settings["initial-cluster-state"] = d.ClusterState
@@ -284,11 +289,11 @@ func RestoreFailed(err error) StartDecision {
 
 // askCluster asks the other members listed in the initial cluster (the operator keeps it at the
 // desired members) for their status and the leader's member list.
-func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (bool, []etcdclient.Member) {
+func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (etcdclient.MemberStatus, bool, []etcdclient.Member) {
 	creds, err := i.cfg.ClientFiles.Load()
 	if err != nil {
 		i.log.Info("Cannot load client certificates; asking no member", "error", err.Error())
-		return false, nil
+		return etcdclient.MemberStatus{}, false, nil
 	}
 	var targets []etcdclient.Target
 	asked := map[string]bool{}
@@ -309,20 +314,20 @@ func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (boo
 		})
 	}
 	if len(targets) == 0 {
-		return false, nil
+		return etcdclient.MemberStatus{}, false, nil
 	}
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	defer pool.Close()
 	// The leader's answer decides; members being replaced at the same time (a rollout's batch)
 	// would otherwise hold this start for a dial timeout each round.
-	_, members, ok, err := pool.LeaderMemberList(ctx, "init", creds, targets)
+	leader, members, ok, err := pool.LeaderMemberList(ctx, "init", creds, targets)
 	if !ok {
 		if err != nil {
 			i.log.V(1).Info("No leader answered", "error", err.Error())
 		}
-		return false, nil
+		return etcdclient.MemberStatus{}, false, nil
 	}
-	return true, members
+	return leader, true, members
 }
 
 // moveAside renames the data dir aside; data is never deleted.

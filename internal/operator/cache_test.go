@@ -1,10 +1,17 @@
 package operator
 
 import (
+	"fmt"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 func TestMemberPodView(t *testing.T) {
@@ -44,5 +51,29 @@ func TestMemberPodView(t *testing.T) {
 	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}
 	if out, _ := memberPodView(other); out != other {
 		t.Errorf("a non-pod object changed")
+	}
+}
+
+// TestCacheHoldsOnlyOwnPodsAndLeases: pods and Leases are cached only with the managed-by label
+// every object the operator makes carries, so the manager's memory follows its Etcds, not every
+// pod and node Lease of the cluster.
+func TestCacheHoldsOnlyOwnPodsAndLeases(t *testing.T) {
+	opts := cacheOptions(nil)
+	ours := labels.Set{resources.LabelManagedBy: resources.ManagerName}
+	byType := map[string]cache.ByObject{}
+	for obj, by := range opts.ByObject {
+		byType[fmt.Sprintf("%T", obj)] = by
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &coordinationv1.Lease{}} {
+		by, ok := byType[fmt.Sprintf("%T", obj)]
+		if !ok || by.Label == nil {
+			t.Fatalf("%T cached without a label selector", obj)
+		}
+		if !by.Label.Matches(ours) {
+			t.Errorf("%T: the operator's own objects (%v) are not selected by %s", obj, ours, by.Label)
+		}
+		if by.Label.Matches(labels.Set{"component": "kube-apiserver"}) {
+			t.Errorf("%T: objects without the label are selected by %s", obj, by.Label)
+		}
 	}
 }

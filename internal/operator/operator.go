@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -30,6 +32,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
@@ -268,9 +271,18 @@ func withClientConnection(restCfg *rest.Config, c configv1alpha1.ClientConnectio
 // Pods are cached as metadata and status only (memberPodView): no controller reads a member pod's
 // spec, and at 1,000 Etcds the cached pod specs were half the manager's live heap.
 func cacheOptions(watchNamespaces []string) cache.Options {
+	// Only the pods and Leases the operator made (every one carries the managed-by label) are
+	// cached: the manager's memory follows its Etcds, not the cluster's pods and Leases (every
+	// node's heartbeat Lease, every controller's). An object of one of an Etcd's names without
+	// the label is no member's; the Etcd reconciler finds it when it tries to create its own
+	// (apply: AlreadyExists) and reports it as foreign.
+	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagerName})
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: memberPodView}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:           {Label: ours, Transform: memberPodView},
+			&coordinationv1.Lease{}: {Label: ours},
+		},
 	}
 	if len(watchNamespaces) == 0 {
 		return opts

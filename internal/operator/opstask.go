@@ -23,14 +23,14 @@ func registerOpsTasks(mgr ctrl.Manager, o Options, recorder record.EventRecorder
 	return nil
 }
 
-// kindServed says whether the apiserver serves kind of druid.gardener.cloud/v1alpha1. `helm
-// upgrade` installs no new CRD from a chart's crds/, so a cluster upgraded from a release without
-// it keeps running everything else, and the log says what is missing.
+// kindServed says whether the apiserver serves kind of druid.gardener.cloud/v1alpha1. The chart
+// installs every CRD, but not with crds.install=false, and a release whose CRDs were installed
+// elsewhere may lack one: the manager then runs everything else, and the log says what is missing.
 func kindServed(mgr ctrl.Manager, o Options, kind string) (bool, error) {
 	gk := druidv1alpha1.GroupVersion.WithKind(kind).GroupKind()
 	if _, err := mgr.GetRESTMapper().RESTMapping(gk, druidv1alpha1.GroupVersion.Version); err != nil {
 		if meta.IsNoMatchError(err) {
-			o.Logger.Info("The " + kind + " CRD is not installed: " + kind + "s are not carried out; apply charts/etcd-conductor/crds to install it, then restart the manager")
+			o.Logger.Info("The " + kind + " CRD is not installed: " + kind + "s are not carried out; apply charts/etcd-conductor/files/crds (or helm upgrade with crds.install=true) to install it, then restart the manager")
 			return false, nil
 		}
 		return false, fmt.Errorf("looking up the %s kind: %w", kind, err)

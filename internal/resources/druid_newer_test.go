@@ -138,14 +138,14 @@ func TestRefusedDruidSettings(t *testing.T) {
 			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://a:2380/x"}}}
 		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "path"},
 		{
-			name: "bootstrapWithExistingCluster",
+			name: "bootstrapWithExistingCluster is accepted",
 			mutate: func(e *druidv1alpha1.Etcd) {
 				e.Spec.Etcd.BootstrapWithExistingCluster = &druidv1alpha1.BootstrapWithExistingCluster{
 					Members:         []druidv1alpha1.BootstrapExistingMember{{Name: "src-0", PeerURLs: []string{"https://src-0:2380"}}},
 					ClientEndpoints: []string{"https://src-client:2379"},
 				}
 			},
-			wantCode: ErrUnsupportedField, wantText: "spec.etcd.bootstrapWithExistingCluster",
+			// Accepted: the members wait with a condition (ExistingClusterNotJoined).
 		},
 		{
 			name: "etcd-wrapper image",

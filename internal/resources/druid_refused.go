@@ -8,9 +8,8 @@ import (
 )
 
 // This file refuses the etcd-druid settings the operator cannot honour and cannot safely ignore:
-// going ahead without them would run something other than what the Etcd asks for (a new empty
-// cluster instead of a joined one, pods that never start). Fields that
-// are harmless to ignore are listed by internal/compat instead.
+// going ahead without them would run something other than what the Etcd asks for (pods that
+// never start). Fields that are harmless to ignore are listed by internal/compat instead.
 
 const (
 	// ErrUnsupportedField: the Etcd sets an etcd-druid field whose meaning the operator does not
@@ -28,11 +27,6 @@ const etcdWrapperRepository = "etcd-wrapper"
 // validateDruidRefused lists the refused etcd-druid settings an Etcd sets.
 func validateDruidRefused(e *druidv1alpha1.Etcd) []Problem {
 	var problems []Problem
-	if b := e.Spec.Etcd.BootstrapWithExistingCluster; b != nil {
-		problems = append(problems, Problem{ErrUnsupportedField, fmt.Sprintf(
-			"spec.etcd.bootstrapWithExistingCluster is not supported yet: without it the members would start a new, empty cluster "+
-				"instead of joining the %d member(s) of the source cluster; remove the field to start a new cluster", len(b.Members))})
-	}
 	if img := e.Spec.Etcd.Image; img != nil && IsEtcdWrapperImage(*img) {
 		problems = append(problems, Problem{ErrEtcdWrapperImage, fmt.Sprintf(
 			"spec.etcd.image %q is etcd-druid's etcd-wrapper, which has no /usr/local/bin/etcd: members here run etcd itself, "+

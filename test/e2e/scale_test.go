@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,7 +21,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -202,8 +205,14 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	}
 	deadline := time.Now().Add(4 * time.Minute)
 	last := ""
+	// Without a fault the cluster stays quorate throughout, so its status must say so at every
+	// look: a joining member counted as a voter before it votes shows as a false quorum loss.
+	statusWatched := sc.beforeScale == nil && sc.during == nil && !sc.skipScale
 	for {
 		watch.poll(ctx, e)
+		if statusWatched {
+			checkStatusDuringScale(ctx, t, e, max(sc.from, sc.to))
+		}
 		ok, msg := membershipSettled(ctx, e, int(sc.to))
 		if ok {
 			break
@@ -239,7 +248,72 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 		checkPromise(t, scaleNoQuorumLoss, report)
 	}
 	checkLeases(ctx, t, e, int(sc.to))
+	checkStatusMembers(ctx, t, e, int(sc.to))
 	logEvents(ctx, t, e)
+}
+
+// checkStatusDuringScale fails when the Etcd's status, read at one moment of a scale without a
+// fault, says the quorum is lost or counts more voters than the cluster ever has.
+func checkStatusDuringScale(ctx context.Context, t *testing.T, e *env, most int32) {
+	t.Helper()
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return
+	}
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil && c.Status == druidv1alpha1.ConditionFalse {
+		t.Errorf("Ready False during the scale: %s: %s", c.Reason, c.Message)
+	}
+	if n := etcd.Status.ClusterSize; n != nil && *n > most {
+		t.Errorf("status.clusterSize %d during a scale that never has more than %d voters", *n, most)
+	}
+}
+
+// checkStatusMembers waits until the Etcd's status lists exactly the n members etcd lists, by
+// name and ID, Ready, one of them Leader and the others Member (no learner left), with
+// clusterSize n.
+func checkStatusMembers(ctx context.Context, t *testing.T, e *env, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	e.waitFor(ctx, fmt.Sprintf("status.members and clusterSize for %d members", n), func(ctx context.Context) (bool, error) {
+		members, err := memberList(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		ids := map[string]string{}
+		for _, m := range members {
+			ids[m.Name] = fmt.Sprintf("%x", m.ID)
+		}
+		etcd, err := e.cluster.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		st := etcd.Status
+		if st.ClusterSize == nil || int(*st.ClusterSize) != n || len(st.Members) != n {
+			return false, fmt.Errorf("clusterSize %d (-1: unset), %d members in status", ptr.Deref(st.ClusterSize, -1), len(st.Members))
+		}
+		leaders := 0
+		for _, m := range st.Members {
+			id := ptr.Deref(m.ID, "")
+			if id == "" || id != ids[m.Name] {
+				return false, fmt.Errorf("status member %s has ID %q, etcd lists %q", m.Name, id, ids[m.Name])
+			}
+			if m.Status != druidv1alpha1.EtcdMemberStatusReady || m.Role == nil {
+				return false, fmt.Errorf("status member %s: %s (%s), role %v", m.Name, m.Status, m.Reason, m.Role)
+			}
+			switch *m.Role {
+			case druidv1alpha1.EtcdRoleLeader:
+				leaders++
+			case druidv1alpha1.EtcdRoleMember:
+			default:
+				return false, fmt.Errorf("status member %s has role %s", m.Name, *m.Role)
+			}
+		}
+		if leaders != 1 {
+			return false, fmt.Errorf("%d leaders in status.members", leaders)
+		}
+		return true, nil
+	})
 }
 
 // checkLeases: one Lease per member, and, once a removed member has left the cluster and its pod
@@ -450,6 +524,42 @@ func TestScaleOut3To5With10MB(t *testing.T) {
 
 func TestScaleOut3To5With200MB(t *testing.T) {
 	runScale(t, scaleScenario{name: "3-to-5-200mb", from: 3, to: 5, preloadMB: 200})
+}
+
+// TestScaleOut3To5Seeded: a scale-out 3→5 of a backed-up cluster (a full snapshot a minute) with
+// 10 MiB in it, started once a full snapshot holds them: each new member's init step asks
+// internal/seeding and reports its rule on the member's Lease (seeded when the snapshot is
+// within the leader's log, which a writer at the e2e's rate keeps it); the scale-out settles and
+// no acknowledged write is lost.
+func TestScaleOut3To5Seeded(t *testing.T) {
+	var preloaded time.Time
+	runScale(t, scaleScenario{name: "3-to-5-seeded", from: 3, to: 5, backup: true, preloadMB: 10,
+		beforeScale: func(ctx context.Context, e *env) {
+			preloaded = time.Now()
+			e.waitFor(ctx, "a full snapshot after the preload", func(ctx context.Context) (bool, error) {
+				snaps, err := e.backup.snapshots(ctx)
+				for _, s := range snaps {
+					if s.Kind == snapshot.KindFull && s.CreatedOn.After(preloaded) {
+						return true, nil
+					}
+				}
+				return false, err
+			})
+		},
+		after: func(ctx context.Context, e *env) {
+			leases := e.stack.Kube.CoordinationV1().Leases(e.cluster.Namespace)
+			for _, i := range []int{3, 4} {
+				l, err := leases.Get(ctx, e.cluster.PodName(i), metav1.GetOptions{})
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				decision := l.Annotations[memberlease.AnnotationStartDecision]
+				e.t.Logf("%s: %s", l.Name, decision)
+				if !strings.Contains(decision, "seed/") {
+					e.t.Errorf("%s's start decision names no seeding rule: %s", l.Name, decision)
+				}
+			}
+		}})
 }
 
 // TestLearnerNeverCatchesUp: the new member's pod is cut off the network as soon as it exists, so

@@ -45,6 +45,16 @@ func TestInvalidValuesAreRejected(t *testing.T) {
 		want   []string // substrings of helm's error, each naming the mistake
 	}{
 		{
+			name:   "unknown log level",
+			values: "logLevel: verbose\n",
+			want:   []string{"/logLevel", "debug", "info", "error"},
+		},
+		{
+			name:   "digest that is no sha256",
+			values: "image:\n  digest: latest\n",
+			want:   []string{"/image/digest"},
+		},
+		{
 			name:   "misspelled feature gate",
 			values: "featureGates:\n  QuorumAwareUpdatesWithOnDlete: true\n",
 			want:   []string{"/featureGates", "QuorumAwareUpdatesWithOnDlete", "not allowed"},

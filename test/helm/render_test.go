@@ -241,7 +241,7 @@ func TestRenderedObjectsAreConsistent(t *testing.T) {
 			for _, m := range r.all {
 				switch m.Kind {
 				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor",
-					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResourceDefinition":
 				default:
 					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)
 				}
@@ -410,6 +410,11 @@ func TestManagerImage(t *testing.T) {
 			set:   []string{"--set", "image.repository=mirror.example.com/conductor,image.tag=1.0.0"},
 			image: "mirror.example.com/conductor:1.0.0",
 		},
+		{
+			name:  "pinned by digest",
+			set:   []string{"--set", "image.tag=0.2.0,image.digest=sha256:" + strings.Repeat("ab", 32)},
+			image: "ghcr.io/etcd-conductor/etcd-conductor@sha256:" + strings.Repeat("ab", 32),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,6 +427,31 @@ func TestManagerImage(t *testing.T) {
 				t.Errorf("args %v, want %v", c.Args, want)
 			}
 		})
+	}
+}
+
+// TestManagerKnobs: the chart's settings for the manager pod reach it: log level and format
+// through the configuration the manager reads, extra arguments after the chart's own, extra
+// environment, priority class, topology spread; global (a parent chart's) is accepted.
+func TestManagerKnobs(t *testing.T) {
+	r := renderDecoded(t, nil, "--set", "logLevel=debug,logFormat=text,priorityClassName=system-cluster-critical,global.imageRegistry=x",
+		"--set-json", `extraArgs=["--development"]`,
+		"--set-json", `extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]`,
+		"--set-json", `topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
+	cfg, _ := r.operatorConfig(t)
+	if cfg.Logging == nil || cfg.Logging.LogLevel != "debug" || cfg.Logging.LogFormat != "text" {
+		t.Errorf("logging %+v, want debug/text", cfg.Logging)
+	}
+	c := r.managerContainer(t)
+	if got := c.Args[len(c.Args)-1]; got != "--development" {
+		t.Errorf("args %v: the extra argument is not last", c.Args)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "HTTPS_PROXY" {
+		t.Errorf("env %v", c.Env)
+	}
+	pod := r.deployment.Spec.Template.Spec
+	if pod.PriorityClassName != "system-cluster-critical" || len(pod.TopologySpreadConstraints) != 1 {
+		t.Errorf("priorityClassName %q, topologySpreadConstraints %v", pod.PriorityClassName, pod.TopologySpreadConstraints)
 	}
 }
 

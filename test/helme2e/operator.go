@@ -61,7 +61,7 @@ type InstallOptions struct {
 // HelmBinary is bin/helm (built by `make tools`) in the stack's binary directory.
 func HelmBinary() (string, error) { return helmcli.Binary() }
 
-// Install runs `helm install` (the stack has installed the CRDs already, so helm skips them) and
+// Install runs `helm install` (the stack has installed the CRDs already: crds.install=false) and
 // waits until the manager's pod is Ready on the node simulator.
 func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator, err error) {
 	helm, err := HelmBinary()
@@ -96,7 +96,7 @@ func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator
 	}
 	op.namespaceCreated = true
 	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace,
-		"--skip-crds",
+		"--set", "crds.install=false",
 		"--set", "image.tag="+imageTag,
 		"--set", "leaderElection.enabled=true",
 		"--set", "featureGates."+GateName+"="+strconv.FormatBool(o.QuorumAware)); err != nil {

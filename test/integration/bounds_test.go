@@ -60,7 +60,7 @@ func TestReplicasWrittenBeforeTheBoundAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd, err := os.ReadFile(filepath.Join(root, "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcds.yaml"))
+	crd, err := os.ReadFile(filepath.Join(root, "charts", "etcd-conductor", "files", "crds", "druid.gardener.cloud_etcds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

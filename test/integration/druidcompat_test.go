@@ -307,3 +307,78 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		return cm.Data["ETCD_QUOTA_BACKEND_BYTES"] == "1073741824", "quota " + cm.Data["ETCD_QUOTA_BACKEND_BYTES"]
 	})
 }
+
+// TestEtcdAskingToJoinAnExistingClusterWaits: etcd-druid's bootstrapWithExistingCluster is
+// accepted (no lastErrors) and everything but the members is created; no StatefulSet is, since
+// its members would form a new, empty cluster, and the BootstrappedWithExistingCluster condition
+// and a Warning say why. As in etcd-druid the field cannot be added to an Etcd after its creation;
+// removed, the members start as a new cluster.
+func TestEtcdAskingToJoinAnExistingClusterWaits(t *testing.T) {
+	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	const ns, name = "druid-join", "etcd-main"
+	ctx := setup(t, env, ns, name)
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+
+	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
+	etcd.Spec.Etcd.BootstrapWithExistingCluster = &druidv1alpha1.BootstrapWithExistingCluster{
+		Members:         []druidv1alpha1.BootstrapExistingMember{{Name: "source-0", PeerURLs: []string{"https://source-0.source-peer.other.svc:2380"}}},
+		ClientEndpoints: []string{"https://source-client.other.svc:2379"},
+	}
+	if err := env.Client().Create(ctx, etcd, client.FieldValidation("Strict")); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	eventWithReason(t, env, ns, name, "ExistingClusterNotJoined", "not supported yet", "no member is started")
+	framework.Eventually(t, timeout, "the condition, no lastErrors, the ConfigMap", func(ctx context.Context) (bool, string) {
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client().Get(ctx, key, got); err != nil {
+			return false, err.Error()
+		}
+		if len(got.Status.LastErrors) > 0 {
+			return false, fmt.Sprintf("lastErrors %+v", got.Status.LastErrors)
+		}
+		c := druidv1alpha1.FindCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeBootstrappedWithExistingCluster)
+		if c == nil || c.Status != druidv1alpha1.ConditionFalse || c.Reason != "JoinNotSupported" {
+			return false, fmt.Sprintf("condition %+v", c)
+		}
+		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, &corev1.ConfigMap{}); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if _, err := getStatefulSet(ctx, env.Client(), ns, name); err == nil {
+		t.Fatal("a StatefulSet was created for an Etcd that asks to join an existing cluster")
+	}
+
+	// Added to an Etcd that exists: refused by the API server.
+	other := framework.NewEtcd(ns, "etcd-other", 1, framework.EtcdImage("3.6.8"))
+	if err := env.Client().Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.Etcd.BootstrapWithExistingCluster = etcd.Spec.Etcd.BootstrapWithExistingCluster.DeepCopy()
+	if err := env.Client().Update(ctx, other); err == nil || !strings.Contains(err.Error(), "can only be set when the Etcd is created") {
+		t.Fatalf("adding bootstrapWithExistingCluster to an existing Etcd: %v", err)
+	}
+
+	// Removed: the members start, as a new cluster, and the condition goes.
+	if err := env.Client().Get(ctx, key, etcd); err != nil {
+		t.Fatal(err)
+	}
+	etcd.Spec.Etcd.BootstrapWithExistingCluster = nil
+	if err := env.Client().Update(ctx, etcd); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, timeout, "the StatefulSet created and the condition gone", func(ctx context.Context) (bool, string) {
+		if _, err := getStatefulSet(ctx, env.Client(), ns, name); err != nil {
+			return false, err.Error()
+		}
+		got := &druidv1alpha1.Etcd{}
+		if err := env.Client().Get(ctx, key, got); err != nil {
+			return false, err.Error()
+		}
+		if c := druidv1alpha1.FindCondition(got.Status.Conditions, druidv1alpha1.ConditionTypeBootstrappedWithExistingCluster); c != nil {
+			return false, fmt.Sprintf("condition still there: %+v", c)
+		}
+		return true, ""
+	})
+}

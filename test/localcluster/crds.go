@@ -24,7 +24,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 		if err != nil {
 			return err
 		}
-		dir = filepath.Join(root, "charts", "etcd-conductor", "crds")
+		dir = filepath.Join(root, "charts", "etcd-conductor", "files", "crds")
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		FeatureGates: o.FeatureGates,
 		CRDs:         true,
 		Log:          o.Log,
+		// The disruption controller keeps the PodDisruptionBudgets' status, which evictions are
+		// checked against, as in any real cluster.
+		Controllers: append(slices.Clone(localcluster.DefaultControllers), "disruption"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)

@@ -42,7 +42,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "etcd-conductor.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -112,4 +116,7 @@ metricsBindAddress: ":8443"
 metricsCertDir: {{ include "etcd-conductor.metricsTLSDir" . }}
 {{- end }}
 healthProbeBindAddress: ":8081"
+logging:
+  logLevel: {{ .Values.logLevel }}
+  logFormat: {{ .Values.logFormat }}
 {{- end }}

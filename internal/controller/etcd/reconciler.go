@@ -211,6 +211,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var foreign []resources.Problem
 	held := false
 	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
+			return err
+		}
 		held, err = r.syncStatefulSet(ctx, etcd, move.Render)
 		return err
 	}
@@ -425,7 +428,17 @@ func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj cl
 		if err := controllerutil.SetControllerReference(etcd, obj, r.client.Scheme()); err != nil {
 			return err
 		}
-		return r.client.Create(ctx, obj)
+		err := r.client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache holds only the pods and Leases the operator made (operator.cacheOptions):
+			// one of this name it does not see is someone else's. Read from the apiserver to say
+			// whose.
+			found := obj.DeepCopyObject().(client.Object)
+			if getErr := r.secrets.Get(ctx, client.ObjectKeyFromObject(obj), found); getErr == nil && !metav1.IsControlledBy(found, etcd) {
+				return r.foreignObject(found)
+			}
+		}
+		return err
 	}
 	if !metav1.IsControlledBy(obj, etcd) {
 		return r.foreignObject(obj)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/membership"
@@ -63,7 +64,15 @@ func HealthObserve(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, mo membership.Ob
 			m.NotReadyFor = now.Sub(s.LastTransitionTime.Time)
 		}
 		if p := podsByName[pod]; p != nil && p.DeletionTimestamp.IsZero() {
-			m.Pod, m.PodAge = true, now.Sub(p.CreationTimestamp.Time)
+			m.Pod, m.PodAge = true, now.Sub(etcdStarted(p))
+			// The status is written every few seconds, the pod's readiness is newer: a member
+			// NotReady for its pod's sake whose pod is Ready now has recovered, and restarting it
+			// would undo just that (seen in e2e: a member restarted by liveness, Ready again,
+			// then deleted on the status of a moment before). Only an expired Lease is no
+			// matter of the pod.
+			if m.NotReady && s.Reason != etcdstatus.MemberReasonUnknownGracePeriodExceeded && etcdstatus.PodReady(p) {
+				m.NotReady, m.NotReadyFor = false, 0
+			}
 		}
 		if em, ok := inList[pod]; ok {
 			m.Voter, m.Heard = !em.Learner, em.Heard
@@ -71,6 +80,19 @@ func HealthObserve(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, mo membership.Ob
 		o.Members = append(o.Members, m)
 	}
 	return o
+}
+
+// etcdStarted is when the pod's etcd last started: its creation, or the start of its etcd
+// container if that was later. A container the kubelet restarted (its liveness probe failed) is
+// being restarted already; it gets its grace again before its pod is deleted on top.
+func etcdStarted(p *corev1.Pod) time.Time {
+	started := p.CreationTimestamp.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.EtcdContainerName && cs.State.Running != nil && cs.State.Running.StartedAt.After(started) {
+			started = cs.State.Running.StartedAt.Time
+		}
+	}
+	return started
 }
 
 // restartStuck is DEP-01 operator scenario 9, run once the membership plan is settled: plan on

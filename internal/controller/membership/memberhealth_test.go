@@ -61,3 +61,69 @@ func testHealthObserve(t *testing.T, prefix *string) {
 		}
 	}
 }
+
+// TestHealthObservePodReadyNow: the status is a few seconds old, the pod's readiness is newer. A
+// member recorded NotReady for its pod's sake whose pod is Ready now is not NotReady (it just
+// recovered); one NotReady because its Lease expired stays so whatever its pod says.
+func TestHealthObservePodReadyNow(t *testing.T) {
+	now := time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name         string
+		reason       string
+		podReady     bool
+		wantNotReady bool
+	}{
+		{"pod not ready, still", "ContainerNotReady", false, true},
+		{"pod Ready since the status was written", "ContainerNotReady", true, false},
+		{"just promoted, pod Ready now", "PromotedReadinessPending", true, false},
+		{"Lease expired past the grace, pod Ready", "UnknownGracePeriodExceeded", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}}
+			etcd.Status.Members = []druidv1alpha1.EtcdMemberStatus{{Name: "main-0", Status: druidv1alpha1.EtcdMemberStatusNotReady,
+				Reason: tt.reason, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+			pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "main-0", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+			ready := corev1.ConditionFalse
+			if tt.podReady {
+				ready = corev1.ConditionTrue
+			}
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+			o := HealthObserve(etcd, []corev1.Pod{pod}, membership.Observed{}, now, 20*time.Second)
+			if got := o.Members[0].NotReady; got != tt.wantNotReady {
+				t.Errorf("NotReady %v, want %v", got, tt.wantNotReady)
+			}
+		})
+	}
+}
+
+// TestHealthObserveEtcdRestartedByKubelet: a pod's age for scenario 9 counts from its etcd
+// container's last start when the kubelet restarted it (a failed liveness probe): that member is
+// being restarted already and gets its grace again.
+func TestHealthObserveEtcdRestartedByKubelet(t *testing.T) {
+	now := time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name    string
+		started time.Time // zero: the container does not run
+		want    time.Duration
+	}{
+		{"never restarted", now.Add(-time.Hour), time.Hour},
+		{"restarted 5s ago", now.Add(-5 * time.Second), 5 * time.Second},
+		{"not running", time.Time{}, time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}}
+			etcd.Status.Members = []druidv1alpha1.EtcdMemberStatus{{Name: "main-0", Status: druidv1alpha1.EtcdMemberStatusNotReady,
+				Reason: "ContainerNotReady", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+			pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "main-0", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+			cs := corev1.ContainerStatus{Name: resources.EtcdContainerName}
+			if !tt.started.IsZero() {
+				cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(tt.started)}
+			}
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+			o := HealthObserve(etcd, []corev1.Pod{pod}, membership.Observed{}, now, 20*time.Second)
+			if got := o.Members[0].PodAge; got != tt.want {
+				t.Errorf("pod age %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -37,14 +37,6 @@ const (
 	ReasonTLS                = "TLS"
 	ReasonPlaintextTraffic   = "PlaintextTraffic"
 	ReasonMovingToTLS        = "MovingToTLS"
-
-	MemberReasonLeaseSucceeded = "LeaseSucceeded"
-	MemberReasonLeaseExpired   = "LeaseExpired"
-	MemberReasonPodNotReady    = "ContainerNotReady"
-	MemberReasonPodMissing     = "PodNotFound"
-	// MemberReasonUnknownGracePeriodExceeded: the member's Lease has been expired (status
-	// Unknown) longer than Inputs.UnknownGrace, so it is taken as NotReady (DEP-01 scenario 7).
-	MemberReasonUnknownGracePeriodExceeded = "UnknownGracePeriodExceeded"
 )
 
 // DefaultUnknownGrace is how long a member stays Unknown (its Lease expired, its pod Ready)
@@ -132,7 +124,8 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			name := resources.MemberNameOf(o.Etcd, pod)
 			old := findMember(prev.Members, name)
 			m := unknownPastGrace(memberStatus(name, podsByName[pod], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
-			if old != nil && old.Status == m.Status {
+			m = promotionPending(m, old, leaseRenewed(leasesByName[name], o.Now), o.Now)
+			if old != nil && old.Status == m.Status && (old.Reason == etcdstatus.MemberReasonPromotionPending) == (m.Reason == etcdstatus.MemberReasonPromotionPending) {
 				m.LastTransitionTime = old.LastTransitionTime
 			} else {
 				m.LastTransitionTime = now
@@ -142,7 +135,7 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 				continue
 			}
 			voters++
-			if m.Status == druidv1alpha1.EtcdMemberStatusReady {
+			if m.Status == druidv1alpha1.EtcdMemberStatusReady || m.Reason == etcdstatus.MemberReasonPromotionPending {
 				readyVoters++
 			}
 		}
@@ -158,6 +151,9 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 	conds = append(conds, backupConditions(o)...)
 	running := runningTransport(o)
 	conds = append(conds, tlsEnabledCondition(running))
+	if c, ok := existingClusterCondition(o); ok {
+		conds = append(conds, c)
+	}
 	out.PeerUrlTLSEnabled = ptr.To(running.Peer == transport.TLS)
 	conds = etcdstatus.StampConditions(prev.Conditions, now, conds...)
 	out.Conditions = conds
@@ -204,13 +200,13 @@ func memberStatus(name string, pod *corev1.Pod, lease *coordinationv1.Lease, now
 	}
 	switch {
 	case pod == nil:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodMissing
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonPodMissing
 	case !etcdstatus.PodReady(pod):
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonPodNotReady
 	case leaseRenewed(lease, now):
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusReady, etcdstatus.MemberReasonLeaseSucceeded
 	default:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusUnknown, MemberReasonLeaseExpired
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusUnknown, etcdstatus.MemberReasonLeaseExpired
 	}
 	return m
 }
@@ -228,9 +224,34 @@ func unknownPastGrace(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdM
 		grace = DefaultUnknownGrace
 	}
 	switch {
-	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == MemberReasonUnknownGracePeriodExceeded,
+	case old.Status == druidv1alpha1.EtcdMemberStatusNotReady && old.Reason == etcdstatus.MemberReasonUnknownGracePeriodExceeded,
 		old.Status == druidv1alpha1.EtcdMemberStatusUnknown && now.Sub(old.LastTransitionTime.Time) > grace:
-		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonUnknownGracePeriodExceeded
+		m.Status, m.Reason = druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonUnknownGracePeriodExceeded
+	}
+	return m
+}
+
+// promotionGrace bounds how long a just-promoted member counts towards the quorum before its pod
+// is Ready: its readiness probe runs every 2 s (resources.StatefulSet), and the kubelet then
+// reports the result.
+const promotionGrace = 10 * time.Second
+
+// promotionPending: a member whose Lease said learner at the last look and now says it votes was
+// just promoted, and its pod is not Ready only because the readiness probe (a linearizable read,
+// which etcd refuses a learner) has not run since. etcd promotes only a learner that has caught
+// up with the leader, so the member takes part in the quorum already: for up to promotionGrace
+// its reason says so and the Ready condition counts it, rather than report a quorum loss that
+// is not there. Its status stays NotReady, and a pod still not Ready after the grace is an
+// ordinary NotReady member. Its Lease must be renewed: its agent heard it answer.
+func promotionPending(m druidv1alpha1.EtcdMemberStatus, old *druidv1alpha1.EtcdMemberStatus, renewed bool, now time.Time) druidv1alpha1.EtcdMemberStatus {
+	if old == nil || !renewed || m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != etcdstatus.MemberReasonPodNotReady ||
+		m.Role == nil || *m.Role == druidv1alpha1.EtcdRoleLearner {
+		return m
+	}
+	wasLearner := old.Role != nil && *old.Role == druidv1alpha1.EtcdRoleLearner
+	pendingSince := old.Reason == etcdstatus.MemberReasonPromotionPending && now.Sub(old.LastTransitionTime.Time) < promotionGrace
+	if wasLearner || pendingSince {
+		m.Reason = etcdstatus.MemberReasonPromotionPending
 	}
 	return m
 }

@@ -189,9 +189,9 @@ func TestComputeMembers(t *testing.T) {
 		reason string
 		role   druidv1alpha1.EtcdRole
 	}{
-		{druidv1alpha1.EtcdMemberStatusReady, MemberReasonLeaseSucceeded, druidv1alpha1.EtcdRoleLeader},
-		{druidv1alpha1.EtcdMemberStatusNotReady, MemberReasonPodNotReady, druidv1alpha1.EtcdRoleMember},
-		{druidv1alpha1.EtcdMemberStatusUnknown, MemberReasonLeaseExpired, druidv1alpha1.EtcdRoleMember},
+		{druidv1alpha1.EtcdMemberStatusReady, etcdstatus.MemberReasonLeaseSucceeded, druidv1alpha1.EtcdRoleLeader},
+		{druidv1alpha1.EtcdMemberStatusNotReady, etcdstatus.MemberReasonPodNotReady, druidv1alpha1.EtcdRoleMember},
+		{druidv1alpha1.EtcdMemberStatusUnknown, etcdstatus.MemberReasonLeaseExpired, druidv1alpha1.EtcdRoleMember},
 	}
 	for i, w := range want {
 		m := got[i]
@@ -327,20 +327,20 @@ func TestComputeUnknownPastGraceTurnsNotReady(t *testing.T) {
 		return o.Etcd.Status.Members[1]
 	}
 	m := step(now)
-	if m.Status != druidv1alpha1.EtcdMemberStatusUnknown || m.Reason != MemberReasonLeaseExpired {
-		t.Fatalf("as soon as the Lease expired: %s/%s, want Unknown/%s", m.Status, m.Reason, MemberReasonLeaseExpired)
+	if m.Status != druidv1alpha1.EtcdMemberStatusUnknown || m.Reason != etcdstatus.MemberReasonLeaseExpired {
+		t.Fatalf("as soon as the Lease expired: %s/%s, want Unknown/%s", m.Status, m.Reason, etcdstatus.MemberReasonLeaseExpired)
 	}
 	if m = step(now.Add(grace)); m.Status != druidv1alpha1.EtcdMemberStatusUnknown {
 		t.Fatalf("Unknown for exactly the grace: %s/%s, want still Unknown", m.Status, m.Reason)
 	}
 	turned := now.Add(grace + time.Second)
-	if m = step(turned); m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != MemberReasonUnknownGracePeriodExceeded ||
+	if m = step(turned); m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != etcdstatus.MemberReasonUnknownGracePeriodExceeded ||
 		!m.LastTransitionTime.Time.Equal(turned) {
-		t.Fatalf("Unknown past the grace: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, MemberReasonUnknownGracePeriodExceeded, turned)
+		t.Fatalf("Unknown past the grace: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, etcdstatus.MemberReasonUnknownGracePeriodExceeded, turned)
 	}
 	if m = step(turned.Add(10 * time.Minute)); m.Status != druidv1alpha1.EtcdMemberStatusNotReady ||
-		m.Reason != MemberReasonUnknownGracePeriodExceeded || !m.LastTransitionTime.Time.Equal(turned) {
-		t.Fatalf("still expired later: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, MemberReasonUnknownGracePeriodExceeded, turned)
+		m.Reason != etcdstatus.MemberReasonUnknownGracePeriodExceeded || !m.LastTransitionTime.Time.Equal(turned) {
+		t.Fatalf("still expired later: %s/%s since %s, want NotReady/%s since %s", m.Status, m.Reason, m.LastTransitionTime, etcdstatus.MemberReasonUnknownGracePeriodExceeded, turned)
 	}
 	o.Leases[1].Spec.RenewTime = &metav1.MicroTime{Time: turned.Add(11 * time.Minute)}
 	if m = step(turned.Add(11 * time.Minute)); m.Status != druidv1alpha1.EtcdMemberStatusReady {
@@ -358,5 +358,59 @@ func TestComputeUnknownPastGraceTurnsNotReady(t *testing.T) {
 	o.Now = now.Add(DefaultUnknownGrace + time.Second)
 	if m = Compute(o).Members[1]; m.Status != druidv1alpha1.EtcdMemberStatusNotReady {
 		t.Fatalf("past the default grace: %s/%s, want NotReady", m.Status, m.Reason)
+	}
+}
+
+// TestJustPromotedMemberCountsTowardsQuorum: a member whose Lease said learner at the last look
+// and says it votes now was just promoted; its pod is not Ready only until its readiness probe
+// runs again. For promotionGrace it counts towards the quorum (no false QuorumLost during a
+// scale-out from one member), never longer, and never for a voter that was NotReady before.
+func TestJustPromotedMemberCountsTowardsQuorum(t *testing.T) {
+	leader := member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"}
+	for _, tt := range []struct {
+		name       string
+		prev       *druidv1alpha1.EtcdMemberStatus // the promoted member at the last look (nil: none)
+		leaseAge   time.Duration
+		wantReason string
+		wantReady  druidv1alpha1.ConditionStatus
+	}{
+		{"promoted since the last look", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleLearner),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: etcdstatus.MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+			time.Second, etcdstatus.MemberReasonPromotionPending, druidv1alpha1.ConditionTrue},
+		{"within the grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: etcdstatus.MemberReasonPromotionPending, LastTransitionTime: metav1.NewTime(now.Add(-promotionGrace / 2))},
+			time.Second, etcdstatus.MemberReasonPromotionPending, druidv1alpha1.ConditionTrue},
+		{"the grace is over", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: etcdstatus.MemberReasonPromotionPending, LastTransitionTime: metav1.NewTime(now.Add(-promotionGrace - time.Second))},
+			time.Second, etcdstatus.MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"a voter NotReady before (a restart) gets no grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleMember),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: etcdstatus.MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Second))},
+			time.Second, etcdstatus.MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"no earlier status (an operator restart) gives no grace", nil, time.Second, etcdstatus.MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+		{"an expired Lease gets no grace", &druidv1alpha1.EtcdMemberStatus{Role: ptr.To(druidv1alpha1.EtcdRoleLearner),
+			Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: etcdstatus.MemberReasonPodNotReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+			time.Minute, etcdstatus.MemberReasonPodNotReady, druidv1alpha1.ConditionFalse},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Three members, one of them down: the quorum of two needs the promoted one.
+			o := observed(appsv1.OnDeleteStatefulSetStrategyType, leader,
+				member{revision: "rev-new", ready: false, leaseAge: tt.leaseAge, role: "Member"},
+				member{revision: "rev-new", ready: false, leaseAge: time.Minute, role: "Member"})
+			if tt.prev != nil {
+				prev := *tt.prev
+				prev.Name = "etcd-main-1"
+				o.Etcd.Status.Members = []druidv1alpha1.EtcdMemberStatus{
+					{Name: "etcd-main-0", Role: ptr.To(druidv1alpha1.EtcdRoleLeader), Status: druidv1alpha1.EtcdMemberStatusReady, Reason: etcdstatus.MemberReasonLeaseSucceeded},
+					prev,
+				}
+			}
+			got := Compute(o)
+			if m := got.Members[1]; m.Status != druidv1alpha1.EtcdMemberStatusNotReady || m.Reason != tt.wantReason {
+				t.Errorf("member %s/%s, want NotReady/%s", m.Status, m.Reason, tt.wantReason)
+			}
+			if c := cond(got, druidv1alpha1.ConditionTypeReady); c.Status != tt.wantReady {
+				t.Errorf("Ready %s/%s (%s), want %s", c.Status, c.Reason, c.Message, tt.wantReady)
+			}
+		})
 	}
 }

@@ -36,7 +36,7 @@ func TestReadyCondition(t *testing.T) {
 
 func TestAllMembersReadyCondition(t *testing.T) {
 	ready := druidv1alpha1.EtcdMemberStatus{Name: "etcd-main-0", Status: druidv1alpha1.EtcdMemberStatusReady}
-	expired := druidv1alpha1.EtcdMemberStatus{Name: "etcd-main-1", Status: druidv1alpha1.EtcdMemberStatusUnknown, Reason: MemberReasonLeaseExpired}
+	expired := druidv1alpha1.EtcdMemberStatus{Name: "etcd-main-1", Status: druidv1alpha1.EtcdMemberStatusUnknown, Reason: etcdstatus.MemberReasonLeaseExpired}
 	for _, tc := range []struct {
 		name    string
 		members []druidv1alpha1.EtcdMemberStatus

@@ -63,7 +63,7 @@ func TestDecodeDruidFiles(t *testing.T) {
 				"controllers.disableLeaseCache",
 				"controllers.etcd.disableEtcdServiceAccountAutomount",
 				"controllers.compaction",
-				"controllers.secret", "controllers.etcdOpsTask", "webhooks", "logging",
+				"controllers.secret", "controllers.etcdOpsTask", "webhooks",
 				"featureGates.UpgradeEtcdVersion", "featureGates.UseEtcdWrapper",
 			},
 		},
@@ -191,6 +191,14 @@ func TestDecodeDruidKeys(t *testing.T) {
 					t.Errorf("enabled %t, Ignored() %v; want true and nothing", c.CopyBackupsTaskEnabled(), Ignored(c))
 				}
 			}},
+		{name: "logging is honoured, not ignored", data: header + "logging:\n  logLevel: debug\n  logFormat: text\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if c.Logging == nil || c.Logging.LogLevel != LogLevelDebug || len(Ignored(c)) != 0 {
+					t.Errorf("logging %+v, Ignored() %v; want debug/text and nothing", c.Logging, Ignored(c))
+				}
+			}},
+		{name: "unknown log level", data: header + "logging:\n  logLevel: verbose\n", wantErr: `logging.logLevel "verbose": must be debug, info or error`},
+		{name: "unknown log format", data: header + "logging:\n  logFormat: xml\n", wantErr: `logging.logFormat "xml": must be json or text`},
 		{name: "spec auto reconcile left out", data: header,
 			check: func(t *testing.T, c *OperatorConfiguration) {
 				if c.Controllers.Etcd.EnableEtcdSpecAutoReconcile != nil || len(Ignored(c)) != 0 {

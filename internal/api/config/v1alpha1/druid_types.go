@@ -1,6 +1,10 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // The shapes of etcd-druid's configuration keys that etcd-conductor has no field of its own for.
 // They are declared so that a file written for etcd-druid decodes, still strictly: a misspelled
@@ -105,8 +109,38 @@ type ServiceAccountInfo struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// LogConfiguration is etcd-druid's log level and format.
+// LogConfiguration is etcd-druid's log level and format: under logging the manager honours both
+// (ValidateLogging), under logConfiguration (where druid's own files put it) neither, as druid.
 type LogConfiguration struct {
-	LogLevel  string `json:"logLevel,omitempty"`
+	// LogLevel is debug (info plus the controllers' V(1) decisions), info (the default) or error.
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogFormat is json (the default) or text (human-readable lines).
 	LogFormat string `json:"logFormat,omitempty"`
+}
+
+// Log levels and formats etcd-druid's logging accepts.
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelError = "error"
+	LogFormatJSON = "json"
+	LogFormatText = "text"
+)
+
+// validate refuses a level or format etcd-druid would not know, naming the ones it knows.
+func (l *LogConfiguration) validate() error {
+	if l == nil {
+		return nil
+	}
+	switch l.LogLevel {
+	case "", LogLevelDebug, LogLevelInfo, LogLevelError:
+	default:
+		return fmt.Errorf("logging.logLevel %q: must be %s, %s or %s", l.LogLevel, LogLevelDebug, LogLevelInfo, LogLevelError)
+	}
+	switch l.LogFormat {
+	case "", LogFormatJSON, LogFormatText:
+	default:
+		return fmt.Errorf("logging.logFormat %q: must be %s or %s", l.LogFormat, LogFormatJSON, LogFormatText)
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ func (k ignoredKey) String() string { return k.path + ": " + k.why }
 const whyContentType = "the manager's clients keep controller-runtime's wire format"
 
 // Why the logging keys are ignored: the manager's log format is a command-line flag.
-const whyLogging = "the manager logs JSON at info level; --development switches it to human-readable lines"
+const whyLogging = "the manager reads logging (logLevel, logFormat) instead"
 
 // ignoredKeys lists, in the order of etcd-druid's type, every etcd-druid key etcd-conductor
 // accepts without acting on it: set reports whether the configuration writes it.
@@ -43,7 +43,6 @@ var ignoredKeys = []struct {
 		"the EtcdOpsTask controller runs one worker and looks at a running task every second; neither is configurable"},
 	{"webhooks", func(c *OperatorConfiguration) bool { return c.Webhooks != nil },
 		"etcd-conductor serves no admission webhook"},
-	{"logging", func(c *OperatorConfiguration) bool { return c.Logging != nil }, whyLogging},
 	{"logConfiguration", func(c *OperatorConfiguration) bool { return c.LogConfiguration != nil },
 		"druid's own files carry this key, druid ignores it (its field is logging); " + whyLogging},
 }

@@ -39,7 +39,9 @@ type OperatorConfiguration struct {
 	Controllers ControllerConfiguration `json:"controllers,omitempty"`
 	// FeatureGates enables or disables features by name.
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
-	// MemberClientTLS is the operator-wide client key pair used for clusters whose Etcd names none.
+	// MemberClientTLS is a fallback client key pair for an Etcd whose clientUrlTls names none. An
+	// Etcd's own pair wins: every Etcd with client TLS must name one (its member-agent needs it),
+	// so the operator talks to members with the pair the Etcd names.
 	MemberClientTLS *MemberClientTLS `json:"memberClientTLS,omitempty"`
 	// MetricsBindAddress is where Prometheus metrics are served over HTTPS to authenticated and
 	// authorized clients (default :8443, "0" disables).
@@ -341,6 +343,9 @@ func (c *OperatorConfiguration) Validate() error {
 		}
 	}
 	if err := c.ClientConnection.validate(); err != nil {
+		return err
+	}
+	if err := c.Logging.validate(); err != nil {
 		return err
 	}
 	le := c.LeaderElection

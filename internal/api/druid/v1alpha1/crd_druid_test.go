@@ -20,7 +20,7 @@ var repoRoot = filepath.Join("..", "..", "..", "..")
 
 func readCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcds.yaml"))
+	data, err := os.ReadFile(filepath.Join(repoRoot, "charts", "etcd-conductor", "files", "crds", "druid.gardener.cloud_etcds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,8 @@ func TestCRDKeepsEveryDruidField(t *testing.T) {
 }
 
 // TestCRDDruidRules checks the rules taken over from etcd-druid: memberNamePrefix can be neither
-// changed nor added or removed after creation, and the field etcd-druid reverted is gone.
+// changed nor added or removed after creation, bootstrapWithExistingCluster cannot be added after
+// creation, and the field etcd-druid reverted is gone.
 func TestCRDDruidRules(t *testing.T) {
 	spec := readCRD(t).Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	rules := func(s apiextensionsv1.JSONSchemaProps) string {
@@ -104,6 +105,7 @@ func TestCRDDruidRules(t *testing.T) {
 	}{
 		{"memberNamePrefix cannot change", rules(spec.Properties["memberNamePrefix"]), "self == oldSelf"},
 		{"memberNamePrefix cannot come or go", rules(spec), "has(oldSelf.memberNamePrefix) == has(self.memberNamePrefix)"},
+		{"bootstrapWithExistingCluster only at creation", rules(spec.Properties["etcd"]), "!has(self.bootstrapWithExistingCluster) || has(oldSelf.bootstrapWithExistingCluster)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(tc.got, tc.want) {

@@ -13,7 +13,7 @@ import (
 // TestOpsTaskCRDDefaultsMatchTheConstants keeps the +kubebuilder:default markers (etcd-druid's
 // defaults, which the apiserver applies) and the constants the planner falls back to in step.
 func TestOpsTaskCRDDefaultsMatchTheConstants(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcdopstasks.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "etcd-conductor", "files", "crds", "druid.gardener.cloud_etcdopstasks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // generated CRD and the constant the controllers check in step: a bound the apiserver enforces
 // differently from the one the code assumes would let a huge replica count through one of them.
 func TestCRDReplicasBoundMatchesMaxReplicas(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "etcd-conductor", "crds", "druid.gardener.cloud_etcds.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "charts", "etcd-conductor", "files", "crds", "druid.gardener.cloud_etcds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,8 @@ type EtcdSpec struct {
 }
 
 // EtcdConfig configures the etcd container of each member.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrapWithExistingCluster) || has(oldSelf.bootstrapWithExistingCluster)",message="spec.etcd.bootstrapWithExistingCluster can only be set when the Etcd is created"
 type EtcdConfig struct {
 	// Image is the etcd container image.
 	// +optional
@@ -209,8 +211,9 @@ type EtcdConfig struct {
 	AdditionalAdvertisePeerURLs []MemberPeerURLs `json:"additionalAdvertisePeerURLs,omitempty"`
 
 	// BootstrapWithExistingCluster asks etcd-druid to form this cluster by joining an existing
-	// one. Not supported yet: an Etcd that sets it is refused (ERR_UNSUPPORTED_FIELD), since
-	// going ahead without it would start a new, empty cluster rather than join the source.
+	// one. Accepted, and not supported yet: no member is started (they would form a new, empty
+	// cluster rather than join the source) and the condition BootstrappedWithExistingCluster says
+	// so. As in etcd-druid it can only be set when the Etcd is created.
 	// +optional
 	BootstrapWithExistingCluster *BootstrapWithExistingCluster `json:"bootstrapWithExistingCluster,omitempty"`
 }
@@ -379,6 +382,10 @@ const (
 	// reason is the rule. Absent on an Etcd none of whose members ever was (not an etcd-druid
 	// condition).
 	ConditionTypeMemberRestart ConditionType = "MemberRestart"
+	// ConditionTypeBootstrappedWithExistingCluster is etcd-druid's condition for an Etcd that asks
+	// to join an existing cluster (spec.etcd.bootstrapWithExistingCluster). Here it is False while
+	// the members are held back, since joining is not supported yet.
+	ConditionTypeBootstrappedWithExistingCluster ConditionType = "BootstrappedWithExistingCluster"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
