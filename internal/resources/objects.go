@@ -194,7 +194,7 @@ func ServiceAccount(e *druidv1alpha1.Etcd) *corev1.ServiceAccount {
 // whose status holds the operator's restore order for the init step (read only: a member can
 // never write an order). RBAC cannot tell one member pod from another, since they share the
 // ServiceAccount: the chart's member Lease ValidatingAdmissionPolicy narrows each pod to the
-// Lease named after it.
+// Lease of its member (named as the pod, or <prefix>-<pod>: MemberNameOf).
 func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 	role := &rbacv1.Role{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
 	role.Rules = []rbacv1.PolicyRule{{
