@@ -23,11 +23,11 @@ import (
 // its certificate covers) forms and serves writes. etcd's member list names the members
 // <prefix>-<pod> and lists the additional URL after the member's own, the member Leases carry
 // those names and are renewed, and status.members lists them so. Then, under the writer and its
-// auditor, the additional URL moves to another member: the template change rolls every pod (OnDelete, with the
-// prefix), and the membership controller re-records both members' peer URLs as their pods now
-// advertise them (peer-url/follow-pod), with no acknowledged write lost. Last, a scale-out to 5
-// adds learners under their peer URLs (one with an additional URL) that join under their
-// prefixed names.
+// auditor, the additional URL moves to another member: the template change rolls every pod
+// (OnDelete, with the prefix), and the membership controller re-records both members' peer URLs
+// as their pods now advertise them (peer-url/follow-pod). Last, a scale-out to 5 adds learners
+// under their peer URLs (one with an additional URL) that join under their prefixed names; no
+// acknowledged write is lost and the history is linearizable throughout.
 func TestMemberNamePrefixAndAdditionalPeerURLs(t *testing.T) {
 	namespace, _ := inParallel(t, "e2e-prefix-", operatorDefaults)
 	s := sharedStack(t)
