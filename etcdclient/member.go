@@ -261,15 +261,15 @@ func (m *MemberConn) MoveLeader(ctx context.Context, toID uint64) error {
 	return nil
 }
 
-// AddLearner adds a non-voting member with peerURL and returns it with the membership that
-// results. The caller must make sure the peer URL is not a member yet: etcd refuses a duplicate
-// (ErrGRPCPeerURLExist), which is how a repeated call stays harmless.
-func (m *MemberConn) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
+// AddLearner adds a non-voting member with peerURLs and returns it with the membership that
+// results. The caller must make sure the peer URLs are not a member's yet: etcd refuses a
+// duplicate (ErrGRPCPeerURLExist), which is how a repeated call stays harmless.
+func (m *MemberConn) AddLearner(ctx context.Context, peerURLs []string) (Member, []Member, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	resp, err := m.cluster.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{peerURL}, IsLearner: true})
+	resp, err := m.cluster.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: true})
 	if err != nil {
-		return Member{}, nil, fmt.Errorf("add learner %s through %s: %w", peerURL, m.target.Name, err)
+		return Member{}, nil, fmt.Errorf("add learner %s through %s: %w", strings.Join(peerURLs, ","), m.target.Name, err)
 	}
 	return fromPB(resp.GetMember()), membersFromPB(resp.GetMembers()), nil
 }
@@ -295,12 +295,12 @@ func (m *MemberConn) Remove(ctx context.Context, id uint64) error {
 	return nil
 }
 
-// UpdatePeerURL sets member id's peer URL: where the other members dial it.
-func (m *MemberConn) UpdatePeerURL(ctx context.Context, id uint64, peerURL string) error {
+// UpdatePeerURLs sets member id's peer URLs: where the other members dial it.
+func (m *MemberConn) UpdatePeerURLs(ctx context.Context, id uint64, peerURLs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
-	if _, err := m.cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: []string{peerURL}}); err != nil {
-		return fmt.Errorf("update member %x peer URL to %s through %s: %w", id, peerURL, m.target.Name, err)
+	if _, err := m.cluster.MemberUpdate(ctx, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}); err != nil {
+		return fmt.Errorf("update member %x peer URLs to %s through %s: %w", id, strings.Join(peerURLs, ","), m.target.Name, err)
 	}
 	return nil
 }

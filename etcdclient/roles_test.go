@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
@@ -51,7 +52,7 @@ func TestStaleLeaseLosesToTheMembers(t *testing.T) {
 		})
 	}
 
-	got := roles.Resolve(names, decision.ReportsFromClusterStatus(s), leases, roles.SourcePolicyAuto, now)
+	got := roles.Resolve(names, decision.ReportsFromClusterStatus(&druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}, s), leases, roles.SourcePolicyAuto, now)
 	if got.Source != roles.SourceDirect || !got.Mismatch {
 		t.Fatalf("Resolve = source %s, mismatch %v (%s); want direct with a mismatch", got.Source, got.Mismatch, got.Detail)
 	}
@@ -59,7 +60,7 @@ func TestStaleLeaseLosesToTheMembers(t *testing.T) {
 		t.Errorf("roles %v, leader %s; want %s leading and %s following", got.Roles, got.LeaderPod, leader.Name, follower)
 	}
 
-	leaseOnly := roles.Resolve(names, decision.ReportsFromClusterStatus(s), leases, roles.SourcePolicyLeaseOnly, now)
+	leaseOnly := roles.Resolve(names, decision.ReportsFromClusterStatus(&druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: c.Name}}, s), leases, roles.SourcePolicyLeaseOnly, now)
 	if leaseOnly.Roles[follower] != rollout.RoleLeader {
 		t.Errorf("LeaseOnly must believe the lease (the etcd-druid behaviour this replaces): %v", leaseOnly.Roles)
 	}

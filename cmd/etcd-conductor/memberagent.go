@@ -18,6 +18,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -118,6 +119,8 @@ func runMemberInit(args []string) int {
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease")
 	fs.StringVar(&cfg.PodUID, "pod-uid", "", "this pod's UID, $(POD_UID): a restore order names the pod incarnation it is for")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", memberagent.DefaultInitPollInterval, "how often a waiting init step asks again")
+	fs.StringVar(&cfg.AdditionalPeerURLs, memberpod.AdditionalPeerURLsFlag, "",
+		"every member's additional peer URLs, name=url,name=url: this member advertises its own after its --initial-advertise-peer-urls")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")
 	var restore restoreOptions

@@ -19,7 +19,6 @@ const (
 	ReasonOwnSelector       = "member pods are selected by the operator's own labels, which never change"
 	ReasonOwnClaimName      = "the data volume claim template is always named data"
 	ReasonOwnSecurity       = "the member containers' security context is the operator's, never root"
-	ReasonOwnPeerURLs       = "each member advertises exactly one peer URL, its name under the peer Service, which the membership planner adds and checks members by"
 	ReasonNoWrapper         = "etcd runs without etcd-druid's etcd-wrapper"
 	ReasonMTLSOnly          = "clients authenticate with mTLS; etcd's own user authentication is not configured"
 )
@@ -67,7 +66,6 @@ func Ignored(spec *druidv1alpha1.EtcdSpec) []Field {
 	}
 	add(spec.VolumeClaimTemplate != nil, "spec.volumeClaimTemplate", ReasonOwnClaimName)
 	add(spec.RunAsRoot != nil, "spec.runAsRoot", ReasonOwnSecurity)
-	add(len(spec.Etcd.AdditionalAdvertisePeerURLs) > 0, "spec.etcd.additionalAdvertisePeerURLs", ReasonOwnPeerURLs)
 	add(spec.Etcd.WrapperPort != nil, "spec.etcd.wrapperPort", ReasonNoWrapper)
 	add(spec.Etcd.AuthSecretRef != nil, "spec.etcd.authSecretRef", ReasonMTLSOnly)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

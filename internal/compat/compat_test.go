@@ -60,7 +60,7 @@ func TestIgnored(t *testing.T) {
 					},
 				},
 			},
-			want: []string{"spec.etcd.additionalAdvertisePeerURLs", "spec.etcd.wrapperPort", "spec.runAsRoot", "spec.selector", "spec.volumeClaimTemplate"},
+			want: []string{"spec.etcd.wrapperPort", "spec.runAsRoot", "spec.selector", "spec.volumeClaimTemplate"},
 		},
 		{
 			// These act (or, when they cannot, refuse the Etcd in internal/resources): listing

@@ -144,7 +144,7 @@ func Decide(ctx context.Context, st State, in RoleInputs, mode roles.SourcePolic
 		return out, fmt.Errorf("reading member leases: %w", leasesErr)
 	}
 	out.RolesResolved = true
-	out.Resolution = roles.Resolve(podNames(pods), reports, MemberLeases(etcd, st.Etcd != nil, leases), mode, now)
+	out.Resolution = roles.Resolve(podNames(pods), reports, leasesByPod(etcd, MemberLeases(etcd, st.Etcd != nil, leases)), mode, now)
 	if out.MemberQueryErr != nil {
 		// Shown in the AllMembersUpdated message and in plan's output, so a TLS problem is
 		// visible where users look.
@@ -206,6 +206,20 @@ func MemberLeases(etcd *druidv1alpha1.Etcd, known bool, leases []coordinationv1.
 			}
 		}
 		out = append(out, l)
+	}
+	return out
+}
+
+// leasesByPod hands roles the member Leases under the pods they stand for: roles knows members
+// by pod, and a Lease is named as its etcd member (<prefix>-<pod> with spec.memberNamePrefix,
+// resources.PodOfMember). A Lease of no pod of etcd is left out, as roles would ignore it.
+func leasesByPod(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease) []coordinationv1.Lease {
+	out := make([]coordinationv1.Lease, 0, len(leases))
+	for _, l := range leases {
+		if pod, ok := resources.PodOfMember(etcd, l.Name); ok {
+			l.Name = pod
+			out = append(out, l)
+		}
 	}
 	return out
 }

@@ -4,22 +4,28 @@ import (
 	"strconv"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/roles"
 )
 
 // ReportsFromClusterStatus turns one round of member answers into roles.Resolve's input: a report
-// per member the member list names (its ID is known even when it does not answer) or that was
-// asked. It lives here, next to the RoleInputs its callers implement, so that roles stays pure:
-// it never sees an etcdclient type.
-func ReportsFromClusterStatus(cs etcdclient.ClusterStatus) []roles.MemberReport {
+// per pod whose member the member list names (its ID is known even when it does not answer) or
+// that was asked, by pod name (targets are pods; a member's etcd name is mapped to its pod by
+// resources.PodOfMember). A listed member of no pod of etcd is left out: roles are resolved for
+// pods only. It lives here, next to the RoleInputs its callers implement, so that roles stays
+// pure: it never sees an etcdclient type.
+func ReportsFromClusterStatus(etcd *druidv1alpha1.Etcd, cs etcdclient.ClusterStatus) []roles.MemberReport {
 	var out []roles.MemberReport
 	index := map[string]int{}
 	for _, m := range cs.MemberList {
-		if m.Name == "" {
-			continue // added to the cluster but never started, so it has no name yet
+		// A member added but never started has no name yet; it has no role either.
+		pod, ok := resources.PodOfMember(etcd, m.Name)
+		if !ok {
+			continue
 		}
-		index[m.Name] = len(out)
-		out = append(out, roles.MemberReport{Name: m.Name, ID: hexID(m.ID), IsLearner: m.IsLearner})
+		index[pod] = len(out)
+		out = append(out, roles.MemberReport{Name: pod, ID: hexID(m.ID), IsLearner: m.IsLearner})
 	}
 	for _, s := range cs.Members {
 		i, ok := index[s.Name]

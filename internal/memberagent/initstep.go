@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
@@ -64,6 +65,9 @@ type InitConfig struct {
 	// Environment holds the shared ETCD_* settings from the ConfigMap. Flags win.
 	EtcdFlags   []string
 	Environment map[string]string
+	// AdditionalPeerURLs holds every member's additional peer URLs (memberpod's format); the
+	// member advertises its own after its initial-advertise-peer-urls, as etcd-druid does.
+	AdditionalPeerURLs string
 	// BackupStore opens the Etcd's backup store; nil when the pod has none configured (then the
 	// member never restores).
 	BackupStore func(context.Context) (backupstore.Store, error)
@@ -133,6 +137,9 @@ func (c InitConfig) settings() map[string]string {
 	for _, f := range c.EtcdFlags {
 		key, value, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		out[key] = value
+	}
+	if extra := memberpod.PeerURLsOf(c.AdditionalPeerURLs, out["name"]); len(extra) > 0 && out["initial-advertise-peer-urls"] != "" {
+		out["initial-advertise-peer-urls"] += "," + strings.Join(extra, ",")
 	}
 	return out
 }
@@ -289,11 +296,15 @@ func (i *Initializer) askCluster(ctx context.Context, obs StartObservation) (etc
 		return etcdclient.MemberStatus{}, false, nil
 	}
 	var targets []etcdclient.Target
+	asked := map[string]bool{}
 	for _, entry := range strings.Split(obs.BootstrapCluster, ",") {
 		name, peer, ok := strings.Cut(entry, "=")
-		if !ok || name == obs.Name {
+		// A member's first URL is its name under the peer Service, where its client port is;
+		// any further one is an additional peer URL (another network's), not asked.
+		if !ok || name == obs.Name || asked[name] {
 			continue
 		}
+		asked[name] = true
 		u, err := url.Parse(peer)
 		if err != nil || u.Hostname() == "" {
 			continue

@@ -169,7 +169,7 @@ func addLearner(t *testing.T, lc *etcdclient.MemberConn, peerURL string) uint64 
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		added, _, err := lc.AddLearner(context.Background(), peerURL)
+		added, _, err := lc.AddLearner(context.Background(), []string{peerURL})
 		if err == nil {
 			return added.ID
 		}

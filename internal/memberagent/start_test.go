@@ -268,3 +268,26 @@ func mustWrite(t *testing.T, p string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// A member advertises its own additional peer URLs after its name under the peer Service; the
+// others' are not its own. The first URL stays the one the start decision knows the member by.
+func TestSettingsAdvertiseOwnAdditionalPeerURLs(t *testing.T) {
+	const extras = "p-etcd-0=https://10.0.0.1:2380,p-etcd-1=https://10.0.0.2:2380,p-etcd-0=https://m0.example:2380"
+	for _, tt := range []struct {
+		name, member, extras, want string
+	}{
+		{"none given", "p-etcd-0", "", "https://etcd-0.etcd-peer.ns.svc:2380"},
+		{"its own, in order", "p-etcd-0", extras, "https://etcd-0.etcd-peer.ns.svc:2380,https://10.0.0.1:2380,https://m0.example:2380"},
+		{"another member's only", "p-etcd-2", extras, "https://etcd-0.etcd-peer.ns.svc:2380"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := InitConfig{
+				EtcdFlags:          []string{"--name=" + tt.member, "--initial-advertise-peer-urls=https://etcd-0.etcd-peer.ns.svc:2380"},
+				AdditionalPeerURLs: tt.extras,
+			}
+			if got := cfg.settings()["initial-advertise-peer-urls"]; got != tt.want {
+				t.Errorf("initial-advertise-peer-urls = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -10,7 +10,8 @@
 //
 // # Who writes what, who reads it
 //
-// Member Leases are named like their pod (internal/resources.MemberName), one per member. The
+// Member Leases are named as their etcd member: like their pod, or <prefix>-<pod> with
+// spec.memberNamePrefix (internal/resources.MemberNameOf, PodOfMember), one per member. The
 // operator's Etcd controller creates them empty and sets leaseDurationSeconds; nothing here
 // creates one. The snapshot Leases are etcd-druid's, "<etcd>-full-snap" and "<etcd>-delta-snap"
 // (FullSnapshotLeaseName, DeltaSnapshotLeaseName), created empty by the same controller while

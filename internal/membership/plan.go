@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -282,28 +283,55 @@ func ruleNoOtherOperation(v *view) *Decision {
 		v.o.Operations.Describe(), v.summary())
 }
 
-// rulePeerURLFollowsPod: a member whose pod now listens on its peer URL with the other scheme
-// (a move to TLS restarts each member on https: internal/transport) gets its recorded peer URL
-// changed to match, or its peers would go on dialling http and never reach it. First of all
+// rulePeerURLFollowsPod: a member whose pod now advertises other peer URLs than the cluster
+// records gets them recorded (MemberUpdate), or its peers would go on dialling what it no longer
+// serves: a move to TLS restarts each member on https (internal/transport), and a change of
+// spec.etcd.additionalAdvertisePeerURLs rolls the pods with their new extra URLs. First of all
 // rules, even during a rollout: the rollout waits for that very member to be ready, which it
 // cannot be unreached. Changing where a member is dialled removes no one and counts no quorum;
-// etcd commits it only with a quorum of its own. Only the scheme may differ: any other difference
-// names another endpoint, which is not this rule's to move.
+// etcd commits it only with a quorum of its own. The member's name under the peer Service must
+// stay where it is (its scheme aside): the rule never moves a member to another endpoint, only
+// carries its scheme and its additional URLs. A URL moved from one member to another is first
+// taken off the member that holds it: etcd refuses a peer URL another member records, so the
+// member that gets it waits for that.
 func rulePeerURLFollowsPod(v *view) *Decision {
 	if !v.o.MembersKnown {
 		return nil
 	}
 	for i := range v.o.Members {
 		m := &v.o.Members[i]
-		if m.PodPeerURL == "" || m.PeerURL == m.PodPeerURL || !sameEndpoint(m.PeerURL, m.PodPeerURL) {
+		if len(m.PodPeerURLs) == 0 || samePeerURLs(m.PeerURLs, m.PodPeerURLs) || !holdsEndpoint(m.PeerURLs, m.PodPeerURLs[0]) ||
+			v.recordedForAnother(m, m.PodPeerURLs) {
 			continue
 		}
-		d := decide(ActionUpdatePeerURL, RuleUpdatePeerURL, "member %s (%x) listens on %s, the cluster dials it at %s; %s",
-			m.Name, m.ID, m.PodPeerURL, m.PeerURL, v.summary())
-		d.Member, d.PeerURL = m, m.PodPeerURL
+		d := decide(ActionUpdatePeerURL, RuleUpdatePeerURL, "member %s (%x) advertises %s, the cluster dials it at %s; %s",
+			m.Name, m.ID, strings.Join(m.PodPeerURLs, ","), strings.Join(m.PeerURLs, ","), v.summary())
+		d.Member, d.PeerURLs = m, slices.Clone(m.PodPeerURLs)
 		return d
 	}
 	return nil
+}
+
+// recordedForAnother: one of urls is recorded for a member other than m.
+func (v *view) recordedForAnother(m *Member, urls []string) bool {
+	for i := range v.o.Members {
+		other := &v.o.Members[i]
+		if other.ID != m.ID && slices.ContainsFunc(urls, func(u string) bool { return slices.Contains(other.PeerURLs, u) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// samePeerURLs tells whether a and b hold the same URLs in whatever order: etcd keeps a member's
+// peer URLs sorted, a pod advertises its own in the order it was given them.
+func samePeerURLs(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// holdsEndpoint: one of urls differs from u at most in its scheme.
+func holdsEndpoint(urls []string, u string) bool {
+	return slices.ContainsFunc(urls, func(r string) bool { return sameEndpoint(r, u) })
 }
 
 // sameEndpoint: a and b differ at most in their scheme.

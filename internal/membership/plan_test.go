@@ -1,7 +1,9 @@
 package membership
 
 import (
+	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +257,10 @@ func TestPlanProperties(t *testing.T) {
 			heard = 0
 		}
 		acted[d.Action]++
-		if len(o.Operations) > 0 && (d.Action != ActionWait || d.InProgress()) {
+		// Re-recording where a member is dialled (peer-url/follow-pod) is the one step taken
+		// during another operation: it removes, adds and promotes no one and counts no quorum, and
+		// a rollout waits for that very member to be reachable.
+		if len(o.Operations) > 0 && d.Action != ActionUpdatePeerURL && (d.Action != ActionWait || d.InProgress()) {
 			t.Fatalf("acts (or claims a membership change) while %s is in flight: %+v → %+v", o.Operations[0].Kind, o, d)
 		}
 		quorumStep := d.Action == ActionAddLearner || d.Action == ActionPromote || d.Action == ActionMoveLeader ||
@@ -324,6 +329,21 @@ func TestPlanProperties(t *testing.T) {
 			if heardAfter < quorum.Of(voters+1) {
 				t.Fatalf("promotes leaving %d heard by the leader of %d voters: %+v → %+v", heardAfter, voters+1, o, d)
 			}
+		case ActionUpdatePeerURL:
+			// Only ever to what the member's pod advertises, and never away from the member's
+			// name under the peer Service: the cluster must already dial it there (any scheme).
+			if len(d.PeerURLs) == 0 || !slices.Equal(d.PeerURLs, d.Member.PodPeerURLs) {
+				t.Fatalf("updates peer URLs to %v, not the pod's %v: %+v", d.PeerURLs, d.Member.PodPeerURLs, o)
+			}
+			if !holdsEndpoint(d.Member.PeerURLs, d.PeerURLs[0]) {
+				t.Fatalf("moves %s away from its recorded endpoint %v to %v", d.Member.Name, d.Member.PeerURLs, d.PeerURLs)
+			}
+			if samePeerURLs(d.Member.PeerURLs, d.PeerURLs) {
+				t.Fatalf("updates %s to the URLs it has: %v", d.Member.Name, d.PeerURLs)
+			}
+			if v.recordedForAnother(d.Member, d.PeerURLs) {
+				t.Fatalf("gives %s a URL another member records (etcd refuses it): %v, %+v", d.Member.Name, d.PeerURLs, o)
+			}
 		case ActionSetReplicas:
 			// Never delete the pod of a member: the StatefulSet never shrinks below a member's ordinal.
 			if d.Replicas < o.StatefulSetReplicas && d.Replicas <= v.highest {
@@ -335,11 +355,38 @@ func TestPlanProperties(t *testing.T) {
 		}
 	}
 	// The generator must reach every step the invariants are about.
-	for _, a := range []Action{ActionAddLearner, ActionPromote, ActionRemove, ActionMoveLeader} {
+	for _, a := range []Action{ActionAddLearner, ActionPromote, ActionRemove, ActionMoveLeader, ActionUpdatePeerURL} {
 		if acted[a] == 0 {
 			t.Errorf("no random observation led to %s: %v", a, acted)
 		}
 	}
+}
+
+// randomPeerURLs are what the cluster records for the member of ordinal i and what its pod
+// advertises (nil: unknown): the service URL on either scheme, or elsewhere, with or without
+// additional URLs, in any order.
+func randomPeerURLs(rng *rand.Rand, i int) (recorded, pod []string) {
+	service := func() string {
+		scheme := []string{"http", "https"}[rng.Intn(2)]
+		host := []string{fmt.Sprintf("etcd-%d.etcd-peer.ns.svc:2380", i), "elsewhere.ns.svc:2380"}[min(rng.Intn(8), 1)]
+		return scheme + "://" + host
+	}
+	extras := func() []string {
+		all := []string{"https://10.0.0.1:2380", "https://10.0.0.2:2380", "https://far.example:2380"}
+		rng.Shuffle(len(all), func(a, b int) { all[a], all[b] = all[b], all[a] })
+		return all[:rng.Intn(len(all)+1)]
+	}
+	recorded = append([]string{service()}, extras()...)
+	rng.Shuffle(len(recorded), func(a, b int) { recorded[a], recorded[b] = recorded[b], recorded[a] })
+	switch rng.Intn(4) {
+	case 0: // unknown
+	case 1, 2: // in step, in another order
+		pod = slices.Clone(recorded)
+		rng.Shuffle(len(pod), func(a, b int) { pod[a], pod[b] = pod[b], pod[a] })
+	default:
+		pod = append([]string{service()}, extras()...)
+	}
+	return recorded, pod
 }
 
 func randomObserved(rng *rand.Rand) Observed {
@@ -370,6 +417,7 @@ func randomObserved(rng *rand.Rand) Observed {
 			m.Learner, learnerAdded = true, true
 			m.Started = rng.Intn(2) == 0
 		}
+		m.PeerURLs, m.PodPeerURLs = randomPeerURLs(rng, i)
 		o.Members = append(o.Members, m)
 	}
 	if rng.Intn(10) == 0 {
@@ -396,48 +444,69 @@ func randomObserved(rng *rand.Rand) Observed {
 	return o
 }
 
-// TestPeerURLFollowsPod: a member whose pod listens on its peer URL with the other scheme (moved
-// to TLS) is re-recorded there, first of all rules, even while another operation runs; nothing
-// else about a peer URL is ever changed.
+// TestPeerURLFollowsPod: a member whose pod advertises other peer URLs than the cluster records
+// (its scheme moved to TLS, its additional URLs changed) is re-recorded with the pod's list,
+// first of all rules, even while another operation runs; the order of the lists is no
+// difference, and a member whose name under the peer Service is not among the recorded ones
+// (another host or port) is never moved.
 func TestPeerURLFollowsPod(t *testing.T) {
 	const httpURL, httpsURL = "http://etcd-1.etcd-peer.ns.svc:2380", "https://etcd-1.etcd-peer.ns.svc:2380"
-	member := func(recorded, pod string) Member {
-		return with(voter(1), func(m *Member) { m.PeerURL, m.PodPeerURL = recorded, pod })
+	const extraA, extraB = "https://10.0.0.1:2380", "https://etcd-1.other.example:2380"
+	member := func(recorded, pod []string) Member {
+		return with(voter(1), func(m *Member) { m.PeerURLs, m.PodPeerURLs = recorded, pod })
 	}
 	base := func(m1 Member) Observed {
 		return Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, HeardKnown: true,
 			Members: []Member{leader(voter(0)), m1, voter(2)}}
 	}
+	list := func(urls ...string) []string { return urls }
 	for _, tc := range []struct {
-		name    string
-		o       Observed
-		wantURL string // "": no update
+		name     string
+		o        Observed
+		wantURLs []string // nil: no update
 	}{
-		{"pod on https, recorded http: update", base(member(httpURL, httpsURL)), httpsURL},
+		{"pod on https, recorded http: update", base(member(list(httpURL), list(httpsURL))), list(httpsURL)},
 		{"during another operation too", func() Observed {
-			o := base(member(httpURL, httpsURL))
+			o := base(member(list(httpURL), list(httpsURL)))
 			o.Operations = operation.Set{{Kind: operation.KindRollout}}
 			return o
-		}(), httpsURL},
-		{"in step: nothing", base(member(httpsURL, httpsURL)), ""},
-		{"pod unknown: nothing", base(member(httpURL, "")), ""},
-		{"another host: not this rule's", base(member(httpURL, "https://elsewhere.ns.svc:2380")), ""},
-		{"another port: not this rule's", base(member(httpURL, "https://etcd-1.etcd-peer.ns.svc:2390")), ""},
-		{"members unknown: nothing", func() Observed { o := base(member(httpURL, httpsURL)); o.MembersKnown = false; return o }(), ""},
+		}(), list(httpsURL)},
+		{"in step: nothing", base(member(list(httpsURL), list(httpsURL))), nil},
+		{"pod unknown: nothing", base(member(list(httpURL), nil)), nil},
+		{"another host: not this rule's", base(member(list(httpURL), list("https://elsewhere.ns.svc:2380"))), nil},
+		{"another port: not this rule's", base(member(list(httpURL), list("https://etcd-1.etcd-peer.ns.svc:2390"))), nil},
+		{"members unknown: nothing", func() Observed {
+			o := base(member(list(httpURL), list(httpsURL)))
+			o.MembersKnown = false
+			return o
+		}(), nil},
+		{"additional URL added: update to the pod's list", base(member(list(httpsURL), list(httpsURL, extraA))), list(httpsURL, extraA)},
+		{"additional URL removed: update to the pod's list", base(member(list(extraA, httpsURL), list(httpsURL))), list(httpsURL)},
+		{"additional URL replaced: update", base(member(list(extraA, httpsURL), list(httpsURL, extraB))), list(httpsURL, extraB)},
+		{"same URLs in etcd's sorted order: nothing", base(member(list(extraB, extraA, httpsURL), list(httpsURL, extraA, extraB))), nil},
+		{"scheme and extras at once: update", base(member(list(httpURL), list(httpsURL, extraA))), list(httpsURL, extraA)},
+		{"service URL not recorded, only extras: not this rule's", base(member(list(extraA), list(httpsURL, extraA))), nil},
+		{"a URL another member still records: that member goes first", func() Observed {
+			o := base(member(list(httpsURL), list(httpsURL, extraA)))
+			o.Members[2].PeerURLs = []string{extraA, "https://etcd-2.etcd-peer.ns.svc:2380"}
+			return o
+		}(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Plan(tc.o)
-			if tc.wantURL == "" {
+			if tc.wantURLs == nil {
 				if d.Action == ActionUpdatePeerURL {
 					t.Fatalf("updated: %+v", d)
 				}
 				return
 			}
-			if d.Action != ActionUpdatePeerURL || d.Rule != RuleUpdatePeerURL || d.PeerURL != tc.wantURL || d.Member == nil || d.Member.ID != 101 {
-				t.Fatalf("Plan = %+v, want %s of etcd-1 to %s", d, ActionUpdatePeerURL, tc.wantURL)
+			if d.Action != ActionUpdatePeerURL || d.Rule != RuleUpdatePeerURL || !slices.Equal(d.PeerURLs, tc.wantURLs) || d.Member == nil || d.Member.ID != 101 {
+				t.Fatalf("Plan = %+v, want %s of etcd-1 to %v", d, ActionUpdatePeerURL, tc.wantURLs)
 			}
-			if !strings.Contains(d.Reason, httpURL) || !strings.Contains(d.Reason, tc.wantURL) {
-				t.Errorf("reason %q lacks the URLs", d.Reason)
+			for _, u := range append(slices.Clone(tc.o.Members[1].PeerURLs), tc.wantURLs...) {
+				if !strings.Contains(d.Reason, u) {
+					t.Errorf("reason %q lacks %s", d.Reason, u)
+				}
 			}
 		})
 	}
@@ -450,5 +519,37 @@ func TestBackupWaitIsAScaleInProgress(t *testing.T) {
 		Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}})
 	if d.Rule != RuleBackupNotReady || !d.InProgress() || d.Rule.CamelCase() != "WaitBackupNotReady" {
 		t.Fatalf("Plan = %s (in progress %v), want %s in progress", d.Rule, d.InProgress(), RuleBackupNotReady)
+	}
+}
+
+// TestPeerURLMovedBetweenMembers: an additional URL moved from one member to another is taken
+// off the first before the second gets it, whatever order etcd lists them in.
+func TestPeerURLMovedBetweenMembers(t *testing.T) {
+	const moved = "https://10.0.0.7:2380"
+	svc := func(i int) string { return fmt.Sprintf("https://etcd-%d.etcd-peer.ns.svc:2380", i) }
+	giver := with(voter(1), func(m *Member) { m.PeerURLs, m.PodPeerURLs = []string{moved, svc(1)}, []string{svc(1)} })
+	taker := with(voter(2), func(m *Member) { m.PeerURLs, m.PodPeerURLs = []string{svc(2)}, []string{svc(2), moved} })
+	for _, tc := range []struct {
+		name    string
+		members []Member
+	}{
+		{"taker listed first", []Member{leader(voter(0)), taker, giver}},
+		{"giver listed first", []Member{leader(voter(0)), giver, taker}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Observed{Desired: 3, StatefulSetReplicas: 3, Bootstrapped: true, MembersKnown: true, HeardKnown: true, Members: tc.members}
+			d := Plan(o)
+			if d.Action != ActionUpdatePeerURL || d.Member.ID != giver.ID || !slices.Equal(d.PeerURLs, []string{svc(1)}) {
+				t.Fatalf("Plan = %+v, want %x's URLs to %s first", d, giver.ID, svc(1))
+			}
+			for i := range o.Members {
+				if o.Members[i].ID == giver.ID {
+					o.Members[i].PeerURLs = d.PeerURLs
+				}
+			}
+			if d = Plan(o); d.Action != ActionUpdatePeerURL || d.Member.ID != taker.ID || !slices.Equal(d.PeerURLs, []string{svc(2), moved}) {
+				t.Fatalf("then Plan = %+v, want %x's URLs to include %s", d, taker.ID, moved)
+			}
+		})
 	}
 }

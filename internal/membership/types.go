@@ -11,9 +11,10 @@ import (
 // Member is one entry of etcd's member list, with what the controller learnt about it.
 type Member struct {
 	ID uint64
-	// Name is the pod the member stands for: its etcd name, or for a learner that has not started
-	// yet (etcd knows only its peer URL) the pod its peer URL names. Empty when neither names a
-	// pod of this Etcd.
+	// Name is the pod the member stands for: the pod its etcd name maps to (<prefix>-<pod> with
+	// spec.memberNamePrefix), or else the pod its peer URL names under the peer Service (a
+	// learner that has not started yet: etcd knows only its peer URLs). When neither maps, the
+	// member's own etcd name, for messages only: Ordinal is -1.
 	Name string
 	// Ordinal is the pod ordinal of Name, -1 when the member is no pod of this Etcd.
 	Ordinal int
@@ -38,10 +39,12 @@ type Member struct {
 	// DataLost: its pod reports an empty or unusable data dir for this very member ID, so the
 	// member can only come back removed and added again.
 	DataLost bool
-	// PeerURL is the peer URL the cluster records for the member (where the others dial it);
-	// PodPeerURL the one its pod listens on, "" when it has no pod or the pod's is unknown.
-	PeerURL    string
-	PodPeerURL string
+	// PeerURLs are the peer URLs the cluster records for the member (where the others dial it;
+	// etcd keeps them sorted); PodPeerURLs those its pod advertises, its name under the peer
+	// Service first, then its additional ones (spec.etcd.additionalAdvertisePeerURLs), nil when
+	// it has no pod or the pod's are unknown.
+	PeerURLs    []string
+	PodPeerURLs []string
 }
 
 // Observed is one consistent look at an Etcd, its StatefulSet and its members.
@@ -83,7 +86,7 @@ const (
 	ActionRemove      Action = "remove"
 	ActionMoveLeader  Action = "move-leader"
 	ActionSetReplicas Action = "set-replicas"
-	// ActionUpdatePeerURL records Decision.PeerURL as Decision.Member's peer URL.
+	// ActionUpdatePeerURL records Decision.PeerURLs as Decision.Member's peer URLs.
 	ActionUpdatePeerURL Action = "update-peer-url"
 	ActionWait          Action = "wait"
 	ActionDone          Action = "done"
@@ -138,8 +141,8 @@ type Decision struct {
 	Ordinal int `json:"ordinal,omitempty"`
 	// Replicas is the StatefulSet's new spec.replicas for set-replicas.
 	Replicas int `json:"replicas,omitempty"`
-	// PeerURL is the member's new peer URL for update-peer-url.
-	PeerURL string `json:"peerURL,omitempty"`
+	// PeerURLs are the member's new peer URLs for update-peer-url.
+	PeerURLs []string `json:"peerURLs,omitempty"`
 }
 
 // InProgress says whether the decision is part of a membership change (the

@@ -177,7 +177,7 @@ func planMembership(ctx context.Context, in controllerInputs) Step {
 	switch d.Action {
 	case membership.ActionAddLearner:
 		step.Ordinal = &d.Ordinal
-		step.Member = resources.MemberName(in.etcd, d.Ordinal)
+		step.Member = resources.PodName(in.etcd, d.Ordinal)
 	case membership.ActionSetReplicas:
 		step.Replicas = &d.Replicas
 	}

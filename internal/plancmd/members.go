@@ -39,7 +39,7 @@ func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses ma
 			dialled[i] = t
 		}
 		cs, err := q.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
-		return decision.ReportsFromClusterStatus(cs), err
+		return decision.ReportsFromClusterStatus(etcd, cs), err
 	}
 }
 
@@ -74,7 +74,7 @@ func AskAllMembers(q MemberAsker, creds conductortls.ClientMaterial, addresses m
 		cs, err := q.Query(ctx, cluster, creds, targets)
 		answers.Status, answers.QueryErr = &cs, err
 		answers.Heard = func(ctx context.Context) map[uint64]bool {
-			return membershipctl.Hear(ctx, q, cluster, targets, creds, answers.answered())
+			return membershipctl.Hear(ctx, q, etcd, cluster, targets, creds, answers.answered())
 		}
 		return answers, nil
 	}

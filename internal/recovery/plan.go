@@ -32,7 +32,9 @@ import (
 
 // Voter is one recorded voter and what is known of it now.
 type Voter struct {
-	// Name is the member's (and its pod's) name; ID its member ID in hex.
+	// Name is the pod the member stands for (the controller maps the recorded etcd name,
+	// <prefix>-<pod> with spec.memberNamePrefix), or the recorded name when it maps to no pod;
+	// ID its member ID in hex.
 	Name string
 	ID   string
 	// PodUID is the incarnation of its pod now ("" when it has no pod).

@@ -22,7 +22,7 @@ func healthEtcd(n, ready int, allReady, backup druidv1alpha1.ConditionStatus) *d
 		if i < ready {
 			st = druidv1alpha1.EtcdMemberStatusReady
 		}
-		e.Status.Members = append(e.Status.Members, druidv1alpha1.EtcdMemberStatus{Name: MemberName(e, i), Status: st})
+		e.Status.Members = append(e.Status.Members, druidv1alpha1.EtcdMemberStatus{Name: PodName(e, i), Status: st})
 	}
 	if allReady != "" {
 		e.Status.Conditions = append(e.Status.Conditions, druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeAllMembersReady, Status: allReady})

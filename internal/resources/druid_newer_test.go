@@ -69,9 +69,13 @@ func TestNewerDruidSettingsRollOnlyWhenTheyChangeSomething(t *testing.T) {
 		{"backendBboltFreelistType", func(e *druidv1alpha1.Etcd) {
 			e.Spec.Etcd.BackendBboltFreelistType = ptr.To(druidv1alpha1.BboltFreelistArray)
 		}, true},
-		{"additionalAdvertisePeerURLs, ignored", func(e *druidv1alpha1.Etcd) {
+		{"additionalAdvertisePeerURLs: members advertise them", func(e *druidv1alpha1.Etcd) {
 			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-0", URLs: []string{"https://10.0.0.1:2380"}}}
+		}, true},
+		{"additionalAdvertisePeerURLs empty", func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{}
 		}, false},
+		{"memberNamePrefix empty, which is unset", func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To("") }, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := base.DeepCopy()
@@ -96,17 +100,43 @@ func TestRefusedDruidSettings(t *testing.T) {
 	}{
 		{name: "none set", mutate: func(*druidv1alpha1.Etcd) {}},
 		{name: "empty memberNamePrefix is unset", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To("") }},
-		{
-			name:     "memberNamePrefix renames members",
-			mutate:   func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To("main") },
-			wantCode: ErrUnsupportedField, wantText: "spec.memberNamePrefix",
-		},
-		{
-			// etcd-druid's prefix is prepended, so even the Etcd's own name renames them.
-			name:     "memberNamePrefix equal to the Etcd's name",
-			mutate:   func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To(e.Name) },
-			wantCode: ErrUnsupportedField, wantText: "spec.memberNamePrefix",
-		},
+		{name: "memberNamePrefix is acted on", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To("main") }},
+		{name: "memberNamePrefix equal to the Etcd's name", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.MemberNamePrefix = ptr.To(e.Name) }},
+		{name: "additionalAdvertisePeerURLs of a member", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.1:2380", "https://m1.example:2380"}}}
+		}},
+		{name: "additionalAdvertisePeerURLs of a prefixed member", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.MemberNamePrefix = ptr.To("p")
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: "p-" + e.Name + "-1", URLs: []string{"https://10.0.0.1:2380"}}}
+		}},
+		{name: "additionalAdvertisePeerURLs of a member above replicas wait for it", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-4", URLs: []string{"https://10.0.0.1:2380"}}}
+		}},
+		{name: "additionalAdvertisePeerURLs without the prefix name no member", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.MemberNamePrefix = ptr.To("p")
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.1:2380"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "is no member name of this Etcd"},
+		{name: "additionalAdvertisePeerURLs of another Etcd's member", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: "other-1", URLs: []string{"https://10.0.0.1:2380"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: `"other-1"`},
+		{name: "additionalAdvertisePeerURLs naming a member twice", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.1:2380"}}, {MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.2:2380"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "listed twice"},
+		{name: "additionalAdvertisePeerURLs giving two members one URL", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.1:2380"}}, {MemberName: e.Name + "-2", URLs: []string{"https://10.0.0.1:2380"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "two members advertise"},
+		{name: "additionalAdvertisePeerURLs without a port", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://10.0.0.1"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "host:port"},
+		{name: "additionalAdvertisePeerURLs with a comma", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://a:2380,b"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "comma"},
+		{name: "additionalAdvertisePeerURLs with another scheme", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"unix://a:2380"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "http"},
+		{name: "additionalAdvertisePeerURLs with a path", mutate: func(e *druidv1alpha1.Etcd) {
+			e.Spec.Etcd.AdditionalAdvertisePeerURLs = []druidv1alpha1.MemberPeerURLs{{MemberName: e.Name + "-1", URLs: []string{"https://a:2380/x"}}}
+		}, wantCode: ErrInvalidAdditionalPeerURLs, wantText: "path"},
 		{
 			name: "bootstrapWithExistingCluster is accepted",
 			mutate: func(e *druidv1alpha1.Etcd) {

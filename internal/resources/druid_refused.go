@@ -8,9 +8,8 @@ import (
 )
 
 // This file refuses the etcd-druid settings the operator cannot honour and cannot safely ignore:
-// going ahead without them would run something other than what the Etcd asks for (members under
-// other names, pods that never start). Fields that
-// are harmless to ignore are listed by internal/compat instead.
+// going ahead without them would run something other than what the Etcd asks for (pods that
+// never start). Fields that are harmless to ignore are listed by internal/compat instead.
 
 const (
 	// ErrUnsupportedField: the Etcd sets an etcd-druid field whose meaning the operator does not
@@ -28,13 +27,6 @@ const etcdWrapperRepository = "etcd-wrapper"
 // validateDruidRefused lists the refused etcd-druid settings an Etcd sets.
 func validateDruidRefused(e *druidv1alpha1.Etcd) []Problem {
 	var problems []Problem
-	// etcd-druid treats an empty prefix as unset; the schema does not admit one anyway.
-	if p := e.Spec.MemberNamePrefix; p != nil && *p != "" {
-		problems = append(problems, Problem{ErrUnsupportedField, fmt.Sprintf(
-			"spec.memberNamePrefix is %q: etcd-druid would name the members %s-<pod>, but members here are always named after their pods "+
-				"(their Leases, the membership planner and recovery go by that name); the field is immutable, so delete the Etcd "+
-				"(nothing was created for it) and create it without the field", *p, *p)})
-	}
 	if img := e.Spec.Etcd.Image; img != nil && IsEtcdWrapperImage(*img) {
 		problems = append(problems, Problem{ErrEtcdWrapperImage, fmt.Sprintf(
 			"spec.etcd.image %q is etcd-druid's etcd-wrapper, which has no /usr/local/bin/etcd: members here run etcd itself, "+

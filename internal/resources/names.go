@@ -88,12 +88,13 @@ func MemberAgentRoleName(e *druidv1alpha1.Etcd) string { return e.Name + "-membe
 // PodDisruptionBudgetName protects members from voluntary evictions.
 func PodDisruptionBudgetName(e *druidv1alpha1.Etcd) string { return e.Name }
 
-// MemberName is the pod, etcd member and Lease name of ordinal i.
-func MemberName(e *druidv1alpha1.Etcd, ordinal int) string {
+// PodName is the name of the member pod of ordinal i (the StatefulSet's naming). Pods keep it
+// whatever spec.memberNamePrefix says; only the etcd member and its Lease carry the prefix.
+func PodName(e *druidv1alpha1.Etcd, ordinal int) string {
 	return fmt.Sprintf("%s-%d", e.Name, ordinal)
 }
 
-// OrdinalOf is the ordinal of member (pod) name of e, false when name is no member name of e.
+// OrdinalOf is the ordinal of pod name of e, false when name is no member pod name of e.
 func OrdinalOf(e *druidv1alpha1.Etcd, name string) (int, bool) {
 	rest, ok := strings.CutPrefix(name, e.Name+"-")
 	if !ok {
@@ -106,15 +107,61 @@ func OrdinalOf(e *druidv1alpha1.Etcd, name string) (int, bool) {
 	return n, true
 }
 
-// MemberNames lists the member names for the desired replicas. Callers validate the count first
+// memberNamePrefix is spec.memberNamePrefix, "" when unset (etcd-druid treats empty as unset).
+func memberNamePrefix(e *druidv1alpha1.Etcd) string {
+	if p := e.Spec.MemberNamePrefix; p != nil {
+		return *p
+	}
+	return ""
+}
+
+// MemberNameOf is the etcd member name of the member pod named pod, which is also the name of
+// its member Lease: <prefix>-<pod> with spec.memberNamePrefix (etcd-druid's naming), else the pod
+// name itself. Inside the operator a member is known by its pod; this is the one way to the name
+// etcd and the Leases know it by, and PodOfMember the one way back.
+func MemberNameOf(e *druidv1alpha1.Etcd, pod string) string {
+	if p := memberNamePrefix(e); p != "" {
+		return p + "-" + pod
+	}
+	return pod
+}
+
+// PodOfMember is the member pod an etcd member name (or member Lease name) of e stands for, false
+// when the name is none of this Etcd's: without the prefix, or not followed by a pod name of e.
+// Callers treat a name it does not map exactly as a member no pod stands for, never as a pod.
+func PodOfMember(e *druidv1alpha1.Etcd, member string) (string, bool) {
+	pod := member
+	if p := memberNamePrefix(e); p != "" {
+		var ok bool
+		if pod, ok = strings.CutPrefix(member, p+"-"); !ok {
+			return "", false
+		}
+	}
+	if _, ok := OrdinalOf(e, pod); !ok {
+		return "", false
+	}
+	return pod, true
+}
+
+// PodNames lists the member pod names for the desired replicas. Callers validate the count first
 // (ValidateReplicas); the clamp to [0, MaxReplicas] only keeps one that did not from allocating by
 // an unchecked number. It never yields an empty list for a huge count, since an empty list would
 // mean "every Lease" in the member-agent Role's resourceNames.
-func MemberNames(e *druidv1alpha1.Etcd) []string {
+func PodNames(e *druidv1alpha1.Etcd) []string {
 	n := min(max(int(e.Spec.Replicas), 0), druidv1alpha1.MaxReplicas)
 	names := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		names = append(names, MemberName(e, i))
+		names = append(names, PodName(e, i))
+	}
+	return names
+}
+
+// MemberLeaseNames lists the member Lease names (the etcd member names) for the desired replicas.
+func MemberLeaseNames(e *druidv1alpha1.Etcd) []string {
+	pods := PodNames(e)
+	names := make([]string, 0, len(pods))
+	for _, pod := range pods {
+		names = append(names, MemberNameOf(e, pod))
 	}
 	return names
 }

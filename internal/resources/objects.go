@@ -75,10 +75,11 @@ func EtcdEnvironment(e *druidv1alpha1.Etcd) map[string]string {
 // etcdEnvironment is EtcdEnvironment at stages st: a kind's TLS settings are here once it is on
 // TLS only (while adding, each template carries them as flags: etcdFlags).
 func etcdEnvironment(e *druidv1alpha1.Etcd, st transport.Stages) map[string]string {
-	members := MemberNames(e)
-	peers := make([]string, 0, len(members))
-	for _, m := range members {
-		peers = append(peers, fmt.Sprintf("%s=%s://%s:%d", m, PeerScheme(st), MemberDNSName(e.Name, e.Namespace, m), ServerPort(e)))
+	var peers []string
+	for _, pod := range PodNames(e) {
+		for _, u := range PeerURLs(e, PeerScheme(st), pod) {
+			peers = append(peers, MemberNameOf(e, pod)+"="+u)
+		}
 	}
 	env := map[string]string{
 		"ETCD_DATA_DIR":              dataMountPath + "/new.etcd",
@@ -193,13 +194,13 @@ func ServiceAccount(e *druidv1alpha1.Etcd) *corev1.ServiceAccount {
 // whose status holds the operator's restore order for the init step (read only: a member can
 // never write an order). RBAC cannot tell one member pod from another, since they share the
 // ServiceAccount: the chart's member Lease ValidatingAdmissionPolicy narrows each pod to the
-// Lease named after it.
+// Lease of its member (named as the pod, or <prefix>-<pod>: MemberNameOf).
 func MemberAgentRole(e *druidv1alpha1.Etcd) *rbacv1.Role {
 	role := &rbacv1.Role{ObjectMeta: objectMeta(e, MemberAgentRoleName(e))}
 	role.Rules = []rbacv1.PolicyRule{{
 		APIGroups:     []string{coordinationv1.GroupName},
 		Resources:     []string{"leases"},
-		ResourceNames: MemberNames(e),
+		ResourceNames: MemberLeaseNames(e),
 		Verbs:         []string{"patch"},
 	}, {
 		APIGroups:     []string{druidv1alpha1.GroupVersion.Group},
@@ -219,22 +220,21 @@ func MemberAgentRoleBinding(e *druidv1alpha1.Etcd) *rbacv1.RoleBinding {
 	return rb
 }
 
-// MemberLease is the Lease a member's agent renews. The reconciler creates it empty; only the
-// agent writes holderIdentity and renewTime.
 // MemberLeasesUnused are the names among leases (an Etcd's member Leases) that no member uses any
 // more: none of a wanted member (spec.replicas), none of a recorded voter (a member being removed
 // is one until it has left the cluster, and its Lease still says how it is), and none whose pod
 // still exists (it runs, and its agent may renew it). Only those may be deleted.
 func MemberLeasesUnused(e *druidv1alpha1.Etcd, leases, pods []string) []string {
 	keep := map[string]bool{}
-	for _, m := range MemberNames(e) {
+	for _, m := range MemberLeaseNames(e) {
 		keep[m] = true
 	}
+	// A voter is recorded under its etcd member name, which is its Lease's name.
 	for _, v := range e.Status.Voters {
 		keep[v.Name] = true
 	}
 	for _, p := range pods {
-		keep[p] = true
+		keep[MemberNameOf(e, p)] = true
 	}
 	var out []string
 	for _, l := range leases {
@@ -245,8 +245,11 @@ func MemberLeasesUnused(e *druidv1alpha1.Etcd, leases, pods []string) []string {
 	return out
 }
 
-func MemberLease(e *druidv1alpha1.Etcd, member string) *coordinationv1.Lease {
-	lease := &coordinationv1.Lease{ObjectMeta: objectMeta(e, member)}
+// MemberLease is the Lease the agent of the member of pod renews, named as the member
+// (MemberNameOf). The reconciler creates it empty; only the agent writes holderIdentity and
+// renewTime.
+func MemberLease(e *druidv1alpha1.Etcd, pod string) *coordinationv1.Lease {
+	lease := &coordinationv1.Lease{ObjectMeta: objectMeta(e, MemberNameOf(e, pod))}
 	d := MemberLeaseDurationSeconds(e)
 	lease.Spec.LeaseDurationSeconds = &d
 	return lease

@@ -70,7 +70,7 @@ func TestProtectionChangesNoRenderedObject(t *testing.T) {
 		{"peer Service", func(e *druidv1alpha1.Etcd) (any, error) { return PeerService(e), nil }},
 		{"client Service", func(e *druidv1alpha1.Etcd) (any, error) { return ClientService(e), nil }},
 		{"PodDisruptionBudget", func(e *druidv1alpha1.Etcd) (any, error) { return PodDisruptionBudget(e, true), nil }},
-		{"member Lease", func(e *druidv1alpha1.Etcd) (any, error) { return MemberLease(e, MemberName(e, 0)), nil }},
+		{"member Lease", func(e *druidv1alpha1.Etcd) (any, error) { return MemberLease(e, PodName(e, 0)), nil }},
 		{"member-agent Role", func(e *druidv1alpha1.Etcd) (any, error) { return MemberAgentRole(e), nil }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,8 +99,8 @@ func TestHugeReplicasAreRefusedNotAllocated(t *testing.T) {
 			}
 			// Builders without an error return stay bounded and never fall back to "no names",
 			// which would mean every Lease in the Role.
-			if n := len(MemberNames(e)); n > druidv1alpha1.MaxReplicas {
-				t.Errorf("MemberNames returned %d names", n)
+			if n := len(PodNames(e)); n > druidv1alpha1.MaxReplicas {
+				t.Errorf("PodNames returned %d names", n)
 			}
 			if replicas > 0 && len(MemberAgentRole(e).Rules[0].ResourceNames) == 0 {
 				t.Errorf("the member-agent Role names no Lease, which grants every Lease of the namespace")

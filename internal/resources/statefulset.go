@@ -275,7 +275,7 @@ func etcdFlags(e *druidv1alpha1.Etcd, st transport.Stages) []string {
 		return strings.Join(urls, ",")
 	}
 	flags := []string{
-		"--name=$(POD_NAME)",
+		"--name=" + MemberNameOf(e, "$(POD_NAME)"),
 		"--listen-client-urls=" + listen(listenSchemes(st.Client), ClientPort(e)),
 		fmt.Sprintf("--advertise-client-urls=%s://%s:%d", advertiseScheme(st.Client), dns, ClientPort(e)),
 		"--listen-peer-urls=" + listen([]string{advertiseScheme(st.Peer)}, ServerPort(e)),
@@ -319,11 +319,14 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages)
 		fmt.Sprintf("--client-port=%d", ClientPort(e)),
 	}, clientTLSArgs(st)...)
 	args = append(args,
-		"--lease=$(POD_NAME)",
+		"--lease="+MemberNameOf(e, "$(POD_NAME)"),
 		"--namespace=$(POD_NAMESPACE)",
 		"--pod-uid=$(POD_UID)",
-		"--",
 	)
+	if flag := additionalPeerURLsFlag(e); flag != "" {
+		args = append(args, flag)
+	}
+	args = append(args, "--")
 	return corev1.Container{
 		Name:    MemberInitContainerName,
 		Image:   s.MemberAgentImage,
@@ -439,7 +442,7 @@ func etcdStartupProbe() *corev1.Probe {
 func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	interval := MemberAgentInterval(e, s).String()
 	args := []string{
-		"--lease=$(POD_NAME)",
+		"--lease=" + MemberNameOf(e, "$(POD_NAME)"),
 		"--namespace=$(POD_NAMESPACE)",
 		fmt.Sprintf("--endpoint=%s://$(POD_IP):%d", advertiseScheme(st.Client), ClientPort(e)),
 		fmt.Sprintf("--server-name=$(POD_NAME).%s.$(POD_NAMESPACE).svc", PeerServiceName(e)),

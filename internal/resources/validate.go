@@ -47,6 +47,7 @@ func ValidateSpec(e *druidv1alpha1.Etcd) []Problem {
 	}
 	problems = append(problems, validateSettings(e)...)
 	problems = append(problems, validateDruidRefused(e)...)
+	problems = append(problems, validateAdditionalPeerURLs(e)...)
 	for _, ref := range secretRefs(e) {
 		if ref.name == "" {
 			problems = append(problems, Problem{ErrMissingTLS, ref.field + ".name is required"})

@@ -180,7 +180,7 @@ func (j *joinCluster) seedAndStart(t *testing.T, full snapshot.Snapshot, decide 
 	var added etcdclient.Member
 	deadline := time.Now().Add(time.Minute)
 	for {
-		added, _, err = j.lc.AddLearner(ctx, m.PeerURL)
+		added, _, err = j.lc.AddLearner(ctx, []string{m.PeerURL})
 		if err == nil {
 			break
 		}

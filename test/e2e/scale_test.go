@@ -73,9 +73,14 @@ func endpointTargets(e *env) []etcdclient.Target {
 	return targets
 }
 
-// membershipSettled: the member list is exactly etcd-0..n-1, all voters and started, every pod
-// ready, the StatefulSet at n, and the Etcd's ScaleOperationInProgress False.
+// membershipSettled: the member list is exactly the members of pods etcd-0..n-1 (named as the
+// pods, or <prefix>-<pod> with spec.memberNamePrefix), all voters and started, every pod ready,
+// the StatefulSet at n, and the Etcd's ScaleOperationInProgress False.
 func membershipSettled(ctx context.Context, e *env, n int) (bool, string) {
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
 	members, err := memberList(ctx, e)
 	if err != nil {
 		return false, err.Error()
@@ -90,7 +95,7 @@ func membershipSettled(ctx context.Context, e *env, n int) (bool, string) {
 	sort.Strings(names)
 	var want []string
 	for i := 0; i < n; i++ {
-		want = append(want, e.cluster.PodName(i))
+		want = append(want, resources.MemberNameOf(etcd, e.cluster.PodName(i)))
 	}
 	sort.Strings(want)
 	if strings.Join(names, ",") != strings.Join(want, ",") {
@@ -108,8 +113,7 @@ func membershipSettled(ctx context.Context, e *env, n int) (bool, string) {
 	if st.Ready != n || st.Terminating != 0 || sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != n {
 		return false, fmt.Sprintf("pods: %s, StatefulSet replicas %v", st, *sts.Spec.Replicas)
 	}
-	etcd, err := e.cluster.Get(ctx)
-	if err != nil {
+	if etcd, err = e.cluster.Get(ctx); err != nil {
 		return false, err.Error()
 	}
 	for _, c := range etcd.Status.Conditions {

@@ -84,7 +84,7 @@ func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 	}
 	members := map[string]kubernetes.Interface{}
 	for i := range 2 {
-		name := resources.MemberName(etcd, i)
+		name := resources.PodName(etcd, i)
 		if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(etcd, name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +92,41 @@ func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 	}
 	if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(etcd, "etcd-2"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+
+	// An Etcd with spec.memberNamePrefix: its Leases are named <prefix>-<pod> (etcd-druid's
+	// naming), its pods are not.
+	prefixed := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "pfx", Namespace: ns}}
+	prefixed.Spec.Replicas, prefixed.Spec.MemberNamePrefix = 3, ptr.To("p")
+	for _, obj := range []struct {
+		create func() error
+	}{
+		{func() error {
+			_, err := adminClient.CoreV1().ServiceAccounts(ns).Create(ctx, resources.ServiceAccount(prefixed), metav1.CreateOptions{})
+			return err
+		}},
+		{func() error {
+			_, err := adminClient.RbacV1().Roles(ns).Create(ctx, resources.MemberAgentRole(prefixed), metav1.CreateOptions{})
+			return err
+		}},
+		{func() error {
+			_, err := adminClient.RbacV1().RoleBindings(ns).Create(ctx, resources.MemberAgentRoleBinding(prefixed), metav1.CreateOptions{})
+			return err
+		}},
+	} {
+		if err := obj.create(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefixedMembers := map[string]kubernetes.Interface{}
+	for i := range 3 {
+		pod := resources.PodName(prefixed, i)
+		if _, err := adminClient.CoordinationV1().Leases(ns).Create(ctx, resources.MemberLease(prefixed, pod), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			prefixedMembers[pod] = memberClient(ctx, t, admin, adminClient, prefixed, pod)
+		}
 	}
 
 	// Without the policy RBAC alone decides, and it cannot tell the pods apart: the hole.
@@ -150,6 +185,20 @@ func TestMemberLeasePolicyOnAPIServer(t *testing.T) {
 		err = members["etcd-0"].CoordinationV1().Leases(ns).Delete(ctx, "etcd-0", metav1.DeleteOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("delete: err = %v, want Forbidden", err)
+		}
+	})
+	t.Run("with memberNamePrefix each pod renews the Lease of its member, <prefix>-<pod>", func(t *testing.T) {
+		for pod, c := range prefixedMembers {
+			if err := renew(ctx, c, ns, resources.MemberNameOf(prefixed, pod), true); err != nil {
+				t.Errorf("%s renewing its member's Lease: %v", pod, err)
+			}
+		}
+	})
+	t.Run("with memberNamePrefix no pod writes a sibling's Lease", func(t *testing.T) {
+		for _, tc := range []struct{ pod, lease string }{{"pfx-0", "p-pfx-1"}, {"pfx-1", "p-pfx-2"}, {"pfx-1", "p-pfx-0"}} {
+			if err := renew(ctx, prefixedMembers[tc.pod], ns, tc.lease, false); !apierrors.IsForbidden(err) {
+				t.Errorf("%s renewing %s: err = %v, want Forbidden", tc.pod, tc.lease, err)
+			}
 		}
 	})
 	t.Run("other writers are left to RBAC", func(t *testing.T) {

@@ -250,7 +250,7 @@ func createMemberPods(t *testing.T, env *localcluster.Cluster, etcd *druidv1alph
 		labels := resources.SelectorLabels(etcd)
 		labels[appsv1.StatefulSetRevisionLabel] = "rev-1"
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: resources.MemberName(etcd, i), Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: resources.PodName(etcd, i), Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: resources.EtcdContainerName, Image: "etcd"}}},
 		}
 		if err := controllerutil.SetControllerReference(sts, pod, env.Client().Scheme()); err != nil {

@@ -47,7 +47,7 @@ func TestClusterIDFromLeasesWithoutAPathToTheMembers(t *testing.T) {
 	// No path from the operator: every pod's address is one nothing listens on.
 	for i := range cluster.Members {
 		pod := &corev1.Pod{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: etcd.Namespace, Name: resources.MemberName(etcd, i)}, pod); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: etcd.Namespace, Name: resources.PodName(etcd, i)}, pod); err != nil {
 			t.Fatal(err)
 		}
 		pod.Status.PodIP = fmt.Sprintf("127.0.0.%d", 250+i)
@@ -56,7 +56,7 @@ func TestClusterIDFromLeasesWithoutAPathToTheMembers(t *testing.T) {
 		}
 	}
 	for i := range cluster.Members {
-		lease := resources.MemberLease(etcd, resources.MemberName(etcd, i))
+		lease := resources.MemberLease(etcd, resources.PodName(etcd, i))
 		if err := controllerutil.SetControllerReference(etcd, lease, c.Scheme()); err != nil {
 			t.Fatal(err)
 		}

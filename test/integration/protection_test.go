@@ -141,10 +141,10 @@ func TestComponentProtection(t *testing.T) {
 				return user.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, resources.PodDisruptionBudgetName(etcd), metav1.DeleteOptions{})
 			}},
 			{"delete a member Lease", func() error {
-				return user.CoordinationV1().Leases(ns).Delete(ctx, resources.MemberName(etcd, 0), metav1.DeleteOptions{})
+				return user.CoordinationV1().Leases(ns).Delete(ctx, resources.PodName(etcd, 0), metav1.DeleteOptions{})
 			}},
 			{"renew a member Lease", func() error {
-				_, err := user.CoordinationV1().Leases(ns).Patch(ctx, resources.MemberName(etcd, 0), types.MergePatchType,
+				_, err := user.CoordinationV1().Leases(ns).Patch(ctx, resources.PodName(etcd, 0), types.MergePatchType,
 					[]byte(`{"spec":{"holderIdentity":"jane"}}`), metav1.PatchOptions{})
 				return err
 			}},
@@ -170,18 +170,18 @@ func TestComponentProtection(t *testing.T) {
 		// The identity kubelet's pod-bound token gives the member-agent of etcd-main-0.
 		agent := impersonating(t, admin, rest.ImpersonationConfig{
 			UserName: "system:serviceaccount:" + ns + ":" + resources.ServiceAccountName(etcd),
-			Extra:    map[string][]string{"authentication.kubernetes.io/pod-name": {resources.MemberName(etcd, 0)}},
+			Extra:    map[string][]string{"authentication.kubernetes.io/pod-name": {resources.PodName(etcd, 0)}},
 		})
 		renew := func(lease string) error {
 			_, err := agent.CoordinationV1().Leases(ns).Patch(ctx, lease, types.MergePatchType,
 				[]byte(`{"spec":{"holderIdentity":"1:Leader"}}`), metav1.PatchOptions{})
 			return err
 		}
-		if err := renew(resources.MemberName(etcd, 0)); err != nil {
+		if err := renew(resources.PodName(etcd, 0)); err != nil {
 			t.Errorf("renewing its own Lease: %v", err)
 		}
 		// The member Lease policy still narrows it to its own.
-		if err := renew(resources.MemberName(etcd, 1)); !apierrors.IsForbidden(err) {
+		if err := renew(resources.PodName(etcd, 1)); !apierrors.IsForbidden(err) {
 			t.Errorf("renewing a sibling's Lease: err = %v, want Forbidden", err)
 		}
 	})
@@ -284,7 +284,7 @@ func managedObjectsOf(e *druidv1alpha1.Etcd) []client.Object {
 		&rbacv1.RoleBinding{ObjectMeta: meta(resources.MemberAgentRoleName(e))},
 		&policyv1.PodDisruptionBudget{ObjectMeta: meta(resources.PodDisruptionBudgetName(e))},
 	}
-	for _, member := range resources.MemberNames(e) {
+	for _, member := range resources.PodNames(e) {
 		out = append(out, &coordinationv1.Lease{ObjectMeta: meta(member)})
 	}
 	return out

@@ -52,7 +52,7 @@ func newRecoveryRig(t *testing.T, ns string) (*recoveryRig, func(int) error, fun
 	r := &recoveryRig{t: t, env: env, etcd: etcd, pool: pool,
 		recovery: recovery.NewReconciler(recovery.Config{Client: env.Client(), Reader: env.Client(), Recorder: recorder, Members: pool, Grace: time.Second})}
 	for i := range cluster.Members {
-		lease := resources.MemberLease(etcd, resources.MemberName(etcd, i))
+		lease := resources.MemberLease(etcd, resources.PodName(etcd, i))
 		if err := controllerutil.SetControllerReference(etcd, lease, env.Client().Scheme()); err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func TestStatusListsDataAside(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	for i, hours := range [][]int{{0, 1}, {2}, {3}} {
-		member := resources.MemberName(etcd, i)
+		member := resources.PodName(etcd, i)
 		lease := resources.MemberLease(etcd, member)
 		if i < 2 {
 			lease.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(etcd, druidv1alpha1.GroupVersion.WithKind("Etcd"))}

@@ -35,8 +35,8 @@ func managedObjects(e *druidv1alpha1.Etcd) []client.Object {
 		&coordinationv1.Lease{ObjectMeta: meta(memberlease.FullSnapshotLeaseName(e))},
 		&coordinationv1.Lease{ObjectMeta: meta(memberlease.DeltaSnapshotLeaseName(e))},
 	}
-	for _, member := range resources.MemberNames(e) {
-		objs = append(objs, &coordinationv1.Lease{ObjectMeta: meta(member)})
+	for _, lease := range resources.MemberLeaseNames(e) {
+		objs = append(objs, &coordinationv1.Lease{ObjectMeta: meta(lease)})
 	}
 	return objs
 }

@@ -536,8 +536,8 @@ func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd)
 // lingering is true while a Lease beyond spec.replicas is kept for a member still a voter or
 // whose pod still exists (neither is an event of this controller: the caller looks again).
 func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) (lingering bool, err error) {
-	for _, member := range resources.MemberNames(etcd) {
-		desired := resources.MemberLease(etcd, member)
+	for _, pod := range resources.PodNames(etcd) {
+		desired := resources.MemberLease(etcd, pod)
 		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 		if err := r.apply(ctx, etcd, obj, desired, func() {
 			obj.Labels = desired.Labels
@@ -573,7 +573,7 @@ func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.E
 			return false, fmt.Errorf("deleting lease %s of a removed member: %w", name, err)
 		}
 	}
-	return len(leaseNames)-len(unused) > len(resources.MemberNames(etcd)), nil
+	return len(leaseNames)-len(unused) > len(resources.PodNames(etcd)), nil
 }
 
 func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -95,4 +96,29 @@ func TestHear(t *testing.T) {
 			t.Errorf("asked %v without a leader", pool.asked)
 		}
 	})
+}
+
+// TestHearWithMemberNamePrefix: members named <prefix>-<pod> are asked through their pods'
+// targets, by pod name; a voter whose name maps to no pod is asked nothing and not heard.
+func TestHearWithMemberNamePrefix(t *testing.T) {
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{MemberNamePrefix: ptr.To("p")}}
+	tgts := []etcdclient.Target{{Name: "main-0"}, {Name: "main-1"}, {Name: "main-2"}}
+	list := []etcdclient.Member{
+		{ID: 0xa, Name: "p-main-0"},
+		{ID: 0xb, Name: "p-main-1"},
+		{ID: 0xc, Name: "other-2", PeerURLs: []string{"https://10.0.0.9:2380"}},
+	}
+	var status []etcdclient.MemberStatus
+	for i, m := range list {
+		status = append(status, etcdclient.MemberStatus{Name: tgts[i].Name, Reachable: true, ID: m.ID, LeaderID: 0xa})
+	}
+	pool := &readsOnly{serving: []string{"main-1", "main-2", "other-2"}}
+	r := NewReconciler(Config{Members: pool})
+	got := r.hear(context.Background(), etcd, tgts, conductortls.ClientMaterial{}, &etcdclient.ClusterStatus{Members: status, MemberList: list})
+	if want := map[uint64]bool{0xa: true, 0xb: true}; !maps.Equal(got, want) {
+		t.Errorf("heard %v, want %v", got, want)
+	}
+	if want := [][]string{{"main-1"}}; !slices.EqualFunc(pool.asked, want, slices.Equal) {
+		t.Errorf("asked %v, want %v", pool.asked, want)
+	}
 }

@@ -39,7 +39,7 @@ func leaseClusterID(etcd *druidv1alpha1.Etcd, leases []coordinationv1.Lease, now
 		return "", nil
 	}
 	members := map[string]bool{}
-	for _, name := range resources.MemberNames(etcd) {
+	for _, name := range resources.MemberLeaseNames(etcd) {
 		members[name] = true
 	}
 	reporters := map[string][]string{}

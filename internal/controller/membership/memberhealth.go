@@ -44,7 +44,7 @@ func HealthObserve(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, mo membership.Ob
 		if !m.Learner {
 			o.Voters++
 		}
-		if m.Name != "" {
+		if m.Ordinal >= 0 {
 			inList[m.Name] = m
 		}
 	}
@@ -53,11 +53,17 @@ func HealthObserve(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, mo membership.Ob
 		podsByName[pods[i].Name] = &pods[i]
 	}
 	for _, s := range etcd.Status.Members {
-		m := memberhealth.Member{Name: s.Name, Reason: s.Reason, NotReady: s.Status == druidv1alpha1.EtcdMemberStatusNotReady}
+		// status.members names etcd members; the planner, the pods and the member list here
+		// know them by pod. A name of no pod of etcd has no pod to restart: left out.
+		pod, ok := resources.PodOfMember(etcd, s.Name)
+		if !ok {
+			continue
+		}
+		m := memberhealth.Member{Name: pod, Reason: s.Reason, NotReady: s.Status == druidv1alpha1.EtcdMemberStatusNotReady}
 		if m.NotReady {
 			m.NotReadyFor = now.Sub(s.LastTransitionTime.Time)
 		}
-		if p := podsByName[s.Name]; p != nil && p.DeletionTimestamp.IsZero() {
+		if p := podsByName[pod]; p != nil && p.DeletionTimestamp.IsZero() {
 			m.Pod, m.PodAge = true, now.Sub(etcdStarted(p))
 			// The status is written every few seconds, the pod's readiness is newer: a member
 			// NotReady for its pod's sake whose pod is Ready now has recovered, and restarting it
@@ -68,7 +74,7 @@ func HealthObserve(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, mo membership.Ob
 				m.NotReady, m.NotReadyFor = false, 0
 			}
 		}
-		if em, ok := inList[s.Name]; ok {
+		if em, ok := inList[pod]; ok {
 			m.Voter, m.Heard = !em.Learner, em.Heard
 		}
 		o.Members = append(o.Members, m)

@@ -1,11 +1,13 @@
 package membership
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
@@ -16,14 +18,24 @@ import (
 
 // HealthObserve takes NotReady time from the status members' lastTransitionTime, pod age from the
 // pod, voter and heard from etcd's member list and the leader's view, and counts every
-// operation in flight, this controller's own scaling too.
+// operation in flight, this controller's own scaling too. status.members name etcd members
+// (<prefix>-<pod> with spec.memberNamePrefix) and are matched with their pods and member list
+// entries by pod; a status entry of no pod of this Etcd is left out.
 func TestHealthObserve(t *testing.T) {
+	for _, prefix := range []*string{nil, ptr.To("p")} {
+		t.Run(fmt.Sprintf("prefix %q", ptr.Deref(prefix, "")), func(t *testing.T) { testHealthObserve(t, prefix) })
+	}
+}
+
+func testHealthObserve(t *testing.T, prefix *string) {
 	now := time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)
-	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}}
+	etcd := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "ns"}, Spec: druidv1alpha1.EtcdSpec{MemberNamePrefix: prefix}}
+	name := func(pod string) string { return resources.MemberNameOf(etcd, pod) }
 	etcd.Status.Members = []druidv1alpha1.EtcdMemberStatus{
-		{Name: "main-0", Status: druidv1alpha1.EtcdMemberStatusReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Name: "main-1", Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: "UnknownGracePeriodExceeded", LastTransitionTime: metav1.NewTime(now.Add(-6 * time.Minute))},
-		{Name: "main-2", Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: "PodNotFound", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+		{Name: name("main-0"), Status: druidv1alpha1.EtcdMemberStatusReady, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
+		{Name: name("main-1"), Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: "UnknownGracePeriodExceeded", LastTransitionTime: metav1.NewTime(now.Add(-6 * time.Minute))},
+		{Name: name("main-2"), Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: "PodNotFound", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))},
+		{Name: "other-0", Status: druidv1alpha1.EtcdMemberStatusNotReady, Reason: "PodNotFound", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
 	}
 	etcd.Status.Conditions = []druidv1alpha1.Condition{{Type: druidv1alpha1.ConditionTypeScaleOperationInProgress, Status: druidv1alpha1.ConditionTrue}}
 	pod := func(name string, age time.Duration) corev1.Pod {

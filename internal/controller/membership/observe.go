@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -20,52 +19,70 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
-// PeerURL is the peer URL of the member of ordinal i as a pod of the StatefulSet's template
-// advertises it (its scheme follows internal/transport's stage).
-func PeerURL(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, ordinal int) string {
+// PeerURLs are the peer URLs the member of ordinal i advertises as a pod of the StatefulSet's
+// template would: its scheme follows internal/transport's stage, its additional URLs are the
+// template's (the spec's before there is one). A learner is added with these, so the pod created
+// for it from that template finds itself in the member list as it advertises itself.
+func PeerURLs(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, ordinal int) []string {
+	pod := resources.PodName(etcd, ordinal)
 	scheme := resources.PeerScheme(resources.TransportOf(etcd))
 	if stages, ok := resources.RunningTransport(sts); ok {
 		scheme = resources.PeerScheme(stages)
 	}
-	return peerURL(etcd, scheme, ordinal)
+	extra, ok := resources.RunningAdditionalPeerURLs(etcd, sts, pod)
+	if !ok {
+		extra = resources.AdditionalPeerURLs(etcd, pod)
+	}
+	return append([]string{resources.ServicePeerURL(etcd, scheme, pod)}, extra...)
 }
 
-func peerURL(etcd *druidv1alpha1.Etcd, scheme string, ordinal int) string {
-	return fmt.Sprintf("%s://%s:%d", scheme, resources.MemberDNSName(etcd.Name, etcd.Namespace, resources.MemberName(etcd, ordinal)), resources.ServerPort(etcd))
-}
-
-// podPeerURL is the peer URL member ordinal's pod listens on, "" when that is not known: the
-// pod runs the StatefulSet's current template (its revision label), whose flags say. The pod's
-// own spec is not in the manager's cache (memberPodView).
-func podPeerURL(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pod *corev1.Pod, ordinal int) string {
+// podPeerURLs are the peer URLs member ordinal's pod advertises, nil when they are not known: the
+// pod runs the StatefulSet's current template (its revision label), whose flags say (the scheme,
+// the additional URLs). The pod's own spec is not in the manager's cache (memberPodView).
+func podPeerURLs(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pod *corev1.Pod) []string {
 	if pod == nil || !pod.DeletionTimestamp.IsZero() || sts.Status.UpdateRevision == "" ||
 		pod.Labels[appsv1.StatefulSetRevisionLabel] != sts.Status.UpdateRevision {
-		return ""
+		return nil
 	}
 	stages, ok := resources.RunningTransport(sts)
 	if !ok {
-		return ""
+		return nil
 	}
-	return peerURL(etcd, resources.PeerScheme(stages), ordinal)
+	extra, ok := resources.RunningAdditionalPeerURLs(etcd, sts, pod.Name)
+	if !ok {
+		return nil
+	}
+	return append([]string{resources.ServicePeerURL(etcd, resources.PeerScheme(stages), pod.Name)}, extra...)
 }
 
-// memberPod names the pod a member stands for: its etcd name, or for a learner that has not
-// started, the pod its peer URL names. It returns "" and -1 for a member of no pod of this Etcd.
+// memberPod names the pod a member stands for and its ordinal: the pod its etcd member name maps
+// to (resources.PodOfMember: <prefix>-<pod> with spec.memberNamePrefix), or else the pod one of
+// its peer URLs names under the peer Service. The second covers a learner that has not started
+// (etcd knows only its peer URLs) and is the safety net for a member whose name does not map:
+// etcd admits no peer URL twice, so a member dialled at a pod's name under this Etcd's peer
+// Service is that pod's member whatever it is called, and is never taken for a foreign one. A
+// member neither way maps gets its own name (for messages only) and -1, which the planner treats
+// as standing for no pod (removed only after SuperfluousGrace, as it always was).
 func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
-	name := m.Name
-	if name == "" {
-		suffix := "." + resources.PeerServiceName(etcd) + "." + etcd.Namespace + ".svc"
-		for _, raw := range m.PeerURLs {
-			if u, err := url.Parse(raw); err == nil && strings.HasSuffix(u.Hostname(), suffix) {
-				name = strings.TrimSuffix(u.Hostname(), suffix)
-			}
+	if pod, ok := resources.PodOfMember(etcd, m.Name); ok {
+		ordinal, _ := resources.OrdinalOf(etcd, pod)
+		return pod, ordinal
+	}
+	suffix := "." + resources.PeerServiceName(etcd) + "." + etcd.Namespace + ".svc"
+	for _, raw := range m.PeerURLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		host, ok := strings.CutSuffix(u.Hostname(), suffix)
+		if !ok {
+			continue
+		}
+		if ordinal, ok := resources.OrdinalOf(etcd, host); ok {
+			return host, ordinal
 		}
 	}
-	ordinal, ok := resources.OrdinalOf(etcd, name)
-	if !ok {
-		return name, -1
-	}
-	return name, ordinal
+	return m.Name, -1
 }
 
 // Observe builds the planner's input from the Etcd, the StatefulSet, pods, leases and what the
@@ -96,8 +113,9 @@ func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 	o.Operations = operation.Of(etcd).Except(operation.KindScale).Except(operation.KindStrategyHold)
 	lostID := map[string]string{}
 	for _, l := range leases {
-		if id := l.Annotations[memberlease.AnnotationDataLostMemberID]; id != "" {
-			lostID[l.Name] = id
+		pod, ours := resources.PodOfMember(etcd, l.Name)
+		if id := l.Annotations[memberlease.AnnotationDataLostMemberID]; id != "" && ours {
+			lostID[pod] = id
 		}
 	}
 	if cs == nil || cs.MemberList == nil {
@@ -120,14 +138,12 @@ func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 			ID: m.ID, Name: name, Ordinal: ordinal, Learner: m.IsLearner,
 			Started: len(m.ClientURLs) > 0, Healthy: healthy[m.ID], Leader: m.ID != 0 && m.ID == leaderID,
 		}
-		if pod := podsByName[name]; pod != nil && pod.DeletionTimestamp.IsZero() && lostID[name] == strconv.FormatUint(m.ID, 16) {
+		if pod := podsByName[name]; ordinal >= 0 && pod != nil && pod.DeletionTimestamp.IsZero() && lostID[name] == strconv.FormatUint(m.ID, 16) {
 			member.DataLost = true
 		}
-		if len(m.PeerURLs) > 0 {
-			member.PeerURL = m.PeerURLs[0]
-		}
+		member.PeerURLs = slices.Clone(m.PeerURLs)
 		if ordinal >= 0 {
-			member.PodPeerURL = podPeerURL(etcd, sts, podsByName[name], ordinal)
+			member.PodPeerURLs = podPeerURLs(etcd, sts, podsByName[name])
 		}
 		o.Members = append(o.Members, member)
 	}

@@ -293,12 +293,12 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 		if err != nil {
 			return err
 		}
-		peer := PeerURL(etcd, sts, d.Ordinal)
-		m, _, err := via.AddLearner(ctx, peer)
+		peers := PeerURLs(etcd, sts, d.Ordinal)
+		m, _, err := via.AddLearner(ctx, peers)
 		if err != nil && !etcdclient.IsPeerURLExist(err) {
 			return err
 		}
-		log.Info("Added learner", "peerURL", peer, "id", strconv.FormatUint(m.ID, 16))
+		log.Info("Added learner", "peerURLs", peers, "id", strconv.FormatUint(m.ID, 16))
 	case membership.ActionPromote:
 		via, err := r.leaderClient(etcd, tgts, creds, cs)
 		if err != nil {
@@ -322,10 +322,10 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 		if err != nil {
 			return err
 		}
-		if err := via.UpdatePeerURL(ctx, d.Member.ID, d.PeerURL); err != nil {
+		if err := via.UpdatePeerURLs(ctx, d.Member.ID, d.PeerURLs); err != nil {
 			return err
 		}
-		log.Info("Updated peer URL", "member", d.Member.Name, "peerURL", d.PeerURL)
+		log.Info("Updated peer URLs", "member", d.Member.Name, "peerURLs", d.PeerURLs)
 	case membership.ActionMoveLeader:
 		if err := r.cfg.Members.MoveLeader(ctx, clusterKey(etcd), creds, tgts, d.Member.Name, d.Target.ID); err != nil {
 			return err
@@ -437,7 +437,7 @@ func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard ma
 
 // hear asks which voters the leader hears (Hear) through the controller's pool.
 func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
-	return Hear(ctx, r.cfg.Members, clusterKey(etcd), tgts, creds, cs)
+	return Hear(ctx, r.cfg.Members, etcd, clusterKey(etcd), tgts, creds, cs)
 }
 
 // LinearizableReader is the part of the member client pool Hear needs.
@@ -453,7 +453,7 @@ type LinearizableReader interface {
 // pool's call timeout. A voter no pod address stands for is not heard, nor is any voter when no
 // member answered as leader. The map is never nil: nil is "not asked" to WithHeard. It is
 // exported for `plan`, which asks live members the same question.
-func Hear(ctx context.Context, members LinearizableReader, cluster string, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
+func Hear(ctx context.Context, members LinearizableReader, etcd *druidv1alpha1.Etcd, cluster string, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
 	heard := map[uint64]bool{}
 	if cs == nil {
 		return heard
@@ -466,12 +466,15 @@ func Hear(ctx context.Context, members LinearizableReader, cluster string, tgts 
 	ids := map[string]uint64{}
 	var names []string
 	for _, m := range cs.MemberList {
-		if m.IsLearner || m.ID == leader.ID || m.Name == "" ||
-			!slices.ContainsFunc(tgts, func(t etcdclient.Target) bool { return t.Name == m.Name }) {
+		// Targets are pods; a member that stands for none is asked nothing and counts as not
+		// heard, as a member of no pod always did.
+		pod, ordinal := memberPod(etcd, m)
+		if m.IsLearner || m.ID == leader.ID || ordinal < 0 ||
+			!slices.ContainsFunc(tgts, func(t etcdclient.Target) bool { return t.Name == pod }) {
 			continue
 		}
-		ids[m.Name] = m.ID
-		names = append(names, m.Name)
+		ids[pod] = m.ID
+		names = append(names, pod)
 	}
 	if len(names) == 0 {
 		return heard

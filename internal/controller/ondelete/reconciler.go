@@ -450,7 +450,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		r.cfg.Access.ForgetSecrets(etcd)
 		return nil, err
 	}
-	return decision.ReportsFromClusterStatus(cs), nil
+	return decision.ReportsFromClusterStatus(etcd, cs), nil
 }
 
 func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {

@@ -270,15 +270,24 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 		NewToken:          fmt.Sprintf("%s-%s-restored-%d", etcd.Namespace, etcd.Name, now.Unix()),
 	}
 	if req := etcd.Status.Recovery; req != nil {
-		o.InProgress = &recovery.State{Member: req.Member, PodUID: req.PodUID, Token: req.Token, OldClusterID: req.OldClusterID}
+		// The order names the etcd member (the init step knows itself by that name), the
+		// planner the pod; a name of no pod is kept as it is and matches no pod.
+		member, ok := resources.PodOfMember(etcd, req.Member)
+		if !ok {
+			member = req.Member
+		}
+		o.InProgress = &recovery.State{Member: member, PodUID: req.PodUID, Token: req.Token, OldClusterID: req.OldClusterID}
 	}
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeReady); c != nil &&
 		c.Status == druidv1alpha1.ConditionFalse && c.Reason == etcdstatus.ReasonQuorumLost {
 		o.QuorumLost, o.QuorumLostFor = true, now.Sub(c.LastTransitionTime.Time)
 	}
+	// Leases are named as their etcd members; the planner knows members by pod.
 	leaseOf := map[string]*coordinationv1.Lease{}
 	for i := range leases {
-		leaseOf[leases[i].Name] = &leases[i]
+		if pod, ok := resources.PodOfMember(etcd, leases[i].Name); ok {
+			leaseOf[pod] = &leases[i]
+		}
 	}
 	clusterOf := map[string]string{}
 	if cs != nil {
@@ -305,7 +314,14 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 		o.Pods = append(o.Pods, podEvidence(etcd, p, leaseOf[p.Name], clusterOf[p.Name]))
 	}
 	for _, rv := range etcd.Status.Voters {
-		o.Voters = append(o.Voters, voterEvidence(rv, podOf[rv.Name], leaseOf[rv.Name], clusterOf[rv.Name], etcd.Status.ClusterID))
+		// Voters are recorded under their etcd member names. One that maps to no pod has no pod
+		// to prove anything: it keeps its own name, and no evidence.
+		pod, ok := resources.PodOfMember(etcd, rv.Name)
+		if !ok {
+			o.Voters = append(o.Voters, voterEvidence(rv, rv.Name, nil, nil, "", etcd.Status.ClusterID))
+			continue
+		}
+		o.Voters = append(o.Voters, voterEvidence(rv, pod, podOf[pod], leaseOf[pod], clusterOf[pod], etcd.Status.ClusterID))
 	}
 	return o
 }
@@ -315,8 +331,8 @@ func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv
 // data means: its etcd answered as a member of the recorded cluster, or its init step found
 // valid data. Anything else (no pod, a pod that has not reported, etcd down or crash-looping, an
 // older incarnation's report) proves nothing either way.
-func voterEvidence(rv druidv1alpha1.RecordedVoter, pod *corev1.Pod, lease *coordinationv1.Lease, clusterID, recordedClusterID string) recovery.Voter {
-	v := recovery.Voter{Name: rv.Name, ID: rv.ID}
+func voterEvidence(rv druidv1alpha1.RecordedVoter, name string, pod *corev1.Pod, lease *coordinationv1.Lease, clusterID, recordedClusterID string) recovery.Voter {
+	v := recovery.Voter{Name: name, ID: rv.ID}
 	if pod == nil {
 		v.State = "no pod"
 		return v
@@ -424,7 +440,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 	switch d.Action {
 	case recovery.ActionStart:
 		s := *d.State
-		order := &druidv1alpha1.RecoveryRequest{Member: s.Member, PodUID: s.PodUID, Token: s.Token, OldClusterID: s.OldClusterID, Reason: d.Reason,
+		order := &druidv1alpha1.RecoveryRequest{Member: resources.MemberNameOf(etcd, s.Member), PodUID: s.PodUID, Token: s.Token, OldClusterID: s.OldClusterID, Reason: d.Reason,
 			StartedAt: ptr.To(metav1.NewTime(now))}
 		if d.Rule == recovery.RuleStart {
 			// A new cluster bootstrapping from its backup (RuleBootstrapFromBackup) lost no
@@ -448,7 +464,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 	case recovery.ActionRecordClusterID:
 		// The restored member is the new cluster's one voter until the membership controller
 		// records more.
-		voters := []druidv1alpha1.RecordedVoter{{Name: o.LeaderName, ID: o.LeaderID}}
+		voters := []druidv1alpha1.RecordedVoter{{Name: resources.MemberNameOf(etcd, o.LeaderName), ID: o.LeaderID}}
 		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.ClusterID, s.Voters = d.ClusterID, voters
 		}); err != nil {
@@ -466,7 +482,7 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 		// What the restore rebuilt, as its init step reported it: a fall-back to an older full
 		// snapshot or revisions not restored belong in the condition, not only on a Lease.
 		lease := &coordinationv1.Lease{}
-		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: o.InProgress.Member}, lease); err == nil {
+		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.MemberNameOf(etcd, o.InProgress.Member)}, lease); err == nil {
 			if restored := memberlease.RestoreResult(startDecision(lease)); restored != "" {
 				d.Reason += "; " + restored
 			}

@@ -118,9 +118,12 @@ func Compute(o Inputs) druidv1alpha1.EtcdStatus {
 			votingLimit = int(*o.StatefulSet.Spec.Replicas)
 		}
 		voters, readyVoters := 0, 0
-		for i, name := range resources.MemberNames(o.Etcd) {
+		for i, pod := range resources.PodNames(o.Etcd) {
+			// A member is listed, and its Lease named, by its etcd member name (etcd-druid's
+			// status.members[].name: <prefix>-<pod> with spec.memberNamePrefix).
+			name := resources.MemberNameOf(o.Etcd, pod)
 			old := findMember(prev.Members, name)
-			m := unknownPastGrace(memberStatus(name, podsByName[name], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
+			m := unknownPastGrace(memberStatus(name, podsByName[pod], leasesByName[name], o.Now), old, o.Now, o.UnknownGrace)
 			m = promotionPending(m, old, leaseRenewed(leasesByName[name], o.Now), o.Now)
 			if old != nil && old.Status == m.Status && (old.Reason == etcdstatus.MemberReasonPromotionPending) == (m.Reason == etcdstatus.MemberReasonPromotionPending) {
 				m.LastTransitionTime = old.LastTransitionTime

@@ -201,6 +201,39 @@ func TestComputeMembers(t *testing.T) {
 	}
 }
 
+// TestComputeMembersByMemberName: with spec.memberNamePrefix status.members lists the members by
+// their etcd names, <prefix>-<pod> (etcd-druid's), each with what the Lease of that name and its
+// pod say; a Lease named as the bare pod is no member's.
+func TestComputeMembersByMemberName(t *testing.T) {
+	o := observed(appsv1.OnDeleteStatefulSetStrategyType,
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"},
+		member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"},
+		member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Member"})
+	o.Etcd.Spec.MemberNamePrefix = ptr.To("p")
+	for i := range o.Leases[:2] {
+		o.Leases[i].Name = resources.MemberNameOf(o.Etcd, o.Leases[i].Name)
+	}
+	got := Compute(o).Members
+	want := []struct {
+		name   string
+		status druidv1alpha1.EtcdMemberConditionStatus
+		role   *druidv1alpha1.EtcdRole
+	}{
+		{"p-etcd-main-0", druidv1alpha1.EtcdMemberStatusReady, ptr.To(druidv1alpha1.EtcdRoleLeader)},
+		{"p-etcd-main-1", druidv1alpha1.EtcdMemberStatusNotReady, ptr.To(druidv1alpha1.EtcdRoleMember)},
+		{"p-etcd-main-2", druidv1alpha1.EtcdMemberStatusUnknown, nil}, // its Lease is under the bare pod name
+	}
+	if len(got) != len(want) {
+		t.Fatalf("members %+v", got)
+	}
+	for i, w := range want {
+		m := got[i]
+		if m.Name != w.name || m.Status != w.status || (m.Role == nil) != (w.role == nil) || (m.Role != nil && *m.Role != *w.role) {
+			t.Errorf("member %d = %+v, want %+v", i, m, w)
+		}
+	}
+}
+
 func TestComputeIsStableWhenNothingChanged(t *testing.T) {
 	o := observed(appsv1.OnDeleteStatefulSetStrategyType, member{revision: "rev-new", ready: true, leaseAge: time.Second, role: "Leader"})
 	first := Compute(o)

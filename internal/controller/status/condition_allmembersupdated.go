@@ -29,7 +29,7 @@ func allMembersUpdatedCondition(o Inputs, updateRevision string, op *druidv1alph
 	sts := o.StatefulSet
 	var outdated []string
 	updated := 0
-	names := resources.MemberNames(o.Etcd)
+	names := resources.PodNames(o.Etcd)
 	for _, name := range names {
 		pod := resources.FindPod(o.Pods, name)
 		if pod == nil || updateRevision == "" || pod.Labels[appsv1.StatefulSetRevisionLabel] != updateRevision || !pod.DeletionTimestamp.IsZero() {

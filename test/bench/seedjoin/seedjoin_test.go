@@ -178,7 +178,7 @@ func join(ctx context.Context, t *testing.T, c *etcdtest.Cluster, leader int, db
 func addLearner(ctx context.Context, t *testing.T, lc *etcdclient.MemberConn, peerURL string) etcdclient.Member {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		added, _, err := lc.AddLearner(ctx, peerURL)
+		added, _, err := lc.AddLearner(ctx, []string{peerURL})
 		if err == nil {
 			return added
 		}

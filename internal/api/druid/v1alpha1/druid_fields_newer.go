@@ -35,7 +35,8 @@ type PeerTLSConfig struct {
 
 // MemberPeerURLs are extra peer URLs of one member (etcd-druid's additionalAdvertisePeerURLs).
 type MemberPeerURLs struct {
-	// MemberName is the member, <etcd-name>-<ordinal>.
+	// MemberName is the etcd member name: <etcd-name>-<ordinal>, or
+	// <prefix>-<etcd-name>-<ordinal> with spec.memberNamePrefix.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?-[0-9]+$`
 	MemberName string `json:"memberName"`

@@ -106,12 +106,10 @@ type EtcdSpec struct {
 	// +optional
 	RunAsRoot *bool `json:"runAsRoot,omitempty"`
 
-	// MemberNamePrefix is etcd-druid's prefix of member names (members are then named
-	// <prefix>-<pod>). Members here are always named after their pods, which the Leases, the
-	// membership planner and recovery all rely on, so an Etcd that sets it is refused
-	// (ERR_UNSUPPORTED_FIELD) rather than run under names it did not ask for. Immutable, as in
-	// etcd-druid: it can be neither changed nor added or removed after creation (the rule on
-	// EtcdSpec), so the refusal only ever meets a new Etcd.
+	// MemberNamePrefix is etcd-druid's prefix of member names: each etcd member and its member
+	// Lease are named <prefix>-<pod>, the pods (and the StatefulSet) keep their names. Unset or
+	// empty: members are named after their pods. Immutable, as in etcd-druid: it can be neither
+	// changed nor added or removed after creation (the rule on EtcdSpec).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -204,9 +202,10 @@ type EtcdConfig struct {
 	// +optional
 	BackendBboltFreelistType *BboltFreelistType `json:"backendBboltFreelistType,omitempty"`
 
-	// AdditionalAdvertisePeerURLs are extra peer URLs etcd-druid appends to a member's advertised
-	// ones. Accepted and ignored: each member advertises exactly its peer Service name, the one
-	// URL the membership planner adds and checks members by.
+	// AdditionalAdvertisePeerURLs are extra peer URLs a member advertises after its name under
+	// the peer Service, by etcd member name (<prefix>-<pod> with spec.memberNamePrefix). A
+	// learner is added with them; a change rolls the pods and each member's recorded peer URLs
+	// then follow its pod's (MemberUpdate).
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	AdditionalAdvertisePeerURLs []MemberPeerURLs `json:"additionalAdvertisePeerURLs,omitempty"`
@@ -419,7 +418,8 @@ const (
 
 // RecordedVoter is one voting member as the leader listed it.
 type RecordedVoter struct {
-	// Name is the member's (and its pod's) name.
+	// Name is the member's etcd name (its pod's name, or <prefix>-<pod> with
+	// spec.memberNamePrefix), as the leader's member list has it; also its Lease's name.
 	Name string `json:"name"`
 	// ID is the member ID in hex.
 	ID string `json:"id"`
@@ -430,7 +430,7 @@ type RecordedVoter struct {
 
 // DataAside is one data dir a member keeps aside. Not part of etcd-druid's API.
 type DataAside struct {
-	// Member is the member (and pod) that keeps it.
+	// Member is the member that keeps it, by its etcd member name (its Lease's name).
 	Member string `json:"member"`
 	// Path is where it is in the member's pod (on its data volume).
 	Path string `json:"path"`
@@ -443,7 +443,8 @@ type DataAside struct {
 // RecoveryRequest is the operator's order that one member restore the cluster from the backup as
 // a new single-member cluster (DEP-01 operator scenario 10).
 type RecoveryRequest struct {
-	// Member is the pod asked to restore.
+	// Member is the member asked to restore, by its etcd member name (its pod's name, or
+	// <prefix>-<pod> with spec.memberNamePrefix), the name its init step knows itself by.
 	Member string `json:"member"`
 	// PodUID is the incarnation of that pod the order is for: a pod recreated since then does
 	// not act on it.
@@ -480,7 +481,8 @@ const (
 
 // EtcdMemberStatus is the state of one member.
 type EtcdMemberStatus struct {
-	// Name is the member's (and its pod's) name.
+	// Name is the member's etcd name, which its Lease carries too: its pod's name, or
+	// <prefix>-<pod> with spec.memberNamePrefix (as etcd-druid's).
 	Name string `json:"name"`
 	// ID is the member's ID in hex.
 	// +optional
