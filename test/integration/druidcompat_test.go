@@ -355,8 +355,10 @@ func TestEtcdAskingToJoinAnExistingClusterWaits(t *testing.T) {
 	if err := env.Client().Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch, not an update: the operator writes the new Etcd meanwhile.
+	patch := client.MergeFrom(other.DeepCopy())
 	other.Spec.Etcd.BootstrapWithExistingCluster = etcd.Spec.Etcd.BootstrapWithExistingCluster.DeepCopy()
-	if err := env.Client().Update(ctx, other); err == nil || !strings.Contains(err.Error(), "can only be set when the Etcd is created") {
+	if err := env.Client().Patch(ctx, other, patch); err == nil || !strings.Contains(err.Error(), "can only be set when the Etcd is created") {
 		t.Fatalf("adding bootstrapWithExistingCluster to an existing Etcd: %v", err)
 	}
 
@@ -364,8 +366,9 @@ func TestEtcdAskingToJoinAnExistingClusterWaits(t *testing.T) {
 	if err := env.Client().Get(ctx, key, etcd); err != nil {
 		t.Fatal(err)
 	}
+	removal := client.MergeFrom(etcd.DeepCopy())
 	etcd.Spec.Etcd.BootstrapWithExistingCluster = nil
-	if err := env.Client().Update(ctx, etcd); err != nil {
+	if err := env.Client().Patch(ctx, etcd, removal); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, timeout, "the StatefulSet created and the condition gone", func(ctx context.Context) (bool, string) {
