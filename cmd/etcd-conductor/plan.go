@@ -23,11 +23,11 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-const planUsage = `usage: etcd-conductor plan -f STATE [--member-status FILE] [--role-source Auto|LeaseOnly] [--now RFC3339] [POLICY]
+const planUsage = `usage: etcd-conductor plan -f STATE [-o json|text] [--member-status FILE] [--role-source Auto|LeaseOnly] [--now RFC3339] [POLICY]
        etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...] [POLICY]
                            [--member-status FILE | --etcd-ca F --etcd-cert F --etcd-key F [--member-address POD=HOST:PORT ...]]
 
-Prints, as one JSON object, what the OnDelete controller would do next: plan runs the
+Prints, as one JSON object (-o text: a summary for a person), what the OnDelete controller would do next: plan runs the
 controller's own pipeline (pods owned by the StatefulSet, roles resolved only when the choice is
 among participating members, members dialled at the Etcd's client port). Under "controllers" it
 adds the next step of the membership, recovery and defragmentation controllers, and the
@@ -62,7 +62,7 @@ func runPlan(args []string) int {
 }
 
 func planCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, clock func() time.Time) int {
-	out, err := plan(args, stdin, clock)
+	out, format, err := plan(args, stdin, clock)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(stderr, planUsage)
 		return 0
@@ -72,9 +72,15 @@ func planCommand(args []string, stdin io.Reader, stdout, stderr io.Writer, clock
 		fmt.Fprintf(stderr, "etcd-conductor plan: %s\n", oneLine(err))
 		return 2
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out); err != nil {
+	write := func() error {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if format == outputText {
+		write = func() error { return plancmd.WriteText(stdout, out) }
+	}
+	if err := write(); err != nil {
 		fmt.Fprintf(stderr, "etcd-conductor plan: writing output: %v\n", err)
 		return 1
 	}
@@ -93,7 +99,16 @@ type planOptions struct {
 	caFile, certFile, keyFile       string
 	plaintext                       bool
 	addresses                       map[string]string
+
+	// output is outputJSON or outputText.
+	output string
 }
+
+// The formats of -o.
+const (
+	outputJSON = "json"
+	outputText = "text"
+)
 
 func (o planOptions) live() bool { return o.etcdName != "" }
 func (o planOptions) askMembers() bool {
@@ -106,6 +121,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.SetOutput(io.Discard)
 	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get etcd,sts,pods,leases -o yaml), - for stdin")
 	flags.StringVar(&o.memberStatusPath, "member-status", "", "member status JSON file")
+	flags.StringVar(&o.output, "o", outputJSON, "output format: json (for scripts) or text (for a person)")
 	roleSource := flags.String("role-source", string(roles.SourcePolicyAuto), "Auto or LeaseOnly")
 	now := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "live mode: kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
@@ -131,6 +147,9 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.BoolVar(&o.policy.WaitForBackupReady, "wait-for-backup-ready", o.policy.WaitForBackupReady, "controllers.etcd.waitForBackupReady: rollouts, defragmentation and scale-in wait while BackupReady is False")
 	if err := flags.Parse(args); err != nil {
 		return o, err
+	}
+	if o.output != outputJSON && o.output != outputText {
+		return o, fmt.Errorf("-o must be json or text, got %q", o.output)
 	}
 	switch {
 	case *maxLag < -1:
@@ -186,11 +205,17 @@ func (o planOptions) validate() error {
 	return nil
 }
 
-func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Output, error) {
+func plan(args []string, stdin io.Reader, clock func() time.Time) (plancmd.Output, string, error) {
 	o, err := parsePlanFlags(args, clock)
 	if err != nil {
-		return plancmd.Output{}, err
+		return plancmd.Output{}, "", err
 	}
+	out, err := planFor(o, stdin)
+	return out, o.output, err
+}
+
+// planFor runs the controllers' decisions on what o names.
+func planFor(o planOptions, stdin io.Reader) (plancmd.Output, error) {
 	var members plancmd.MemberStatus
 	if o.memberStatusPath != "" {
 		data, err := readInput(o.memberStatusPath, stdin)

@@ -781,3 +781,29 @@ func (a *savedAnswers) Defragment(_ context.Context, _ string, _ conductortls.Cl
 }
 
 func (a *savedAnswers) Forget(string) {}
+
+// TestPlanText: -o text says, per controller, the action and rule, the reason with its numbers
+// and what it acts on, from the same decision as the JSON; an unknown format is a one-line error.
+func TestPlanText(t *testing.T) {
+	base := filepath.Join("testdata", "plan", "backup-not-ready-rollout")
+	args := []string{"-f", base + ".yaml", "--member-status", base + ".members.json", "--now", "2026-11-22T09:00:00Z", "-o", "text"}
+	var stdout, stderr bytes.Buffer
+	if code := planCommand(args, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{
+		"Etcd shoot--dev--alpha/etcd-main, StatefulSet shoot--dev--alpha/etcd-main",
+		"rollout: wait [wait/backup-not-ready]\n  replacing the next member waits while BackupReady is False",
+		"membership: wait [wait/members-unknown]",
+		"recovery: none",
+		"defragmentation: ",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := planCommand([]string{"-f", base + ".yaml", "-o", "yaml"}, strings.NewReader(""), &stdout, &stderr, farFuture)
+	assertOneLineError(t, code, stdout.String(), stderr.String(), `etcd-conductor plan: -o must be json or text, got "yaml"`)
+}

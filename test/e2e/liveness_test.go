@@ -129,10 +129,7 @@ func waitMemberBack(ctx context.Context, t *testing.T, e *env, i int, since time
 // rejoins, Ready, with the writer and the auditor running: no acknowledged write lost, the
 // history linearizable, no quorum loss; the container was never restarted by liveness.
 func TestStuckMemberPodDeleted(t *testing.T) {
-	opts := operatorDefaults
-	opts.EtcdMember = &configv1alpha1.EtcdMemberConfiguration{
-		UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}}
-	namespace, _ := inParallel(t, "e2e-stuck-", opts)
+	namespace, _ := inParallel(t, "e2e-stuck-", shortMemberThresholds())
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -181,10 +178,7 @@ func TestStuckMemberPodDeleted(t *testing.T) {
 // container, not the pod), which gives each its grace again, and the cluster comes back by
 // itself with every acknowledged write and a linearizable history.
 func TestTwoWedgedMembersNotBothDeleted(t *testing.T) {
-	opts := operatorDefaults
-	opts.EtcdMember = &configv1alpha1.EtcdMemberConfiguration{
-		UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}}
-	namespace, _ := inParallel(t, "e2e-two-wedged-", opts)
+	namespace, _ := inParallel(t, "e2e-two-wedged-", shortMemberThresholds())
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -257,4 +251,13 @@ func TestTwoWedgedMembersNotBothDeleted(t *testing.T) {
 		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
 	}
 	logEvents(ctx, t, e)
+}
+
+// shortMemberThresholds are operatorDefaults with etcd-druid's etcdMember thresholds short enough
+// for a test: Unknown past 10 s turns NotReady, NotReady past 20 s gets the pod restarted.
+func shortMemberThresholds() framework.OperatorOptions {
+	opts := operatorDefaults
+	opts.EtcdMember = &configv1alpha1.EtcdMemberConfiguration{
+		UnknownThreshold: metav1.Duration{Duration: 10 * time.Second}, NotReadyThreshold: metav1.Duration{Duration: 20 * time.Second}}
+	return opts
 }

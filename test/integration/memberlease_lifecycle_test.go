@@ -45,19 +45,7 @@ func TestRemovedMemberLeaseOutlivesItsMember(t *testing.T) {
 		return leaseExists("etcd-main-4"), "etcd-main-4's Lease missing"
 	})
 	setVoters := func(n int) {
-		t.Helper()
-		got := &druidv1alpha1.Etcd{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(got.DeepCopy())
-		got.Status.Voters = nil
-		for i := range n {
-			got.Status.Voters = append(got.Status.Voters, druidv1alpha1.RecordedVoter{Name: fmt.Sprintf("etcd-main-%d", i), ID: fmt.Sprint(i + 1)})
-		}
-		if err := c.Status().Patch(ctx, got, patch); err != nil {
-			t.Fatal(err)
-		}
+		recordVoters(ctx, t, c, etcd, n, func(i int) string { return fmt.Sprintf("etcd-main-%d", i) })
 	}
 	setVoters(5)
 	// The removed member etcd-main-4 still runs.
@@ -100,4 +88,22 @@ func TestRemovedMemberLeaseOutlivesItsMember(t *testing.T) {
 	framework.Eventually(t, timeout, "etcd-main-4's Lease deleted once its pod is gone", func(context.Context) (bool, string) {
 		return !leaseExists("etcd-main-4"), "still there"
 	})
+}
+
+// recordVoters writes status.voters as the membership controller would, with the first n members
+// (name(i), IDs 1..n): what a test plays when no etcd runs.
+func recordVoters(ctx context.Context, t *testing.T, c client.Client, etcd *druidv1alpha1.Etcd, n int, name func(int) string) {
+	t.Helper()
+	got := &druidv1alpha1.Etcd{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Status.Voters = nil
+	for i := range n {
+		got.Status.Voters = append(got.Status.Voters, druidv1alpha1.RecordedVoter{Name: name(i), ID: fmt.Sprint(i + 1)})
+	}
+	if err := c.Status().Patch(ctx, got, patch); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -147,21 +147,7 @@ func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
 
 	// Scaled in to 1: the Leases of p-etcd-main-1 and -2 stay while they are recorded voters (by
 	// their etcd names), then go.
-	setVoters := func(n int) {
-		t.Helper()
-		got := &druidv1alpha1.Etcd{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(got.DeepCopy())
-		got.Status.Voters = nil
-		for i := range n {
-			got.Status.Voters = append(got.Status.Voters, druidv1alpha1.RecordedVoter{Name: members[i], ID: fmt.Sprint(i + 1)})
-		}
-		if err := c.Status().Patch(ctx, got, patch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setVoters := func(n int) { recordVoters(ctx, t, c, etcd, n, func(i int) string { return members[i] }) }
 	setVoters(3)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(etcd), got); err != nil {
 		t.Fatal(err)
