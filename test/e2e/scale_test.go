@@ -48,6 +48,8 @@ type scaleScenario struct {
 	noQuorumLoss bool
 	// backup backs the cluster up to a real S3 server (backupSpec): a restore is possible.
 	backup bool
+	// namespace is the one inParallel chose (the operator watches only it); "" generates one.
+	namespace string
 }
 
 // memberList asks the members for the member list over mTLS, as a client would.
@@ -160,11 +162,15 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	defer cancel()
 	e := &env{t: t, stack: s, opts: operatorDefaults, operator: op}
 	var cluster *stack.EtcdCluster
+	namespace := sc.namespace
+	if namespace == "" {
+		namespace = "e2e-scale-" + sc.name + "-"
+	}
 	if sc.backup {
-		e.backup = createBackedUpCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)
+		e.backup = createBackedUpCluster(ctx, e, namespace, sc.from)
 		cluster = e.backup.cluster
 	} else {
-		cluster = createCluster(ctx, e, "e2e-scale-"+sc.name+"-", sc.from)
+		cluster = createCluster(ctx, e, namespace, sc.from)
 	}
 	framework.Eventually(t, time.Minute, "initial membership", func(ctx context.Context) (bool, string) {
 		return membershipSettled(ctx, e, int(sc.from))
@@ -530,10 +536,12 @@ func TestScaleOut3To5With200MB(t *testing.T) {
 // 10 MiB in it, started once a full snapshot holds them: each new member's init step asks
 // internal/seeding and reports its rule on the member's Lease (seeded when the snapshot is
 // within the leader's log, which a writer at the e2e's rate keeps it); the scale-out settles and
-// no acknowledged write is lost.
+// no acknowledged write is lost. It mostly waits for the snapshot, so it runs beside the other
+// such tests.
 func TestScaleOut3To5Seeded(t *testing.T) {
+	namespace, op := inParallel(t, "e2e-scale-3-to-5-seeded-", operatorDefaults)
 	var preloaded time.Time
-	runScale(t, scaleScenario{name: "3-to-5-seeded", from: 3, to: 5, backup: true, preloadMB: 10,
+	runScaleWith(t, scaleScenario{name: "3-to-5-seeded", namespace: namespace, from: 3, to: 5, backup: true, preloadMB: 10,
 		beforeScale: func(ctx context.Context, e *env) {
 			preloaded = time.Now()
 			e.waitFor(ctx, "a full snapshot after the preload", func(ctx context.Context) (bool, error) {
@@ -559,7 +567,7 @@ func TestScaleOut3To5Seeded(t *testing.T) {
 					e.t.Errorf("%s's start decision names no seeding rule: %s", l.Name, decision)
 				}
 			}
-		}})
+		}}, op)
 }
 
 // TestLearnerNeverCatchesUp: the new member's pod is cut off the network as soon as it exists, so
