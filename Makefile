@@ -28,8 +28,8 @@ STAGE := $(REPO)/test/tools/stage.sh
 
 # make test must stay well under CI's 90 minutes.
 TEST_TIMEOUT ?= 35m
-# One package at a time: several packages start whole control planes, and on a 2-core machine
-# running them side by side turns timing noise into flakes.
+# One package at a time for the integration stage: several packages start whole control planes,
+# and on a 2-core machine running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
 .PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness bench-seed clean
@@ -82,11 +82,10 @@ vet:
 	@$(STAGE) vet go vet ./...
 	@$(STAGE) vet-plot go vet -C $(PLOT_MODULE) ./...
 
-# Packages whose tests need no binaries (etcd, kube-apiserver, kubectl, helm): every package that
-# imports none of the harnesses that start them, derived rather than listed so a new package is not
-# missed.
-UNIT_PACKAGES = $$(go list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
-	grep -v -E '/test/(localcluster|stack|framework|helm|helmcli|e2e)( |$$)|/etcdclient/etcdtest( |$$)|/test/tools' | cut -d' ' -f1)
+# Packages whose tests need no binaries (pure logic, decoders, planners), and the others but e2e
+# (test/tools/packages.sh). Unit packages build and run side by side; the others one at a time.
+UNIT_PACKAGES = $$(test/tools/packages.sh unit)
+INTEGRATION_PACKAGES = $$(test/tools/packages.sh integration)
 
 test-unit: ## Tests that need no binaries: pure logic, decoders, the planner's properties.
 	go test $(UNIT_PACKAGES)
@@ -99,7 +98,8 @@ E2E_PACKAGES := ./test/e2e/...
 E2E_PARALLEL ?= 4
 
 test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
-	@$(STAGE) "unit+integration" go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/e2e')
+	@$(STAGE) unit go test -timeout $(TEST_TIMEOUT) $(UNIT_PACKAGES)
+	@$(STAGE) integration go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(INTEGRATION_PACKAGES)
 	@$(STAGE) plot go test -C $(PLOT_MODULE) ./...
 	@# -v so that every scenario's figures (quorum loss, write gap, leader changes, duration) show.
 	@$(STAGE) e2e go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) -v $(E2E_PACKAGES)
