@@ -9,7 +9,7 @@ import (
 // This file declares the parts of etcd-druid's Etcd API that etcd-conductor accepts so that
 // etcd-druid manifests apply unchanged under kubectl's strict field validation. The JSON names and
 // types are etcd-druid's; whether a field acts is decided in internal/compat and documented in the
-// README's compatibility table. Schema validation stays loose where etcd-druid's is loose: every
+// compatibility table in docs/etcd.md. Schema validation stays loose where etcd-druid's is loose: every
 // manifest etcd-druid accepts must be accepted here, and the operator reports what it cannot use.
 
 // MetricsLevel is the detail of a member's metrics: basic, or extensive (adds histograms).

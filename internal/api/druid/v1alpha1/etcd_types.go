@@ -79,7 +79,8 @@ type EtcdSpec struct {
 	StorageCapacity *resource.Quantity `json:"storageCapacity,omitempty"`
 
 	// The fields below complete etcd-druid's spec (druid_fields.go holds their types); the
-	// README's compatibility table says which ones act and which are accepted but ignored.
+	// compatibility table (docs/etcd.md, docs/druid-compatibility.md) says which ones act and
+	// which are accepted but ignored.
 
 	// Selector is etcd-druid's deprecated pod selector. Ignored: the member pods are selected by
 	// the operator's own labels, which never change for the life of the Etcd.
