@@ -89,7 +89,7 @@ func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.E
 	}
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
-	if err := r.secrets.Get(ctx, key, secret); err != nil {
+	if err := r.apiReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return problem("backup Secret %s named in spec.backup.store.secretRef does not exist", key)
 		}
@@ -134,7 +134,7 @@ func (r *Reconciler) sharingStore(ctx context.Context, etcd *druidv1alpha1.Etcd,
 			continue
 		}
 		secret := &corev1.Secret{}
-		if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.Backup.Store.SecretRef.Name}, secret); err != nil {
+		if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.Backup.Store.SecretRef.Name}, secret); err != nil {
 			continue
 		}
 		settings, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(other.Spec.Backup.Store.EndpointOverride, "")))
@@ -154,7 +154,7 @@ func (r *Reconciler) checkLocalHostPath(ctx context.Context, etcd *druidv1alpha1
 	}
 	key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
 	secret := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, key, secret); err != nil {
+	if err := r.apiReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
 				"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
@@ -181,7 +181,7 @@ func (r *Reconciler) localBackupRoot(ctx context.Context, etcd *druidv1alpha1.Et
 		return "", nil
 	}
 	secret := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}, secret); err != nil {
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}

@@ -52,13 +52,14 @@ const holdRecheck = time.Second
 // Reconciler converges the objects an Etcd owns.
 type Reconciler struct {
 	client client.Client
-	// secrets reads Secrets from the API server, uncached (see Config.SecretReader); also the
-	// member pods while the gate is off and the StatefulSet still OnDelete.
-	secrets  client.Reader
-	recorder record.EventRecorder
-	settings resources.Settings
-	dbSizes  DBSizes
-	gateOn   bool
+	// apiReader reads from the API server, uncached (Config.SecretReader): the Secrets an Etcd
+	// names, the member pods while the gate is off and the StatefulSet still OnDelete, and an
+	// object of one of the Etcd's names the cache does not hold (apply).
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	settings  resources.Settings
+	dbSizes   DBSizes
+	gateOn    bool
 	// autoReconcile is etcd-druid's enableEtcdSpecAutoReconcile (internal/specgate).
 	autoReconcile bool
 	// requireTLS refuses Etcds whose members would run on plain HTTP.
@@ -75,7 +76,8 @@ type Config struct {
 	// manager's APIReader). Through the cached client the first read would start an informer
 	// listing and watching every Secret in reach; the operator is granted only get on Secrets.
 	// Member pods are read through it too when the gate is off (see syncStatefulSet), so the
-	// hand-over to RollingUpdate is decided on what the apiserver holds now.
+	// hand-over to RollingUpdate is decided on what the apiserver holds now, and an object of
+	// one of the Etcd's names the cache does not hold (apply).
 	SecretReader     client.Reader
 	Gates            features.Gates
 	MemberAgentImage string
@@ -102,7 +104,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 	}
 	return &Reconciler{
 		client:        c,
-		secrets:       cfg.SecretReader,
+		apiReader:     cfg.SecretReader,
 		recorder:      recorder,
 		dbSizes:       cfg.DBSizes,
 		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
@@ -337,7 +339,7 @@ func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Et
 	var problems []resources.Problem
 	for _, want := range resources.RequiredSecrets(etcd) {
 		secret := &corev1.Secret{}
-		err := r.secrets.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
+		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
 		switch {
 		case apierrors.IsNotFound(err):
 			secret = nil
@@ -431,10 +433,9 @@ func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj cl
 		err := r.client.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) {
 			// The cache holds only the pods and Leases the operator made (operator.cacheOptions):
-			// one of this name it does not see is someone else's. Read from the apiserver to say
-			// whose.
+			// one of this name it does not see is someone else's; read uncached to say whose.
 			found := obj.DeepCopyObject().(client.Object)
-			if getErr := r.secrets.Get(ctx, client.ObjectKeyFromObject(obj), found); getErr == nil && !metav1.IsControlledBy(found, etcd) {
+			if getErr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), found); getErr == nil && !metav1.IsControlledBy(found, etcd) {
 				return r.foreignObject(found)
 			}
 		}
@@ -691,7 +692,7 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
 		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
 	}
-	pods, err := memberaccess.ReadMemberPods(ctx, r.secrets, sts)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
 	if err != nil {
 		return updatestrategy.Decision{}, err
 	}
