@@ -91,7 +91,13 @@ type MemberStatus struct {
 	DBSizeInUse int64
 	// Revision is the member's MVCC revision when it answered (the response header's).
 	Revision int64
-	Err      error
+	// StorageVersion is the version of the member's data (etcd 3.6 and later; empty before):
+	// the cluster version it last applied, which a downgrade rewrites before any binary changes.
+	StorageVersion string
+	// DowngradeEnabled and DowngradeTarget are the cluster's downgrade as this member knows it.
+	DowngradeEnabled bool
+	DowngradeTarget  string
+	Err              error
 }
 
 // IsLeader reports whether the member answered and considers itself the leader.
@@ -189,6 +195,9 @@ func (m *MemberConn) Status(ctx context.Context) (MemberStatus, error) {
 		RaftAppliedIndex: resp.GetRaftAppliedIndex(),
 		DBSize:           resp.GetDbSize(),
 		DBSizeInUse:      resp.GetDbSizeInUse(),
+		StorageVersion:   resp.GetStorageVersion(),
+		DowngradeEnabled: resp.GetDowngradeInfo().GetEnabled(),
+		DowngradeTarget:  resp.GetDowngradeInfo().GetTargetVersion(),
 	}
 	if h := resp.GetHeader(); h != nil {
 		s.ID = h.GetMemberId()
@@ -259,6 +268,38 @@ func (m *MemberConn) MoveLeader(ctx context.Context, toID uint64) error {
 		return fmt.Errorf("move leader from %s to %x: %w", m.target.Name, toID, err)
 	}
 	return nil
+}
+
+// DowngradeAction is one of etcd's downgrade calls.
+type DowngradeAction string
+
+const (
+	// DowngradeValidate checks that the cluster can be downgraded to the version; it changes
+	// nothing.
+	DowngradeValidate DowngradeAction = "validate"
+	// DowngradeEnable starts the downgrade: the cluster version drops to the target and every
+	// member rewrites its storage version, after which the older binary may replace members.
+	DowngradeEnable DowngradeAction = "enable"
+	// DowngradeCancel ends an enabled downgrade.
+	DowngradeCancel DowngradeAction = "cancel"
+)
+
+// Downgrade makes one of etcd's downgrade calls (target is "3.6" or "3.6.0"; ignored by cancel)
+// and returns the cluster version the member answered with.
+func (m *MemberConn) Downgrade(ctx context.Context, action DowngradeAction, target string) (string, error) {
+	actions := map[DowngradeAction]pb.DowngradeRequest_DowngradeAction{
+		DowngradeValidate: pb.DowngradeRequest_VALIDATE, DowngradeEnable: pb.DowngradeRequest_ENABLE, DowngradeCancel: pb.DowngradeRequest_CANCEL}
+	a, ok := actions[action]
+	if !ok {
+		return "", fmt.Errorf("downgrade through %s: unknown action %q", m.target.Name, action)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	resp, err := m.maintenance.Downgrade(ctx, &pb.DowngradeRequest{Action: a, Version: target})
+	if err != nil {
+		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, target, m.target.Name, err)
+	}
+	return resp.GetVersion(), nil
 }
 
 // AddLearner adds a non-voting member with peerURLs and returns it with the membership that

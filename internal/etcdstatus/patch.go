@@ -14,8 +14,8 @@ import (
 // fields, conditions by type, and writes them through Patch, the one status writing path, so the
 // writers never overwrite each other:
 //
-//   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors and the condition
-//     UpdateStrategyHeld;
+//   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors and the conditions
+//     UpdateStrategyHeld and VersionChange;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
 //     ready, selector, dataAside, peerUrlTLSEnabled, clusterSize and the conditions Ready, AllMembersReady,
@@ -56,6 +56,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeRecoveryInProgress:              WriterRecovery,
 	druidv1alpha1.ConditionTypeDefragmentationInProgress:       WriterDefrag,
 	druidv1alpha1.ConditionTypeUpdateStrategyHeld:              WriterEtcd,
+	druidv1alpha1.ConditionTypeVersionChange:                   WriterEtcd,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.

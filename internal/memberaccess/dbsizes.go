@@ -2,7 +2,6 @@ package memberaccess
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -19,19 +18,11 @@ type Querier interface {
 // that do not answer are left out; it fails when none answers. The key pair is read fresh: the
 // check runs only when the quota is lowered.
 func (a *Access) DBSizes(ctx context.Context, members Querier, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
-	pods, err := ReadLabelledPods(ctx, a.reader, etcd)
+	cluster, creds, targets, err := a.reach(ctx, etcd)
 	if err != nil {
 		return nil, err
 	}
-	targets := Targets(etcd, pods)
-	if len(targets) == 0 {
-		return nil, fmt.Errorf("no member pod of %s/%s has an address", etcd.Namespace, etcd.Name)
-	}
-	creds, err := a.FreshClientTLS(ctx, etcd)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := members.Query(ctx, ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := members.Query(ctx, cluster, creds, targets)
 	if err != nil {
 		return nil, err
 	}

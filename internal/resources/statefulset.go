@@ -33,6 +33,28 @@ type Settings struct {
 	// Transport is the stages to render (internal/transport); nil: where the spec asks
 	// (TransportOf), as for a new Etcd.
 	Transport *transport.Stages
+	// EtcdImage is the etcd image to render; empty: spec.etcd.image (EtcdImage). The version
+	// planner (internal/versionchange) keeps the running image here while a downgrade is
+	// prepared or a version change is refused.
+	EtcdImage string
+}
+
+// etcdImage is the etcd image s renders for e.
+func (s Settings) etcdImage(e *druidv1alpha1.Etcd) string {
+	if s.EtcdImage != "" {
+		return s.EtcdImage
+	}
+	return EtcdImage(e)
+}
+
+// RunningEtcdImage is the etcd image sts's template runs; empty when it has no etcd container.
+func RunningEtcdImage(sts *appsv1.StatefulSet) string {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if c.Name == EtcdContainerName {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 // transportStages is what s renders for e.
@@ -139,7 +161,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			SecurityContext:               podSecurityContext(),
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
 			InitContainers:                []corev1.Container{memberInitContainer(e, s, st)},
-			Containers:                    []corev1.Container{etcdContainer(e, st), memberAgentContainer(e, s, st)},
+			Containers:                    []corev1.Container{etcdContainer(e, s.etcdImage(e), st), memberAgentContainer(e, s, st)},
 			Volumes: append([]corev1.Volume{
 				memberAgentTokenVolume(),
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -353,10 +375,10 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages)
 // etcdContainer runs etcd from the configuration file member-init wrote. Its readiness is etcd's
 // own /readyz, which passes only when the member can serve a linearizable read (and is no
 // learner): readiness is quorum participation, which the OnDelete controller relies on.
-func etcdContainer(e *druidv1alpha1.Etcd, st transport.Stages) corev1.Container {
+func etcdContainer(e *druidv1alpha1.Etcd, image string, st transport.Stages) corev1.Container {
 	c := corev1.Container{
 		Name:    EtcdContainerName,
-		Image:   EtcdImage(e),
+		Image:   image,
 		Command: []string{"/usr/local/bin/etcd"},
 		Args:    []string{"--config-file=" + EtcdConfigFile},
 		Env:     podEnv(),

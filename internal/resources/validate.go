@@ -23,6 +23,9 @@ const (
 	ErrMissingTLS = "ERR_MISSING_TLS"
 	// ErrTransportChange: TLS removed from the members of a running cluster (internal/transport).
 	ErrTransportChange = "ERR_TLS_CHANGE"
+	// ErrVersionChange: an etcd version change etcd cannot make (internal/versionchange), such as
+	// a downgrade by more than one minor version.
+	ErrVersionChange   = "ERR_VERSION_CHANGE"
 	ErrSecretNamespace = "ERR_SECRET_NAMESPACE"
 	ErrSecretMissing   = "ERR_SECRET_MISSING"
 	ErrSecretData      = "ERR_SECRET_DATA"

@@ -102,9 +102,12 @@ type scenario struct {
 	// afterBump acts during the rollout (kill a member, restart the operator, change the
 	// template again, ...).
 	afterBump func(ctx context.Context, e *env)
-	// bumpImage is the image to bump to (default toVersion); finalImage is what the rollout ends
-	// on when afterBump changes it again (default bumpImage).
-	bumpImage, finalImage string
+	// fromImage is what the members run before (default fromVersion); bumpImage is the image to
+	// bump to (default toVersion); finalImage is what the rollout ends on when afterBump changes
+	// it again (default bumpImage).
+	fromImage, bumpImage, finalImage string
+	// verify checks what the rollout left once its figures are in.
+	verify func(ctx context.Context, e *env)
 	// quorumLost: the fault leaves no quorum, so the instruments start without waiting for a
 	// leader to settle on.
 	quorumLost bool
@@ -149,7 +152,11 @@ func run(t *testing.T, sc scenario) {
 	}
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}, OnDelete: sc.tune}}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
-	cluster := createCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
+	fromImage := sc.fromImage
+	if fromImage == "" {
+		fromImage = framework.EtcdImage(fromVersion)
+	}
+	cluster := createClusterNamed(ctx, e, "e2e-"+sc.name+"-", etcdName, fromImage, replicas, nil)
 	checkMembersNonRoot(ctx, t, cluster)
 
 	// The fault comes first and the instruments start once it has settled (a stable leader a
@@ -202,6 +209,9 @@ func run(t *testing.T, sc scenario) {
 	}
 
 	checkWrites(t, report, res.RecorderErr)
+	if sc.verify != nil {
+		sc.verify(ctx, e)
+	}
 	if res.AuditErr != nil {
 		t.Errorf("deletion audit incomplete: %v", res.AuditErr)
 	}

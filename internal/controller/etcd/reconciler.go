@@ -66,6 +66,9 @@ type Reconciler struct {
 	requireTLS bool
 	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
 	waitForBackup bool
+	// versions asks the members for their versions and makes etcd's downgrade calls; nil: a
+	// downgrade waits for members never asked.
+	versions VersionCalls
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -94,6 +97,9 @@ type Config struct {
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
+	// Versions asks the members for their versions and makes etcd's downgrade calls
+	// (internal/versionchange); nil: a downgrade waits, since no member is asked.
+	Versions VersionCalls
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -111,6 +117,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:    cfg.RequireTLS,
 		waitForBackup: cfg.WaitForBackupReady,
+		versions:      cfg.Versions,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -183,9 +190,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	version, err := r.planVersion(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordVersion(ctx, etcd, version); err != nil {
+		return ctrl.Result{}, err
+	}
 	problems := r.validate(ctx, etcd)
 	if move.Refused {
 		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
+	}
+	if version.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrVersionChange, Message: version.Reason})
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {
@@ -210,13 +227,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonInvalidBackupStore, p.Message)
 	}
 
+	r.actOnVersion(ctx, etcd, version)
+
 	var foreign []resources.Problem
 	held := false
 	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
 		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
 			return err
 		}
-		held, err = r.syncStatefulSet(ctx, etcd, move.Render)
+		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version.Render)
 		return err
 	}
 	leasesLingering := false
@@ -277,6 +296,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result := ctrl.Result{}
 	if move.Render != resources.TransportOf(etcd) {
 		result.RequeueAfter = transportMoveRecheck
+	}
+	if versionWaits(version) {
+		result.RequeueAfter = versionChangeRecheck
 	}
 	if leasesLingering && result.RequeueAfter == 0 {
 		result.RequeueAfter = lingeringLeaseRecheck
@@ -612,7 +634,7 @@ func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.E
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
 // gate (the caller rechecks soon).
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages) (held bool, err error) {
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, etcdImage string) (held bool, err error) {
 	strategy, err := r.decideStrategy(ctx, etcd)
 	if err != nil {
 		return false, err
@@ -631,6 +653,7 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	settings := r.settings
 	settings.UpdateStrategy = strategy.Type
 	settings.Transport = &stages
+	settings.EtcdImage = etcdImage
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
 		return false, err
 	}

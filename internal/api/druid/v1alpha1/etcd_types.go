@@ -387,6 +387,12 @@ const (
 	// to join an existing cluster (spec.etcd.bootstrapWithExistingCluster). Here it is False while
 	// the members are held back, since joining is not supported yet.
 	ConditionTypeBootstrappedWithExistingCluster ConditionType = "BootstrappedWithExistingCluster"
+	// ConditionTypeVersionChange says what the Etcd reconciler decided about a change of the etcd
+	// version (internal/versionchange): True while a downgrade is prepared or under way, or a
+	// change etcd cannot make is refused; False once the members run what the spec names. Its
+	// reason is the rule, its message the members' versions. Absent on an Etcd whose version never
+	// changed by a minor (not an etcd-druid condition).
+	ConditionTypeVersionChange ConditionType = "VersionChange"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"

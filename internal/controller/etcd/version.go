@@ -1,0 +1,147 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/versionchange"
+)
+
+// VersionCalls asks an Etcd's members for their versions and makes etcd's downgrade calls
+// (memberaccess.Versions).
+type VersionCalls interface {
+	Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, error)
+	Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error
+}
+
+// versionChangeRecheck is how soon an Etcd whose version change waits on its members (their
+// storage version, the downgrade's end) is looked at again: member versions are no object event.
+const versionChangeRecheck = 3 * time.Second
+
+// planVersion decides the etcd image to render and the downgrade call to make
+// (internal/versionchange). The members are asked only when the spec's image is another minor
+// version than the running one, or a downgrade is recorded as under way.
+func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) (versionchange.Decision, error) {
+	in := versionchange.Observed{Desired: resources.EtcdImage(etcd)}
+	sts := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return versionchange.Plan(in), nil
+	case err != nil:
+		return versionchange.Decision{}, fmt.Errorf("reading the StatefulSet for its etcd version: %w", err)
+	case !metav1.IsControlledBy(sts, etcd):
+		return versionchange.Plan(in), nil // reported as a foreign object by the sync
+	}
+	in.Running = resources.RunningEtcdImage(sts)
+	in.Replicas = int(ptr.Deref(sts.Spec.Replicas, 0))
+	recorded := false
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil {
+		recorded = c.Status == druidv1alpha1.ConditionTrue
+	}
+	if r.versions != nil && in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded) {
+		cs, err := r.versions.Statuses(ctx, etcd)
+		if err != nil {
+			// Planned without the members' word: a downgrade then waits, nothing else needs it.
+			logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
+		}
+		in.Members = versionMembers(cs)
+	}
+	return versionchange.Plan(in), nil
+}
+
+// versionMembers is what the members said, for the planner.
+func versionMembers(cs etcdclient.ClusterStatus) []versionchange.Member {
+	out := make([]versionchange.Member, 0, len(cs.Members))
+	for _, s := range cs.Members {
+		m := versionchange.Member{Name: s.Name, Answered: s.Reachable}
+		if s.Reachable {
+			// A member whose version cannot be read reports 0.0.0: never at any version, so a
+			// downgrade waits on it rather than go ahead.
+			m.Server, _ = versionchange.ParseVersion(s.Version)
+			m.Storage, m.StorageKnown = versionchange.ParseVersion(s.StorageVersion)
+			m.DowngradeEnabled = s.DowngradeEnabled
+			m.DowngradeTarget, _ = versionchange.ParseVersion(s.DowngradeTarget)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// actOnVersion makes the downgrade call the decision names. A failed call changes nothing (the
+// running image stays rendered while it is needed) and is retried at the next look.
+func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) {
+	if d.Action == versionchange.ActionNone || r.versions == nil {
+		return
+	}
+	target := ""
+	if d.Action == versionchange.ActionEnable {
+		target = d.Target.MinorString()
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if err := r.versions.Downgrade(ctx, etcd, etcdclient.DowngradeAction(d.Action), target); err != nil {
+		log.Info("etcd downgrade call failed; the members keep their version", "action", d.Action, "target", target, "error", err.Error())
+		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "DowngradeCallFailed", "etcd downgrade %s %s failed: %v", d.Action, target, err)
+		return
+	}
+	log.Info("etcd downgrade call made", "action", d.Action, "target", target, "rule", d.Rule, "reason", d.Reason)
+	// The rule's own Event (recordVersion) says what was decided; this one that etcd took it.
+	done := map[versionchange.Action]string{versionchange.ActionEnable: "DowngradeEnabled", versionchange.ActionCancel: "DowngradeCancelled"}
+	r.recorder.Eventf(etcd, corev1.EventTypeNormal, done[d.Action], "etcd accepted downgrade %s %s", d.Action, target)
+}
+
+// recordVersion sets the VersionChange condition from d once a version change has been in view:
+// True while a downgrade is prepared or under way or a change is refused, False once steady.
+// An Event marks each change of rule.
+func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) error {
+	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange)
+	active := d.Downgrading || d.Refused || d.Action != versionchange.ActionNone
+	if prev == nil && !active {
+		return nil
+	}
+	status := druidv1alpha1.ConditionFalse
+	if active {
+		status = druidv1alpha1.ConditionTrue
+	}
+	reason := d.Rule.CamelCase()
+	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == d.Reason {
+		return nil
+	}
+	now := metav1.Now()
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeVersionChange, Status: status, Reason: reason, Message: d.Reason,
+		LastTransitionTime: now, LastUpdateTime: now}
+	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
+	}); err != nil {
+		return fmt.Errorf("recording the version change: %w", err)
+	}
+	if prev == nil || prev.Reason != reason {
+		eventType := corev1.EventTypeNormal
+		if d.Refused {
+			eventType = corev1.EventTypeWarning
+		}
+		logr.FromContextOrDiscard(ctx).Info("etcd version change", "rule", d.Rule, "reason", d.Reason)
+		r.recorder.Event(etcd, eventType, reason, d.Reason)
+	}
+	return nil
+}
+
+// versionWaits tells whether the decision waits on the members, so the Etcd is looked at again
+// soon.
+func versionWaits(d versionchange.Decision) bool {
+	return d.Downgrading || d.Action != versionchange.ActionNone || strings.HasPrefix(string(d.Rule), "downgrade/wait")
+}
