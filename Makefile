@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 35m
 # and on a 2-core machine running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-go bench-backup bench-liveness bench-seed clean
+.PHONY: all build host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-scope bench-go bench-backup bench-liveness bench-seed clean
 
 all: build
 
@@ -135,6 +135,13 @@ FLEET_N      ?= 100,300
 FLEET_BEFORE ?= a25b047
 bench-fleet: tools build ## Fleet benchmark: convergence, restart cost, requests per Etcd, RSS/CPU, before | after.
 	@$(STAGE) bench-fleet go run ./test/bench/fleet/cmd/fleetbench -n $(FLEET_N) -before '$(FLEET_BEFORE)' -out $(BENCH_OUT) $(FLEET_FLAGS)
+
+# Scope benchmark: the manager's cache holds only the pods and Leases with the managed-by label.
+# SCOPE_N unrelated pods and as many Leases on a local control plane; the manager's heap and RSS
+# before and after, beside the same cache without the selectors (docs/benchmarks.md). ~3 min.
+SCOPE_N ?= 20000
+bench-scope: tools build ## Scope benchmark: manager memory vs. SCOPE_N unrelated pods and Leases, beside an unscoped cache.
+	@$(STAGE) bench-scope go run ./test/bench/fleet/cmd/scopebench -n $(SCOPE_N) $(SCOPE_FLAGS)
 
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/etcd-conductor-bench-smoke
 

@@ -30,6 +30,9 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
+// managerDownAlert fires when no manager is scraped.
+const managerDownAlert = "EtcdConductorDown"
+
 // monitoringOn renders the chart with the PodMonitor, the PrometheusRule and the dashboard.
 var monitoringOn = []string{"--set", "metrics.podMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"}
 
@@ -125,10 +128,37 @@ func prometheusRuleGroups(t *testing.T, ms manifests) []map[string]any {
 	return rule.Spec.Groups
 }
 
+// serviceMonitorOn adds the ServiceMonitor (which needs a serving certificate): the alert on the
+// manager itself is rendered only with it, since only then is the scrape job's name known.
+var serviceMonitorOn = []string{"--set", "metrics.serviceMonitor.enabled=true,metrics.tls.secretName=metrics-tls"}
+
+// alertNames lists the alerts of a rendered PrometheusRule.
+func alertNames(groups []map[string]any) []string {
+	var names []string
+	for _, g := range groups {
+		rules, _ := g["rules"].([]any)
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			if name, ok := rule["alert"].(string); ok {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
 // TestAlertRules runs testdata/alerts/alerts.test.yaml with promtool against the alert rules the
-// chart renders with its default values, after checking they query only series that exist.
+// chart renders with its default values (and the ServiceMonitor), after checking they query only
+// series that exist.
 func TestAlertRules(t *testing.T) {
-	groups := prometheusRuleGroups(t, splitManifests(t, render(t, nil, monitoringOn...)))
+	withoutServiceMonitor := alertNames(prometheusRuleGroups(t, splitManifests(t, render(t, nil, monitoringOn...))))
+	if slices.Contains(withoutServiceMonitor, managerDownAlert) {
+		t.Errorf("%s rendered without the ServiceMonitor, whose job label it matches: it would fire forever", managerDownAlert)
+	}
+	groups := prometheusRuleGroups(t, splitManifests(t, render(t, nil, append(slices.Clone(monitoringOn), serviceMonitorOn...)...)))
+	if names := alertNames(groups); !slices.Contains(names, managerDownAlert) {
+		t.Errorf("alerts %v with the ServiceMonitor, want %s among them", names, managerDownAlert)
+	}
 	known := exportedMetrics(t)
 	for _, g := range groups {
 		rules, _ := g["rules"].([]any)

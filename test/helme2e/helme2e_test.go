@@ -35,7 +35,7 @@ func requireHelm(t *testing.T) {
 func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	stack.RequireEnvironment(t)
 	requireHelm(t)
-	s := stack.StartForTest(t, stack.Options{})
+	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 

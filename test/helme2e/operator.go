@@ -56,6 +56,9 @@ type InstallOptions struct {
 	QuorumAware bool
 	// WorkDir receives helm's homes and logs; a temp dir when empty (removed by Uninstall).
 	WorkDir string
+	// Set holds more `--set` values, given after Install's own, which they override (e.g.
+	// crds.install=true).
+	Set []string
 }
 
 // HelmBinary is bin/helm (built by `make tools`) in the stack's binary directory.
@@ -95,11 +98,15 @@ func Install(ctx context.Context, s *stack.Stack, o InstallOptions) (_ *Operator
 		return nil, err
 	}
 	op.namespaceCreated = true
-	if _, err := op.run(ctx, "install", ReleaseName, op.chart, "--namespace", Namespace,
+	args := []string{"install", ReleaseName, op.chart, "--namespace", Namespace,
 		"--set", "crds.install=false",
-		"--set", "image.tag="+imageTag,
+		"--set", "image.tag=" + imageTag,
 		"--set", "leaderElection.enabled=true",
-		"--set", "featureGates."+GateName+"="+strconv.FormatBool(o.QuorumAware)); err != nil {
+		"--set", "featureGates." + GateName + "=" + strconv.FormatBool(o.QuorumAware)}
+	for _, v := range o.Set {
+		args = append(args, "--set", v)
+	}
+	if _, err := op.run(ctx, args...); err != nil {
 		return nil, err
 	}
 	op.installed = true

@@ -440,7 +440,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
 			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
 		}
-		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues("not-yet")); n != 1 {
+		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, "not-yet")); n != 1 {
 			t.Errorf("reads not served counted %v, want 1", n)
 		}
 		select {
@@ -463,7 +463,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 		case <-time.After(timeout):
 			t.Fatalf("not woken within %s after %s restarted", timeout, replaced)
 		}
-		if n := testutil.ToFloat64(metrics.RejoinWatches.WithLabelValues(ondelete.RejoinWatchServed)); n != 1 {
+		if n := testutil.ToFloat64(metrics.RejoinWatches.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, ondelete.RejoinWatchServed)); n != 1 {
 			t.Errorf("watches ended by a served read counted %v, want 1", n)
 		}
 	})
@@ -480,7 +480,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 		if _, alive := rig.pod(t, rig.leader); !alive {
 			t.Errorf("the leader %s was deleted", rig.leader)
 		}
-		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues("served")); n < 1 {
+		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, "served")); n < 1 {
 			t.Errorf("served reads counted %v, want at least 1", n)
 		}
 	})

@@ -120,3 +120,17 @@ logging:
   logLevel: {{ .Values.logLevel }}
   logFormat: {{ .Values.logFormat }}
 {{- end }}
+
+{{/*
+kubeVersionBelow is "true" when the Kubernetes version Helm renders for is known and below the
+version given (e.g. "1.32"). Helm renders for v1.20.0 when it has neither a cluster nor
+--kube-version and was built without its release ldflags (as `go install` builds it): that is a
+placeholder, not a cluster, so `helm template` without a cluster renders every object instead of
+refusing. A real 1.20 cluster still refuses at install: it serves no ValidatingAdmissionPolicy.
+*/}}
+{{- define "etcd-conductor.kubeVersionBelow" -}}
+{{- $v := .context.Capabilities.KubeVersion.Version -}}
+{{- if and (ne $v "v1.20.0") (semverCompare (printf "<%s-0" .version) $v) -}}
+true
+{{- end -}}
+{{- end }}

@@ -7,6 +7,11 @@ import (
 
 // Metrics are the OnDelete controller's Prometheus series. They are registered on the registry
 // passed in (the manager's in production, a fresh one in tests), never on a global default.
+//
+// Every counter and gauge that concerns one Etcd carries its namespace and name, so an alert or a
+// dashboard panel can tell the Etcds apart and Forget can drop them; the histograms do not: a
+// label per Etcd multiplies their buckets by the fleet, and they describe the manager's latency,
+// not one Etcd's.
 type Metrics struct {
 	OutdatedPods       *prometheus.GaugeVec
 	Deletions          *prometheus.CounterVec
@@ -44,11 +49,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Waits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_waits_total",
 			Help: "Reconciles that waited, by Etcd and the rule that held the rollout."}, []string{"namespace", "etcd", "rule"}),
 		RoleSource: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_source_total",
-			Help: "Role resolutions by where the roles came from (direct, lease, none)."}, []string{"source"}),
+			Help: "Role resolutions by Etcd and where the roles came from (direct, lease, none)."}, []string{"namespace", "etcd", "source"}),
 		RoleMismatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "role_mismatches_total",
 			Help: "Times the members and the member leases disagreed on the leader (the members were trusted)."}, []string{"namespace", "etcd"}),
 		MemberClientErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "member_client_errors_total",
-			Help: "Failures to learn roles from the members, by kind (tls, unreachable)."}, []string{"kind"}),
+			Help: "Failures to learn roles from the members, by Etcd and kind (tls, unreachable)."}, []string{"namespace", "etcd", "kind"}),
 		DecisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "decision_duration_seconds",
 			Help:    "Time from the start of a reconcile to its decision, member queries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
@@ -65,9 +70,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "rollout_batch_size",
 			Help: "Pods deleted by one OnDelete decision (above 1 only with quorum-headroom concurrency).", Buckets: prometheus.LinearBuckets(1, 1, 5)}),
 		RejoinReads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_rejoin_reads_total",
-			Help: "Linearizable reads asked of replaced members whose readiness probe had not passed yet, by outcome (served: counted as participating; not-yet)."}, []string{"outcome"}),
+			Help: "Linearizable reads asked of replaced members whose readiness probe had not passed yet, by Etcd and outcome (served: counted as participating; not-yet)."}, []string{"namespace", "etcd", "outcome"}),
 		RejoinWatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rollout_rejoin_watches_total",
-			Help: "Watches that read through replaced members while a rollout waited on them, by how they ended (served: the controller was woken; expired; replaced; stopped)."}, []string{"outcome"}),
+			Help: "Watches that read through replaced members while a rollout waited on them, by Etcd and how they ended (served: the controller was woken; expired; replaced; stopped)."}, []string{"namespace", "etcd", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.OutdatedPods, m.Deletions, m.Waits, m.RoleSource, m.RoleMismatches, m.MemberClientErrors, m.DecisionLatency,
 		m.Handovers, m.HandoverDuration, m.LeaderDeletions, m.AppliedIndexLag, m.BatchSize, m.RejoinReads, m.RejoinWatches} {
@@ -86,7 +91,8 @@ func (m *Metrics) Forget(etcd types.NamespacedName) {
 		return
 	}
 	labels := prometheus.Labels{"namespace": etcd.Namespace, "etcd": etcd.Name}
-	for _, vec := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.OutdatedPods, m.RoleMismatches, m.Handovers, m.AppliedIndexLag, m.Deletions, m.Waits, m.LeaderDeletions} {
+	for _, vec := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.OutdatedPods, m.RoleMismatches, m.Handovers, m.AppliedIndexLag, m.Deletions, m.Waits, m.LeaderDeletions,
+		m.RoleSource, m.MemberClientErrors, m.RejoinReads, m.RejoinWatches} {
 		vec.DeletePartialMatch(labels)
 	}
 }

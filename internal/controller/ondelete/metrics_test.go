@@ -25,6 +25,10 @@ func TestForgetDeletesTheEtcdsSeries(t *testing.T) {
 		m.Deletions.WithLabelValues(e.Namespace, e.Name, "participating/follower").Inc()
 		m.Waits.WithLabelValues(e.Namespace, e.Name, "wait/catch-up").Inc()
 		m.LeaderDeletions.WithLabelValues(e.Namespace, e.Name, "leader/handover-failed").Inc()
+		m.RoleSource.WithLabelValues(e.Namespace, e.Name, "direct").Inc()
+		m.MemberClientErrors.WithLabelValues(e.Namespace, e.Name, "unreachable").Inc()
+		m.RejoinReads.WithLabelValues(e.Namespace, e.Name, "served").Inc()
+		m.RejoinWatches.WithLabelValues(e.Namespace, e.Name, RejoinWatchServed).Inc()
 	}
 	m.Forget(gone)
 	for _, tc := range []struct {
@@ -38,6 +42,10 @@ func TestForgetDeletesTheEtcdsSeries(t *testing.T) {
 		{"rollout_deletions_total", m.Deletions},
 		{"rollout_waits_total", m.Waits},
 		{"leader_deletions_total", m.LeaderDeletions},
+		{"role_source_total", m.RoleSource},
+		{"member_client_errors_total", m.MemberClientErrors},
+		{"rollout_rejoin_reads_total", m.RejoinReads},
+		{"rollout_rejoin_watches_total", m.RejoinWatches},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := testutil.CollectAndCount(tc.c); n != 1 {

@@ -149,8 +149,9 @@ func NewReconciler(cfg Config) *Reconciler {
 		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
 	r := &Reconciler{cfg: cfg, now: cfg.Clock, failures: handoverFailures{byCluster: map[string]map[types.UID]failedRecord{}}}
-	r.rejoin = newRejoinWatch(cfg.RejoinInterval, func(outcome string) {
-		cfg.Metrics.RejoinWatches.WithLabelValues(outcome).Inc()
+	r.rejoin = newRejoinWatch(cfg.RejoinInterval, func(sts types.NamespacedName, outcome string) {
+		// The StatefulSet has its Etcd's namespace and name (resources.StatefulSetName).
+		cfg.Metrics.RejoinWatches.WithLabelValues(sts.Namespace, sts.Name, outcome).Inc()
 	})
 	return r
 }
@@ -209,7 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	log.V(1).Info("Rollout decision", "action", d.Action, "rule", d.Rule, "pods", d.Pods, "handoverTo", d.HandoverTo,
 		"reason", d.Reason, "roleSource", resolution.Source)
-	r.recordRejoinReads(ctx, outcome)
+	r.recordRejoinReads(ctx, etcd, outcome)
 	r.observeLags(etcd, outcome)
 	if outcome.RejoinPending() && startedWithin(outcome.Pods, outcome.AwaitingRejoin, r.now(), rejoinPollWindow) {
 		// Whatever this reconcile does, the rollout's next step waits on these members: the
@@ -435,7 +436,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	r := in.r
 	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
-		r.cfg.Metrics.MemberClientErrors.WithLabelValues("tls").Inc()
+		r.cfg.Metrics.MemberClientErrors.WithLabelValues(etcd.Namespace, etcd.Name, "tls").Inc()
 		r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, "MemberClientTLSInvalid",
 			fmt.Sprintf("cannot build the member client TLS configuration, falling back to member leases: %v", err))
 		return nil, err
@@ -445,7 +446,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	}
 	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 	if err != nil {
-		r.cfg.Metrics.MemberClientErrors.WithLabelValues("unreachable").Inc()
+		r.cfg.Metrics.MemberClientErrors.WithLabelValues(etcd.Namespace, etcd.Name, "unreachable").Inc()
 		// Perhaps the key pair or CA was rotated: read them again next time.
 		r.cfg.Access.ForgetSecrets(etcd)
 		return nil, err
@@ -468,7 +469,7 @@ func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 // recordRejoinReads counts the reads that asked replaced members whether they are back, by
 // outcome: served (the member counted as participating before its readiness probe said so) or
 // not yet.
-func (r *Reconciler) recordRejoinReads(ctx context.Context, o decision.Outcome) {
+func (r *Reconciler) recordRejoinReads(ctx context.Context, etcd *druidv1alpha1.Etcd, o decision.Outcome) {
 	if len(o.Unheard) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("Members a failed handover went to did not serve a linearizable read; deletions wait for them",
 			"unheard", o.Unheard, "error", fmt.Sprint(o.RejoinErr))
@@ -476,8 +477,8 @@ func (r *Reconciler) recordRejoinReads(ctx context.Context, o decision.Outcome) 
 	if len(o.AwaitingRejoin) == 0 {
 		return
 	}
-	r.cfg.Metrics.RejoinReads.WithLabelValues("served").Add(float64(len(o.Rejoined)))
-	r.cfg.Metrics.RejoinReads.WithLabelValues("not-yet").Add(float64(len(o.AwaitingRejoin) - len(o.Rejoined)))
+	r.cfg.Metrics.RejoinReads.WithLabelValues(etcd.Namespace, etcd.Name, "served").Add(float64(len(o.Rejoined)))
+	r.cfg.Metrics.RejoinReads.WithLabelValues(etcd.Namespace, etcd.Name, "not-yet").Add(float64(len(o.AwaitingRejoin) - len(o.Rejoined)))
 	if len(o.Rejoined) > 0 {
 		logr.FromContextOrDiscard(ctx).V(1).Info("Replaced members served a linearizable read before their readiness probe passed",
 			"members", o.Rejoined)
@@ -493,7 +494,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 		logr.FromContextOrDiscard(ctx).Info("Could not ask the members who leads; using member leases", "error", o.MemberQueryErr.Error())
 	}
 	res := o.Resolution
-	r.cfg.Metrics.RoleSource.WithLabelValues(string(res.Source)).Inc()
+	r.cfg.Metrics.RoleSource.WithLabelValues(etcd.Namespace, etcd.Name, string(res.Source)).Inc()
 	if res.Mismatch && r.handedOver.within(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
 		// Our own handover moved leadership since the agents last renewed their Leases: the
 		// disagreement is that delay, not a fault worth a Warning.

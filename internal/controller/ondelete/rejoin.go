@@ -44,7 +44,8 @@ type rejoinWatch struct {
 	// when it is full the StatefulSet is queued already, or its requeue asks soon.
 	events chan event.GenericEvent
 	pace   time.Duration
-	ended  func(outcome string)
+	// ended is told each watch's StatefulSet and how the watch ended (Metrics.RejoinWatches).
+	ended func(sts types.NamespacedName, outcome string)
 
 	mu      sync.Mutex
 	running map[types.NamespacedName]*rejoinWatcher
@@ -63,7 +64,7 @@ type rejoinWatcher struct {
 // rejoinRead asks the members watched for a linearizable read and tells whether any served.
 type rejoinRead func(ctx context.Context) bool
 
-func newRejoinWatch(pace time.Duration, ended func(outcome string)) *rejoinWatch {
+func newRejoinWatch(pace time.Duration, ended func(sts types.NamespacedName, outcome string)) *rejoinWatch {
 	return &rejoinWatch{
 		events:  make(chan event.GenericEvent, 64),
 		pace:    pace,
@@ -116,7 +117,7 @@ func (w *rejoinWatch) watch(ctx context.Context, sts *appsv1.StatefulSet, target
 			default:
 			}
 		}
-		w.ended(outcome)
+		w.ended(key, outcome)
 	}()
 }
 

@@ -19,7 +19,7 @@ type endings struct{ ch chan string }
 
 func newEndings() *endings { return &endings{ch: make(chan string, 16)} }
 
-func (e *endings) record(outcome string) { e.ch <- outcome }
+func (e *endings) record(_ types.NamespacedName, outcome string) { e.ch <- outcome }
 
 func (e *endings) next(t *testing.T) string {
 	t.Helper()

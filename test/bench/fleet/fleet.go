@@ -307,24 +307,11 @@ type bench struct {
 // their shared TLS Secrets.
 func (b *bench) prepare(ctx context.Context) error {
 	c := b.cluster.Client()
-	if _, err := framework.CreateNamespace(ctx, c, benchNamespace, nil); err != nil {
-		return err
-	}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleetbench-metrics-reader"},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleetbench-metrics-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: benchNamespace}}}
-	for _, obj := range []client.Object{role, binding} {
-		if err := c.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %T: %w", obj, err)
-		}
-	}
-	sa, err := localcluster.ServiceAccountConfig(ctx, b.cluster.RESTConfig(), benchNamespace, "scraper")
+	token, err := createScraper(ctx, b.cluster)
 	if err != nil {
 		return err
 	}
-	b.scraperToken = sa.BearerToken
+	b.scraperToken = token
 	pki, err := testpki.NewEtcdPKI(secretsName, benchNamespace)
 	if err != nil {
 		return fmt.Errorf("generating PKI: %w", err)
@@ -345,6 +332,30 @@ func (b *bench) prepare(ctx context.Context) error {
 		b.etcds = append(b.etcds, client.ObjectKey{Namespace: b.namespaces[i/b.o.PerNamespace], Name: fmt.Sprintf("etcd-%04d", i)})
 	}
 	return nil
+}
+
+// createScraper makes the identity that reads the managers' /metrics: a ServiceAccount in the
+// bench namespace bound to GET /metrics. It returns its token.
+func createScraper(ctx context.Context, cluster *localcluster.Cluster) (string, error) {
+	c := cluster.Client()
+	if _, err := framework.CreateNamespace(ctx, c, benchNamespace, nil); err != nil {
+		return "", err
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "fleetbench-metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleetbench-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: benchNamespace}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			return "", fmt.Errorf("creating %T: %w", obj, err)
+		}
+	}
+	sa, err := localcluster.ServiceAccountConfig(ctx, cluster.RESTConfig(), benchNamespace, "scraper")
+	if err != nil {
+		return "", err
+	}
+	return sa.BearerToken, nil
 }
 
 // start runs the manager and waits until its metrics answer.
