@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +29,28 @@ func (s ClusterStatus) Leader() (MemberStatus, bool) {
 		}
 	}
 	return MemberStatus{}, false
+}
+
+// TLSRefused tells whether a member that did not answer failed the TLS handshake: it served a
+// certificate the CA does not verify, or refused the client's. That is what a renewed
+// certificate or a rotated CA looks like to a caller holding the material from before, even while
+// other members still answer on connections opened earlier.
+func (s ClusterStatus) TLSRefused() bool {
+	for _, m := range s.Members {
+		if !m.Reachable && m.Err != nil && isTLSRefusal(m.Err.Error()) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTLSRefusal(msg string) bool {
+	for _, sign := range []string{"authentication handshake failed", "x509:", "remote error: tls:"} {
+		if strings.Contains(msg, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // Pool caches member connections per cluster. It is safe for concurrent use.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
@@ -46,6 +47,15 @@ func (a *Access) FreshClientTLS(ctx context.Context, etcd *druidv1alpha1.Etcd) (
 func (a *Access) ForgetSecrets(etcd *druidv1alpha1.Etcd) {
 	if a.secrets != nil {
 		a.secrets.Forget(etcd)
+	}
+}
+
+// ForgetSecretsOnRefusal is ForgetSecrets when a member of cs refused the TLS handshake while
+// others answer, on connections opened before: a renewed certificate or a new CA, which a
+// caller holding the cached material would otherwise go on failing on until the cache expires.
+func (a *Access) ForgetSecretsOnRefusal(etcd *druidv1alpha1.Etcd, cs etcdclient.ClusterStatus) {
+	if cs.TLSRefused() {
+		a.ForgetSecrets(etcd)
 	}
 }
 

@@ -44,7 +44,10 @@ type Options struct {
 	Gates               features.Gates
 	MemberAgentImage    string
 	MemberAgentInterval string
-	Logger              logr.Logger
+	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again for a changed
+	// bundle (0: the Etcd reconciler's default; tests and demos shorten it).
+	TrustRecheck time.Duration
+	Logger       logr.Logger
 	// Registry receives the controllers' metrics (the manager's metrics.Registry in production).
 	Registry prometheus.Registerer
 	// AllowSeveralInProcess lets tests run more than one operator in a process; controller-runtime
@@ -136,6 +139,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Gates:               o.Gates,
 		MemberAgentImage:    o.MemberAgentImage,
 		MemberAgentInterval: o.MemberAgentInterval,
+		TrustRecheck:        o.TrustRecheck,
 		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},

@@ -37,6 +37,9 @@ type Settings struct {
 	// planner (internal/versionchange) keeps the running image here while a downgrade is
 	// prepared or a version change is refused.
 	EtcdImage string
+	// TrustTemplate and TrustRecord are the trust checksums (AnnotationTrustChecksum) for the
+	// pod template and the StatefulSet (TrustRestart); empty: none written.
+	TrustTemplate, TrustRecord string
 }
 
 // etcdImage is the etcd image s renders for e.
@@ -77,6 +80,12 @@ func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error)
 		capacity = *e.Spec.StorageCapacity
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: objectMeta(e, StatefulSetName(e))}
+	if s.TrustRecord != "" {
+		if sts.Annotations == nil {
+			sts.Annotations = map[string]string{}
+		}
+		sts.Annotations[AnnotationTrustChecksum] = s.TrustRecord
+	}
 	sts.Spec = appsv1.StatefulSetSpec{
 		Replicas:            ptr.To(e.Spec.Replicas),
 		Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
@@ -150,6 +159,9 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 	annotations[AnnotationSafeToEvict] = "false"
 	st := s.transportStages(e)
 	annotations[AnnotationConfigChecksum] = ConfigChecksum(templateEnvironment(e, st))
+	if s.TrustTemplate != "" {
+		annotations[AnnotationTrustChecksum] = s.TrustTemplate
+	}
 
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: Labels(e), Annotations: annotations},

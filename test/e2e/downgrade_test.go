@@ -23,21 +23,23 @@ import (
 // acknowledged write kept. Before that, a downgrade by two minors (3.7 → 3.5) is refused: a
 // condition, lastErrors and an Event, the StatefulSet's image unchanged and no pod deleted.
 func TestRolloutDowngrade(t *testing.T) {
-	runDowngrade(t, 3, refusedTwoMinors)
+	runDowngrade(t, 3, refusedTwoMinors, "LeadershipHandedOver")
 }
 
 // TestRolloutDowngradeFiveMembers is TestRolloutDowngrade on five members.
 func TestRolloutDowngradeFiveMembers(t *testing.T) {
+	// The handover shows in the figures (exactly one leader change); its Event is not asked for:
+	// a five-member rollout records more Events on the Etcd than client-go's per-object burst.
 	runDowngrade(t, 5, nil)
 }
 
-func runDowngrade(t *testing.T, replicas int32, before func(ctx context.Context, e *env)) {
+func runDowngrade(t *testing.T, replicas int32, before func(ctx context.Context, e *env), events ...string) {
 	run(t, scenario{
 		name: fmt.Sprintf("downgrade-%d", replicas), replicas: replicas,
 		fromImage: framework.EtcdImage(toVersion), bumpImage: framework.EtcdImage(fromVersion),
 		promise:    scenariopkg.Handover,
 		beforeBump: before,
-		wantEvents: []string{"DowngradeEnable", "DowngradeEnabled", "DowngradeReplaceMembers", "LeadershipHandedOver"},
+		wantEvents: append([]string{"DowngradeEnable", "DowngradeReplaceMembers"}, events...),
 		verify:     downgraded,
 	})
 }

@@ -4,6 +4,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,8 @@ type Reconciler struct {
 	// versions asks the members for their versions and makes etcd's downgrade calls; nil: a
 	// downgrade waits for members never asked.
 	versions VersionCalls
+	// trustRecheck: how soon a settled Etcd with TLS is reconciled again to read its CA Secrets.
+	trustRecheck time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -100,6 +103,9 @@ type Config struct {
 	// Versions asks the members for their versions and makes etcd's downgrade calls
 	// (internal/versionchange); nil: a downgrade waits, since no member is asked.
 	Versions VersionCalls
+	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again (planTrust);
+	// 0: defaultTrustRecheck.
+	TrustRecheck time.Duration
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -118,6 +124,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		requireTLS:    cfg.RequireTLS,
 		waitForBackup: cfg.WaitForBackupReady,
 		versions:      cfg.Versions,
+		trustRecheck:  cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -300,6 +307,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if versionWaits(version) {
 		result.RequeueAfter = versionChangeRecheck
 	}
+	if result.RequeueAfter == 0 && resources.TransportOf(etcd) != transport.Final(false, false) {
+		// CA Secrets are not watched: read again for a changed bundle (planTrust).
+		result.RequeueAfter = r.trustRecheck
+	}
 	if leasesLingering && result.RequeueAfter == 0 {
 		result.RequeueAfter = lingeringLeaseRecheck
 	}
@@ -377,11 +388,11 @@ func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Et
 
 // secretsValidated tells whether the TLS Secrets this generation of the Etcd names were already
 // read and found valid: the Etcd reconciler recorded the generation as observed with no error,
-// which it does only after validate passed. The objects it writes depend on the Secrets' names
-// (spec, so the generation) and never on their content, so reading them again could change no
-// write: it is skipped, and a settled Etcd costs no Secret read. (The one exception is the Local
-// backup provider's hostPath key, read at every StatefulSet sync of an Etcd with that provider
-// alone: localBackupRoot.)
+// which it does only after validate passed. What validation checks depends on the Secrets' names
+// (spec, so the generation), so reading them again to validate is skipped. Two reads remain: the
+// CA bundles, whose content restarts the members when it changes (planTrust, every trustRecheck),
+// and the Local backup provider's hostPath key, read at every StatefulSet sync of an Etcd with
+// that provider alone (localBackupRoot).
 //
 // Why not a cache: the operator may only get Secrets (least privilege, no list or watch), so
 // it cannot learn cheaply that one changed; an uncached read per reconcile costs five GETs per
@@ -654,6 +665,9 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	settings.UpdateStrategy = strategy.Type
 	settings.Transport = &stages
 	settings.EtcdImage = etcdImage
+	if settings.TrustTemplate, settings.TrustRecord, err = r.planTrust(ctx, etcd); err != nil {
+		return false, err
+	}
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
 		return false, err
 	}

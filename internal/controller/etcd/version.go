@@ -98,10 +98,9 @@ func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "DowngradeCallFailed", "etcd downgrade %s %s failed: %v", d.Action, target, err)
 		return
 	}
+	// The rule's Event (recordVersion) says what was decided; a success needs no second one
+	// (Events per object are rate-limited, and a rollout follows with its own).
 	log.Info("etcd downgrade call made", "action", d.Action, "target", target, "rule", d.Rule, "reason", d.Reason)
-	// The rule's own Event (recordVersion) says what was decided; this one that etcd took it.
-	done := map[versionchange.Action]string{versionchange.ActionEnable: "DowngradeEnabled", versionchange.ActionCancel: "DowngradeCancelled"}
-	r.recorder.Eventf(etcd, corev1.EventTypeNormal, done[d.Action], "etcd accepted downgrade %s %s", d.Action, target)
 }
 
 // recordVersion sets the VersionChange condition from d once a version change has been in view:

@@ -406,6 +406,7 @@ func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		r.cfg.Access.ForgetSecrets(etcd)
 		return creds, nil, nil
 	}
+	r.cfg.Access.ForgetSecretsOnRefusal(etcd, got)
 	return creds, &got, nil
 }
 

@@ -451,6 +451,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 		r.cfg.Access.ForgetSecrets(etcd)
 		return nil, err
 	}
+	r.cfg.Access.ForgetSecretsOnRefusal(etcd, cs)
 	return decision.ReportsFromClusterStatus(etcd, cs), nil
 }
 

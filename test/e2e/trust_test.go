@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
+	"github.com/etcd-conductor/etcd-conductor/test/workload"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
+	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
+)
+
+// TestCARotatedThroughBundle rotates the CA of a running three-member cluster the way
+// cert-manager with a CA bundle does, with the writer, the quorum monitor and the
+// linearizability check on throughout:
+//
+//  1. the CA Secret's ca.crt becomes old+new: etcd reads its CA files only at start, so the
+//     operator restarts every member, one at a time, the leader last (a changed bundle is a
+//     template change, resources.AnnotationTrustChecksum);
+//  2. the serving, peer and client certificates are renewed from the new CA: etcd loads its own
+//     certificate at each handshake, so no member restarts, and every member serves the new one;
+//  3. ca.crt becomes the new CA alone: the members restart again and refuse the old CA's clients.
+//
+// Each phase: 0 ms quorum loss, no acknowledged write lost; the operator keeps querying the
+// members (the handovers need their answers) and the Etcd stays Ready.
+func TestCARotatedThroughBundle(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
+	e := &env{t: t, stack: s}
+	cluster := createCluster(ctx, e, "e2e-ca-rotation-", 3)
+	image := framework.EtcdImage(fromVersion)
+	names := testpki.DefaultSecretNames(cluster.Name)
+	oldPKI := cluster.PKI
+	newPKI, err := testpki.NewEtcdPKI(cluster.Name, cluster.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := append(append([]byte{}, oldPKI.CA.CertPEM...), newPKI.CA.CertPEM...)
+	trustingBoth := func(client testpki.KeyPair) conductortls.ClientMaterial {
+		return conductortls.ClientMaterial{CA: bundle, Cert: client.CertPEM, Key: client.KeyPEM}
+	}
+
+	// 1. Trust both CAs. The writer's client certificate is the old CA's, which every member
+	// trusts before and after its restart.
+	rec := startRecorderWith(ctx, t, cluster, trustingBoth(oldPKI.Client), 3)
+	setCABundle(ctx, t, s, cluster, names.CA, bundle)
+	bothTrusted := waitRestarted(ctx, e, cluster, image, "")
+	phase(ctx, t, "ca-bundle", rec)
+
+	// 2. Renew the leaves from the new CA: no restart, every member serves the new certificate.
+	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
+	before := podStarts(ctx, t, cluster)
+	for _, secret := range newPKI.Secrets(cluster.Namespace, names)[1:] {
+		updateSecretData(ctx, t, s, cluster.Namespace, secret.Name, secret.Data)
+	}
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
+	newOnly := newPKI.ClientMaterial()
+	e.waitFor(ctx, "every member serving a certificate of the new CA", func(ctx context.Context) (bool, error) {
+		pool.Forget("e2e-new-ca")
+		cs, err := pool.Query(ctx, "e2e-new-ca", newOnly, endpointTargets(e))
+		if err != nil {
+			return false, err
+		}
+		for _, m := range cs.Members {
+			if !m.Reachable {
+				return false, m.Err
+			}
+		}
+		return len(cs.Members) == 3, nil
+	})
+	if after := podStarts(ctx, t, cluster); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("renewing the leaf certificates restarted members: %v → %v", before, after)
+	}
+	phase(ctx, t, "leaf-renewal", rec)
+
+	// 3. Trust the new CA alone.
+	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
+	setCABundle(ctx, t, s, cluster, names.CA, newPKI.CA.CertPEM)
+	waitRestarted(ctx, e, cluster, image, bothTrusted)
+	phase(ctx, t, "ca-new-only", rec)
+
+	// The old CA's clients are refused now, and the operator still reaches the members.
+	pool.Forget("e2e-old-ca")
+	cs, err := pool.Query(ctx, "e2e-old-ca", trustingBoth(oldPKI.Client), endpointTargets(e))
+	if err == nil {
+		for _, m := range cs.Members {
+			if m.Reachable {
+				t.Errorf("member %s still accepts a client certificate of the old CA", m.Name)
+			}
+		}
+	}
+	e.waitFor(ctx, "the Etcd Ready with the operator's view of every member", func(ctx context.Context) (bool, error) {
+		etcd, err := cluster.Get(ctx)
+		if err != nil {
+			return false, err
+		}
+		return etcd.Status.Ready != nil && *etcd.Status.Ready && len(etcd.Status.Members) == 3, nil
+	})
+	checkRolesFromMembers(ctx, t, e)
+}
+
+// setCABundle writes ca.crt of the CA Secret, as cert-manager's CA issuer or trust-manager does.
+func setCABundle(ctx context.Context, t *testing.T, s *stack.Stack, cluster *stack.EtcdCluster, name string, bundle []byte) {
+	t.Helper()
+	updateSecretData(ctx, t, s, cluster.Namespace, name, map[string][]byte{conductortls.DefaultCADataKey: bundle})
+}
+
+// updateSecretData overwrites the given keys of a Secret.
+func updateSecretData(ctx context.Context, t *testing.T, s *stack.Stack, namespace, name string, data map[string][]byte) {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range data {
+		secret.Data[k] = v
+	}
+	if err := s.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRestarted waits until the pod template's trust checksum has moved on from previous and every
+// member runs that template again; it returns the new checksum.
+func waitRestarted(ctx context.Context, e *env, cluster *stack.EtcdCluster, image, previous string) string {
+	e.t.Helper()
+	var checksum string
+	e.waitFor(ctx, "the members restarted for the changed CA bundle", func(ctx context.Context) (bool, error) {
+		sts, err := cluster.StatefulSet(ctx)
+		if err != nil {
+			return false, err
+		}
+		checksum = sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum]
+		return checksum != "" && checksum != previous, nil
+	})
+	rolloutCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := cluster.WaitConverged(rolloutCtx, image); err != nil {
+		e.t.Fatalf("the restart for the CA bundle did not complete: %v", err)
+	}
+	return checksum
+}
+
+// podStarts is each member pod's UID and etcd container restarts: what a restart changes.
+func podStarts(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster) map[string]string {
+	t.Helper()
+	pods, err := cluster.Pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods {
+		restarts := int32(0)
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == etcdContainer {
+				restarts = c.RestartCount
+			}
+		}
+		out[p.Name] = fmt.Sprintf("%s/%d", p.UID, restarts)
+	}
+	return out
+}
+
+// phase stops the recorder of one phase, prints its figures and checks them: no quorum loss, no
+// acknowledged write lost, a linearizable history.
+func phase(ctx context.Context, t *testing.T, name string, rec *workload.Recorder) {
+	t.Helper()
+	report, recErr := rec.Stop(ctx)
+	t.Logf("figures %s: %s", name, report.Summary())
+	fmt.Printf("e2e %-28s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		name, report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+	checkWrites(t, report, recErr)
+	if report.QuorumLossMs != 0 {
+		t.Errorf("%s: quorum lost for %d ms", name, report.QuorumLossMs)
+	}
+	if report.LinearizabilityError != "" {
+		t.Errorf("%s: history not linearizable: %s", name, report.LinearizabilityError)
+	}
+}
