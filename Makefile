@@ -112,7 +112,7 @@ E2E_PACKAGES := ./test/e2e/...
 # quorum loss and write gaps, run one at a time before them.
 E2E_PARALLEL ?= 4
 
-test: tools build vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
+test: tools build image vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
 	@$(STAGE) unit go test -timeout $(TEST_TIMEOUT) $(UNIT_PACKAGES)
 	@$(STAGE) integration go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(INTEGRATION_PACKAGES)
 	@$(STAGE) plot go test -C $(PLOT_MODULE) ./...
@@ -135,7 +135,7 @@ cluster-up: tools build ## Start etcd + kube-apiserver + kube-controller-manager
 cluster-down: ## Stop the processes recorded in the dir and remove it.
 	go run ./test/localcluster/cmd/localcluster down --dir $(CLUSTER_DIR)
 
-demo: tools build
+demo: tools build image
 	@$(STAGE) demo go run ./test/demo
 
 BENCH_OUT ?= $(REPO)/test/bench/results
