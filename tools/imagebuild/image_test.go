@@ -229,3 +229,28 @@ func TestBuildRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerfileStatesTheSameContract: users who build with Docker get the image make image
+// builds, as far as the pods can tell: the binary's path as the ENTRYPOINT, the user, the labels.
+func TestDockerfileStatesTheSameContract(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile := string(raw)
+	want := []string{
+		"COPY --from=builder " + BinaryPath + " " + BinaryPath + "\n",
+		"USER " + User + "\n",
+		`ENTRYPOINT ["` + BinaryPath + `"]`,
+	}
+	for k := range (Spec{}).labels() {
+		want = append(want, k+"=")
+	}
+	for _, w := range want {
+		t.Run(strings.TrimSpace(w), func(t *testing.T) {
+			if !strings.Contains(dockerfile, w) {
+				t.Errorf("the Dockerfile lacks %q", w)
+			}
+		})
+	}
+}
