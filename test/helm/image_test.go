@@ -87,3 +87,27 @@ func TestDockerfileBaseImagesPinnedByDigest(t *testing.T) {
 		t.Fatal("no FROM line in the Dockerfile")
 	}
 }
+
+// TestManagerRunsTheImagesEntrypoint: the manager container sets args only, so the image's
+// ENTRYPOINT runs (Kubernetes: no command, the ENTRYPOINT; args replace CMD) wherever the image
+// keeps the binary; its first arg picks the role. The member pods follow the same rule
+// (internal/resources TestOurContainersNameNoCommand).
+func TestManagerRunsTheImagesEntrypoint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+	}{
+		{"defaults", nil},
+		{"extra args", []string{"--set", "extraArgs={--zap-devel}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := renderDecoded(t, nil, tc.values...).managerContainer(t)
+			if len(c.Command) != 0 {
+				t.Errorf("manager sets command %q: the image's entrypoint must run", c.Command)
+			}
+			if len(c.Args) == 0 || c.Args[0] != "manager" {
+				t.Errorf("manager args %q, want the role manager first", c.Args)
+			}
+		})
+	}
+}
