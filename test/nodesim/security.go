@@ -17,8 +17,8 @@ import (
 // pod really runs unprivileged: the process's user, group and supplementary groups (runAsUser,
 // runAsGroup, supplementalGroups, fsGroup), runAsNonRoot refused for a root user, no_new_privs
 // (allowPrivilegeEscalation: false), the capability bounding set (capabilities.drop), a read-only
-// root filesystem, and fsGroup ownership of volumes. Images are host binaries and run as root
-// unless runAsUser says otherwise, like an image without a USER.
+// root filesystem, and fsGroup ownership of volumes. Host-binary images run as root unless
+// runAsUser says otherwise, like an image without a USER; an OCI image as its USER.
 
 // containerSecurity is what the runtime applies to one container's process.
 type containerSecurity struct {
