@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,20 @@ func TestManagerRunsTheImagesEntrypoint(t *testing.T) {
 				t.Errorf("manager args %q, want the role manager first", c.Args)
 			}
 		})
+	}
+}
+
+// TestBinaryCarriesFallbackRoots: make image builds FROM scratch, with no CA bundle, and a
+// backup store behind public TLS must still be verified; the binary registers Mozilla's roots
+// (x509roots/fallback), which Go uses only where the system has none.
+func TestBinaryCarriesFallbackRoots(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/etcd-conductor")
+	cmd.Dir = mustRepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "golang.org/x/crypto/x509roots/fallback") {
+		t.Error("cmd/etcd-conductor does not import golang.org/x/crypto/x509roots/fallback: the image has no CA roots")
 	}
 }
