@@ -19,11 +19,26 @@ COPY go.mod go.sum ./
 RUN go mod download
 
 COPY . .
+# The commit, for `etcd-conductor version` and the revision label (.git is not in the context):
+# docker build --build-arg REVISION=$(git rev-parse HEAD) --build-arg VERSION=<internal/version.Version>
+ARG REVISION=""
+ARG VERSION=""
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w" -o /etcd-conductor ./cmd/etcd-conductor
+    go build -trimpath -ldflags "-s -w -X github.com/etcd-conductor/etcd-conductor/internal/version.commit=$REVISION" \
+    -o /etcd-conductor ./cmd/etcd-conductor
 
-# Static binary: no libc, no shell, nothing to patch but the binary itself.
+# Static binary: no libc, no shell, nothing to patch but the binary itself. The same contract as
+# `make image` (tools/imagebuild, which builds FROM scratch without Docker; a test holds the two
+# together): the binary at /etcd-conductor as the ENTRYPOINT (member pods and the chart set args
+# only), user 65532:65532, the same labels.
 FROM gcr.io/distroless/static:nonroot@sha256:e2e927ec666bae08560abb3c55d0659eceabb657f56b6782ab500a9fc7f555e3
+ARG REVISION=""
+ARG VERSION=""
+LABEL org.opencontainers.image.title="etcd-conductor" \
+      org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$REVISION" \
+      org.opencontainers.image.source="https://github.com/etcd-conductor/etcd-conductor" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=builder /etcd-conductor /etcd-conductor
 USER 65532:65532
 ENTRYPOINT ["/etcd-conductor"]

@@ -13,6 +13,12 @@ import (
 	"sort"
 	"strings"
 
+	// The image is built FROM scratch (make image): it has no /etc/ssl/certs, and a backup store
+	// reached over public TLS (AWS S3, GCS's S3 API) must still be verified. This bundle of
+	// Mozilla's roots is used only when the system has no roots of its own, so a distroless or
+	// custom image, or SSL_CERT_FILE/SSL_CERT_DIR, still decides.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/etcd-conductor/etcd-conductor/internal/version"
 )
 

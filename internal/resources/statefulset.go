@@ -348,7 +348,7 @@ func flagsOf(env map[string]string) []string {
 // reports its decision on the member Lease.
 func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	args := append([]string{
-		"init",
+		"member-agent", "init",
 		"--config-file=" + EtcdConfigFile,
 		fmt.Sprintf("--client-port=%d", ClientPort(e)),
 	}, clientTLSArgs(st)...)
@@ -362,10 +362,12 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages)
 	}
 	args = append(args, "--")
 	return corev1.Container{
-		Name:    MemberInitContainerName,
-		Image:   s.MemberAgentImage,
-		Command: []string{"/etcd-conductor", "member-agent"},
-		Args:    append(args, etcdFlags(e, st)...),
+		Name:  MemberInitContainerName,
+		Image: s.MemberAgentImage,
+		// Args only, no command: the image's entrypoint runs (Kubernetes: no command, the
+		// ENTRYPOINT; args replace CMD), so the pod does not depend on where the image keeps the
+		// binary (tools/imagebuild and the Dockerfile make it the ENTRYPOINT).
+		Args: append(args, etcdFlags(e, st)...),
 		// The pod's UID names its incarnation: a restore order is for one incarnation, and the
 		// evidence the step reports (no data here) holds only for the pod that found it.
 		Env: append(podEnv(), corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
@@ -476,6 +478,7 @@ func etcdStartupProbe() *corev1.Probe {
 func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	interval := MemberAgentInterval(e, s).String()
 	args := []string{
+		"member-agent",
 		"--lease=" + MemberNameOf(e, "$(POD_NAME)"),
 		"--namespace=$(POD_NAMESPACE)",
 		fmt.Sprintf("--endpoint=%s://$(POD_IP):%d", advertiseScheme(st.Client), ClientPort(e)),
@@ -485,8 +488,7 @@ func memberAgentContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages
 	return corev1.Container{
 		Name:            MemberAgentContainerName,
 		Image:           s.MemberAgentImage,
-		Command:         []string{"/etcd-conductor", "member-agent"},
-		Args:            args,
+		Args:            args, // the image's entrypoint runs, as for member-init
 		Env:             append(podEnv(), goMemLimit(memberAgentGoMemLimit)),
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: append(clientTLSMounts(st),

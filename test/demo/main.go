@@ -83,6 +83,9 @@ func checkEnvironment() error {
 	if _, err := helme2e.HelmBinary(); err != nil {
 		return err
 	}
+	if _, err := helme2e.OCIImages(); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("the node simulator needs root (network namespaces for the pods)")
 	}
@@ -99,7 +102,12 @@ func demo(ctx context.Context, out *screen) (_ []result, err error) {
 	}
 	defer os.RemoveAll(workDir)
 	t0 := time.Now()
-	s, err := stack.Start(ctx, stack.Options{WorkDir: filepath.Join(workDir, "stack")})
+	// The chart's image runs from make image's archive, as a node would run it.
+	images, err := helme2e.OCIImages()
+	if err != nil {
+		return nil, err
+	}
+	s, err := stack.Start(ctx, stack.Options{WorkDir: filepath.Join(workDir, "stack"), OCIImages: images})
 	if err != nil {
 		return nil, fmt.Errorf("starting the stack: %w", err)
 	}
@@ -123,7 +131,7 @@ func demo(ctx context.Context, out *screen) (_ []result, err error) {
 		}
 	}()
 	if pod, perr := op.WaitManagerReady(ctx); perr == nil {
-		out.linef("operator running as pod %s/%s on the simulated node", pod.Namespace, pod.Name)
+		out.linef("operator running as pod %s/%s on the simulated node, from image %s (make image's archive)", pod.Namespace, pod.Name, helme2e.ImageRef)
 	}
 
 	var results []result

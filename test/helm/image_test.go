@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,44 @@ func TestDockerfileBaseImagesPinnedByDigest(t *testing.T) {
 	}
 	if froms == 0 {
 		t.Fatal("no FROM line in the Dockerfile")
+	}
+}
+
+// TestManagerRunsTheImagesEntrypoint: the manager container sets args only, so the image's
+// ENTRYPOINT runs (Kubernetes: no command, the ENTRYPOINT; args replace CMD) wherever the image
+// keeps the binary; its first arg picks the role. The member pods follow the same rule
+// (internal/resources TestOurContainersNameNoCommand).
+func TestManagerRunsTheImagesEntrypoint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []string
+	}{
+		{"defaults", nil},
+		{"extra args", []string{"--set", "extraArgs={--zap-devel}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := renderDecoded(t, nil, tc.values...).managerContainer(t)
+			if len(c.Command) != 0 {
+				t.Errorf("manager sets command %q: the image's entrypoint must run", c.Command)
+			}
+			if len(c.Args) == 0 || c.Args[0] != "manager" {
+				t.Errorf("manager args %q, want the role manager first", c.Args)
+			}
+		})
+	}
+}
+
+// TestBinaryCarriesFallbackRoots: make image builds FROM scratch, with no CA bundle, and a
+// backup store behind public TLS must still be verified; the binary registers Mozilla's roots
+// (x509roots/fallback), which Go uses only where the system has none.
+func TestBinaryCarriesFallbackRoots(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/etcd-conductor")
+	cmd.Dir = mustRepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "golang.org/x/crypto/x509roots/fallback") {
+		t.Error("cmd/etcd-conductor does not import golang.org/x/crypto/x509roots/fallback: the image has no CA roots")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -57,6 +58,9 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := CheckRunsFromImage(managerBefore, "manager"); err != nil {
+		t.Error(err)
+	}
 
 	const dead = 0
 	// One member of three dead: the quorum carries it, and the leader is among the members the
@@ -96,6 +100,19 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	}
 	if res.AuditErr != nil {
 		t.Errorf("deletion audit incomplete: %v", res.AuditErr)
+	}
+	// The member pods' own containers ran from the image too: member-init to completion,
+	// member-agent beside etcd.
+	if pods, err := cluster.Pods(ctx); err != nil {
+		t.Errorf("listing member pods: %v", err)
+	} else {
+		for i := range pods {
+			for _, c := range []string{resources.MemberInitContainerName, resources.MemberAgentContainerName} {
+				if err := CheckRunsFromImage(&pods[i], c); err != nil {
+					t.Error(err)
+				}
+			}
+		}
 	}
 	if len(res.Deletions) == 0 || res.Deletions[0].Pod != cluster.PodName(dead) {
 		t.Errorf("first deletion %+v, want the dead member %s", res.Deletions, cluster.PodName(dead))

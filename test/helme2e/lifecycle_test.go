@@ -45,7 +45,14 @@ func sharedStack(t *testing.T) *stack.Stack {
 	t.Helper()
 	stack.RequireEnvironment(t)
 	shared.once.Do(func() {
-		shared.stack, shared.err = stack.Start(context.Background(), stack.Options{})
+		// The chart's image runs from make image's archive (image.go): the manager and the member
+		// pods start from the image's entrypoint in its unpacked layers.
+		images, err := OCIImages()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.stack, shared.err = stack.Start(context.Background(), stack.Options{OCIImages: images})
 	})
 	if shared.err != nil {
 		t.Fatalf("starting the stack: %v", shared.err)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/version"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/helmcli"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -33,8 +34,10 @@ const (
 	Namespace   = "etcd-conductor-system"
 	// GateName is the feature gate the install toggles.
 	GateName = "QuorumAwareUpdatesWithOnDelete"
-	// imageTag is any tag: the stack maps the project's image repository to its fresh build.
-	imageTag = "test"
+	// imageTag is the chart's default (appVersion): make image's archive is named by it, and a
+	// stack started with OCIImages() runs it from there (image.go); a stack without maps the
+	// repository, any tag, to the host binary.
+	imageTag = version.Version
 )
 
 // Operator is the chart installed on a stack.

@@ -141,17 +141,27 @@ func (c *container) run() {
 		}
 		pullFailures = 0
 		cmd, env, sec, err := c.build(spec, bins)
-		if err != nil {
+		var term *corev1.ContainerStateTerminated
+		var notStarted *startError
+		switch {
+		case errors.As(err, &notStarted):
+			// Created but not started (the executable is not in the image): a failed run, restarted
+			// with back-off like a crash.
+			if term = c.failStart(spec, bins, notStarted); term == nil {
+				return
+			}
+		case err != nil:
 			c.setWaiting("CreateContainerConfigError", err.Error())
 			c.w.event(corev1.EventTypeWarning, "Failed", "Error: %v", err)
 			if !c.sleep(time.Second) {
 				return
 			}
 			continue
-		}
-		term, ok := c.execute(cmd, spec, bins, env, sec)
-		if !ok {
-			return
+		default:
+			var ok bool
+			if term, ok = c.execute(cmd, spec, bins, env, sec); !ok {
+				return
+			}
 		}
 		c.w.mu.Lock()
 		stopping := c.stopping
@@ -219,7 +229,17 @@ type mountSpec struct {
 func (c *container) build(spec *corev1.Container, bins imageBinaries) (*exec.Cmd, []string, containerSecurity, error) {
 	w := c.w
 	pod := w.currentPod()
-	sec, err := securityFor(pod, spec)
+	var image imageIdentity
+	if bins.oci != nil {
+		uid, gid, ok, err := bins.oci.user()
+		if err != nil {
+			return nil, nil, containerSecurity{}, err
+		}
+		if ok {
+			image = imageIdentity{uid: uid, gid: gid}
+		}
+	}
+	sec, err := securityFor(pod, spec, image)
 	if err != nil {
 		return nil, nil, sec, err
 	}
@@ -233,6 +253,13 @@ func (c *container) buildCommand(pod *corev1.Pod, spec *corev1.Container, bins i
 	if sec.uid != 0 {
 		ec.home = "/"
 	}
+	workingDir := spec.WorkingDir
+	if bins.oci != nil {
+		ec.imageEnv = bins.oci.config.Env
+		if workingDir == "" {
+			workingDir = bins.oci.config.WorkingDir
+		}
+	}
 	envVars, err := containerEnv(spec, ec)
 	if err != nil {
 		return nil, nil, err
@@ -240,9 +267,18 @@ func (c *container) buildCommand(pod *corev1.Pod, spec *corev1.Container, bins i
 	vars := envMap(envVars)
 	command := expandAll(spec.Command, vars)
 	args := expandAll(spec.Args, vars)
-	bin, rest := bins.commandBinary(command)
-	argv := append(append([]string{}, rest...), args...)
-	if shells[filepath.Base(bin)] {
+	var bin string
+	var argv []string
+	if bins.oci != nil {
+		if bin, argv, err = bins.oci.process(command, args, vars["PATH"]); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		var rest []string
+		bin, rest = bins.commandBinary(command)
+		argv = append(append([]string{}, rest...), args...)
+	}
+	if bins.oci == nil && shells[filepath.Base(bin)] {
 		dir := filepath.Dir(bins.entrypoint) // the staged image: its tools by name
 		for i := range envVars {
 			if envVars[i].Name == "PATH" {
@@ -301,7 +337,7 @@ func (c *container) buildCommand(pod *corev1.Pod, spec *corev1.Container, bins i
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(filepath.Clean(mounts[i].dst), "/") < strings.Count(filepath.Clean(mounts[j].dst), "/")
 	})
-	script, err := c.script(mounts, podHostname(pod), spec.WorkingDir, sec.readOnlyRoot)
+	script, err := c.script(mounts, podHostname(pod), workingDir, sec.readOnlyRoot)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -422,6 +458,30 @@ func (c *container) execute(cmd *exec.Cmd, spec *corev1.Container, bins imageBin
 	}
 	w.log.V(1).Info("container exited", "container", c.name, "exitCode", code)
 	return &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, StartedAt: startedAt, FinishedAt: finishedAt, ContainerID: c.containerID}, true
+}
+
+// failStart records a container the runtime created and could not start, as kubelet reports
+// it: terminated, reason StartError, exit code 128, the runtime's message, and a Failed event.
+// nil means the container was asked to stop meanwhile.
+func (c *container) failStart(spec *corev1.Container, bins imageBinaries, e *startError) *corev1.ContainerStateTerminated {
+	w := c.w
+	w.mu.Lock()
+	if c.stopping {
+		w.mu.Unlock()
+		return nil
+	}
+	if c.everStarted {
+		c.restarts++
+	}
+	c.everStarted = true
+	c.containerID = fmt.Sprintf("nodesim://%s-%s-%d", shortUID(string(w.uid)), c.name, c.restarts)
+	c.imageID = bins.id
+	id := c.containerID
+	w.mu.Unlock()
+	w.event(corev1.EventTypeNormal, "Created", "Created container: %s", c.name)
+	w.event(corev1.EventTypeWarning, "Failed", "Error: %v", e)
+	now := metav1.Now()
+	return &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: e.Error(), StartedAt: now, FinishedAt: now, ContainerID: id}
 }
 
 func shortUID(uid string) string {

@@ -43,6 +43,18 @@
 // binaries into a world-readable directory under the system temp dir, so a
 // non-root container can exec them wherever the host keeps them.
 //
+// Options.OCIImages maps references to OCI archives or layouts (make image's
+// bin/etcd-conductor-image.tar): such an image runs as a container runtime
+// runs it (ociimage.go). Its layers for the host platform are unpacked once
+// into a root filesystem (whiteouts applied; device nodes, entries through
+// symlinks or outside the root refused); command replaces its Entrypoint and
+// args its Cmd; the executable is found inside that root (a path, or a name on
+// PATH), and one that is not there fails the start as runc does: terminated
+// StartError, exit code 128, then CrashLoopBackOff. Its USER applies unless
+// runAsUser is set, its Env lies under the container's, its WorkingDir applies
+// unless the container sets one. The process is started from the root's path
+// but not chrooted: it sees the host's filesystem with the pod's mounts.
+//
 // # Pod-spec features supported
 //
 //   - containers, initContainers (sequential, must exit 0; no sidecars, i.e.
@@ -80,8 +92,8 @@
 //     runAsGroup, supplementalGroups and fsGroup become the process's
 //     credentials (setpriv, after the mounts); runAsNonRoot with no non-root
 //     user is Waiting CreateContainerConfigError "container has runAsNonRoot
-//     and image will run as root" (images run as root unless runAsUser says
-//     otherwise); allowPrivilegeEscalation false sets no_new_privs;
+//     and image will run as root" (host-binary images run as root, OCI images
+//     as their USER, unless runAsUser says otherwise); allowPrivilegeEscalation false sets no_new_privs;
 //     capabilities.drop empties the bounding set (ALL) or drops those named;
 //     readOnlyRootFilesystem remounts / read-only in the container's mount
 //     namespace (volumes stay writable). fsGroup applies kubelet's

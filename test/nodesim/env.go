@@ -27,6 +27,8 @@ type envContext struct {
 	objects       objectSource
 	// home is $HOME: root's for root, "/" for a user no image /etc/passwd names (as runc does).
 	home string
+	// imageEnv is an OCI image's Env ("NAME=value"), under everything the pod sets.
+	imageEnv []string
 }
 
 // containerEnv builds the container's environment as kubelet does: image-ish
@@ -55,6 +57,11 @@ func containerEnv(c *corev1.Container, ec envContext) ([]corev1.EnvVar, error) {
 		home = "/root"
 	}
 	set("HOME", home)
+	for _, kv := range ec.imageEnv {
+		if name, value, ok := strings.Cut(kv, "="); ok && name != "" {
+			set(name, value)
+		}
+	}
 	if ec.apiServerHost != "" {
 		port := strconv.Itoa(ec.apiServerPort)
 		set("KUBERNETES_SERVICE_HOST", ec.apiServerHost)

@@ -19,14 +19,21 @@ type imageBinaries struct {
 	entrypoint string
 	tools      map[string]string
 	id         string
+	// oci is set for an image unpacked from an OCI archive (ociimage.go): then what runs is
+	// decided by its config and found in its root filesystem, and the fields above are unused.
+	oci *ociImage
 }
 
-// imageResolver maps image references to host binaries.
+// imageResolver maps image references to host binaries or OCI archives.
 type imageResolver struct {
 	binDir string
 	// extra maps an image reference, or a repository without tag (any tag),
 	// to a host binary.
 	extra map[string]string
+	// oci maps an image reference, or a repository (any tag), to an OCI archive or layout
+	// directory, unpacked by store.
+	oci   map[string]string
+	store *ociStore
 }
 
 // etcdVersion accepts "v3.6.8", "3.6.8" and the registry.k8s.io style "3.6.8-0".
@@ -36,7 +43,16 @@ var etcdVersion = regexp.MustCompile(`^v?(\d+\.\d+\.\d+)(-\d+)?$`)
 func (r imageResolver) resolve(image string) (imageBinaries, error) {
 	repo, tag := splitImage(image)
 	id := fmt.Sprintf("nodesim://%s@sha256:%x", repo, sha256.Sum256([]byte(image)))
+	// The exact reference first, in either map, then the repository: an OCI archive mapped to
+	// one tag and host binaries to the repository's other tags can sit side by side.
 	for _, key := range []string{image, repo} {
+		if source, ok := r.oci[key]; ok {
+			img, err := r.store.image(source)
+			if err != nil {
+				return imageBinaries{}, fmt.Errorf("failed to pull and unpack image %q: %w", image, err)
+			}
+			return imageBinaries{oci: img, id: repo + "@" + img.id}, nil
+		}
 		if bin, ok := r.extra[key]; ok {
 			return imageBinaries{entrypoint: bin, tools: map[string]string{filepath.Base(bin): bin}, id: id}, nil
 		}
@@ -110,6 +126,12 @@ func (b imageBinaries) commandBinary(command []string) (bin string, rest []strin
 // execBinary resolves the first word of an exec probe or `Exec` call: an image
 // tool by base name, else the host path as written.
 func (b imageBinaries) execBinary(name string) string {
+	if b.oci != nil {
+		if bin, err := b.oci.lookPath(name, b.oci.pathEnv()); err == nil {
+			return bin
+		}
+		return filepath.Join(b.oci.rootfs, name) // absent: the exec fails as in the image
+	}
 	if tool, ok := b.tools[path.Base(name)]; ok {
 		return tool
 	}
@@ -145,6 +167,9 @@ func newBinaryStage() (*binaryStage, error) {
 
 // stage returns b with every path replaced by its staged copy.
 func (st *binaryStage) stage(b imageBinaries) (imageBinaries, error) {
+	if b.oci != nil {
+		return b, nil // unpacked into a world-readable root already
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s, ok := st.staged[b.id]; ok {

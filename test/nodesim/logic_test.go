@@ -415,7 +415,7 @@ func TestSecurityFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sec, err := securityFor(tc.pod, &corev1.Container{Name: "c", SecurityContext: tc.container})
+			sec, err := securityFor(tc.pod, &corev1.Container{Name: "c", SecurityContext: tc.container}, imageIdentity{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

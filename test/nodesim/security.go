@@ -17,8 +17,8 @@ import (
 // pod really runs unprivileged: the process's user, group and supplementary groups (runAsUser,
 // runAsGroup, supplementalGroups, fsGroup), runAsNonRoot refused for a root user, no_new_privs
 // (allowPrivilegeEscalation: false), the capability bounding set (capabilities.drop), a read-only
-// root filesystem, and fsGroup ownership of volumes. Images are host binaries and run as root
-// unless runAsUser says otherwise, like an image without a USER.
+// root filesystem, and fsGroup ownership of volumes. Host-binary images run as root unless
+// runAsUser says otherwise, like an image without a USER; an OCI image as its USER.
 
 // containerSecurity is what the runtime applies to one container's process.
 type containerSecurity struct {
@@ -31,12 +31,13 @@ type containerSecurity struct {
 	readOnlyRoot bool
 }
 
-// imageUser is the user every host-binary image runs as when the pod names none.
-const imageUser = int64(0)
+// imageIdentity is the user and group an image runs as when the securityContext names none:
+// an OCI image's USER, root for every host-binary image (an image without a USER).
+type imageIdentity struct{ uid, gid int64 }
 
 // securityFor merges the pod's and the container's securityContext, container first, and
 // refuses what kubelet refuses before creating the container.
-func securityFor(pod *corev1.Pod, spec *corev1.Container) (containerSecurity, error) {
+func securityFor(pod *corev1.Pod, spec *corev1.Container, image imageIdentity) (containerSecurity, error) {
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
@@ -58,9 +59,12 @@ func securityFor(pod *corev1.Pod, spec *corev1.Container) (containerSecurity, er
 	if nonRoot == nil {
 		nonRoot = psc.RunAsNonRoot
 	}
-	out.uid = imageUser
+	out.uid, out.gid = image.uid, image.gid
 	if uid != nil {
 		out.uid = *uid
+		// The image's group goes with its user. containerd gives a runAsUser without runAsGroup
+		// the group of that uid's passwd entry in the image, else 0; nodesim takes 0.
+		out.gid = 0
 	}
 	if nonRoot != nil && *nonRoot {
 		who := fmt.Sprintf("(pod: %q, container: %s)", fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), spec.Name)
@@ -82,7 +86,7 @@ func securityFor(pod *corev1.Pod, spec *corev1.Container) (containerSecurity, er
 		}
 	}
 	sort.Slice(out.groups, func(i, j int) bool { return out.groups[i] < out.groups[j] })
-	out.changeUser = uid != nil || gid != nil || len(out.groups) > 0
+	out.changeUser = uid != nil || gid != nil || len(out.groups) > 0 || image != (imageIdentity{})
 	out.noNewPrivs = csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation
 	if csc.Capabilities != nil {
 		for _, c := range csc.Capabilities.Drop {

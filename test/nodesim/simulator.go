@@ -47,6 +47,11 @@ type Options struct {
 	// Images maps extra image references ("repo:tag", or "repo" for any tag)
 	// to host binaries; they win over the built-in etcd and etcd-conductor rules.
 	Images map[string]string
+	// OCIImages maps image references ("repo:tag", or "repo" for any tag) to OCI archives or
+	// layout directories (make image's bin/etcd-conductor-image.tar): such an image runs from
+	// its unpacked layers by its config's rules (ociimage.go). An exact reference here or in
+	// Images wins over a repository in either.
+	OCIImages map[string]string
 	// APIServerHost and APIServerPort are handed to containers as
 	// KUBERNETES_SERVICE_HOST/PORT. Empty host: the variables are not set.
 	APIServerHost string
@@ -169,7 +174,7 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		log:          o.Log.WithValues("node", o.NodeName),
 		client:       o.Client,
 		network:      o.Network,
-		images:       imageResolver{binDir: o.BinDir, extra: o.Images},
+		images:       imageResolver{binDir: o.BinDir, extra: o.Images, oci: o.OCIImages},
 		tools:        tools,
 		spawnCh:      make(chan spawnRequest),
 		workers:      map[types.UID]*podWorker{},
@@ -222,6 +227,8 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	// Beside the staged binaries: world-traversable, so a non-root container execs from there.
+	s.images.store = newOCIStore(s.stage.dir)
 	if err := s.serveDNS(); err != nil {
 		_ = s.Stop()
 		return nil, err

@@ -40,6 +40,10 @@ type Options struct {
 	// BackoffBase for the simulator's CrashLoopBackOff (default 1s, kubelet's is 10s, which only
 	// makes scenarios slower without changing what they show).
 	BackoffBase time.Duration
+	// OCIImages maps image references to OCI archives the simulator runs them from
+	// (nodesim.Options.OCIImages), e.g. the chart's image to make image's archive; an exact
+	// reference wins over the project repository's mapping to the host binary.
+	OCIImages map[string]string
 }
 
 // Stack is a running proving ground.
@@ -109,6 +113,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		Client:        s.Kube,
 		Network:       s.Network,
 		Images:        map[string]string{strings.Split(framework.MemberAgentImage, ":")[0]: s.Binary},
+		OCIImages:     o.OCIImages,
 		APIServerHost: host,
 		APIServerPort: port,
 		BackoffBase:   o.BackoffBase,
