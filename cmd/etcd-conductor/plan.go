@@ -27,7 +27,7 @@ const planUsage = `usage: etcd-conductor plan -f STATE [-o json|text] [--member-
        etcd-conductor plan --etcd NAME [-n NAMESPACE] [--kubeconfig FILE] [--role-source ...] [POLICY]
                            [--member-status FILE | --etcd-ca F --etcd-cert F --etcd-key F [--member-address POD=HOST:PORT ...]]
 
-Prints, as one JSON object (-o text: a summary for a person), what the OnDelete controller would do next: plan runs the
+Prints, as a summary for a person (-o json: one JSON object, for scripts), what the OnDelete controller would do next: plan runs the
 controller's own pipeline (pods owned by the StatefulSet, roles resolved only when the choice is
 among participating members, members dialled at the Etcd's client port). Under "controllers" it
 adds the next step of the membership, recovery and defragmentation controllers, and the
@@ -121,7 +121,7 @@ func parsePlanFlags(args []string, clock func() time.Time) (planOptions, error) 
 	flags.SetOutput(io.Discard)
 	flags.StringVar(&o.statePath, "f", "", "state file (kubectl get etcd,sts,pods,leases -o yaml), - for stdin")
 	flags.StringVar(&o.memberStatusPath, "member-status", "", "member status JSON file")
-	flags.StringVar(&o.output, "o", outputJSON, "output format: json (for scripts) or text (for a person)")
+	flags.StringVar(&o.output, "o", outputText, "output format: text (for a person) or json (for scripts)")
 	roleSource := flags.String("role-source", string(roles.SourcePolicyAuto), "Auto or LeaseOnly")
 	now := flags.String("now", "", "evaluate Lease freshness at this RFC 3339 time")
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "live mode: kubeconfig (default: $KUBECONFIG, ~/.kube/config)")

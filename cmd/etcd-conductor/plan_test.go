@@ -84,7 +84,7 @@ func TestPlanFixtures(t *testing.T) {
 				args = append(args, strings.Fields(string(extra))...)
 			}
 			var stdout, stderr bytes.Buffer
-			code := planCommand(args, strings.NewReader(""), &stdout, &stderr, farFuture)
+			code := planCommand(asJSON(args), strings.NewReader(""), &stdout, &stderr, farFuture)
 
 			if wantErr, err := os.ReadFile(base + ".want.err"); err == nil {
 				assertOneLineError(t, code, stdout.String(), stderr.String(), strings.TrimSpace(string(wantErr)))
@@ -194,7 +194,7 @@ func TestPlanReadsStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := planCommand([]string{"-f", "-", "--now", "2026-11-22T09:00:00Z", "--role-source", "LeaseOnly"}, bytes.NewReader(state), &stdout, &stderr, farFuture)
+	code := planCommand(asJSON([]string{"-f", "-", "--now", "2026-11-22T09:00:00Z", "--role-source", "LeaseOnly"}), bytes.NewReader(state), &stdout, &stderr, farFuture)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -218,7 +218,7 @@ func TestPlanWithoutNowUsesTheClock(t *testing.T) {
 		{farFuture, "none"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := planCommand([]string{"-f", fixture, "--role-source", "LeaseOnly"}, strings.NewReader(""), &stdout, &stderr, tc.clock); code != 0 {
+		if code := planCommand(asJSON([]string{"-f", fixture, "--role-source", "LeaseOnly"}), strings.NewReader(""), &stdout, &stderr, tc.clock); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		if got := decodeOneObject(t, stdout.Bytes()); got["roleSource"] != tc.roleSource {
@@ -229,7 +229,7 @@ func TestPlanWithoutNowUsesTheClock(t *testing.T) {
 
 func TestPlanHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := planCommand([]string{"-h"}, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+	if code := planCommand(asJSON([]string{"-h"}), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(stderr.String(), "usage: etcd-conductor plan -f STATE") {
@@ -279,7 +279,7 @@ func TestPlanLive(t *testing.T) {
 			common = append(common, strings.Fields(string(extra))...)
 			liveArgs := append([]string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-main"}, common...)
 			var stdout, stderr bytes.Buffer
-			if code := planCommand(liveArgs, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+			if code := planCommand(asJSON(liveArgs), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			want, err := os.ReadFile(base + ".want.json")
@@ -298,7 +298,7 @@ func TestPlanLive(t *testing.T) {
 			}
 			fileArgs := append([]string{"-f", "-"}, common...)
 			stdout.Reset()
-			if code := planCommand(fileArgs, bytes.NewReader(printed), &stdout, &stderr, farFuture); code != 0 {
+			if code := planCommand(asJSON(fileArgs), bytes.NewReader(printed), &stdout, &stderr, farFuture); code != 0 {
 				t.Fatalf("plan on kubectl output: exit %d: %s", code, stderr.String())
 			}
 			if got := decodeOneObject(t, stdout.Bytes()); !reflect.DeepEqual(got, decodeOneObject(t, want)) {
@@ -343,7 +343,7 @@ func TestPlanLive(t *testing.T) {
 		}
 
 		var stdout, stderr bytes.Buffer
-		if code := planCommand(reachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+		if code := planCommand(asJSON(reachable), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		got := decodeOneObject(t, stdout.Bytes())
@@ -379,7 +379,7 @@ func TestPlanLive(t *testing.T) {
 			unreachable = append(unreachable, "--member-address", m.Name+"=127.0.0.1:1")
 		}
 		stdout.Reset()
-		if code := planCommand(unreachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+		if code := planCommand(asJSON(unreachable), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		got = decodeOneObject(t, stdout.Bytes())
@@ -401,7 +401,7 @@ func TestPlanLive(t *testing.T) {
 		st.Etcd.Spec.Replicas = 1
 		load(ctx, t, env.Client(), st)
 		stdout.Reset()
-		if code := planCommand(reachable, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+		if code := planCommand(asJSON(reachable), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 		steps := decodeOneObject(t, stdout.Bytes())["controllers"].(map[string]any)
@@ -420,7 +420,7 @@ func TestPlanLive(t *testing.T) {
 
 	t.Run("missing StatefulSet", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		code := planCommand([]string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-nope"}, strings.NewReader(""), &stdout, &stderr, farFuture)
+		code := planCommand(asJSON([]string{"--kubeconfig", kubeconfig, "-n", namespace, "--etcd", "etcd-nope"}), strings.NewReader(""), &stdout, &stderr, farFuture)
 		assertOneLineError(t, code, stdout.String(), stderr.String(), `reading StatefulSet shoot--dev--alpha/etcd-nope: statefulsets.apps "etcd-nope" not found`)
 	})
 }
@@ -788,7 +788,7 @@ func TestPlanText(t *testing.T) {
 	base := filepath.Join("testdata", "plan", "backup-not-ready-rollout")
 	args := []string{"-f", base + ".yaml", "--member-status", base + ".members.json", "--now", "2026-11-22T09:00:00Z", "-o", "text"}
 	var stdout, stderr bytes.Buffer
-	if code := planCommand(args, strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
+	if code := planCommand(asJSON(args), strings.NewReader(""), &stdout, &stderr, farFuture); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	for _, want := range []string{
@@ -804,6 +804,16 @@ func TestPlanText(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	code := planCommand([]string{"-f", base + ".yaml", "-o", "yaml"}, strings.NewReader(""), &stdout, &stderr, farFuture)
+	code := planCommand(asJSON([]string{"-f", base + ".yaml", "-o", "yaml"}), strings.NewReader(""), &stdout, &stderr, farFuture)
 	assertOneLineError(t, code, stdout.String(), stderr.String(), `etcd-conductor plan: -o must be json or text, got "yaml"`)
+}
+
+// asJSON asks for JSON output, what these tests parse, unless the call names a format itself.
+func asJSON(args []string) []string {
+	for _, a := range args {
+		if a == "-o" {
+			return args
+		}
+	}
+	return append(append([]string{}, args...), "-o", "json")
 }

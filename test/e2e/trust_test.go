@@ -35,7 +35,9 @@ func TestCARotatedThroughBundle(t *testing.T) {
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
+	opts := operatorDefaults
+	opts.TrustRecheck = 3 * time.Second // the operator's 2 minutes, shortened for the test
+	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
 	e := &env{t: t, stack: s}
 	cluster := createCluster(ctx, e, "e2e-ca-rotation-", 3)
 	image := framework.EtcdImage(fromVersion)

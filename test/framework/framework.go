@@ -80,8 +80,8 @@ type OperatorOptions struct {
 	RequeueInterval time.Duration
 	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
 	MemberAgentInterval string
-	// TrustRecheck is how often CA Secrets are read again for a changed bundle (default 3s in
-	// tests).
+	// TrustRecheck is how often CA Secrets are read again for a changed bundle (0: the
+	// operator's default, 2 minutes).
 	TrustRecheck time.Duration
 	// WatchNamespaces restricts the operator to these namespaces (empty: all).
 	WatchNamespaces []string
@@ -183,13 +183,9 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	if interval == "" {
 		interval = "1s"
 	}
-	trustRecheck := o.TrustRecheck
-	if trustRecheck == 0 {
-		trustRecheck = 3 * time.Second
-	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
-		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: trustRecheck, Logger: logger, Registry: reg,
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: o.TrustRecheck, Logger: logger, Registry: reg,
 		AllowSeveralInProcess: true,
 	})
 	if err != nil {

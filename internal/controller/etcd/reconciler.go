@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -72,6 +73,9 @@ type Reconciler struct {
 	versions VersionCalls
 	// trustRecheck: how soon a settled Etcd with TLS is reconciled again to read its CA Secrets.
 	trustRecheck time.Duration
+	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
+	trustMu      sync.Mutex
+	trustChecked map[string]time.Time
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -125,6 +129,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		waitForBackup: cfg.WaitForBackupReady,
 		versions:      cfg.Versions,
 		trustRecheck:  cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
+		trustChecked:  map[string]time.Time{},
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -176,6 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := logr.FromContextOrDiscard(ctx)
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetTrust(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !etcd.DeletionTimestamp.IsZero() {

@@ -25,18 +25,25 @@ const defaultTrustRecheck = 2 * time.Minute
 // planTrust decides the trust checksums for the StatefulSet and its pod template
 // (resources.TrustRestart): a changed CA bundle restarts the members, in the rollout's
 // quorum-safe order, so that each one trusts it (etcd reads its CA files only at start).
+//
+// The Secrets are read at most once a trustRecheck per Etcd, and not at the first reconcile after
+// the operator started when the StatefulSet holds a record already: a restart over a settled
+// fleet then reads nothing (a CA changed meanwhile is seen one period later).
 func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (template, record string, err error) {
-	current := r.trustChecksum(ctx, etcd)
 	sts := &appsv1.StatefulSet{}
 	err = r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
 	switch {
 	case apierrors.IsNotFound(err):
-		template, record = resources.TrustRestart("", "", current)
+		template, record = resources.TrustRestart("", "", r.trustChecksum(ctx, etcd))
 		return template, record, nil
 	case err != nil:
 		return "", "", err
 	}
 	running, recorded := sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum], sts.Annotations[resources.AnnotationTrustChecksum]
+	if recorded != "" && !r.trustDue(etcd) {
+		return running, recorded, nil
+	}
+	current := r.trustChecksum(ctx, etcd)
 	template, record = resources.TrustRestart(running, recorded, current)
 	if template != running {
 		logr.FromContextOrDiscard(ctx).Info("CA bundle changed; restarting the members one at a time so each trusts it",
@@ -45,6 +52,28 @@ func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (t
 			"the CA bundle the members trust changed (checksum %s → %s): each member restarts to load it, one at a time, the leader last", recorded, current)
 	}
 	return template, record, nil
+}
+
+// trustDue tells whether the Etcd's CA Secrets are to be read now, and if so notes the time. The
+// first look after the operator started only starts the period.
+func (r *Reconciler) trustDue(etcd *druidv1alpha1.Etcd) bool {
+	key := etcd.Namespace + "/" + etcd.Name
+	now := time.Now()
+	r.trustMu.Lock()
+	defer r.trustMu.Unlock()
+	last, seen := r.trustChecked[key]
+	if seen && now.Sub(last) < r.trustRecheck {
+		return false
+	}
+	r.trustChecked[key] = now
+	return seen
+}
+
+// forgetTrust drops what trustDue noted for an Etcd that is gone.
+func (r *Reconciler) forgetTrust(key types.NamespacedName) {
+	r.trustMu.Lock()
+	defer r.trustMu.Unlock()
+	delete(r.trustChecked, key.String())
 }
 
 // trustChecksum is the checksum of the CA bundles the Etcd names, read now; "" without TLS or
