@@ -315,12 +315,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if versionWaits(version) {
 		result.RequeueAfter = versionChangeRecheck
 	}
+	if leasesLingering && result.RequeueAfter == 0 {
+		result.RequeueAfter = lingeringLeaseRecheck
+	}
 	if result.RequeueAfter == 0 && resources.TransportOf(etcd) != transport.Final(false, false) {
 		// CA Secrets are not watched: read again for a changed bundle (planTrust).
 		result.RequeueAfter = r.trustRecheck
-	}
-	if leasesLingering && result.RequeueAfter == 0 {
-		result.RequeueAfter = lingeringLeaseRecheck
 	}
 	if held {
 		result.RequeueAfter = holdRecheck
