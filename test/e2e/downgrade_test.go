@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
 // TestRolloutDowngrade: 3.7.3 → 3.6.8 on three members under the writer. A 3.6 binary refuses
@@ -52,10 +53,6 @@ func refusedTwoMinors(ctx context.Context, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uids := map[string]string{}
-	for _, p := range pods {
-		uids[p.Name] = string(p.UID)
-	}
 	if err := e.cluster.SetImage(ctx, "quay.io/coreos/etcd:v3.5.21"); err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +82,8 @@ func refusedTwoMinors(ctx context.Context, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range after {
-		if uids[p.Name] != string(p.UID) || !p.DeletionTimestamp.IsZero() {
-			t.Errorf("pod %s was deleted or replaced after a refused downgrade", p.Name)
-		}
+	for _, change := range stack.PodsChanged(pods, after) {
+		t.Errorf("after a refused downgrade: %s", change)
 	}
 	t.Logf("two-minor downgrade refused: %v", events)
 }

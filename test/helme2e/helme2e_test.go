@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -166,17 +165,8 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uids := map[string]types.UID{}
-		for _, p := range before {
-			uids[p.Name] = p.UID
-		}
-		if len(after) != len(before) {
-			t.Errorf("%d member pods after the switch, %d before", len(after), len(before))
-		}
-		for _, p := range after {
-			if uids[p.Name] != p.UID {
-				t.Errorf("pod %s was replaced by the switch (uid %s, was %s)", p.Name, p.UID, uids[p.Name])
-			}
+		for _, change := range stack.PodsChanged(before, after) {
+			t.Errorf("after the strategy switch: %s", change)
 		}
 		t.Logf("StatefulSet %s: updateStrategy %s, revision %s", sts.Name, sts.Spec.UpdateStrategy.Type, sts.Status.UpdateRevision)
 	})

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -200,17 +199,8 @@ func TestHelmUpgradeWithChangedCRDKeepsEtcds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uids := map[string]types.UID{}
-		for _, p := range podsBefore {
-			uids[p.Name] = p.UID
-		}
-		if len(podsAfter) != len(podsBefore) {
-			t.Errorf("%d member pods after the upgrade, %d before", len(podsAfter), len(podsBefore))
-		}
-		for _, p := range podsAfter {
-			if uids[p.Name] != p.UID {
-				t.Errorf("pod %s replaced across the upgrade (uid %s, was %s)", p.Name, p.UID, uids[p.Name])
-			}
+		for _, change := range stack.PodsChanged(podsBefore, podsAfter) {
+			t.Errorf("across the upgrade: %s", change)
 		}
 		withMember(ctx, t, cluster, func(ctx context.Context, m member) error {
 			// Linearizable (not Serializable): the quorum answers, not one member's copy.

@@ -315,3 +315,27 @@ func (c *EtcdCluster) DataDirOwners(ctx context.Context) (map[string]uint32, err
 	}
 	return owners, nil
 }
+
+// PodsChanged says how the member pods of after differ from before: a pod gone, replaced (another
+// UID), terminating, or a different count. Empty when every pod is still the same one, which is
+// what an operation that must touch no member (a refused change, a chart upgrade, a strategy
+// switch) leaves.
+func PodsChanged(before, after []corev1.Pod) []string {
+	was := map[string]types.UID{}
+	for _, p := range before {
+		was[p.Name] = p.UID
+	}
+	var changes []string
+	if len(after) != len(before) {
+		changes = append(changes, fmt.Sprintf("%d member pods, %d before", len(after), len(before)))
+	}
+	for _, p := range after {
+		switch {
+		case was[p.Name] != p.UID:
+			changes = append(changes, fmt.Sprintf("pod %s replaced (uid %s, was %s)", p.Name, p.UID, was[p.Name]))
+		case !p.DeletionTimestamp.IsZero():
+			changes = append(changes, fmt.Sprintf("pod %s terminating", p.Name))
+		}
+	}
+	return changes
+}

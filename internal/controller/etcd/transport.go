@@ -9,9 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -49,15 +46,9 @@ const transportMoveRecheck = 5 * time.Second
 // running StatefulSet and whether every member runs its template.
 func (r *Reconciler) planTransport(ctx context.Context, etcd *druidv1alpha1.Etcd) (transport.Decision, error) {
 	in := transport.Observed{Desired: resources.TransportOf(etcd)}
-	sts := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return transport.Plan(in), nil
-	case err != nil:
-		return transport.Decision{}, fmt.Errorf("reading the StatefulSet for its transport: %w", err)
-	case !metav1.IsControlledBy(sts, etcd):
-		return transport.Plan(in), nil // reported as a foreign object by the sync
+	sts, err := r.runningStatefulSet(ctx, etcd)
+	if err != nil || sts == nil {
+		return transport.Plan(in), err
 	}
 	if running, ok := resources.RunningTransport(sts); ok {
 		in.Running = &running

@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -30,14 +28,13 @@ const defaultTrustRecheck = 2 * time.Minute
 // the operator started when the StatefulSet holds a record already: a restart over a settled
 // fleet then reads nothing (a CA changed meanwhile is seen one period later).
 func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (template, record string, err error) {
-	sts := &appsv1.StatefulSet{}
-	err = r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
+	sts, err := r.runningStatefulSet(ctx, etcd)
+	if err != nil {
+		return "", "", err
+	}
+	if sts == nil {
 		template, record = resources.TrustRestart("", "", r.trustChecksum(ctx, etcd))
 		return template, record, nil
-	case err != nil:
-		return "", "", err
 	}
 	running, recorded := sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum], sts.Annotations[resources.AnnotationTrustChecksum]
 	if recorded != "" && !r.trustDue(etcd) {

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
@@ -37,15 +34,9 @@ const versionChangeRecheck = 3 * time.Second
 // version than the running one, or a downgrade is recorded as under way.
 func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) (versionchange.Decision, error) {
 	in := versionchange.Observed{Desired: resources.EtcdImage(etcd)}
-	sts := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return versionchange.Plan(in), nil
-	case err != nil:
-		return versionchange.Decision{}, fmt.Errorf("reading the StatefulSet for its etcd version: %w", err)
-	case !metav1.IsControlledBy(sts, etcd):
-		return versionchange.Plan(in), nil // reported as a foreign object by the sync
+	sts, err := r.runningStatefulSet(ctx, etcd)
+	if err != nil || sts == nil {
+		return versionchange.Plan(in), err
 	}
 	in.Running = resources.RunningEtcdImage(sts)
 	in.Replicas = int(ptr.Deref(sts.Spec.Replicas, 0))
