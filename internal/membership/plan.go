@@ -342,16 +342,19 @@ func sameEndpoint(a, b string) bool {
 }
 
 // ruleRolloutInFlight: resizing waits while pods are being replaced; the OnDelete controller
-// waits for a resize in turn (see InFlight), so they never act at once.
+// waits for a resize in turn (see InFlight), so they never act at once. Adding back the member of
+// a pod within the StatefulSet's size is no resize and does not wait: a pod the rollout replaced
+// that came back without data (on a new volume, after a volume change or a lost disk) rejoins only
+// through it, and the rollout waits for that pod in turn.
 func ruleRolloutInFlight(v *view) *Decision {
-	if !v.o.RolloutInFlight || !v.resizeNeeded() {
+	if !v.o.RolloutInFlight || !v.resizing() {
 		return nil
 	}
 	return decide(ActionWait, RuleRolloutInFlight, "waiting for the rollout to finish before resizing; %s", v.summary())
 }
 
 func (v *view) resizeNeeded() bool {
-	if len(v.beyond) > 0 || v.o.StatefulSetReplicas != v.o.Desired {
+	if v.resizing() {
 		return true
 	}
 	for i := 0; i < v.o.Desired; i++ {
@@ -360,6 +363,11 @@ func (v *view) resizeNeeded() bool {
 		}
 	}
 	return false
+}
+
+// resizing: the StatefulSet's size is to change, or members beyond it are to go.
+func (v *view) resizing() bool {
+	return len(v.beyond) > 0 || v.o.StatefulSetReplicas != v.o.Desired
 }
 
 // ruleScaleIn removes voters beyond the desired size, highest ordinal first, one at a time,

@@ -146,7 +146,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
 		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
 		WaitForBackupReady: waitForBackup,
-		Versions:           memberaccess.Versions{Access: access, Members: pool},
+		Members:            memberaccess.Calls{Access: access, Members: pool},
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

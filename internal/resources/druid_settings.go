@@ -278,35 +278,3 @@ func MergeAnnotations(existing, desired map[string]string) map[string]string {
 	return mergeAnnotations(existing, desired)
 }
 
-// VolumeClaimDrift lists how the desired data volume claim template differs from the one a
-// StatefulSet was created with (storage request, storage class). Claim templates are immutable,
-// so such a change of spec.storageCapacity or spec.storageClass does not reach the members.
-func VolumeClaimDrift(existing, desired []corev1.PersistentVolumeClaim) []string {
-	find := func(claims []corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
-		for i := range claims {
-			if claims[i].Name == dataVolume {
-				return &claims[i]
-			}
-		}
-		return nil
-	}
-	was, want := find(existing), find(desired)
-	if was == nil || want == nil {
-		return nil
-	}
-	var drift []string
-	wasSize, wantSize := was.Spec.Resources.Requests[corev1.ResourceStorage], want.Spec.Resources.Requests[corev1.ResourceStorage]
-	if wasSize.Cmp(wantSize) != 0 {
-		drift = append(drift, fmt.Sprintf("spec.storageCapacity %s (the claim template has %s)", wantSize.String(), wasSize.String()))
-	}
-	className := func(c *corev1.PersistentVolumeClaim) string {
-		if c.Spec.StorageClassName == nil {
-			return "(default)"
-		}
-		return *c.Spec.StorageClassName
-	}
-	if className(was) != className(want) {
-		drift = append(drift, fmt.Sprintf("spec.storageClass %s (the claim template has %s)", className(want), className(was)))
-	}
-	return drift
-}

@@ -237,35 +237,3 @@ func TestValidateSettings(t *testing.T) {
 	}
 }
 
-func TestVolumeClaimDrift(t *testing.T) {
-	claims := func(e *druidv1alpha1.Etcd) []corev1.PersistentVolumeClaim {
-		sts, err := StatefulSet(e, Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sts.Spec.VolumeClaimTemplates
-	}
-	base := testEtcd(3)
-	for _, tt := range []struct {
-		name   string
-		mutate func(e *druidv1alpha1.Etcd)
-		want   int
-	}{
-		{name: "unchanged", mutate: func(*druidv1alpha1.Etcd) {}},
-		{name: "same size spelt differently", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.StorageCapacity = quantity("16384Mi") }},
-		{name: "capacity", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.StorageCapacity = quantity("20Gi") }, want: 1},
-		{name: "class", mutate: func(e *druidv1alpha1.Etcd) { e.Spec.StorageClass = ptr.To("fast") }, want: 1},
-		{name: "both", mutate: func(e *druidv1alpha1.Etcd) {
-			e.Spec.StorageClass = ptr.To("fast")
-			e.Spec.StorageCapacity = quantity("1Gi")
-		}, want: 2},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			e := base.DeepCopy()
-			tt.mutate(e)
-			if got := VolumeClaimDrift(claims(base), claims(e)); len(got) != tt.want {
-				t.Errorf("drift %q, want %d entries", got, tt.want)
-			}
-		})
-	}
-}

@@ -14,6 +14,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
+	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -40,6 +41,60 @@ type Settings struct {
 	// TrustTemplate and TrustRecord are the trust checksums (AnnotationTrustChecksum) for the
 	// pod template and the StatefulSet (TrustRestart); empty: none written.
 	TrustTemplate, TrustRecord string
+	// DataVolume is the name of the data volume claim template, and so of the pods' data volume
+	// and of the claims "<DataVolume>-<pod>"; empty: "data" (internal/volumechange).
+	DataVolume string
+}
+
+// dataVolume is the claim template name s renders.
+func (s Settings) dataVolume() string {
+	if s.DataVolume != "" {
+		return s.DataVolume
+	}
+	return dataVolume
+}
+
+// DefaultDataVolume is the claim template name of a new Etcd's StatefulSet.
+const DefaultDataVolume = dataVolume
+
+// RunningClaims is sts's data volume claim template: name, storage class and capacity.
+func RunningClaims(sts *appsv1.StatefulSet) (volumechange.Claims, bool) {
+	if len(sts.Spec.VolumeClaimTemplates) != 1 {
+		return volumechange.Claims{}, false
+	}
+	c := sts.Spec.VolumeClaimTemplates[0]
+	capacity := c.Spec.Resources.Requests[corev1.ResourceStorage]
+	return volumechange.Claims{Name: c.Name, Class: ptr.Deref(c.Spec.StorageClassName, ""), Capacity: capacity.String()}, true
+}
+
+// DesiredClaims is what e's spec asks for, named for a change to it: "data-" and a hash of the
+// storage class and capacity, so that each change gets claims of its own and leaves the claims
+// before it as they are.
+func DesiredClaims(e *druidv1alpha1.Etcd) volumechange.Claims {
+	capacity := storageCapacity(e)
+	c := volumechange.Claims{Class: ptr.Deref(e.Spec.StorageClass, ""), Capacity: capacity.String()}
+	c.Name = dataVolume + "-" + ConfigChecksum(map[string]string{"class": c.Class, "capacity": c.Capacity})[:8]
+	return c
+}
+
+// PodClaims is the claim template the pods mount their data from: the name of the volume backed
+// by a claim "<template>-<pod>"; "" when no pod has one.
+func PodClaims(pods []corev1.Pod) string {
+	for _, p := range pods {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == v.Name+"-"+p.Name {
+				return v.Name
+			}
+		}
+	}
+	return ""
+}
+
+func storageCapacity(e *druidv1alpha1.Etcd) resource.Quantity {
+	if e.Spec.StorageCapacity != nil {
+		return *e.Spec.StorageCapacity
+	}
+	return resource.MustParse(DefaultStorageCapacity)
 }
 
 // etcdImage is the etcd image s renders for e.
@@ -75,10 +130,7 @@ func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error)
 	if p := ValidateReplicas(e.Spec.Replicas); p != nil {
 		return nil, *p
 	}
-	capacity := resource.MustParse(DefaultStorageCapacity)
-	if e.Spec.StorageCapacity != nil {
-		capacity = *e.Spec.StorageCapacity
-	}
+	capacity := storageCapacity(e)
 	sts := &appsv1.StatefulSet{ObjectMeta: objectMeta(e, StatefulSetName(e))}
 	if s.TrustRecord != "" {
 		if sts.Annotations == nil {
@@ -93,7 +145,7 @@ func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error)
 		PodManagementPolicy: appsv1.ParallelPodManagement,
 		UpdateStrategy:      updateStrategy(s.UpdateStrategy),
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: dataVolume},
+			ObjectMeta: metav1.ObjectMeta{Name: s.dataVolume()},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName: e.Spec.StorageClass,
@@ -173,7 +225,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 			SecurityContext:               podSecurityContext(),
 			TerminationGracePeriodSeconds: ptr.To(int64(30)),
 			InitContainers:                []corev1.Container{memberInitContainer(e, s, st)},
-			Containers:                    []corev1.Container{etcdContainer(e, s.etcdImage(e), st), memberAgentContainer(e, s, st)},
+			Containers:                    []corev1.Container{etcdContainer(e, s, st), memberAgentContainer(e, s, st)},
 			Volumes: append([]corev1.Volume{
 				memberAgentTokenVolume(),
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -379,7 +431,7 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages)
 		// member that lost its data), as for the member-agent.
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: append(append([]corev1.VolumeMount{
-			{Name: dataVolume, MountPath: dataMountPath},
+			{Name: s.dataVolume(), MountPath: dataMountPath},
 			{Name: configVolume, MountPath: configMountPath},
 		}, clientTLSMounts(st)...),
 			corev1.VolumeMount{Name: memberAgentTokenVolumeName, MountPath: serviceAccountMountPath, ReadOnly: true}),
@@ -389,10 +441,10 @@ func memberInitContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages)
 // etcdContainer runs etcd from the configuration file member-init wrote. Its readiness is etcd's
 // own /readyz, which passes only when the member can serve a linearizable read (and is no
 // learner): readiness is quorum participation, which the OnDelete controller relies on.
-func etcdContainer(e *druidv1alpha1.Etcd, image string, st transport.Stages) corev1.Container {
+func etcdContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev1.Container {
 	c := corev1.Container{
 		Name:    EtcdContainerName,
-		Image:   image,
+		Image:   s.etcdImage(e),
 		Command: []string{"/usr/local/bin/etcd"},
 		Args:    []string{"--config-file=" + EtcdConfigFile},
 		Env:     podEnv(),
@@ -411,7 +463,7 @@ func etcdContainer(e *druidv1alpha1.Etcd, image string, st transport.Stages) cor
 		StartupProbe:    etcdStartupProbe(),
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: dataVolume, MountPath: dataMountPath},
+			{Name: s.dataVolume(), MountPath: dataMountPath},
 			{Name: configVolume, MountPath: configMountPath, ReadOnly: true},
 		},
 	}

@@ -25,7 +25,10 @@ const (
 	ErrTransportChange = "ERR_TLS_CHANGE"
 	// ErrVersionChange: an etcd version change etcd cannot make (internal/versionchange), such as
 	// a downgrade by more than one minor version.
-	ErrVersionChange   = "ERR_VERSION_CHANGE"
+	ErrVersionChange = "ERR_VERSION_CHANGE"
+	// ErrVolumeChange: a storage class or capacity change that cannot be carried out
+	// (internal/volumechange), such as on fewer than three members.
+	ErrVolumeChange    = "ERR_VOLUME_CHANGE"
 	ErrSecretNamespace = "ERR_SECRET_NAMESPACE"
 	ErrSecretMissing   = "ERR_SECRET_MISSING"
 	ErrSecretData      = "ERR_SECRET_DATA"

@@ -89,7 +89,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"delete", "druid.gardener.cloud", "etcdcopybackupstasks", "", false},
 			{"update", "apps", "statefulsets", "", true},
 			{"patch", "apps", "statefulsets", "", true}, // the membership controller sets replicas
-			{"delete", "apps", "statefulsets", "", false},
+			{"delete", "apps", "statefulsets", "", true}, // orphaning, for a volume change
 			{"delete", "", "pods", "", true},
 			{"get", "", "pods", "", false},
 			{"create", "", "pods", "", false},

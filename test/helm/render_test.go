@@ -595,7 +595,7 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"druid.gardener.cloud/etcdopstasks/status":         "update",
 		"druid.gardener.cloud/etcdcopybackupstasks":        "get,list,watch",
 		"druid.gardener.cloud/etcdcopybackupstasks/status": "update",
-		"apps/statefulsets":                                owned,                     // patch also: the membership controller sets replicas
+		"apps/statefulsets":                                owned + ",delete",         // patch also: the membership controller sets replicas; delete: orphaning, to change the claim template (volume change)
 		"core/pods":                                        "list,watch,delete,patch", // patch: the handover-failures annotation on a leader pod
 		"core/services":                                    owned,
 		"core/configmaps":                                  owned,

@@ -286,9 +286,9 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		t.Fatalf("quota in the ConfigMap %s: the valid part of an invalid spec was applied", cm.Data["ETCD_QUOTA_BACKEND_BYTES"])
 	}
 
-	// Fixed, and with a larger volume: the settings go through, the storage change cannot (claim
-	// templates are immutable) and says so. No member answers here, so the lowered quota is
-	// applied unverified, with a warning.
+	// Fixed, and with a larger volume: the settings go through, the storage change waits for
+	// every member to be ready (none is, here) and says so. No member answers here, so the
+	// lowered quota is applied unverified, with a warning.
 	if err := env.Client().Get(ctx, key, etcd); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 	if err := env.Client().Update(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
-	eventWithReason(t, env, ns, name, "StorageChangeIgnored", "spec.storageCapacity 20Gi", "16Gi")
+	eventWithReason(t, env, ns, name, "VolumeWaitMembersReady", "16Gi of the default class → 20Gi of the default class")
 	eventWithReason(t, env, ns, name, "QuotaUnverified", "lowered from 2147483648 to 1073741824")
 	framework.Eventually(t, timeout, "the fixed settings applied", func(ctx context.Context) (bool, string) {
 		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {

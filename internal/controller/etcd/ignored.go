@@ -2,15 +2,12 @@ package etcd
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/compat"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 // generationReported: this spec generation was applied before, so what is said once per
@@ -39,21 +36,3 @@ func (r *Reconciler) reportIgnoredFields(ctx context.Context, etcd *druidv1alpha
 	r.recorder.Event(etcd, corev1.EventTypeNormal, EventReasonFieldsIgnored, summary)
 }
 
-// EventReasonStorageChangeIgnored marks the Event saying a storage change cannot reach the members.
-const EventReasonStorageChangeIgnored = "StorageChangeIgnored"
-
-// reportStorageDrift says, once per spec generation, that a changed storageCapacity or
-// storageClass does not reach the members: the StatefulSet's claim templates are immutable.
-func (r *Reconciler) reportStorageDrift(ctx context.Context, etcd *druidv1alpha1.Etcd, existing, desired []corev1.PersistentVolumeClaim) {
-	if generationReported(etcd) {
-		return
-	}
-	drift := resources.VolumeClaimDrift(existing, desired)
-	if len(drift) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("not applied: %s; volume claim templates cannot change after the StatefulSet is created (resize the data-<member> PersistentVolumeClaims if their storage class allows expansion)",
-		strings.Join(drift, ", "))
-	logr.FromContextOrDiscard(ctx).Info("Storage change cannot reach the members", "drift", drift)
-	r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonStorageChangeIgnored, msg)
-}

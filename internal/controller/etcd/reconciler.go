@@ -37,6 +37,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
+	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 )
 
 // invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
@@ -68,9 +69,9 @@ type Reconciler struct {
 	requireTLS bool
 	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
 	waitForBackup bool
-	// versions asks the members for their versions and makes etcd's downgrade calls; nil: a
-	// downgrade waits for members never asked.
-	versions VersionCalls
+	// members asks the members and gives them orders (versions, downgrade, leadership); nil: what
+	// needs their word waits (a downgrade, a volume change).
+	members MemberCalls
 	// trustRecheck: how soon a settled Etcd with TLS is reconciled again to read its CA Secrets.
 	trustRecheck time.Duration
 	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
@@ -104,9 +105,9 @@ type Config struct {
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
-	// Versions asks the members for their versions and makes etcd's downgrade calls
-	// (internal/versionchange); nil: a downgrade waits, since no member is asked.
-	Versions VersionCalls
+	// Members asks the members and gives them orders (internal/versionchange,
+	// internal/volumechange); nil: what needs their word waits.
+	Members MemberCalls
 	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again (planTrust);
 	// 0: defaultTrustRecheck.
 	TrustRecheck time.Duration
@@ -127,7 +128,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:    cfg.RequireTLS,
 		waitForBackup: cfg.WaitForBackupReady,
-		versions:      cfg.Versions,
+		members:       cfg.Members,
 		trustRecheck:  cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
 		trustChecked:  map[string]time.Time{},
 		settings: resources.Settings{
@@ -212,12 +213,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.recordVersion(ctx, etcd, version); err != nil {
 		return ctrl.Result{}, err
 	}
+	volumes, running, err := r.planVolumes(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	problems := r.validate(ctx, etcd)
 	if move.Refused {
 		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
 	}
 	if version.Refused {
 		problems = append(problems, resources.Problem{Code: resources.ErrVersionChange, Message: version.Reason})
+	}
+	if volumes.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrVolumeChange, Message: volumes.Reason})
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {
@@ -250,7 +258,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
 			return err
 		}
-		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version.Render)
+		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version.Render, volumes, running)
 		return err
 	}
 	leasesLingering := false
@@ -314,6 +322,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if versionWaits(version) {
 		result.RequeueAfter = versionChangeRecheck
+	}
+	if volumes.Waiting && result.RequeueAfter == 0 {
+		result.RequeueAfter = volumeChangeRecheck
 	}
 	if leasesLingering && result.RequeueAfter == 0 {
 		result.RequeueAfter = lingeringLeaseRecheck
@@ -652,8 +663,10 @@ func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.E
 }
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
-// gate (the caller rechecks soon).
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, etcdImage string) (held bool, err error) {
+// gate (the caller rechecks soon). volumes is planVolumes' decision on running, the StatefulSet
+// it read.
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, etcdImage string,
+	volumes volumechange.Decision, running *appsv1.StatefulSet) (held bool, err error) {
 	strategy, err := r.decideStrategy(ctx, etcd)
 	if err != nil {
 		return false, err
@@ -679,13 +692,20 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
 		return false, err
 	}
+	settings.DataVolume = volumes.Name
+	r.reportVolumes(ctx, etcd, volumes)
+	r.moveLeaderFirst(ctx, etcd, running, volumes)
+	if volumes.Recreate {
+		if err := r.recreateStatefulSet(ctx, etcd, running); err != nil {
+			return false, err
+		}
+	}
 	desired, err := resources.StatefulSet(etcd, settings)
 	if err != nil {
 		return false, err
 	}
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	before := ""
-	var claims []corev1.PersistentVolumeClaim
 	// Replicas and the fields immutable after creation are written only at creation: a change of
 	// spec.replicas alone is the membership controller's to carry out and rewrites nothing here.
 	written := struct {
@@ -695,7 +715,6 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	}{desired.Labels, desired.Annotations, desired.Spec.Template, desired.Spec.UpdateStrategy}
 	if err := r.apply(ctx, etcd, obj, written, func() {
 		before = string(obj.Spec.UpdateStrategy.Type)
-		claims = obj.Spec.VolumeClaimTemplates
 		resources.ApplyMutableStatefulSetSpec(obj, desired)
 		// Where releases before the condition recorded the hold.
 		delete(obj.Annotations, resources.AnnotationLegacyUpdateStrategyHold)
@@ -709,7 +728,6 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 			return false, err
 		}
 	}
-	r.reportStorageDrift(ctx, etcd, claims, desired.Spec.VolumeClaimTemplates)
 	r.reportStrategyHold(ctx, etcd, holdBefore, strategy)
 	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
 	return strategy.Held(), nil

@@ -18,11 +18,12 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/versionchange"
 )
 
-// VersionCalls asks an Etcd's members for their versions and makes etcd's downgrade calls
-// (memberaccess.Versions).
-type VersionCalls interface {
+// MemberCalls are the reconciler's questions and orders to an Etcd's members (memberaccess.Calls):
+// their status (versions, leader), etcd's downgrade calls, a leadership move.
+type MemberCalls interface {
 	Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, error)
 	Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error
+	MoveLeader(ctx context.Context, etcd *druidv1alpha1.Etcd, toPod string) error
 }
 
 // versionChangeRecheck is how soon an Etcd whose version change waits on its members (their
@@ -44,8 +45,8 @@ func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil {
 		recorded = c.Status == druidv1alpha1.ConditionTrue
 	}
-	if r.versions != nil && in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded) {
-		cs, err := r.versions.Statuses(ctx, etcd)
+	if r.members != nil && in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded) {
+		cs, err := r.members.Statuses(ctx, etcd)
 		if err != nil {
 			// Planned without the members' word: a downgrade then waits, nothing else needs it.
 			logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
@@ -76,7 +77,7 @@ func versionMembers(cs etcdclient.ClusterStatus) []versionchange.Member {
 // actOnVersion makes the downgrade call the decision names. A failed call changes nothing (the
 // running image stays rendered while it is needed) and is retried at the next look.
 func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) {
-	if d.Action == versionchange.ActionNone || r.versions == nil {
+	if d.Action == versionchange.ActionNone || r.members == nil {
 		return
 	}
 	target := ""
@@ -84,7 +85,7 @@ func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		target = d.Target.MinorString()
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if err := r.versions.Downgrade(ctx, etcd, etcdclient.DowngradeAction(d.Action), target); err != nil {
+	if err := r.members.Downgrade(ctx, etcd, etcdclient.DowngradeAction(d.Action), target); err != nil {
 		log.Info("etcd downgrade call failed; the members keep their version", "action", d.Action, "target", target, "error", err.Error())
 		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "DowngradeCallFailed", "etcd downgrade %s %s failed: %v", d.Action, target, err)
 		return

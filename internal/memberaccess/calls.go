@@ -16,16 +16,16 @@ type MemberCaller interface {
 	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberConn, error)
 }
 
-// Versions asks an Etcd's members for their versions and makes etcd's downgrade calls, for the
-// Etcd reconciler's version planner (internal/versionchange).
-type Versions struct {
+// Calls are the Etcd reconciler's questions and orders to an Etcd's members: their status (for the
+// version and volume planners), etcd's downgrade calls and a leadership move.
+type Calls struct {
 	Access  *Access
 	Members MemberCaller
 }
 
 // Statuses asks every member pod of etcd with an address for its status; one entry per pod, in
 // pod order, unanswered ones with their error.
-func (v Versions) Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, error) {
+func (v Calls) Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, error) {
 	_, creds, targets, err := v.Access.reach(ctx, etcd)
 	if err != nil {
 		return etcdclient.ClusterStatus{}, err
@@ -36,7 +36,7 @@ func (v Versions) Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdc
 // Downgrade makes the downgrade call through the leader: etcd applies it through raft, and the
 // leader is the member whose answer is current. Enabling validates first, so a target etcd
 // refuses is reported as such and nothing changes.
-func (v Versions) Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error {
+func (v Calls) Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error {
 	cluster, creds, targets, err := v.Access.reach(ctx, etcd)
 	if err != nil {
 		return err
@@ -60,6 +60,40 @@ func (v Versions) Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, actio
 	}
 	_, err = conn.Downgrade(ctx, action, target)
 	return err
+}
+
+// MoveLeader hands leadership to the member of pod toPod, through the leader; nothing when that
+// member leads already.
+func (v Calls) MoveLeader(ctx context.Context, etcd *druidv1alpha1.Etcd, toPod string) error {
+	cluster, creds, targets, err := v.Access.reach(ctx, etcd)
+	if err != nil {
+		return err
+	}
+	cs, err := v.Members.Query(ctx, cluster, creds, targets)
+	if err != nil {
+		return err
+	}
+	leader, ok := cs.Leader()
+	if !ok {
+		return fmt.Errorf("moving leadership in %s: no member answered as the leader", cluster)
+	}
+	for _, m := range cs.Members {
+		if m.Name != toPod {
+			continue
+		}
+		if !m.Reachable {
+			return fmt.Errorf("moving leadership in %s: %s did not answer", cluster, toPod)
+		}
+		if m.ID == leader.ID {
+			return nil
+		}
+		conn, err := v.Members.Member(cluster, creds, targets, leader.Name)
+		if err != nil {
+			return err
+		}
+		return conn.MoveLeader(ctx, m.ID)
+	}
+	return fmt.Errorf("moving leadership in %s: %s is not among the members asked", cluster, toPod)
 }
 
 // reach is what a call to etcd's members needs: the pool's key, client TLS read fresh (the calls
