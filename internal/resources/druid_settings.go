@@ -277,4 +277,3 @@ func validateCompaction(c *druidv1alpha1.SharedConfig) []Problem {
 func MergeAnnotations(existing, desired map[string]string) map[string]string {
 	return mergeAnnotations(existing, desired)
 }
-

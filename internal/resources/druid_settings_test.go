@@ -236,4 +236,3 @@ func TestValidateSettings(t *testing.T) {
 		})
 	}
 }
-

@@ -77,8 +77,8 @@ type Decision struct {
 	Recreate bool
 	// MoveLeaderTo is the ordinal whose member is to lead first (-1: none).
 	MoveLeaderTo int
-	Rule     ruleid.ID
-	Reason   string
+	Rule         ruleid.ID
+	Reason       string
 	// Refused: the change cannot be made; Name keeps what runs and Reason says why.
 	Refused bool
 	// Waiting: the change waits on the members; look again soon.

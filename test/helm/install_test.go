@@ -88,7 +88,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"update", "druid.gardener.cloud", "etcdcopybackupstasks", "", false},
 			{"delete", "druid.gardener.cloud", "etcdcopybackupstasks", "", false},
 			{"update", "apps", "statefulsets", "", true},
-			{"patch", "apps", "statefulsets", "", true}, // the membership controller sets replicas
+			{"patch", "apps", "statefulsets", "", true},  // the membership controller sets replicas
 			{"delete", "apps", "statefulsets", "", true}, // orphaning, for a volume change
 			{"delete", "", "pods", "", true},
 			{"get", "", "pods", "", false},

@@ -35,4 +35,3 @@ func (r *Reconciler) reportIgnoredFields(ctx context.Context, etcd *druidv1alpha
 	logr.FromContextOrDiscard(ctx).Info("Etcd sets fields the operator ignores", "fields", len(fields), "summary", summary)
 	r.recorder.Event(etcd, corev1.EventTypeNormal, EventReasonFieldsIgnored, summary)
 }
-
