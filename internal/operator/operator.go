@@ -44,7 +44,10 @@ type Options struct {
 	Gates               features.Gates
 	MemberAgentImage    string
 	MemberAgentInterval string
-	Logger              logr.Logger
+	// InvalidInputRetry overrides how soon the Etcd controller looks again at an Etcd with bad
+	// input (etcd.Config.InvalidInputRetry; 0: its default). Tests shorten it.
+	InvalidInputRetry time.Duration
+	Logger            logr.Logger
 	// Registry receives the controllers' metrics (the manager's metrics.Registry in production).
 	Registry prometheus.Registerer
 	// AllowSeveralInProcess lets tests run more than one operator in a process; controller-runtime
@@ -142,6 +145,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
 		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
 		WaitForBackupReady: waitForBackup,
+		InvalidInputRetry:  o.InvalidInputRetry,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

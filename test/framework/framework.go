@@ -80,6 +80,9 @@ type OperatorOptions struct {
 	RequeueInterval time.Duration
 	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
 	MemberAgentInterval string
+	// InvalidInputRetry is how soon the Etcd controller looks again at an Etcd with bad input
+	// (a Secret it cannot use: Secrets are not watched). 0: the operator's default, 30s.
+	InvalidInputRetry time.Duration
 	// WatchNamespaces restricts the operator to these namespaces (empty: all).
 	WatchNamespaces []string
 	Logger          logr.Logger
@@ -182,7 +185,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
-		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, Logger: logger, Registry: reg,
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, InvalidInputRetry: o.InvalidInputRetry, Logger: logger, Registry: reg,
 		AllowSeveralInProcess: true,
 	})
 	if err != nil {

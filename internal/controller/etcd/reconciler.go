@@ -38,7 +38,7 @@ import (
 )
 
 // invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
-// again; Secrets are neither watched nor cached.
+// again; Secrets are neither watched nor cached. Config.InvalidInputRetry overrides it.
 const invalidInputRetry = 30 * time.Second
 
 // lingeringLeaseRecheck is how soon the Lease of a removed member that still runs or votes is
@@ -66,6 +66,8 @@ type Reconciler struct {
 	requireTLS bool
 	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
 	waitForBackup bool
+	// invalidInputRetry: Config.InvalidInputRetry, or the constant.
+	invalidInputRetry time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -94,6 +96,9 @@ type Config struct {
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
+	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
+	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
+	InvalidInputRetry time.Duration
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -102,15 +107,20 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 	if cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
 	}
+	retry := cfg.InvalidInputRetry
+	if retry <= 0 {
+		retry = invalidInputRetry
+	}
 	return &Reconciler{
-		client:        c,
-		apiReader:     cfg.SecretReader,
-		recorder:      recorder,
-		dbSizes:       cfg.DBSizes,
-		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
-		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
-		requireTLS:    cfg.RequireTLS,
-		waitForBackup: cfg.WaitForBackupReady,
+		client:            c,
+		apiReader:         cfg.SecretReader,
+		recorder:          recorder,
+		dbSizes:           cfg.DBSizes,
+		gateOn:            cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
+		autoReconcile:     cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
+		requireTLS:        cfg.RequireTLS,
+		waitForBackup:     cfg.WaitForBackupReady,
+		invalidInputRetry: retry,
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -195,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
+		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
 	}
 	r.reportIgnoredFields(ctx, etcd)
 	r.reportPlaintext(ctx, etcd)
@@ -287,7 +297,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(warnings) > 0 {
 		// Converged, with backups that cannot work: say so, and look again (Secrets are not
 		// watched).
-		result.RequeueAfter = invalidInputRetry
+		result.RequeueAfter = r.invalidInputRetry
 		if held {
 			result.RequeueAfter = holdRecheck
 		}
