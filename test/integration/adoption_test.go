@@ -26,6 +26,7 @@ import (
 // with the Etcd. The operator must leave them as they are, say so, and create no StatefulSet;
 // once they are gone, the Etcd converges.
 func TestForeignObjectsAreNotAdopted(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	ns, name := testNamespace("foreign"), "etcd-main"
 	env := sharedControlPlane(t)
 	ctx := setup(t, env, ns, name)

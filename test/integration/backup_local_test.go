@@ -21,6 +21,7 @@ import (
 // inside the default root, where other Etcds' directories are, is reported and mounts nothing;
 // fixing the Secret mounts the Etcd's own directory.
 func TestLocalBackupHostPathFromTheSecret(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns, name := testNamespace("backup-local"), "etcd-main"
 	ctx := setup(t, env, ns, name)

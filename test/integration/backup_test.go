@@ -29,6 +29,7 @@ import (
 // reported (lastErrors, Event; BackupReady False for the provider) while the Etcd is still
 // reconciled; a good Secret clears them; an on-demand request reaches the full snapshot Lease.
 func TestBackupWiringAndBadStoresReported(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns, name := testNamespace("backup-wiring"), "etcd-main"
 	ctx := setup(t, env, ns, name)

@@ -23,6 +23,7 @@ import (
 // and etcd-main-4's while its pod still exists; each goes once neither holds. (The operator runs
 // without members here: the voters are written as the membership controller records them.)
 func TestRemovedMemberLeaseOutlivesItsMember(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns, name := testNamespace("lease-lifecycle"), "etcd-main"
 	ctx := setup(t, env, ns, name)

@@ -32,6 +32,7 @@ import (
 // run here: the Leases are renewed and the voters recorded as the members and the membership
 // controller would.)
 func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns := testNamespace("member-names")
 	const name, prefix = "etcd-main", "p"

@@ -18,6 +18,11 @@ import (
 // sees another's objects. Tests that change cluster-scoped state (CRDs, ClusterRoles, admission
 // policies), need kube-controller-manager or an operator that watches every namespace start their
 // own with localcluster.StartForTest.
+//
+// The shared-plane tests that mostly wait (on an operator's retries and rechecks, or a window in
+// which something must not happen) and start no etcd members call t.Parallel: they run side by
+// side once the others are done (make test's -parallel). The tests with real members, whose
+// timeouts (leader transfers, grace periods) are what they check, run one at a time.
 var plane struct {
 	once sync.Once
 	env  *localcluster.Cluster

@@ -20,6 +20,7 @@ import (
 // orders it, and the order is removed once carried out; suspend-etcd-spec-reconcile holds even an
 // order until it is removed.
 func TestDruidReconcileAnnotations(t *testing.T) {
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns, name := testNamespace("spec-gate"), "etcd-main"
 	ctx := setup(t, env, ns, name)
