@@ -257,7 +257,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 			src, dst druidv1alpha1.StoreSpec
 			wantIn   string
 		}{
-			{"no-secret", s3Spec("source", "missing"), s3Spec("untouched", "s3"), "spec.sourceStore: Secret copytask/missing named in secretRef does not exist"},
+			{"no-secret", s3Spec("source", "missing"), s3Spec("untouched", "s3"), "spec.sourceStore: Secret " + ns + "/missing named in secretRef does not exist"},
 			{"bad-provider", s3Spec("source", "s3"), bad, `spec.targetStore: provider: backup store provider "gcp" is not supported here`},
 		} {
 			task := newTask(tt.name, tt.src, tt.dst, nil)
