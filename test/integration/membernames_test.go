@@ -86,7 +86,7 @@ func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
 			return false, err.Error()
 		}
 		cluster := cm.Data[resources.EnvInitialCluster]
-		for _, want := range []string{"p-etcd-main-0=https://etcd-main-0.etcd-main-peer.member-names.svc:2380", "p-etcd-main-1=https://10.9.0.1:2380"} {
+		for _, want := range []string{"p-etcd-main-0=https://etcd-main-0.etcd-main-peer." + ns + ".svc:2380", "p-etcd-main-1=https://10.9.0.1:2380"} {
 			if !strings.Contains(cluster, want) {
 				return false, "initial cluster " + cluster
 			}
