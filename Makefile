@@ -101,6 +101,9 @@ vet:
 # (test/tools/packages.sh). Unit packages build and run side by side; the others one at a time.
 UNIT_PACKAGES = $$(test/tools/packages.sh unit)
 INTEGRATION_PACKAGES = $$(test/tools/packages.sh integration)
+# Within an integration package, the tests that mostly wait (test/integration's on its shared
+# control plane, each with an operator confined to its namespace) run this many at a time.
+INTEGRATION_PARALLEL ?= 4
 
 test-unit: ## Tests that need no binaries: pure logic, decoders, the planner's properties.
 	go test $(UNIT_PACKAGES)
@@ -114,7 +117,7 @@ E2E_PARALLEL ?= 4
 
 test: tools build image vet ## Everything: unit, integration (real kube-apiserver), etcd (real mTLS members), e2e, chart.
 	@$(STAGE) unit go test -timeout $(TEST_TIMEOUT) $(UNIT_PACKAGES)
-	@$(STAGE) integration go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(INTEGRATION_PACKAGES)
+	@$(STAGE) integration go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -parallel $(INTEGRATION_PARALLEL) $(INTEGRATION_PACKAGES)
 	@$(STAGE) plot go test -C $(PLOT_MODULE) ./...
 	@# -v so that every scenario's figures (quorum loss, write gap, leader changes, duration) show.
 	@$(STAGE) e2e go test -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) -v $(E2E_PACKAGES)

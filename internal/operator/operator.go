@@ -47,7 +47,10 @@ type Options struct {
 	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again for a changed
 	// bundle (0: the Etcd reconciler's default; tests and demos shorten it).
 	TrustRecheck time.Duration
-	Logger       logr.Logger
+	// InvalidInputRetry overrides how soon the Etcd controller looks again at an Etcd with bad
+	// input (etcd.Config.InvalidInputRetry; 0: its default). Tests shorten it.
+	InvalidInputRetry time.Duration
+	Logger            logr.Logger
 	// Registry receives the controllers' metrics (the manager's metrics.Registry in production).
 	Registry prometheus.Registerer
 	// AllowSeveralInProcess lets tests run more than one operator in a process; controller-runtime
@@ -147,6 +150,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
 		WaitForBackupReady: waitForBackup,
 		Members:            memberaccess.Calls{Access: access, Members: pool},
+		InvalidInputRetry:  o.InvalidInputRetry,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -83,6 +83,9 @@ type OperatorOptions struct {
 	// TrustRecheck is how often CA Secrets are read again for a changed bundle (0: the
 	// operator's default, 2 minutes).
 	TrustRecheck time.Duration
+	// InvalidInputRetry is how soon the Etcd controller looks again at an Etcd with bad input
+	// (a Secret it cannot use: Secrets are not watched). 0: the operator's default, 30s.
+	InvalidInputRetry time.Duration
 	// WatchNamespaces restricts the operator to these namespaces (empty: all).
 	WatchNamespaces []string
 	Logger          logr.Logger
@@ -185,7 +188,8 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
-		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: o.TrustRecheck, Logger: logger, Registry: reg,
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: o.TrustRecheck, InvalidInputRetry: o.InvalidInputRetry,
+		Logger: logger, Registry: reg,
 		AllowSeveralInProcess: true,
 	})
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestForeignObjectsAreNotAdopted: objects that carry an Etcd's names but were not created for it
@@ -27,8 +26,9 @@ import (
 // with the Etcd. The operator must leave them as they are, say so, and create no StatefulSet;
 // once they are gone, the Etcd converges.
 func TestForeignObjectsAreNotAdopted(t *testing.T) {
-	const ns, name = "foreign", "etcd-main"
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	ns, name := testNamespace("foreign"), "etcd-main"
+	env := sharedControlPlane(t)
 	ctx := setup(t, env, ns, name)
 
 	foreignConfig := &corev1.ConfigMap{
@@ -46,14 +46,14 @@ func TestForeignObjectsAreNotAdopted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
 	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 
 	waitForLastErrors(t, env.Client(), etcd, resources.ErrForeignObject,
-		[]string{"ConfigMap foreign/etcd-main-config", "no controller"}, []string{"Lease foreign/etcd-main-1", "controlled by ConfigMap other-owner (uid 0e0e0e0e-other-owner)"})
+		[]string{"ConfigMap " + ns + "/etcd-main-config", "no controller"}, []string{"Lease " + ns + "/etcd-main-1", "controlled by ConfigMap other-owner (uid 0e0e0e0e-other-owner)"})
 	waitForEvent(t, env.Client(), etcd, "ForeignObject", "etcd-main-config")
 
 	// Give later reconciles (retries with backoff) a chance to do what they must not.

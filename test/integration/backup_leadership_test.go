@@ -28,7 +28,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
@@ -38,8 +37,8 @@ import (
 // never go down; and the store's latest chain, full snapshot plus deltas, holds every revision
 // after the full snapshot without a gap, whoever wrote them.
 func TestBackupAcrossLeaderChanges(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns = "backup-leaders"
+	env := sharedControlPlane(t)
+	ns := testNamespace("backup-leaders")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestLocalBackupHostPathFromTheSecret: the Local provider's host root is the backup Secret's
@@ -21,10 +21,13 @@ import (
 // inside the default root, where other Etcds' directories are, is reported and mounts nothing;
 // fixing the Secret mounts the Etcd's own directory.
 func TestLocalBackupHostPathFromTheSecret(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "backup-local", "etcd-main"
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("backup-local"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns},
+		// Secrets are not watched: a fixed one is seen on the next retry.
+		InvalidInputRetry: 2 * time.Second})
 	c := env.Client()
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"},

@@ -17,7 +17,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
@@ -25,8 +24,8 @@ import (
 // claims it and goes on; the second writes nothing there, deletes nothing, and says why on its
 // snapshot Leases (BackupReady's reason StoreShared); both clusters keep serving.
 func TestTwoEtcdsOnOneStore(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns = "backup-shared"
+	env := sharedControlPlane(t)
+	ns := testNamespace("backup-shared")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {

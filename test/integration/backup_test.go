@@ -21,7 +21,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestBackupWiringAndBadStoresReported: an Etcd with spec.backup gets its member-agents wired
@@ -30,10 +29,13 @@ import (
 // reported (lastErrors, Event; BackupReady False for the provider) while the Etcd is still
 // reconciled; a good Secret clears them; an on-demand request reaches the full snapshot Lease.
 func TestBackupWiringAndBadStoresReported(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "backup-wiring", "etcd-main"
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("backup-wiring"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns},
+		// Secrets are not watched: a fixed one is seen on the next retry.
+		InvalidInputRetry: 2 * time.Second})
 	c := env.Client()
 
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))

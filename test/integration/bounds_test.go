@@ -26,19 +26,20 @@ import (
 // not negative) and then kill the manager with out-of-memory. The apiserver must refuse any count
 // above MaxReplicas, through the object and through the scale subresource, naming the bound.
 func TestReplicasBeyondTheBoundRejectedByTheAPI(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	ctx := setup(t, env, "bounds", "etcd-main")
+	env := sharedControlPlane(t)
+	ns := testNamespace("bounds")
+	ctx := setup(t, env, ns, "etcd-main")
 	bound := fmt.Sprintf("less than or equal to %d", druidv1alpha1.MaxReplicas)
 	for _, replicas := range []int32{druidv1alpha1.MaxReplicas + 2, math.MaxInt32} {
 		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
-			err := env.Client().Create(ctx, framework.NewEtcd("bounds", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
+			err := env.Client().Create(ctx, framework.NewEtcd(ns, fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
 			if err == nil || !strings.Contains(err.Error(), "spec.replicas") || !strings.Contains(err.Error(), bound) {
 				t.Fatalf("creating an Etcd with %d replicas: err = %v, want a rejection of spec.replicas saying %q", replicas, err, bound)
 			}
 		})
 	}
 
-	etcd := framework.NewEtcd("bounds", "etcd-main", druidv1alpha1.MaxReplicas, framework.EtcdImage("3.6.8"))
+	etcd := framework.NewEtcd(ns, "etcd-main", druidv1alpha1.MaxReplicas, framework.EtcdImage("3.6.8"))
 	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatalf("%d replicas must be accepted: %v", druidv1alpha1.MaxReplicas, err)
 	}

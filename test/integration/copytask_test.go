@@ -24,7 +24,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
@@ -38,8 +37,8 @@ import (
 // chain skips those objects and says so. Tasks with a missing Secret or a provider not supported
 // Fail with a message naming it, and leave their target empty.
 func TestEtcdCopyBackupsTask(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "copytask", "source"
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("copytask"), "source"
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
@@ -134,7 +133,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 	// Snapshot names carry whole seconds: the task is created in a later second than the chain's
 	// full snapshot, so that one does not end its wait.
 	time.Sleep(1100 * time.Millisecond)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), CopyBackupsTasks: true})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), CopyBackupsTasks: true, WatchNamespaces: []string{ns}})
 
 	t.Run("copies a real chain, and the target restores to the source", func(t *testing.T) {
 		cond := waitCondition(newTask("migrate", s3Spec("source", "s3"), s3Spec("target", "s3"), nil), druidv1alpha1.EtcdCopyBackupsTaskSucceeded)
@@ -258,7 +257,7 @@ func TestEtcdCopyBackupsTask(t *testing.T) {
 			src, dst druidv1alpha1.StoreSpec
 			wantIn   string
 		}{
-			{"no-secret", s3Spec("source", "missing"), s3Spec("untouched", "s3"), "spec.sourceStore: Secret copytask/missing named in secretRef does not exist"},
+			{"no-secret", s3Spec("source", "missing"), s3Spec("untouched", "s3"), "spec.sourceStore: Secret " + ns + "/missing named in secretRef does not exist"},
 			{"bad-provider", s3Spec("source", "s3"), bad, `spec.targetStore: provider: backup store provider "gcp" is not supported here`},
 		} {
 			task := newTask(tt.name, tt.src, tt.dst, nil)

@@ -16,7 +16,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestDefragmentationTakesTurnsThroughItsCondition runs the defragmentation controller on real
@@ -25,9 +24,9 @@ import (
 // process left behind may still mark a call in flight (until the Etcd's timeout and a margin);
 // then it clears that, defragments, and leaves DefragmentationInProgress False after each member.
 func TestDefragmentationTakesTurnsThroughItsCondition(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	ctx := context.Background()
-	etcd, _ := startRealMembers(t, env, "defrag-turns", func(e *druidv1alpha1.Etcd) {
+	etcd, _ := startRealMembers(t, env, testNamespace("defrag-turns"), func(e *druidv1alpha1.Etcd) {
 		e.Spec.Etcd.DefragmentationSchedule = ptr.To("*/5 * * * *")
 		e.Spec.Etcd.EtcdDefragTimeout = &metav1.Duration{Duration: time.Minute}
 	})

@@ -37,9 +37,9 @@ import (
 // written, deleted and compacted, a due run must defragment every member, followers first and the
 // leader last, and each member's database must shrink.
 func TestScheduledDefragmentationShrinksEveryMemberLeaderLast(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	ctx := context.Background()
-	const ns = "defrag"
+	ns := testNamespace("defrag")
 	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) {
 		e.Spec.Etcd.DefragmentationSchedule = ptr.To("*/5 * * * *")
 	})

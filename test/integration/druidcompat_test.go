@@ -47,9 +47,9 @@ func readManifest(t *testing.T, name, namespace string) *unstructured.Unstructur
 }
 
 func TestDruidManifestsApplyWithStrictFieldValidation(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	ctx := context.Background()
-	const ns = "druid-compat"
+	ns := testNamespace("druid-compat")
 	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +180,10 @@ func eventWithReason(t *testing.T, env *localcluster.Cluster, ns, etcdName, reas
 // The druid settings of an Etcd reach the objects the members run from; a bad value is reported
 // and leaves them as they were.
 func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "druid-settings", "etcd-main"
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("druid-settings"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
 	quota := resource.MustParse("2Gi")
@@ -314,10 +314,10 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 // and a Warning say why. As in etcd-druid the field cannot be added to an Etcd after its creation;
 // removed, the members start as a new cluster.
 func TestEtcdAskingToJoinAnExistingClusterWaits(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "druid-join", "etcd-main"
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("druid-join"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
 	etcd.Spec.Etcd.BootstrapWithExistingCluster = &druidv1alpha1.BootstrapWithExistingCluster{

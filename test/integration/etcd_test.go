@@ -51,11 +51,12 @@ func getStatefulSet(ctx context.Context, c client.Client, ns, name string) (*app
 }
 
 func TestEtcdCreatesOwnedObjects(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	ctx := setup(t, env, "objects", "etcd-main")
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	env := sharedControlPlane(t)
+	ns := testNamespace("objects")
+	ctx := setup(t, env, ns, "etcd-main")
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 
-	etcd := framework.NewEtcd("objects", "etcd-main", 3, framework.EtcdImage("3.6.8"))
+	etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
 	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main-2"}},
 	}
 	for _, obj := range owned {
-		key := types.NamespacedName{Namespace: "objects", Name: obj.GetName()}
+		key := types.NamespacedName{Namespace: ns, Name: obj.GetName()}
 		framework.Eventually(t, timeout, fmt.Sprintf("%T %s", obj, key), func(ctx context.Context) (bool, string) {
 			if err := env.Client().Get(ctx, key, obj); err != nil {
 				return false, err.Error()
@@ -85,7 +86,7 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 		})
 	}
 
-	sts, err := getStatefulSet(ctx, env.Client(), "objects", "etcd-main")
+	sts, err := getStatefulSet(ctx, env.Client(), ns, "etcd-main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +97,14 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 		t.Errorf("podManagementPolicy = %s", sts.Spec.PodManagementPolicy)
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main"}, pdb); err != nil {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main"}, pdb); err != nil {
 		t.Fatal(err)
 	}
 	if pdb.Spec.MinAvailable.IntValue() != 2 {
 		t.Errorf("PDB minAvailable = %s, want 2", pdb.Spec.MinAvailable.String())
 	}
 	peer := &corev1.Service{}
-	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: "objects", Name: "etcd-main-peer"}, peer); err != nil {
+	if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: "etcd-main-peer"}, peer); err != nil {
 		t.Fatal(err)
 	}
 	if !peer.Spec.PublishNotReadyAddresses || peer.Spec.ClusterIP != corev1.ClusterIPNone {
@@ -123,35 +124,37 @@ func TestEtcdCreatesOwnedObjects(t *testing.T) {
 }
 
 func TestEvenReplicasRejectedByTheAPI(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	ctx := setup(t, env, "even", "etcd-even")
+	env := sharedControlPlane(t)
+	ns := testNamespace("even")
+	ctx := setup(t, env, ns, "etcd-even")
 	for _, replicas := range []int32{2, 4} {
 		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
-			err := env.Client().Create(ctx, framework.NewEtcd("even", fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
+			err := env.Client().Create(ctx, framework.NewEtcd(ns, fmt.Sprintf("etcd-%d", replicas), replicas, framework.EtcdImage("3.6.8")))
 			if err == nil || !strings.Contains(err.Error(), "odd number") {
 				t.Fatalf("creating an Etcd with %d replicas: err = %v, want a rejection mentioning an odd number", replicas, err)
 			}
 		})
 	}
-	if err := env.Client().Create(ctx, framework.NewEtcd("even", "etcd-three", 3, framework.EtcdImage("3.6.8"))); err != nil {
+	if err := env.Client().Create(ctx, framework.NewEtcd(ns, "etcd-three", 3, framework.EtcdImage("3.6.8"))); err != nil {
 		t.Fatalf("3 replicas must be accepted: %v", err)
 	}
 }
 
 func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	ctx := context.Background()
-	if _, err := framework.CreateNamespace(ctx, env.Client(), "nosecret", nil); err != nil {
+	ns := testNamespace("nosecret")
+	if _, err := framework.CreateNamespace(ctx, env.Client(), ns, nil); err != nil {
 		t.Fatal(err)
 	}
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
-	etcd := framework.NewEtcd("nosecret", "etcd-main", 3, framework.EtcdImage("3.6.8"))
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
+	etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
 	if err := env.Client().Create(ctx, etcd); err != nil {
 		t.Fatal(err)
 	}
 	waitForLastErrors(t, env.Client(), etcd, "ERR_SECRET_MISSING", []string{"etcd-main-ca"})
 	waitForEvent(t, env.Client(), etcd, "InvalidSpec")
-	if _, err := getStatefulSet(ctx, env.Client(), "nosecret", "etcd-main"); err == nil {
+	if _, err := getStatefulSet(ctx, env.Client(), ns, "etcd-main"); err == nil {
 		t.Fatal("a StatefulSet was created although its Secrets are missing")
 	}
 }

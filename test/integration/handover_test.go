@@ -42,7 +42,7 @@ type handoverRig struct {
 
 func newHandoverRig(t *testing.T, ns string, replicas int32, updated func(pod, leader string) bool) *handoverRig {
 	t.Helper()
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = replicas })
 	rig := &handoverRig{env: env, etcd: etcd, cluster: cluster, pool: etcdclient.NewPool(etcdclient.Options{})}
 	t.Cleanup(rig.pool.Close)
@@ -164,7 +164,7 @@ func hasEvent(events []string, prefix string) bool {
 // members' Status, deletes nothing meanwhile, and deletes the old leader only on the next
 // reconcile, as a follower.
 func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
-	rig := newHandoverRig(t, "handover", 3, followersUpdated)
+	rig := newHandoverRig(t, testNamespace("handover"), 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics := newMetrics(t)
 	rec := rig.reconciler(rig.pool, events, metrics, rollout.DefaultPolicy())
@@ -214,7 +214,7 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 // follower now, is not deleted while the muted member cannot serve a read (with 3 members that
 // would leave the new leader without a quorum that hears it); once healed, it goes.
 func TestHandoverRetriesAnotherTransferee(t *testing.T) {
-	rig := newHandoverRig(t, "handover-retry", 3, followersUpdated)
+	rig := newHandoverRig(t, testNamespace("handover-retry"), 3, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics := newMetrics(t)
 	leader := rig.leader
@@ -278,7 +278,7 @@ func TestHandoverRetriesAnotherTransferee(t *testing.T) {
 // either by the fallback (participating/leader-handover-failed, counted and explained) or, if
 // it lost leadership first, as a follower.
 func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
-	rig := newHandoverRig(t, "handover-fails", 5, followersUpdated)
+	rig := newHandoverRig(t, testNamespace("handover-fails"), 5, followersUpdated)
 	events := record.NewFakeRecorder(100)
 	metrics := newMetrics(t)
 	leader := rig.leader
@@ -367,7 +367,7 @@ func (r *handoverRig) mute(t *testing.T, name string) (heal func() error) {
 // reconcile deletes two followers (never the leader), asking the members for roles and applied
 // indexes; the next waits for them, since the headroom of 5 voters is used up.
 func TestBatchWithinQuorumHeadroom(t *testing.T) {
-	rig := newHandoverRig(t, "batch", 5, func(string, string) bool { return false })
+	rig := newHandoverRig(t, testNamespace("batch"), 5, func(string, string) bool { return false })
 	events := record.NewFakeRecorder(100)
 	metrics := newMetrics(t)
 	policy := rollout.DefaultPolicy()
@@ -411,7 +411,7 @@ func TestBatchWithinQuorumHeadroom(t *testing.T) {
 // serve (its etcd stopped) holds the rollout and is watched: the controller is woken once it
 // serves, not at its next requeue.
 func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
-	rig := newHandoverRig(t, "rejoin-read", 3, func(pod, leader string) bool { return pod == "etcd-main-"+notLeader(leader, 0) })
+	rig := newHandoverRig(t, testNamespace("rejoin-read"), 3, func(pod, leader string) bool { return pod == "etcd-main-"+notLeader(leader, 0) })
 	replaced := "etcd-main-" + notLeader(rig.leader, 0)
 	pod, _ := rig.pod(t, replaced)
 	pod.Status.ContainerStatuses[0].Ready = false

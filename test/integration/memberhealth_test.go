@@ -20,7 +20,6 @@ import (
 	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestStuckMemberRestart runs the membership controller against a real kube-apiserver and three
@@ -33,8 +32,8 @@ import (
 //   - etcd-main-2 alone NotReady: its pod is deleted (RestartNonParticipating, an Event), and
 //     the cluster keeps its quorum.
 func TestStuckMemberRestart(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	etcd, cluster := startRealMembers(t, env, "member-restart", func(*druidv1alpha1.Etcd) {})
+	env := sharedControlPlane(t)
+	etcd, cluster := startRealMembers(t, env, testNamespace("member-restart"), func(*druidv1alpha1.Etcd) {})
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	t.Cleanup(pool.Close)
 	ctx := context.Background()

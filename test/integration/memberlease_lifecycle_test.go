@@ -16,7 +16,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestRemovedMemberLeaseOutlivesItsMember: after spec.replicas drops from 5 to 3, the Leases of
@@ -24,10 +23,11 @@ import (
 // and etcd-main-4's while its pod still exists; each goes once neither holds. (The operator runs
 // without members here: the voters are written as the membership controller records them.)
 func TestRemovedMemberLeaseOutlivesItsMember(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "lease-lifecycle", "etcd-main"
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("lease-lifecycle"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 	c := env.Client()
 
 	etcd := framework.NewEtcd(ns, name, 5, framework.EtcdImage("3.6.8"))

@@ -22,7 +22,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestMemberNamePrefixNamesMembersAndLeases: an Etcd with spec.memberNamePrefix is acted on, not
@@ -33,10 +32,12 @@ import (
 // run here: the Leases are renewed and the voters recorded as the members and the membership
 // controller would.)
 func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name, prefix = "member-names", "etcd-main", "p"
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	env := sharedControlPlane(t)
+	ns := testNamespace("member-names")
+	const name, prefix = "etcd-main", "p"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 	c := env.Client()
 
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
@@ -85,7 +86,7 @@ func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
 			return false, err.Error()
 		}
 		cluster := cm.Data[resources.EnvInitialCluster]
-		for _, want := range []string{"p-etcd-main-0=https://etcd-main-0.etcd-main-peer.member-names.svc:2380", "p-etcd-main-1=https://10.9.0.1:2380"} {
+		for _, want := range []string{"p-etcd-main-0=https://etcd-main-0.etcd-main-peer." + ns + ".svc:2380", "p-etcd-main-1=https://10.9.0.1:2380"} {
 			if !strings.Contains(cluster, want) {
 				return false, "initial cluster " + cluster
 			}
@@ -173,10 +174,10 @@ func TestMemberNamePrefixNamesMembersAndLeases(t *testing.T) {
 // the pod's name while a prefix is set) is reported in status.lastErrors and nothing is built
 // from the spec.
 func TestAdditionalPeerURLsOfNoMemberAreRefused(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "member-names-bad", "etcd-main"
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("member-names-bad"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 	c := env.Client()
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))
 	etcd.Spec.MemberNamePrefix = ptr.To("p")

@@ -33,10 +33,10 @@ import (
 // cluster keeps its quorum. Once healed, it removes etcd-main-4 and etcd-main-3 and shrinks the
 // StatefulSet to 3.
 func TestScaleInWaitsUntilTheLeaderHearsAQuorum(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	// The members inherit the environment: as the member ConfigMap sets it.
 	t.Setenv("ETCD_STRICT_RECONFIG_CHECK", "false")
-	etcd, cluster := startRealMembers(t, env, "scale-in-heard", func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 5 })
+	etcd, cluster := startRealMembers(t, env, testNamespace("scale-in-heard"), func(e *druidv1alpha1.Etcd) { e.Spec.Replicas = 5 })
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	t.Cleanup(pool.Close)
 	ctx := context.Background()

@@ -20,7 +20,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
@@ -32,8 +31,8 @@ import (
 // recorded (status.clusterID, so the ConfigMap turns "existing" and a member without data waits
 // for a leader instead of bootstrapping), with an Event naming the Leases.
 func TestClusterIDFromLeasesWithoutAPathToTheMembers(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	etcd, cluster := startRealMembers(t, env, "lease-cluster-id", func(*druidv1alpha1.Etcd) {})
+	env := sharedControlPlane(t)
+	etcd, cluster := startRealMembers(t, env, testNamespace("lease-cluster-id"), func(*druidv1alpha1.Etcd) {})
 	ctx := context.Background()
 	c := env.Client()
 	pool := etcdclient.NewPool(etcdclient.Options{DialTimeout: 500 * time.Millisecond, CallTimeout: 500 * time.Millisecond})

@@ -31,7 +31,7 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	t.Cleanup(func() { operation.Holds = saved })
 	wantRule := operation.WaitRule(exampleKind)
 
-	rig := newHandoverRig(t, "operation-hold", 3, followersUpdated)
+	rig := newHandoverRig(t, testNamespace("operation-hold"), 3, followersUpdated)
 	ctx := context.Background()
 	setCondition := func(status druidv1alpha1.ConditionStatus) {
 		t.Helper()

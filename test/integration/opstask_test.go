@@ -28,7 +28,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/opstask"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestEtcdOpsTaskOnDemandSnapshots: etcd-druid's EtcdOpsTask, carried out by the operator and a
@@ -39,10 +38,10 @@ import (
 // in the store; with the loop stopped a task fails at its timeout; a task of an Etcd without a
 // backup store is Rejected and, its TTL over, deleted.
 func TestEtcdOpsTaskOnDemandSnapshots(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "opstask", "etcd-main"
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("opstask"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns}})
 	c := env.Client()
 
 	etcd := framework.NewEtcd(ns, name, 1, framework.EtcdImage("3.6.8"))

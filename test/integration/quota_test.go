@@ -14,16 +14,15 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestQuotaBelowTheDatabaseIsRefused lowers spec.etcd.quota below the members' database size
 // (real members, about 10 MB each): the Etcd reconciler must refuse it with
 // ERR_QUOTA_BELOW_DB_SIZE and keep the members' quota; a quota above the data goes through.
 func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	ctx := context.Background()
-	const ns = "quota"
+	ns := testNamespace("quota")
 	etcd, cluster := startRealMembers(t, env, ns, func(*druidv1alpha1.Etcd) {})
 	makeGarbage(t, cluster)
 

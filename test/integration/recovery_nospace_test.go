@@ -16,7 +16,7 @@ import (
 // does not fit its volume; the Etcd's RecoveryInProgress condition and a Warning Event say how
 // much it needs and how much is free. A report of another pod incarnation shows nothing.
 func TestRecoveryShowsARestoreShortOfSpace(t *testing.T) {
-	const ns = "recovery-no-space"
+	ns := testNamespace("recovery-no-space")
 	r, stop, _ := newRecoveryRig(t, ns)
 	for _, i := range []int{1, 2} {
 		if err := stop(i); err != nil {

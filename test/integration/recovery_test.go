@@ -42,7 +42,7 @@ type recoveryRig struct {
 }
 
 func newRecoveryRig(t *testing.T, ns string) (*recoveryRig, func(int) error, func(int) error) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	env := sharedControlPlane(t)
 	etcd, cluster := startRealMembers(t, env, ns, func(e *druidv1alpha1.Etcd) {
 		e.Spec.Backup = &druidv1alpha1.BackupSpec{Store: &druidv1alpha1.StoreSpec{Provider: ptr.To(druidv1alpha1.StorageProvider("S3")), Container: ptr.To("bucket")}}
 	})
@@ -199,7 +199,7 @@ func (r *recoveryRig) decides(t *testing.T, reason string, want ...string) *drui
 // voters proven without data is ordered to restore (in the status only), and the old cluster
 // coming back calls it off.
 func TestRecoveryDecidesOnRecordedVoters(t *testing.T) {
-	const ns = "recovery-voters"
+	ns := testNamespace("recovery-voters")
 	r, stop, restart := newRecoveryRig(t, ns)
 	voters := r.get().Status.Voters
 	if names := []string{voters[0].Name, voters[1].Name, voters[2].Name}; !slices.Equal(names, []string{"etcd-main-0", "etcd-main-1", "etcd-main-2"}) {

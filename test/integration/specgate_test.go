@@ -13,7 +13,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestDruidReconcileAnnotations: with etcd-druid's enableEtcdSpecAutoReconcile false, a new Etcd
@@ -21,10 +20,11 @@ import (
 // orders it, and the order is removed once carried out; suspend-etcd-spec-reconcile holds even an
 // order until it is removed.
 func TestDruidReconcileAnnotations(t *testing.T) {
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
-	const ns, name = "spec-gate", "etcd-main"
+	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
+	env := sharedControlPlane(t)
+	ns, name := testNamespace("spec-gate"), "etcd-main"
 	ctx := setup(t, env, ns, name)
-	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), SpecAutoReconcile: ptr.To(false)})
+	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), SpecAutoReconcile: ptr.To(false), WatchNamespaces: []string{ns}})
 	c := env.Client()
 
 	etcd := framework.NewEtcd(ns, name, 1, framework.EtcdImage("3.6.8"))

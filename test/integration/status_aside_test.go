@@ -17,7 +17,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // TestStatusListsDataAside runs the status controller on a real apiserver: what the member
@@ -26,8 +25,8 @@ import (
 // under a member's name that the Etcd does not control is not its member's; a member whose
 // report goes loses its series, and the Etcd going takes all of them.
 func TestStatusListsDataAside(t *testing.T) {
-	const ns, name = "status-aside", "etcd-main"
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	ns, name := testNamespace("status-aside"), "etcd-main"
+	env := sharedControlPlane(t)
 	ctx := setup(t, env, ns, name)
 	c := env.Client()
 	etcd := framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))

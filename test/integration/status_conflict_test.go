@@ -13,7 +13,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
-	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
 
 // laggingReader serves one Etcd as it was read earlier, as the manager's cache does until the
@@ -36,8 +35,8 @@ func (l laggingReader) Get(ctx context.Context, key client.ObjectKey, obj client
 // dozens of times a minute, each logged as a reconcile error. It is expected, so it is a requeue,
 // and the write on the fresh copy keeps the other writer's condition.
 func TestStatusWriteOnAStaleCopyIsARequeue(t *testing.T) {
-	const ns, name = "status-conflict", "etcd-main"
-	env := localcluster.StartForTest(t, localcluster.Options{NoControllerManager: true, CRDs: true})
+	ns, name := testNamespace("status-conflict"), "etcd-main"
+	env := sharedControlPlane(t)
 	ctx := setup(t, env, ns, name)
 	c := env.Client()
 	if err := c.Create(ctx, framework.NewEtcd(ns, name, 3, framework.EtcdImage("3.6.8"))); err != nil {

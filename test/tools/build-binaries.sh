@@ -2,7 +2,7 @@
 # Builds the control-plane and etcd binaries the tests run, from the Go module proxy, into a
 # version-keyed cache outside the clone, then links them into bin/. A fresh machine builds them
 # (about 6 minutes cold); a warm one only links. Usage:
-#   build-binaries.sh kubernetes <version>   -> kube-apiserver kube-controller-manager kube-scheduler kubectl
+#   build-binaries.sh kubernetes <version>   -> kube-apiserver kube-controller-manager kubectl
 #   build-binaries.sh etcd <version>         -> etcd-<version> (and etcdctl-<version>)
 #   build-binaries.sh helm <version>         -> helm
 #   build-binaries.sh controller-gen <version> -> controller-gen
@@ -39,7 +39,8 @@ kubernetes)
   for m in $(awk '/=> .\/staging\//{print $1}' "$gomod"); do
     go mod edit -replace="$m=$m@$staging_version"
   done
-  bins="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+  # No kube-scheduler: the node simulator binds pods itself (it cost ~20 s of a cold build).
+  bins="kube-apiserver kube-controller-manager kubectl"
   for b in $bins; do
     pkg=k8s.io/kubernetes/cmd/$b
     [ "$b" = kubectl ] && pkg=k8s.io/kubernetes/cmd/kubectl

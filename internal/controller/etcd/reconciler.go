@@ -41,7 +41,7 @@ import (
 )
 
 // invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
-// again; Secrets are neither watched nor cached.
+// again; Secrets are neither watched nor cached. Config.InvalidInputRetry overrides it.
 const invalidInputRetry = 30 * time.Second
 
 // lingeringLeaseRecheck is how soon the Lease of a removed member that still runs or votes is
@@ -77,6 +77,8 @@ type Reconciler struct {
 	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
 	trustMu      sync.Mutex
 	trustChecked map[string]time.Time
+	// invalidInputRetry: Config.InvalidInputRetry, or the constant.
+	invalidInputRetry time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -111,6 +113,9 @@ type Config struct {
 	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again (planTrust);
 	// 0: defaultTrustRecheck.
 	TrustRecheck time.Duration
+	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
+	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
+	InvalidInputRetry time.Duration
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -120,17 +125,18 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
 	}
 	return &Reconciler{
-		client:        c,
-		apiReader:     cfg.SecretReader,
-		recorder:      recorder,
-		dbSizes:       cfg.DBSizes,
-		gateOn:        cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
-		autoReconcile: cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
-		requireTLS:    cfg.RequireTLS,
-		waitForBackup: cfg.WaitForBackupReady,
-		members:       cfg.Members,
-		trustRecheck:  cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
-		trustChecked:  map[string]time.Time{},
+		client:            c,
+		apiReader:         cfg.SecretReader,
+		recorder:          recorder,
+		dbSizes:           cfg.DBSizes,
+		gateOn:            cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
+		autoReconcile:     cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
+		requireTLS:        cfg.RequireTLS,
+		waitForBackup:     cfg.WaitForBackupReady,
+		members:           cfg.Members,
+		trustRecheck:      cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
+		trustChecked:      map[string]time.Time{},
+		invalidInputRetry: cmp.Or(max(cfg.InvalidInputRetry, 0), invalidInputRetry),
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -235,7 +241,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: invalidInputRetry}, nil
+		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
 	}
 	r.reportIgnoredFields(ctx, etcd)
 	r.reportPlaintext(ctx, etcd)
@@ -339,7 +345,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(warnings) > 0 {
 		// Converged, with backups that cannot work: say so, and look again (Secrets are not
 		// watched).
-		result.RequeueAfter = invalidInputRetry
+		result.RequeueAfter = r.invalidInputRetry
 		if held {
 			result.RequeueAfter = holdRecheck
 		}
