@@ -33,67 +33,60 @@ func (v Calls) Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclie
 	return v.Members.Query(ctx, ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
 }
 
-// Downgrade makes the downgrade call through the leader: etcd applies it through raft, and the
-// leader is the member whose answer is current. Enabling validates first, so a target etcd
-// refuses is reported as such and nothing changes.
+// Downgrade makes the downgrade call through the leader. Enabling validates first, so a target
+// etcd refuses is reported as such and nothing changes.
 func (v Calls) Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error {
-	cluster, creds, targets, err := v.Access.reach(ctx, etcd)
+	_, leader, err := v.throughLeader(ctx, etcd)
 	if err != nil {
-		return err
-	}
-	cs, err := v.Members.Query(ctx, cluster, creds, targets)
-	if err != nil {
-		return err
-	}
-	leader, ok := cs.Leader()
-	if !ok {
-		return fmt.Errorf("downgrade %s of %s: no member answered as the leader", action, cluster)
-	}
-	conn, err := v.Members.Member(cluster, creds, targets, leader.Name)
-	if err != nil {
-		return err
+		return fmt.Errorf("downgrade %s: %w", action, err)
 	}
 	if action == etcdclient.DowngradeEnable {
-		if _, err := conn.Downgrade(ctx, etcdclient.DowngradeValidate, target); err != nil {
+		if _, err := leader.Downgrade(ctx, etcdclient.DowngradeValidate, target); err != nil {
 			return err
 		}
 	}
-	_, err = conn.Downgrade(ctx, action, target)
+	_, err = leader.Downgrade(ctx, action, target)
 	return err
 }
 
 // MoveLeader hands leadership to the member of pod toPod, through the leader; nothing when that
 // member leads already.
 func (v Calls) MoveLeader(ctx context.Context, etcd *druidv1alpha1.Etcd, toPod string) error {
+	cs, leader, err := v.throughLeader(ctx, etcd)
+	if err != nil {
+		return fmt.Errorf("moving leadership to %s: %w", toPod, err)
+	}
+	for _, m := range cs.Members {
+		switch {
+		case m.Name != toPod:
+		case !m.Reachable:
+			return fmt.Errorf("moving leadership: %s did not answer", toPod)
+		case m.Name == leader.Target().Name:
+			return nil
+		default:
+			return leader.MoveLeader(ctx, m.ID)
+		}
+	}
+	return fmt.Errorf("moving leadership: %s is not among the members asked", toPod)
+}
+
+// throughLeader asks the members and returns their answers with the leader's connection: the calls
+// etcd applies through raft go to the leader, whose answer is current.
+func (v Calls) throughLeader(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, *etcdclient.MemberConn, error) {
 	cluster, creds, targets, err := v.Access.reach(ctx, etcd)
 	if err != nil {
-		return err
+		return etcdclient.ClusterStatus{}, nil, err
 	}
 	cs, err := v.Members.Query(ctx, cluster, creds, targets)
 	if err != nil {
-		return err
+		return cs, nil, err
 	}
 	leader, ok := cs.Leader()
 	if !ok {
-		return fmt.Errorf("moving leadership in %s: no member answered as the leader", cluster)
+		return cs, nil, fmt.Errorf("%s: no member answered as the leader", cluster)
 	}
-	for _, m := range cs.Members {
-		if m.Name != toPod {
-			continue
-		}
-		if !m.Reachable {
-			return fmt.Errorf("moving leadership in %s: %s did not answer", cluster, toPod)
-		}
-		if m.ID == leader.ID {
-			return nil
-		}
-		conn, err := v.Members.Member(cluster, creds, targets, leader.Name)
-		if err != nil {
-			return err
-		}
-		return conn.MoveLeader(ctx, m.ID)
-	}
-	return fmt.Errorf("moving leadership in %s: %s is not among the members asked", cluster, toPod)
+	conn, err := v.Members.Member(cluster, creds, targets, leader.Name)
+	return cs, conn, err
 }
 
 // reach is what a call to etcd's members needs: the pool's key, client TLS read fresh (the calls
