@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -39,24 +40,7 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 
-	op, err := Install(ctx, s, InstallOptions{QuorumAware: true, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("installing the chart: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if log, err := op.ManagerLog(context.Background()); err == nil {
-				t.Logf("manager log:\n%s", tail(log, 6000))
-			}
-		}
-		if err := op.Uninstall(context.Background()); err != nil {
-			t.Errorf("uninstalling: %v", err)
-		}
-	})
-	managerBefore, err := op.WaitManagerReady(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op, managerBefore := installForTest(ctx, t, s, InstallOptions{QuorumAware: true})
 	if err := CheckRunsFromImage(managerBefore, "manager"); err != nil {
 		t.Error(err)
 	}
@@ -170,6 +154,32 @@ func TestHelmInstalledOperatorRollsQuorumAware(t *testing.T) {
 		}
 		t.Logf("StatefulSet %s: updateStrategy %s, revision %s", sts.Name, sts.Spec.UpdateStrategy.Type, sts.Status.UpdateRevision)
 	})
+}
+
+// installForTest installs the chart for one test (helm homes in its temp dir), uninstalls it at
+// the end with the manager's log on failure, and returns the manager's Ready pod.
+func installForTest(ctx context.Context, t *testing.T, s *stack.Stack, o InstallOptions) (*Operator, *corev1.Pod) {
+	t.Helper()
+	o.WorkDir = t.TempDir()
+	op, err := Install(ctx, s, o)
+	if err != nil {
+		t.Fatalf("installing the chart: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if log, err := op.ManagerLog(context.Background()); err == nil {
+				t.Logf("manager log:\n%s", tail(log, 6000))
+			}
+		}
+		if err := op.Uninstall(context.Background()); err != nil {
+			t.Errorf("uninstalling: %v", err)
+		}
+	})
+	manager, err := op.WaitManagerReady(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op, manager
 }
 
 func waitStatefulSet(ctx context.Context, t *testing.T, c *stack.EtcdCluster, cond func(*appsv1.StatefulSet) bool) *appsv1.StatefulSet {

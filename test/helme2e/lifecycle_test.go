@@ -94,24 +94,7 @@ func TestHelmUpgradeWithChangedCRDKeepsEtcds(t *testing.T) {
 	if err := adoptCRDs(ctx, s.Client); err != nil {
 		t.Fatal(err)
 	}
-	op, err := Install(ctx, s, InstallOptions{QuorumAware: true, WorkDir: t.TempDir(), Set: []string{"crds.install=true"}})
-	if err != nil {
-		t.Fatalf("installing the chart: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if log, err := op.ManagerLog(context.Background()); err == nil {
-				t.Logf("manager log:\n%s", tail(log, 6000))
-			}
-		}
-		if err := op.Uninstall(context.Background()); err != nil {
-			t.Errorf("uninstalling: %v", err)
-		}
-	})
-	managerBefore, err := op.WaitManagerReady(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op, managerBefore := installForTest(ctx, t, s, InstallOptions{QuorumAware: true, Set: []string{"crds.install=true"}})
 
 	cluster, err := s.CreateEtcd(ctx, "helm-lifecycle", "etcd", 3, framework.EtcdImage("3.6.8"))
 	if err != nil {

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -134,5 +133,6 @@ func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd
 // versionWaits tells whether the decision waits on the members, so the Etcd is looked at again
 // soon.
 func versionWaits(d versionchange.Decision) bool {
-	return d.Downgrading || d.Action != versionchange.ActionNone || strings.HasPrefix(string(d.Rule), "downgrade/wait")
+	// The downgrade's waits (members, storage version) hold with Downgrading set.
+	return d.Downgrading || d.Action != versionchange.ActionNone
 }
