@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,6 +76,17 @@ func (a *Access) clientTLS(ctx context.Context, reader client.Reader, etcd *drui
 		// rotated Secret behind them is picked up without a restart.
 		return a.defaultTLS()
 	}
+	// What the members mount: its CA bundle trusts every member's certificate and every member
+	// trusts its client certificate, also in the middle of a rotation (internal/trustchange).
+	held, err := secret(ctx, reader, etcd.Namespace, resources.MemberTLSSecretName(etcd))
+	switch {
+	case err == nil && metav1.IsControlledBy(held, etcd):
+		ca, caKey, pair := resources.MemberClientTLSSecrets(held)
+		return a.built.get(etcd.Namespace, ca, caKey, pair)
+	case err != nil && !apierrors.IsNotFound(err):
+		return conductortls.ClientMaterial{}, err
+	}
+	// None yet (the members of an older release mount the Etcd's Secrets).
 	caSecret, err := secret(ctx, reader, etcd.Namespace, t.TLSCASecretRef.Name)
 	if err != nil {
 		return conductortls.ClientMaterial{}, err

@@ -10,9 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/trustchange"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
@@ -86,6 +90,7 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 	store.put(pki.CA.Secret(ns, "ca"), "1")
 	store.put(testpki.TLSSecret(ns, "client", pki.CA, pki.Client), "1")
 	store.put(testpki.TLSSecret(ns, "other-client", pki.CA, pki.Client), "1")
+	store.put(memberTLSSecret(pki.CA, pki.Client), "1")
 	a := New(Config{Reader: store, SecretTTL: time.Minute})
 	builds := countBuilds(a)
 	etcd := etcdNaming("client")
@@ -98,15 +103,17 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 		wantBuilds int
 		want       conductortls.ClientMaterial
 	}{
-		{"first use reads and builds", func() {}, a.ClientTLS, 2, 1, pki.ClientMaterial()},
-		{"the cached Secrets: nothing read, nothing built", func() {}, a.ClientTLS, 2, 1, pki.ClientMaterial()},
-		{"read fresh, unchanged: nothing built", func() {}, a.FreshClientTLS, 4, 1, pki.ClientMaterial()},
-		{"renewed, read fresh: built", func() { store.put(testpki.TLSSecret(ns, "client", pki.CA, renewed), "2") },
-			a.FreshClientTLS, 6, 2, renewedMaterial},
-		{"renewed, the cached edition: its own key pair, not built again", func() {}, a.ClientTLS, 6, 2, pki.ClientMaterial()},
-		{"forgotten, the cached path reads the renewal: not built again", func() { a.ForgetSecrets(etcd) }, a.ClientTLS, 8, 2,
+		{"first use reads and builds", func() {}, a.ClientTLS, 1, 1, pki.ClientMaterial()},
+		{"the cached Secret: nothing read, nothing built", func() {}, a.ClientTLS, 1, 1, pki.ClientMaterial()},
+		{"read fresh, unchanged: nothing built", func() {}, a.FreshClientTLS, 2, 1, pki.ClientMaterial()},
+		{"renewed, read fresh: built", func() { store.put(memberTLSSecret(pki.CA, renewed), "2") },
+			a.FreshClientTLS, 3, 2, renewedMaterial},
+		{"renewed, the cached edition: its own key pair, not built again", func() {}, a.ClientTLS, 3, 2, pki.ClientMaterial()},
+		{"forgotten, the cached path reads the renewal: not built again", func() { a.ForgetSecrets(etcd) }, a.ClientTLS, 4, 2,
 			renewedMaterial},
-		{"the Etcd names another Secret: built", func() { etcd = etcdNaming("other-client") }, a.ClientTLS, 9, 3, pki.ClientMaterial()},
+		// An Etcd of an older release: its members mount its own Secrets, and so does the operator.
+		{"no member TLS Secret: the Etcd's own, built", func() { delete(store.secrets, resources.MemberTLSSecretName(etcd)); a.ForgetSecrets(etcd) }, a.ClientTLS, 7, 3, pki.ClientMaterial()},
+		{"the Etcd names another Secret: built", func() { etcd = etcdNaming("other-client") }, a.ClientTLS, 9, 4, pki.ClientMaterial()},
 	}
 	for _, s := range steps {
 		s.before()
@@ -123,11 +130,19 @@ func TestClientTLSBuildsOncePerSource(t *testing.T) {
 	}
 }
 
+// memberTLSSecret is the member TLS Secret of testEtcd's Etcd with the client key pair kp.
+func memberTLSSecret(ca *testpki.CA, kp testpki.KeyPair) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: resources.MemberTLSSecretName(testEtcd()), Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Etcd", Name: "etcd-main", UID: testEtcd().UID, Controller: ptr.To(true)}}},
+		Data: resources.MemberTLSData(trustchange.Material{ClientCA: ca.CertPEM, Client: trustchange.Pair{Cert: kp.CertPEM, Key: kp.KeyPEM}})}
+	return s
+}
+
 // TestClientTLSPrecedence: the Etcd's own key pair when it names one, else the operator-wide
 // one, else an error; plaintext material for an Etcd without clientUrlTls, whose members serve
 // plain HTTP, whatever the operator has.
 func TestClientTLSPrecedence(t *testing.T) {
-	pki, operatorWide := newPKI(t), newPKI(t)
+	pki, operatorWide, held := newPKI(t), newPKI(t), newPKI(t)
 	store := &secretStore{secrets: map[string]*corev1.Secret{}}
 	store.put(pki.CA.Secret(ns, "ca"), "1")
 	store.put(testpki.TLSSecret(ns, "client", pki.CA, pki.Client), "1")
@@ -140,6 +155,7 @@ func TestClientTLSPrecedence(t *testing.T) {
 		want       conductortls.ClientMaterial
 		wantErr    string
 	}{
+		{"what the members mount over the Etcd's own", etcdNaming("client"), loadDefault, held.ClientMaterial(), ""},
 		{"the Etcd's own over the operator's", etcdNaming("client"), loadDefault, pki.ClientMaterial(), ""},
 		{"the Etcd's own without an operator's", etcdNaming("client"), nil, pki.ClientMaterial(), ""},
 		{"plaintext when the Etcd has no client TLS", testEtcd(), loadDefault, conductortls.PlaintextMaterial(), ""},
@@ -149,6 +165,10 @@ func TestClientTLSPrecedence(t *testing.T) {
 		{"the Etcd's Secret missing: no fallback", etcdNaming("gone"), loadDefault, conductortls.ClientMaterial{}, "reading Secret shoot/gone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			delete(store.secrets, resources.MemberTLSSecretName(tc.etcd))
+			if tc.want.Fingerprint() == held.ClientMaterial().Fingerprint() {
+				store.put(memberTLSSecret(held.CA, held.Client), "1")
+			}
 			a := New(Config{Reader: store, SecretTTL: time.Minute, DefaultClientTLS: tc.defaultTLS})
 			for _, get := range []func(context.Context, *druidv1alpha1.Etcd) (conductortls.ClientMaterial, error){a.ClientTLS, a.FreshClientTLS} {
 				got, err := get(t.Context(), tc.etcd)
@@ -182,8 +202,9 @@ func TestClientTLSUnversionedSecretsAreBuiltEachTime(t *testing.T) {
 		if _, err := a.ClientTLS(t.Context(), etcdNaming("client")); err != nil {
 			t.Fatal(err)
 		}
-		if *builds != i || store.gets != 2*i {
-			t.Fatalf("use %d: %d builds and %d reads, want %d and %d", i, *builds, store.gets, i, 2*i)
+		// The member TLS Secret looked for (none: an Etcd of an older release), then the Etcd's.
+		if *builds != i || store.gets != 3*i {
+			t.Fatalf("use %d: %d builds and %d reads, want %d and %d", i, *builds, store.gets, i, 3*i)
 		}
 	}
 }

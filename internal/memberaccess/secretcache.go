@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 )
 
 // secretCache is a client.Reader that remembers the Secrets it was asked for by name, for at
@@ -87,7 +88,7 @@ func (c *secretCache) Forget(etcd *druidv1alpha1.Etcd) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, name := range []string{t.TLSCASecretRef.Name, t.ClientTLSSecretRef.Name} {
+	for _, name := range []string{resources.MemberTLSSecretName(etcd), t.TLSCASecretRef.Name, t.ClientTLSSecretRef.Name} {
 		delete(c.secrets, types.NamespacedName{Namespace: etcd.Namespace, Name: name})
 	}
 }

@@ -44,9 +44,12 @@ type Options struct {
 	Gates               features.Gates
 	MemberAgentImage    string
 	MemberAgentInterval string
-	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again for a changed
-	// bundle (0: the Etcd reconciler's default; tests and demos shorten it).
+	// TrustRecheck is how often the TLS Secrets of an Etcd are read again for a change (0: the
+	// Etcd reconciler's default; tests and demos shorten it).
 	TrustRecheck time.Duration
+	// SecretPropagation bounds how long the kubelet takes to refresh a changed Secret in the pods
+	// (etcd.Config.SecretPropagation; 0: its default). The node simulator is quicker.
+	SecretPropagation time.Duration
 	// InvalidInputRetry overrides how soon the Etcd controller looks again at an Etcd with bad
 	// input (etcd.Config.InvalidInputRetry; 0: its default). Tests shorten it.
 	InvalidInputRetry time.Duration
@@ -143,6 +146,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		MemberAgentImage:    o.MemberAgentImage,
 		MemberAgentInterval: o.MemberAgentInterval,
 		TrustRecheck:        o.TrustRecheck,
+		SecretPropagation:   o.SecretPropagation,
 		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
 			return access.DBSizes(ctx, pool, etcd)
 		},

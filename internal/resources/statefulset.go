@@ -15,7 +15,6 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // Settings are the operator-wide inputs to the StatefulSet, and the per-Etcd ones the controller
@@ -38,9 +37,9 @@ type Settings struct {
 	// planner (internal/versionchange) keeps the running image here while a downgrade is
 	// prepared or a version change is refused.
 	EtcdImage string
-	// TrustTemplate and TrustRecord are the trust checksums (AnnotationTrustChecksum) for the
-	// pod template and the StatefulSet (TrustRestart); empty: none written.
-	TrustTemplate, TrustRecord string
+	// TrustTemplate is the trust checksum (AnnotationTrustChecksum) for the pod template: that of
+	// the member TLS Secret's CA bundles; empty: none written.
+	TrustTemplate string
 	// DataVolume is the name of the data volume claim template, and so of the pods' data volume
 	// and of the claims "<DataVolume>-<pod>"; empty: "data" (internal/volumechange).
 	DataVolume string
@@ -132,12 +131,6 @@ func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error)
 	}
 	capacity := storageCapacity(e)
 	sts := &appsv1.StatefulSet{ObjectMeta: objectMeta(e, StatefulSetName(e))}
-	if s.TrustRecord != "" {
-		if sts.Annotations == nil {
-			sts.Annotations = map[string]string{}
-		}
-		sts.Annotations[AnnotationTrustChecksum] = s.TrustRecord
-	}
 	sts.Spec = appsv1.StatefulSetSpec{
 		Replicas:            ptr.To(e.Spec.Replicas),
 		Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
@@ -287,29 +280,27 @@ func memberAgentTokenVolume() corev1.Volume {
 	}}}
 }
 
-// secretVolume mounts a Secret; with key set, only that key, renamed to path.
-func secretVolume(name, secret, key, path string) corev1.Volume {
-	src := &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To(int32(0o640))}
-	if key != "" {
-		src.Items = []corev1.KeyToPath{{Key: key, Path: path}}
-	}
+// secretVolume mounts the given keys of a Secret, each under its path.
+func secretVolume(name, secret string, items []corev1.KeyToPath) corev1.Volume {
+	src := &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To(int32(0o640)), Items: items}
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
 }
 
-// tlsVolumes are the Secrets the members mount: the client CA, serving and client pairs while
-// client traffic is adding or on TLS, the peer CA and pair likewise for peer traffic.
+// tlsVolumes are the TLS material the members mount, from the member TLS Secret (never the
+// Etcd's Secrets directly, see internal/trustchange): the client CA, serving and client pairs
+// while client traffic is adding or on TLS, the peer CA and pair likewise for peer traffic.
 func tlsVolumes(e *druidv1alpha1.Etcd, st transport.Stages) []corev1.Volume {
 	var out []corev1.Volume
 	if client := e.Spec.Etcd.ClientUrlTLS; client != nil && materialMounted(st.Client) {
 		out = append(out,
-			secretVolume(clientCAVolume, client.TLSCASecretRef.Name, CADataKey(client.TLSCASecretRef), conductortls.DefaultCADataKey),
-			secretVolume(serverTLSVolume, client.ServerTLSSecretRef.Name, "", ""),
-			secretVolume(clientTLSVolume, client.ClientTLSSecretRef.Name, "", ""))
+			memberTLSVolume(e, clientCAVolume, memberTLSClientCA),
+			memberTLSVolume(e, serverTLSVolume, memberTLSServerCert, memberTLSServerKey),
+			memberTLSVolume(e, clientTLSVolume, memberTLSClientCert, memberTLSClientKey))
 	}
 	if peer := e.Spec.Etcd.PeerUrlTLS.TLS(); peer != nil && materialMounted(st.Peer) {
 		out = append(out,
-			secretVolume(peerCAVolume, peer.TLSCASecretRef.Name, CADataKey(peer.TLSCASecretRef), conductortls.DefaultCADataKey),
-			secretVolume(peerTLSVolume, peer.ServerTLSSecretRef.Name, "", ""))
+			memberTLSVolume(e, peerCAVolume, memberTLSPeerCA),
+			memberTLSVolume(e, peerTLSVolume, memberTLSPeerCert, memberTLSPeerKey))
 	}
 	return out
 }

@@ -3,44 +3,177 @@ package resources
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/trustchange"
+	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// AnnotationTrustChecksum is, on the member StatefulSet, the checksum of the CA bundles the Etcd
-// reconciler last read from the CA Secrets the Etcd names (its record), and on the pod template
-// the checksum the members were last restarted for. etcd re-reads its own certificate and key at
-// every handshake, so a renewed leaf certificate needs no restart; but it reads the CA bundles it
-// trusts only at start, so a changed bundle needs every member restarted, which the template
-// annotation turns into a rollout: one member at a time, the leader last.
+// AnnotationTrustChecksum is, on the pod template, the checksum of the CA bundles the members were
+// last restarted for. etcd re-reads its own certificate and key at every handshake, so a renewed
+// certificate needs no restart; but it reads the CA bundles it trusts only at start, so a changed
+// bundle needs every member restarted, which the annotation turns into a rollout: one member at a
+// time, the leader last.
 const AnnotationTrustChecksum = "etcd-conductor.io/trust-checksum"
 
-// TrustChecksum is the checksum of CA bundles, each named by the kind of traffic it secures
-// ("client", "peer") so that the same bundle moving from one to the other is a change too.
-func TrustChecksum(bundles map[string][]byte) string {
+// AnnotationCertificatesCopiedAt is, on the member TLS Secret, when a certificate was last copied
+// into it (RFC 3339): a CA leaves the bundles only once the kubelet has had time to put the copies
+// into every pod's files (internal/trustchange).
+const AnnotationCertificatesCopiedAt = "etcd-conductor.io/certificates-copied-at"
+
+// The member TLS Secret's keys.
+const (
+	memberTLSClientCA   = "client-ca.crt"
+	memberTLSPeerCA     = "peer-ca.crt"
+	memberTLSServerCert = "server.crt"
+	memberTLSServerKey  = "server.key"
+	memberTLSClientCert = "client.crt"
+	memberTLSClientKey  = "client.key"
+	memberTLSPeerCert   = "peer.crt"
+	memberTLSPeerKey    = "peer.key"
+)
+
+// MemberTLSSecretName is the operator's own Secret with the TLS material the members mount: the
+// Etcd's Secrets are copied into it in an order where no member ever distrusts another
+// (internal/trustchange).
+func MemberTLSSecretName(e *druidv1alpha1.Etcd) string { return e.Name + "-member-tls" }
+
+// UsesTLS tells whether the Etcd names TLS Secrets for client or peer traffic.
+func UsesTLS(e *druidv1alpha1.Etcd) bool {
+	return e.Spec.Etcd.ClientUrlTLS != nil || e.Spec.Etcd.PeerUrlTLS.TLS() != nil
+}
+
+// UserTLSSecrets are the Secrets the Etcd names, by name, each read once.
+func UserTLSSecrets(e *druidv1alpha1.Etcd) []string {
+	var names []string
+	add := func(name string) {
+		for _, n := range names {
+			if n == name || name == "" {
+				return
+			}
+		}
+		names = append(names, name)
+	}
+	if c := e.Spec.Etcd.ClientUrlTLS; c != nil {
+		add(c.TLSCASecretRef.Name)
+		add(c.ServerTLSSecretRef.Name)
+		add(c.ClientTLSSecretRef.Name)
+	}
+	if p := e.Spec.Etcd.PeerUrlTLS.TLS(); p != nil {
+		add(p.TLSCASecretRef.Name)
+		add(p.ServerTLSSecretRef.Name)
+	}
+	return names
+}
+
+// UserTLSMaterial is the TLS material of the Etcd's Secrets, from secrets by name; a Secret
+// missing from it leaves its part empty.
+func UserTLSMaterial(e *druidv1alpha1.Etcd, secrets map[string]*corev1.Secret) trustchange.Material {
+	var m trustchange.Material
+	data := func(name, key string) []byte {
+		if s := secrets[name]; s != nil {
+			return s.Data[key]
+		}
+		return nil
+	}
+	pair := func(name string) trustchange.Pair {
+		return trustchange.Pair{Cert: data(name, corev1.TLSCertKey), Key: data(name, corev1.TLSPrivateKeyKey)}
+	}
+	if c := e.Spec.Etcd.ClientUrlTLS; c != nil {
+		m.ClientCA = data(c.TLSCASecretRef.Name, CADataKey(c.TLSCASecretRef))
+		m.Server = pair(c.ServerTLSSecretRef.Name)
+		if c.ClientTLSSecretRef.Name != "" {
+			m.Client = pair(c.ClientTLSSecretRef.Name)
+		}
+	}
+	if p := e.Spec.Etcd.PeerUrlTLS.TLS(); p != nil {
+		m.PeerCA = data(p.TLSCASecretRef.Name, CADataKey(p.TLSCASecretRef))
+		m.Peer = pair(p.ServerTLSSecretRef.Name)
+	}
+	return m
+}
+
+// MemberTLSMaterial is what the member TLS Secret holds; empty for nil.
+func MemberTLSMaterial(s *corev1.Secret) trustchange.Material {
+	if s == nil {
+		return trustchange.Material{}
+	}
+	d := s.Data
+	return trustchange.Material{
+		ClientCA: d[memberTLSClientCA], PeerCA: d[memberTLSPeerCA],
+		Server: trustchange.Pair{Cert: d[memberTLSServerCert], Key: d[memberTLSServerKey]},
+		Client: trustchange.Pair{Cert: d[memberTLSClientCert], Key: d[memberTLSClientKey]},
+		Peer:   trustchange.Pair{Cert: d[memberTLSPeerCert], Key: d[memberTLSPeerKey]},
+	}
+}
+
+// MemberTLSData is the member TLS Secret's data for m; empty parts are left out.
+func MemberTLSData(m trustchange.Material) map[string][]byte {
+	out := map[string][]byte{}
+	for k, v := range map[string][]byte{
+		memberTLSClientCA: m.ClientCA, memberTLSPeerCA: m.PeerCA,
+		memberTLSServerCert: m.Server.Cert, memberTLSServerKey: m.Server.Key,
+		memberTLSClientCert: m.Client.Cert, memberTLSClientKey: m.Client.Key,
+		memberTLSPeerCert: m.Peer.Cert, memberTLSPeerKey: m.Peer.Key,
+	} {
+		if len(v) > 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// MemberClientTLSSecrets is the member TLS Secret as the CA Secret and the client key pair Secret
+// the operator dials the members with (tls.FromSecrets' layout): the CA under caKey.
+func MemberClientTLSSecrets(s *corev1.Secret) (ca *corev1.Secret, caKey string, pair *corev1.Secret) {
+	pair = s.DeepCopy()
+	pair.Data = map[string][]byte{corev1.TLSCertKey: s.Data[memberTLSClientCert], corev1.TLSPrivateKeyKey: s.Data[memberTLSClientKey]}
+	return s, memberTLSClientCA, pair
+}
+
+// MountsMemberTLS tells whether the StatefulSet's members mount the member TLS Secret (releases
+// before it mounted the Etcd's Secrets).
+func MountsMemberTLS(sts *appsv1.StatefulSet, e *druidv1alpha1.Etcd) bool {
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == MemberTLSSecretName(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// TrustChecksum is the checksum of the CA bundles of m, each named by the kind of traffic it
+// secures ("client", "peer") so that the same bundle moving from one to the other is a change too.
+func TrustChecksum(m trustchange.Material) string {
 	h := sha256.New()
-	for _, kind := range []string{"client", "peer"} {
-		if b, ok := bundles[kind]; ok {
-			h.Write([]byte(kind))
+	for _, b := range []struct {
+		kind   string
+		bundle []byte
+	}{{"client", m.ClientCA}, {"peer", m.PeerCA}} {
+		if len(b.bundle) > 0 {
+			h.Write([]byte(b.kind))
 			h.Write([]byte{0})
-			h.Write(b)
+			h.Write(b.bundle)
 			h.Write([]byte{0})
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// TrustRestart decides the trust checksums to write from the pod template's (running), the
-// StatefulSet's record and the checksum of the bundles the Secrets hold now (current, "" when
-// they could not be read). Only a change against the record restarts the members: a StatefulSet
-// without a record (new, or written by a release before this one) gets one without a restart,
-// and an unreadable Secret changes nothing.
-func TrustRestart(running, recorded, current string) (template, record string) {
-	switch {
-	case current == "":
-		return running, recorded
-	case recorded == "":
-		return running, current
-	case current != recorded:
-		return current, current
+// memberTLSVolume mounts the member TLS Secret's keys under the file names etcd and the
+// member-agent are given (conductortls.DefaultCADataKey, tls.crt, tls.key).
+func memberTLSVolume(e *druidv1alpha1.Etcd, name string, keys ...string) corev1.Volume {
+	paths := map[string]string{
+		memberTLSClientCA: conductortls.DefaultCADataKey, memberTLSPeerCA: conductortls.DefaultCADataKey,
+		memberTLSServerCert: corev1.TLSCertKey, memberTLSClientCert: corev1.TLSCertKey, memberTLSPeerCert: corev1.TLSCertKey,
+		memberTLSServerKey: corev1.TLSPrivateKeyKey, memberTLSClientKey: corev1.TLSPrivateKeyKey, memberTLSPeerKey: corev1.TLSPrivateKeyKey,
 	}
-	return running, recorded
+	items := make([]corev1.KeyToPath, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, corev1.KeyToPath{Key: k, Path: paths[k]})
+	}
+	return secretVolume(name, MemberTLSSecretName(e), items)
 }

@@ -37,6 +37,8 @@ func TestCARotatedThroughBundle(t *testing.T) {
 	defer cancel()
 	opts := operatorDefaults
 	opts.TrustRecheck = 3 * time.Second // the operator's 2 minutes, shortened for the test
+	// The operator's 2 minutes for the kubelet; the node simulator refreshes Secret volumes every 5 s.
+	opts.SecretPropagation = 10 * time.Second
 	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
 	e := &env{t: t, stack: s}
 	cluster := createCluster(ctx, e, "e2e-ca-rotation-", 3)
@@ -56,7 +58,7 @@ func TestCARotatedThroughBundle(t *testing.T) {
 	// trusts before and after its restart.
 	rec := startRecorderWith(ctx, t, cluster, trustingBoth(oldPKI.Client), 3)
 	setCABundle(ctx, t, s, cluster, names.CA, bundle)
-	bothTrusted := waitRestarted(ctx, e, cluster, image, "")
+	bothTrusted := waitRestarted(ctx, e, cluster, image, trustOf(ctx, t, cluster))
 	phase(ctx, t, "ca-bundle", rec)
 
 	// 2. Renew the leaves from the new CA: no restart, every member serves the new certificate.
@@ -65,6 +67,100 @@ func TestCARotatedThroughBundle(t *testing.T) {
 	for _, secret := range newPKI.Secrets(cluster.Namespace, names)[1:] {
 		updateSecretData(ctx, t, s, cluster.Namespace, secret.Name, secret.Data)
 	}
+	waitServingNewCA(ctx, e, newPKI)
+	if after := podStarts(ctx, t, cluster); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("renewing the leaf certificates restarted members: %v → %v", before, after)
+	}
+	phase(ctx, t, "leaf-renewal", rec)
+
+	// 3. Trust the new CA alone.
+	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
+	setCABundle(ctx, t, s, cluster, names.CA, newPKI.CA.CertPEM)
+	waitRestarted(ctx, e, cluster, image, bothTrusted)
+	phase(ctx, t, "ca-new-only", rec)
+
+	// The old CA's clients are refused now, and the operator still reaches the members.
+	checkOldCARefused(ctx, e, oldPKI, bundle)
+	checkEtcdReady(ctx, e, cluster)
+	checkRolesFromMembers(ctx, t, e)
+}
+
+// TestCARotatedInOneStep replaces the CA and every certificate of a running three-member cluster
+// in one step, as a user regenerating the cluster's PKI would, with the writer, the quorum monitor
+// and the linearizability check on. Mounted as they are, the new certificates would reach every
+// pod within seconds while the members not restarted yet trust only the old CA: the cluster would
+// split. The operator instead (internal/trustchange) trusts old+new first (one rolling restart),
+// then copies the new certificates once every member trusts them (no restart), then, once the
+// kubelet has put them into every pod, drops the old CA (a second rolling restart).
+//
+// The writer stands for the cluster's other clients: it trusts both CAs and moves to the new CA's
+// client certificate once the members serve the new certificates (before the old CA is dropped).
+func TestCARotatedInOneStep(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	opts := operatorDefaults
+	opts.TrustRecheck = 3 * time.Second // the operator's 2 minutes, shortened for the test
+	// The operator's 2 minutes for the kubelet; the node simulator refreshes Secret volumes every
+	// 5 s. Long enough for the writer to move to the new client certificate before the drop.
+	opts.SecretPropagation = 20 * time.Second
+	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
+	e := &env{t: t, stack: s}
+	cluster := createCluster(ctx, e, "e2e-ca-one-step-", 3)
+	image := framework.EtcdImage(fromVersion)
+	names := testpki.DefaultSecretNames(cluster.Name)
+	oldPKI := cluster.PKI
+	newPKI, err := testpki.NewEtcdPKI(cluster.Name, cluster.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := append(append([]byte{}, oldPKI.CA.CertPEM...), newPKI.CA.CertPEM...)
+	trustingBoth := func(client testpki.KeyPair) conductortls.ClientMaterial {
+		return conductortls.ClientMaterial{CA: bundle, Cert: client.CertPEM, Key: client.KeyPEM}
+	}
+	oldTrust := trustOf(ctx, t, cluster)
+
+	// The new CA and its certificates, all Secrets at once.
+	rec := startRecorderWith(ctx, t, cluster, trustingBoth(oldPKI.Client), 3)
+	for _, secret := range newPKI.Secrets(cluster.Namespace, names) {
+		updateSecretData(ctx, t, s, cluster.Namespace, secret.Name, secret.Data)
+	}
+	bothTrusted := waitRestarted(ctx, e, cluster, image, oldTrust)
+	before := podStarts(ctx, t, cluster)
+	waitServingNewCA(ctx, e, newPKI)
+	if after := podStarts(ctx, t, cluster); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("copying the new certificates restarted members: %v → %v", before, after)
+	}
+	if got := trustOf(ctx, t, cluster); got != bothTrusted {
+		t.Fatalf("the old CA was dropped (trust %s → %s) before the writer could move: SecretPropagation too short for this machine?", bothTrusted, got)
+	}
+	phase(ctx, t, "one-step-trust-both+copy", rec)
+
+	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
+	newTrust := waitRestarted(ctx, e, cluster, image, bothTrusted)
+	phase(ctx, t, "one-step-drop-old-ca", rec)
+	if newTrust == oldTrust {
+		t.Errorf("the members trust what they trusted before the rotation")
+	}
+	checkOldCARefused(ctx, e, oldPKI, bundle)
+	checkEtcdReady(ctx, e, cluster)
+	checkRolesFromMembers(ctx, t, e)
+}
+
+// trustOf is the trust checksum of the member pod template: what the members were restarted for.
+func trustOf(ctx context.Context, t *testing.T, cluster *stack.EtcdCluster) string {
+	t.Helper()
+	sts, err := cluster.StatefulSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum]
+}
+
+// waitServingNewCA waits until every member serves a certificate of the new CA and accepts its
+// client certificate.
+func waitServingNewCA(ctx context.Context, e *env, newPKI *testpki.EtcdPKI) {
+	e.t.Helper()
 	pool := etcdclient.NewPool(etcdclient.Options{})
 	defer pool.Close()
 	newOnly := newPKI.ClientMaterial()
@@ -81,27 +177,27 @@ func TestCARotatedThroughBundle(t *testing.T) {
 		}
 		return len(cs.Members) == 3, nil
 	})
-	if after := podStarts(ctx, t, cluster); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("renewing the leaf certificates restarted members: %v → %v", before, after)
-	}
-	phase(ctx, t, "leaf-renewal", rec)
+}
 
-	// 3. Trust the new CA alone.
-	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
-	setCABundle(ctx, t, s, cluster, names.CA, newPKI.CA.CertPEM)
-	waitRestarted(ctx, e, cluster, image, bothTrusted)
-	phase(ctx, t, "ca-new-only", rec)
-
-	// The old CA's clients are refused now, and the operator still reaches the members.
-	pool.Forget("e2e-old-ca")
-	cs, err := pool.Query(ctx, "e2e-old-ca", trustingBoth(oldPKI.Client), endpointTargets(e))
+// checkOldCARefused checks that no member accepts a client certificate of the old CA any more.
+func checkOldCARefused(ctx context.Context, e *env, oldPKI *testpki.EtcdPKI, bundle []byte) {
+	e.t.Helper()
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
+	cs, err := pool.Query(ctx, "e2e-old-ca", conductortls.ClientMaterial{CA: bundle, Cert: oldPKI.Client.CertPEM, Key: oldPKI.Client.KeyPEM}, endpointTargets(e))
 	if err == nil {
 		for _, m := range cs.Members {
 			if m.Reachable {
-				t.Errorf("member %s still accepts a client certificate of the old CA", m.Name)
+				e.t.Errorf("member %s still accepts a client certificate of the old CA", m.Name)
 			}
 		}
 	}
+}
+
+// checkEtcdReady waits for the Etcd Ready with the operator's view of every member: the operator
+// still reaches them.
+func checkEtcdReady(ctx context.Context, e *env, cluster *stack.EtcdCluster) {
+	e.t.Helper()
 	e.waitFor(ctx, "the Etcd Ready with the operator's view of every member", func(ctx context.Context) (bool, error) {
 		etcd, err := cluster.Get(ctx)
 		if err != nil {
@@ -109,7 +205,6 @@ func TestCARotatedThroughBundle(t *testing.T) {
 		}
 		return etcd.Status.Ready != nil && *etcd.Status.Ready && len(etcd.Status.Members) == 3, nil
 	})
-	checkRolesFromMembers(ctx, t, e)
 }
 
 // setCABundle writes ca.crt of the CA Secret, as cert-manager's CA issuer or trust-manager does.

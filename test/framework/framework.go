@@ -80,9 +80,12 @@ type OperatorOptions struct {
 	RequeueInterval time.Duration
 	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
 	MemberAgentInterval string
-	// TrustRecheck is how often CA Secrets are read again for a changed bundle (0: the
-	// operator's default, 2 minutes).
+	// TrustRecheck is how often TLS Secrets are read again for a change (0: the operator's
+	// default, 2 minutes).
 	TrustRecheck time.Duration
+	// SecretPropagation is how long the operator gives the kubelet to refresh a changed Secret in
+	// the pods (0: the operator's default, 2 minutes; the node simulator takes VolumeSyncPeriod).
+	SecretPropagation time.Duration
 	// InvalidInputRetry is how soon the Etcd controller looks again at an Etcd with bad input
 	// (a Secret it cannot use: Secrets are not watched). 0: the operator's default, 30s.
 	InvalidInputRetry time.Duration
@@ -188,7 +191,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
-		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: o.TrustRecheck, InvalidInputRetry: o.InvalidInputRetry,
+		Config: cfg, Gates: gates, MemberAgentImage: image, MemberAgentInterval: interval, TrustRecheck: o.TrustRecheck, SecretPropagation: o.SecretPropagation, InvalidInputRetry: o.InvalidInputRetry,
 		Logger: logger, Registry: reg,
 		AllowSeveralInProcess: true,
 	})

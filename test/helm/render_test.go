@@ -605,7 +605,7 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"coordination.k8s.io/leases":                       owned + ",delete",
 		"policy/poddisruptionbudgets":                      owned,
 		"core/events":                                      "create,patch",
-		"core/secrets":                                     "get",
+		"core/secrets":                                     "get,create,update",
 	}
 	r := renderDecoded(t, nil)
 	if r.clusterRole == nil {

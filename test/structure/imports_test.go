@@ -24,7 +24,7 @@ var pure = []string{
 	"internal/rollout", "internal/membership", "internal/memberhealth", "internal/recovery", "internal/defrag",
 	"internal/updatestrategy", "internal/roles", "internal/operation", "internal/quorum", "internal/ruleid",
 	"internal/specgate", "internal/snapshot", "internal/opstask", "internal/copytask", "internal/transport",
-	"internal/backupgate", "internal/seeding", "internal/versionchange", "internal/volumechange",
+	"internal/backupgate", "internal/seeding", "internal/versionchange", "internal/volumechange", "internal/trustchange",
 }
 
 // ioImports are the imports that make a package one that does I/O: it talks to the apiserver, to

@@ -77,6 +77,8 @@ type Reconciler struct {
 	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
 	trustMu      sync.Mutex
 	trustChecked map[string]time.Time
+	// secretPropagation: Config.SecretPropagation, or the constant.
+	secretPropagation time.Duration
 	// invalidInputRetry: Config.InvalidInputRetry, or the constant.
 	invalidInputRetry time.Duration
 }
@@ -110,9 +112,12 @@ type Config struct {
 	// Members asks the members and gives them orders (internal/versionchange,
 	// internal/volumechange); nil: what needs their word waits.
 	Members MemberCalls
-	// TrustRecheck is how often the CA Secrets of an Etcd with TLS are read again (planTrust);
+	// TrustRecheck is how often the TLS Secrets of an Etcd are read again (planTrust);
 	// 0: defaultTrustRecheck.
 	TrustRecheck time.Duration
+	// SecretPropagation bounds how long the kubelet takes to refresh a changed Secret in the
+	// pods (planTrust); 0: defaultSecretPropagation.
+	SecretPropagation time.Duration
 	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
 	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
 	InvalidInputRetry time.Duration
@@ -136,6 +141,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		members:           cfg.Members,
 		trustRecheck:      cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
 		trustChecked:      map[string]time.Time{},
+		secretPropagation: cmp.Or(cfg.SecretPropagation, defaultSecretPropagation),
 		invalidInputRetry: cmp.Or(max(cfg.InvalidInputRetry, 0), invalidInputRetry),
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
@@ -335,9 +341,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if leasesLingering && result.RequeueAfter == 0 {
 		result.RequeueAfter = lingeringLeaseRecheck
 	}
-	if result.RequeueAfter == 0 && resources.TransportOf(etcd) != transport.Final(false, false) {
-		// CA Secrets are not watched: read again for a changed bundle (planTrust).
-		result.RequeueAfter = r.trustRecheck
+	if resources.UsesTLS(etcd) {
+		// TLS Secrets are not watched: read again for a change (planTrust), soon while one is
+		// carried out.
+		if after := r.trustRequeue(etcd); result.RequeueAfter == 0 || after < result.RequeueAfter {
+			result.RequeueAfter = after
+		}
 	}
 	if held {
 		result.RequeueAfter = holdRecheck
@@ -692,7 +701,7 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	settings.UpdateStrategy = strategy.Type
 	settings.Transport = &stages
 	settings.EtcdImage = etcdImage
-	if settings.TrustTemplate, settings.TrustRecord, err = r.planTrust(ctx, etcd); err != nil {
+	if settings.TrustTemplate, err = r.planTrust(ctx, etcd); err != nil {
 		return false, err
 	}
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
