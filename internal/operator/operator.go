@@ -112,9 +112,13 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		LeaderElection:          le.Enabled,
 		LeaderElectionID:        le.ResourceName,
 		LeaderElectionNamespace: le.ResourceNamespace,
-		LeaseDuration:           durationOrNil(le.LeaseDuration.Duration),
-		RenewDeadline:           durationOrNil(le.RenewDeadline.Duration),
-		RetryPeriod:             durationOrNil(le.RetryPeriod.Duration),
+		// The binary exits as soon as the manager stopped (cmd/etcd-conductor), so the Lease can
+		// be given up then: the next manager (a rolling update of the Deployment) leads at once
+		// instead of after the Lease expired.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(le.LeaseDuration.Duration),
+		RenewDeadline:                 durationOrNil(le.RenewDeadline.Duration),
+		RetryPeriod:                   durationOrNil(le.RetryPeriod.Duration),
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation: &o.AllowSeveralInProcess,
 			// Clusters with work in flight go ahead of restart no-ops and periodic checks

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
@@ -36,8 +37,7 @@ import (
 )
 
 // How long a step may take before the test gives up. Generous: a shared 2-core machine; these
-// are deadlines for progress, not measured durations. A restarted manager waits out the previous
-// one's leader-election lease (15 s by default), as a rolled pod would.
+// are deadlines for progress, not measured durations.
 const progressDeadline = 2 * time.Minute
 
 // The real manager binary, started exactly with the arguments and configuration the chart
@@ -75,6 +75,7 @@ func TestManagerRunsWithInstalledChart(t *testing.T) {
 		m.requireMetricsAuthorization(ctx, t, managerToken)
 		m.stop(t)
 		m.requireNoForbidden(t)
+		requireLeaderLeaseReleased(ctx, t, adminClient)
 	})
 
 	if !gateOn {
@@ -92,6 +93,24 @@ func TestManagerRunsWithInstalledChart(t *testing.T) {
 		m.stop(t)
 		m.requireNoForbidden(t)
 	})
+}
+
+// requireLeaderLeaseReleased: a manager that stopped gave its leader-election Lease up, so the
+// next one (a rolled pod) leads at once rather than after the Lease expired.
+func requireLeaderLeaseReleased(ctx context.Context, t *testing.T, c *kubernetes.Clientset) {
+	t.Helper()
+	leases, err := c.CoordinationV1().Leases(releaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing Leases: %v", err)
+	}
+	if len(leases.Items) == 0 {
+		t.Fatal("no leader-election Lease in the release namespace")
+	}
+	for _, l := range leases.Items {
+		if holder := ptr.Deref(l.Spec.HolderIdentity, ""); holder != "" {
+			t.Errorf("Lease %s still held by %s after the manager stopped", l.Name, holder)
+		}
+	}
 }
 
 // createEtcd creates a three-member Etcd whose TLS Secret holds the keys the reconciler checks for.

@@ -66,7 +66,13 @@ func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (s
 	log := logr.FromContextOrDiscard(ctx)
 	user, err := r.userTLSMaterial(ctx, etcd)
 	if err != nil {
-		return "", err
+		if running == "" {
+			return "", err
+		}
+		// The members run on what they mount; a Secret deleted or unreadable now changes nothing
+		// (what uses it reports it) and must not stop the rest of the reconcile.
+		log.Info("Cannot read the Etcd's TLS Secrets; the members' TLS material is left as it is", "error", err.Error())
+		return running, nil
 	}
 	heldSecret, err := r.memberTLSSecret(ctx, etcd)
 	if err != nil {
