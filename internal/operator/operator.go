@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -61,6 +62,25 @@ type Options struct {
 	AllowSeveralInProcess bool
 }
 
+// eventSpamLimits is how many Events of one type (Normal, Warning) the manager sends about one
+// object before it sends only one per QPS period. client-go's defaults (25, then one per 5
+// minutes) drop most of a five-member rollout's steps, or two rollouts' within minutes: the
+// per-step Events (LeadershipHandedOver, member replaced, learner promoted) are what a user reads
+// to follow one. The apiserver still gets at most about a hundred Events per Etcd at once.
+var eventSpamLimits = record.CorrelatorOptions{BurstSize: 100, QPS: 1. / 10}
+
+// stopEvents shuts the manager's Event broadcaster down when the manager stops, on every replica
+// (leader or not): a broadcaster the manager was given is not stopped by it.
+type stopEvents struct{ broadcaster record.EventBroadcaster }
+
+func (s stopEvents) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.broadcaster.Shutdown()
+	return nil
+}
+
+func (stopEvents) NeedLeaderElection() bool { return false }
+
 // Operator is a manager with every controller registered, and the member client pool it owns.
 type Operator struct {
 	Manager ctrl.Manager
@@ -100,6 +120,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, err
 	}
 	le := cfg.LeaderElection
+	events := record.NewBroadcasterWithCorrelatorOptions(eventSpamLimits)
 	mgr, err := ctrl.NewManager(withClientConnection(restCfg, cfg.ClientConnection), ctrl.Options{
 		Scheme: scheme,
 		Logger: o.Logger,
@@ -108,6 +129,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		// an informer would list and watch every Secret in reach and hold them all in memory.
 		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Metrics:                 metrics,
+		EventBroadcaster:        events, //nolint:staticcheck // the only way to set the spam filter; stopped with the manager (stopEvents)
 		HealthProbeBindAddress:  cfg.HealthProbeBindAddress,
 		LeaderElection:          le.Enabled,
 		LeaderElectionID:        le.ResourceName,
@@ -128,7 +150,12 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		},
 	})
 	if err != nil {
+		events.Shutdown()
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.Add(stopEvents{events}); err != nil {
+		events.Shutdown()
+		return nil, fmt.Errorf("adding the Event broadcaster's stop: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
 	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
