@@ -55,7 +55,9 @@ func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 			logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
 		}
 		in.Members = versionMembers(cs)
-		pods, err := memberaccess.ReadMemberPods(ctx, r.client, sts)
+		// Uncached: the cache keeps no pod spec (operator.memberPodView), and the image a pod was
+		// created with is in its spec alone (a waiting container's status may not name it).
+		pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
 		if err != nil {
 			return versionchange.Decision{}, fmt.Errorf("reading the member pods for failed starts: %w", err)
 		}
