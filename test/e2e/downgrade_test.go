@@ -93,8 +93,8 @@ func refusedTwoMinors(ctx context.Context, e *env) {
 }
 
 // downgraded checks what etcd says once the rollout is done: every member runs 3.6.8 on storage
-// (and so a cluster version) of 3.6, etcd ended the downgrade by itself, and the Etcd's
-// VersionChange condition is False again.
+// (and so a cluster version) of 3.6, etcd ended the downgrade by itself, the Etcd's
+// VersionChange condition is False again and the StatefulSet no longer records the downgrade.
 func downgraded(ctx context.Context, e *env) {
 	t := e.t
 	t.Helper()
@@ -123,6 +123,16 @@ func downgraded(ctx context.Context, e *env) {
 		}
 		c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange)
 		return c != nil && c.Status == druidv1alpha1.ConditionFalse, nil
+	})
+	// The source the downgrade recorded (what a failed member would be rolled forward to) goes
+	// with it: a later failure on 3.6 is no downgrade's.
+	e.waitFor(ctx, "the downgrade record removed from the StatefulSet", func(ctx context.Context) (bool, error) {
+		sts, err := e.cluster.StatefulSet(ctx)
+		if err != nil {
+			return false, err
+		}
+		source, failed := resources.DowngradeRecord(sts)
+		return source == "" && failed == "", nil
 	})
 }
 
