@@ -171,6 +171,10 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	// controllers.etcd.waitForBackupReady: voluntary disruptions wait while BackupReady is False
 	// (internal/backupgate); left out (a configuration not passed through Decode), true.
 	waitForBackup := ptr.Deref(cfg.Controllers.Etcd.WaitForBackupReady, true)
+	var unknownGrace, notReadyGrace time.Duration
+	if m := cfg.Controllers.Etcd.EtcdMember; m != nil {
+		unknownGrace, notReadyGrace = m.UnknownThreshold.Duration, m.NotReadyThreshold.Duration
+	}
 	etcdReconciler := etcdcontroller.NewReconciler(mgr.GetClient(), recorder, etcdcontroller.Config{
 		SecretReader:        mgr.GetAPIReader(),
 		Gates:               o.Gates,
@@ -186,6 +190,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		WaitForBackupReady: waitForBackup,
 		Members:            memberaccess.Calls{Access: access, Members: pool},
 		InvalidInputRetry:  o.InvalidInputRetry,
+		StartFailureGrace:  notReadyGrace,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()
@@ -199,10 +204,6 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	var statusResync time.Duration
 	if p := cfg.Controllers.Etcd.EtcdStatusSyncPeriod; p != nil {
 		statusResync = p.Duration
-	}
-	var unknownGrace, notReadyGrace time.Duration
-	if m := cfg.Controllers.Etcd.EtcdMember; m != nil {
-		unknownGrace, notReadyGrace = m.UnknownThreshold.Duration, m.NotReadyThreshold.Duration
 	}
 	if err := status.NewReconciler(mgr.GetClient(), statusMetrics).WithResync(statusResync).WithUnknownGrace(unknownGrace).RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -40,6 +40,9 @@ type Settings struct {
 	// TrustTemplate is the trust checksum (AnnotationTrustChecksum) for the pod template: that of
 	// the member TLS Secret's CA bundles; empty: none written.
 	TrustTemplate string
+	// DowngradeSource and DowngradeFailedTarget are the downgrade record (AnnotationDowngrade*)
+	// the version planner decided; empty: none written, and an existing one removed.
+	DowngradeSource, DowngradeFailedTarget string
 	// DataVolume is the name of the data volume claim template, and so of the pods' data volume
 	// and of the claims "<DataVolume>-<pod>"; empty: "data" (internal/volumechange).
 	DataVolume string
@@ -131,6 +134,7 @@ func StatefulSet(e *druidv1alpha1.Etcd, s Settings) (*appsv1.StatefulSet, error)
 	}
 	capacity := storageCapacity(e)
 	sts := &appsv1.StatefulSet{ObjectMeta: objectMeta(e, StatefulSetName(e))}
+	s.recordDowngrade(sts)
 	sts.Spec = appsv1.StatefulSetSpec{
 		Replicas:            ptr.To(e.Spec.Replicas),
 		Selector:            &metav1.LabelSelector{MatchLabels: SelectorLabels(e)},
@@ -171,6 +175,11 @@ func updateStrategy(t appsv1.StatefulSetUpdateStrategyType) appsv1.StatefulSetUp
 func ApplyMutableStatefulSetSpec(existing, desired *appsv1.StatefulSet) {
 	existing.Labels = desired.Labels
 	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	for _, key := range downgradeRecord {
+		if _, ok := desired.Annotations[key]; !ok {
+			delete(existing.Annotations, key)
+		}
+	}
 	existing.Spec.Template = desired.Spec.Template
 	if existing.Spec.UpdateStrategy.Type != desired.Spec.UpdateStrategy.Type ||
 		desired.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {

@@ -11,6 +11,14 @@
 // storage is at the target, the StatefulSet keeps the image that runs: rendering the older image
 // earlier would only break the first member replaced.
 //
+// A member replaced onto the target image that fails to start (its image cannot be pulled, it
+// crash-loops, it never becomes Ready) stops the downgrade: the operator cancels it and renders
+// the image that ran before (recorded on the StatefulSet when the target was first rendered), so
+// the rollout replaces the failed member back, and it records the target as failed so that the
+// same image is not tried again until the spec asks for another one. A failed member is down
+// already: rolling forward replaces only it and the members already moved, one at a time, where
+// going on would take a second member down with the first still out.
+//
 // What etcd cannot do is refused (the Etcd's lastErrors and an Event, nothing rendered or deleted):
 // a downgrade by more than one minor version, an upgrade skipping one, and a downgrade started
 // while the members do not all run the version the StatefulSet does (an upgrade still under way).
@@ -61,6 +69,16 @@ const (
 	// RuleCancelRollForward: the spec went back up while a downgrade is enabled: cancel it and
 	// roll forward.
 	RuleCancelRollForward ruleid.ID = "downgrade/cancel-roll-forward"
+	// RuleRollForwardMemberFailed: a member replaced onto the downgrade's target image failed to
+	// start: cancel the downgrade and render the image that ran before, the target recorded as
+	// failed.
+	RuleRollForwardMemberFailed ruleid.ID = "downgrade/roll-forward-member-failed"
+	// RuleMemberFailedNoSource: a member on the target failed, but the image that ran before is
+	// not recorded (the target was rendered by a release before this one): nothing more is
+	// replaced, the user names the image to go back to.
+	RuleMemberFailedNoSource ruleid.ID = "downgrade/member-failed-source-unknown"
+	// RuleRefuseFailedTarget: the spec still asks for a target a downgrade was rolled back from.
+	RuleRefuseFailedTarget ruleid.ID = "downgrade/refuse-failed-target"
 )
 
 // Version is an etcd version; only major and minor matter to etcd's cluster and storage versions.
@@ -141,6 +159,26 @@ type Observed struct {
 	Replicas int
 	// Members are the answers of the member pods; asked only when NeedsMembers says so.
 	Members []Member
+	// Source is the image the members ran before a downgrade's target was rendered, as the
+	// StatefulSet records it (Decision.Source of the pass that rendered the target); empty
+	// when no downgrade target is rendered.
+	Source string
+	// FailedTarget is the image a downgrade was rolled back from, as the StatefulSet records it
+	// (Decision.FailedTarget); empty when none was.
+	FailedTarget string
+	// Failed are the member pods that fail to start, with the etcd image each was created with
+	// (the controller's observation: a waiting reason from which the container does not come
+	// up, or not Ready past a bound). Asked with the members.
+	Failed []Failure
+}
+
+// Failure is one member pod that fails to start.
+type Failure struct {
+	Pod string
+	// Image is the etcd image of the pod's etcd container.
+	Image string
+	// Reason is what shows it ("ImagePullBackOff: …", "not Ready for 5m0s").
+	Reason string
 }
 
 // Action is an etcd downgrade API call the decision asks for.
@@ -168,6 +206,13 @@ type Decision struct {
 	Refused bool
 	// Downgrading: a downgrade is under way (enabled, or about to be), for the Etcd's condition.
 	Downgrading bool
+	// RolledBack: the spec asks for a target a downgrade was rolled back from; refused, and
+	// nothing is under way (the Etcd's condition says so with False, as for a steady cluster).
+	RolledBack bool
+	// Source and FailedTarget are what the StatefulSet is to record with this decision (see
+	// Observed): the source while the target is rendered, the failed target while the spec asks
+	// for it.
+	Source, FailedTarget string
 }
 
 // NeedsMembers tells whether Plan needs the members' answers: when the spec's image is of another
@@ -182,8 +227,28 @@ func NeedsMembers(desired, running string, downgradeRecorded bool) bool {
 	return okD && okR && d.minor() != r.minor()
 }
 
-// Plan picks the image to render and the downgrade call to make.
+// Plan picks the image to render and the downgrade call to make, and what the StatefulSet
+// records about the downgrade.
 func Plan(o Observed) Decision {
+	d := plan(o)
+	switch d.Rule {
+	case RuleReplace:
+		// The pass that renders the target records what it replaces.
+		d.Source = o.Running
+	case RuleInProgress, RuleMemberFailedNoSource:
+		d.Source = o.Source
+	}
+	switch {
+	case d.Rule == RuleRollForwardMemberFailed:
+		d.FailedTarget = o.Desired
+	case o.FailedTarget == o.Desired:
+		// Kept until the spec asks for another image: only then may it be tried again.
+		d.FailedTarget = o.FailedTarget
+	}
+	return d
+}
+
+func plan(o Observed) Decision {
 	if o.Running == "" {
 		return Decision{Render: o.Desired, Rule: RuleNew, Reason: "no member runs yet: " + o.Desired}
 	}
@@ -204,6 +269,13 @@ func Plan(o Observed) Decision {
 }
 
 func planSameMinor(o Observed, desired Version, enabled bool, target Version, anyAnswered bool) Decision {
+	failed := failedOn(o.Failed, o.Desired)
+	// The target rendered (a source recorded, or etcd's downgrade to it enabled) and a member on
+	// it does not start: going on would take the next member down with this one still out.
+	downgrading := o.Source != "" || (enabled && target.minor() == desired.minor())
+	if downgrading && len(failed) > 0 {
+		return planMemberFailed(o, enabled, target, failed)
+	}
 	switch {
 	case enabled && target.minor() == desired.minor():
 		return Decision{Render: o.Desired, Rule: RuleInProgress, Downgrading: true, Reason: fmt.Sprintf(
@@ -216,6 +288,47 @@ func planSameMinor(o Observed, desired Version, enabled bool, target Version, an
 		return Decision{Render: o.Desired, Rule: RuleSteady, Reason: fmt.Sprintf("%s; no downgrade enabled (%s)", o.Desired, versionsOf(o.Members))}
 	}
 	return Decision{Render: o.Desired, Rule: RuleSteady, Reason: o.Desired}
+}
+
+// planMemberFailed rolls a downgrade whose member failed on the target back to the recorded
+// source: etcd's downgrade cancelled (while a member says it is enabled; a cluster without quorum
+// cannot be asked, and the source image brings the members back first) and the source rendered.
+func planMemberFailed(o Observed, enabled bool, target Version, failed []Failure) Decision {
+	source, ok := ParseImage(o.Source)
+	desired, _ := ParseImage(o.Desired)
+	if !ok || source.minor() <= desired.minor() {
+		return Decision{Render: o.Running, Refused: true, Rule: RuleMemberFailedNoSource, Reason: fmt.Sprintf(
+			"%s failed to start on %s and the image the members ran before is not recorded: no other member is replaced; set spec.etcd.image back to it to cancel the downgrade and roll forward (%s)",
+			describeFailures(failed), o.Desired, versionsOf(o.Members))}
+	}
+	d := Decision{Render: o.Source, Rule: RuleRollForwardMemberFailed, Downgrading: true, Reason: fmt.Sprintf(
+		"%s failed to start on %s: downgrade cancelled, %s rendered again and the members replaced back one at a time; %s is not tried again until spec.etcd.image changes (%s)",
+		describeFailures(failed), o.Desired, o.Source, o.Desired, versionsOf(o.Members))}
+	if enabled {
+		d.Action = ActionCancel
+		d.Reason = fmt.Sprintf("%s failed to start on %s: cancelling the downgrade to %s, %s rendered again and the members replaced back one at a time; %s is not tried again until spec.etcd.image changes (%s)",
+			describeFailures(failed), o.Desired, target.MinorString(), o.Source, o.Desired, versionsOf(o.Members))
+	}
+	return d
+}
+
+// failedOn are the failures of pods on image.
+func failedOn(failures []Failure, image string) []Failure {
+	var out []Failure
+	for _, f := range failures {
+		if f.Image == image {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func describeFailures(failed []Failure) string {
+	parts := make([]string, 0, len(failed))
+	for _, f := range failed {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.Pod, f.Reason))
+	}
+	return "member pod " + strings.Join(parts, ", ")
 }
 
 func planUpgrade(o Observed, desired, running Version, enabled bool, target Version) Decision {
@@ -236,6 +349,9 @@ func planDowngrade(o Observed, desired, running Version, enabled bool, target Ve
 	hold := func(rule ruleid.ID, refused bool, format string, args ...any) Decision {
 		return Decision{Render: o.Running, Rule: rule, Refused: refused, Downgrading: !refused,
 			Reason: fmt.Sprintf(format, args...) + fmt.Sprintf("; the members keep %s (%s)", o.Running, versionsOf(o.Members))}
+	}
+	if o.FailedTarget != "" && o.FailedTarget == o.Desired {
+		return planFailedTarget(o, enabled, target)
 	}
 	if desired.Major != running.Major || desired.minor() < running.minor()-1 {
 		d := hold(RuleRefuseDowngradeSkip, true, "etcd downgrades one minor version at a time: %s → %s is refused, downgrade to %d.%d first",
@@ -301,6 +417,20 @@ func planDowngrade(o Observed, desired, running Version, enabled bool, target Ve
 	}
 	return hold(RuleWaitStorage, false, "downgrade to %s enabled; waiting for the storage version of %s to reach it",
 		desired.MinorString(), strings.Join(behind, ", "))
+}
+
+// planFailedTarget answers a spec that still asks for a target a downgrade was rolled back from:
+// the cancel made again while a member still reports the downgrade enabled (a call that failed,
+// or a member that answers again only now), then refused until the spec changes.
+func planFailedTarget(o Observed, enabled bool, target Version) Decision {
+	if enabled {
+		return Decision{Render: o.Running, Action: ActionCancel, Rule: RuleRollForwardMemberFailed, Downgrading: true, Reason: fmt.Sprintf(
+			"a member failed to start on %s: cancelling the downgrade to %s, the members keep %s (%s)",
+			o.Desired, target.MinorString(), o.Running, versionsOf(o.Members))}
+	}
+	return Decision{Render: o.Running, Refused: true, RolledBack: true, Rule: RuleRefuseFailedTarget, Reason: fmt.Sprintf(
+		"a member failed to start on %s, so the downgrade to it was cancelled and rolled back: it is not tried again until spec.etcd.image changes; the members keep %s (%s)",
+		o.Desired, o.Running, versionsOf(o.Members))}
 }
 
 // downgradeState is the downgrade the members report: enabled when any answering member says so

@@ -12,7 +12,13 @@ const (
 	img37 = "quay.io/coreos/etcd:v3.7.3"
 	img35 = "quay.io/coreos/etcd:v3.5.21"
 	img38 = "quay.io/coreos/etcd:v3.8.0"
+	// img36bad is a 3.6 image that cannot start (a tag no registry holds).
+	img36bad = "quay.io/coreos/etcd:v3.6.99"
 )
+
+func failure(pod, image string) Failure {
+	return Failure{Pod: pod, Image: image, Reason: "ImagePullBackOff"}
+}
 
 func member(name, server, storage string) Member {
 	m := Member{Name: name, Answered: true}
@@ -51,6 +57,10 @@ func TestPlan(t *testing.T) {
 	halfway := allEnabled(three("3.7.3", "3.6.0"), "3.6.0")
 	halfway[2].Server, _ = ParseVersion("3.6.8")
 
+	// oneFailed: the first follower replaced onto the target does not start; the others run the
+	// source with the downgrade enabled.
+	oneFailed := allEnabled(three("3.7.3", "3.6.0"), "3.6.0")
+	oneFailed[0] = Member{Name: "etcd-0"}
 	for _, tc := range []struct {
 		name    string
 		o       Observed
@@ -59,6 +69,8 @@ func TestPlan(t *testing.T) {
 		action  Action
 		target  string
 		refused bool
+		// source and failedTarget are the record the decision leaves on the StatefulSet.
+		source, failedTarget string
 		// inReason are words the reason must carry: the numbers behind the decision.
 		inReason []string
 	}{
@@ -87,10 +99,39 @@ func TestPlan(t *testing.T) {
 			rule: "downgrade/cancel-other-target", render: img37, action: ActionCancel},
 		{name: "storage version awaited", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: storageBehind},
 			rule: "downgrade/wait-storage-version", render: img37, inReason: []string{"etcd-0"}},
-		{name: "members replaced once storage is at the target", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
-			rule: "downgrade/replace-members", render: img36},
-		{name: "in progress once the template is at the target", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: halfway},
-			rule: "downgrade/in-progress", render: img36},
+		{name: "members replaced once storage is at the target: the source recorded", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
+			rule: "downgrade/replace-members", render: img36, source: img37},
+		{name: "in progress once the template is at the target", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: halfway, Source: img37},
+			rule: "downgrade/in-progress", render: img36, source: img37},
+		{name: "in progress: a failure on another image is not the target's", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: halfway, Source: img37,
+			Failed: []Failure{failure("etcd-0", img37)}},
+			rule: "downgrade/in-progress", render: img36, source: img37},
+		{name: "member failed on the target: cancelled, source rendered, target recorded as failed", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+			Members: oneFailed, Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
+			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad,
+			inReason: []string{"etcd-0 (ImagePullBackOff)", "3.6", img37}},
+		{name: "member failed after another moved: rolled forward all the same", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+			Members: []Member{{Name: "etcd-0"}, enabled(member("etcd-1", "3.6.8", "3.6.0"), "3.6.0"), enabled(member("etcd-2", "3.7.3", "3.6.0"), "3.6.0")},
+			Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
+			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad},
+		{name: "member failed, no member answers (no quorum): source rendered, nothing called", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 1,
+			Members: []Member{{Name: "etcd-0"}}, Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
+			rule: "downgrade/roll-forward-member-failed", render: img37, failedTarget: img36bad},
+		{name: "member failed, source not recorded: nothing more replaced, refused", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+			Members: oneFailed, Failed: []Failure{failure("etcd-0", img36bad)}},
+			rule: "downgrade/member-failed-source-unknown", render: img36bad, refused: true, inReason: []string{"spec.etcd.image back"}},
+		{name: "rolled back, downgrade still enabled: cancelled again", o: Observed{Desired: img36bad, Running: img37, Replicas: 3,
+			Members: oneFailed, FailedTarget: img36bad, Failed: []Failure{failure("etcd-0", img36bad)}},
+			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad},
+		{name: "rolled back: the failed target refused while the spec names it", o: Observed{Desired: img36bad, Running: img37, Replicas: 3,
+			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
+			rule: "downgrade/refuse-failed-target", render: img37, refused: true, failedTarget: img36bad, inReason: []string{img36bad, "spec.etcd.image changes"}},
+		{name: "rolled back, spec back at the source: steady, record cleared", o: Observed{Desired: img37, Running: img37, Replicas: 3,
+			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
+			rule: "version/steady", render: img37},
+		{name: "rolled back, spec at another target: a new downgrade, record cleared", o: Observed{Desired: img36, Running: img37, Replicas: 3,
+			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
+			rule: "downgrade/enable", render: img37, action: ActionEnable, target: "3.6"},
 		{name: "upgrade called off before the cluster version rose", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: []Member{
 			member("etcd-0", "3.6.8", "3.6.0"), member("etcd-1", "3.6.8", "3.6.0"), member("etcd-2", "3.7.3", "3.6.0")}},
 			rule: "version/revert-upgrade", render: img36},
@@ -106,6 +147,9 @@ func TestPlan(t *testing.T) {
 			if string(d.Rule) != tc.rule || d.Render != tc.render || d.Action != tc.action || d.Refused != tc.refused {
 				t.Fatalf("Plan = rule %s render %s action %q refused %v (%s); want rule %s render %s action %q refused %v",
 					d.Rule, d.Render, d.Action, d.Refused, d.Reason, tc.rule, tc.render, tc.action, tc.refused)
+			}
+			if d.Source != tc.source || d.FailedTarget != tc.failedTarget {
+				t.Errorf("record source %q failed target %q, want %q %q", d.Source, d.FailedTarget, tc.source, tc.failedTarget)
 			}
 			if tc.target != "" && d.Target.MinorString() != tc.target {
 				t.Errorf("target %s, want %s", d.Target.MinorString(), tc.target)
@@ -168,9 +212,15 @@ func TestNeedsMembers(t *testing.T) {
 //     or the template runs it already;
 //   - a downgrade is enabled only on the word of every member, all at the running version;
 //   - a refusal renders what runs and calls nothing;
-//   - every decision names a rule and a reason.
+//   - every decision names a rule and a reason;
+//   - a member failed on the rendered downgrade target always rolls forward to the recorded
+//     source (cancelling the downgrade whenever a member reports it enabled) and records the
+//     target as failed, or, with no source recorded, is refused: never does the target stay
+//     rendered under a rule that goes on replacing members onto it;
+//   - a target recorded as failed is never rendered nor enabled again while the spec names it,
+//     and only the spec's image is ever recorded as failed.
 func TestPlanProperties(t *testing.T) {
-	images := []string{img35, img36, img37, img38, "quay.io/coreos/etcd@sha256:abcd"}
+	images := []string{img35, img36, img37, img38, img36bad, "quay.io/coreos/etcd@sha256:abcd"}
 	versions := []string{"3.5.21", "3.6.8", "3.7.3"}
 	storages := []string{"", "3.5.0", "3.6.0", "3.7.0"}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -190,6 +240,21 @@ func TestPlanProperties(t *testing.T) {
 			}
 			o.Members = append(o.Members, m)
 		}
+		if rng.IntN(2) == 0 {
+			o.Source = images[rng.IntN(len(images))]
+		}
+		if rng.IntN(3) == 0 {
+			o.FailedTarget = images[rng.IntN(len(images))]
+		}
+		for j := rng.IntN(3); j > 0; j-- {
+			o.Failed = append(o.Failed, failure(fmt.Sprintf("etcd-%d", rng.IntN(o.Replicas)), images[rng.IntN(len(images))]))
+		}
+		if rng.IntN(4) == 0 {
+			// The interesting case, more often than chance: the target rendered, a member on it
+			// failed.
+			o.Running = o.Desired
+			o.Failed = append(o.Failed, failure("etcd-0", o.Desired))
+		}
 		d := Plan(o)
 		where := fmt.Sprintf("observation %+v: decision %+v", o, d)
 		if d.Rule == "" || d.Reason == "" {
@@ -203,6 +268,35 @@ func TestPlanProperties(t *testing.T) {
 		if okR && okD && dv.minor() < rv.minor() {
 			if !allAnswered(o) || !allStorageAt(o.Members, dv) {
 				t.Fatalf("older minor rendered without every member's storage at it: %s", where)
+			}
+		}
+		if d.FailedTarget != "" && d.FailedTarget != o.Desired {
+			t.Fatalf("recorded as failed an image the spec does not name: %s", where)
+		}
+		if d.RolledBack && !d.Refused {
+			t.Fatalf("a rolled-back target not refused: %s", where)
+		}
+		enabledAny, enabledTo, _ := downgradeState(o.Members)
+		dsv, okDs := ParseImage(o.Desired)
+		// The target rendered: the template runs the spec's image, and it is a downgrade's target
+		// by the source recorded or by the downgrade etcd has enabled.
+		targetRendered := o.Running != "" && o.Running == o.Desired && okDs &&
+			(o.Source != "" || enabledAny && enabledTo.minor() == dsv.minor())
+		if targetRendered && len(failedOn(o.Failed, o.Desired)) > 0 {
+			switch {
+			case d.Refused:
+				if d.Rule != RuleMemberFailedNoSource {
+					t.Fatalf("a failed member refused under another rule: %s", where)
+				}
+			case d.Rule != RuleRollForwardMemberFailed || d.Render != o.Source || d.FailedTarget != o.Desired:
+				t.Fatalf("a member failed on the target without a roll forward to the source: %s", where)
+			case (d.Action == ActionCancel) != enabledAny:
+				t.Fatalf("the downgrade's cancel not asked exactly when a member reports it enabled: %s", where)
+			}
+		}
+		if o.FailedTarget != "" && o.FailedTarget == o.Desired && o.Running != o.Desired && okDs && okR && dsv.minor() < rv.minor() {
+			if d.Render != o.Running || d.Action == ActionEnable {
+				t.Fatalf("a failed target rendered or enabled again: %s", where)
 			}
 		}
 		if d.Action == ActionEnable {

@@ -33,10 +33,12 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/specgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/updatestrategy"
+	"github.com/etcd-conductor/etcd-conductor/internal/versionchange"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 )
 
@@ -81,6 +83,8 @@ type Reconciler struct {
 	secretPropagation time.Duration
 	// invalidInputRetry: Config.InvalidInputRetry, or the constant.
 	invalidInputRetry time.Duration
+	// startGrace: Config.StartFailureGrace, or memberhealth.DefaultNotReadyGrace.
+	startGrace time.Duration
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -121,6 +125,12 @@ type Config struct {
 	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
 	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
 	InvalidInputRetry time.Duration
+	// StartFailureGrace is how long a member pod on a downgrade's target may stay not Ready after
+	// its creation before it counts as failing to start, which rolls the downgrade back
+	// (internal/versionchange): controllers.etcd.etcdMember.notReadyThreshold, the bound after
+	// which a NotReady member is restarted; 0: memberhealth.DefaultNotReadyGrace. A container
+	// the kubelet gives up on (ImagePullBackOff, CrashLoopBackOff, …) counts at once.
+	StartFailureGrace time.Duration
 }
 
 // NewReconciler builds the reconciler from explicit dependencies.
@@ -143,6 +153,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		trustChecked:      map[string]time.Time{},
 		secretPropagation: cmp.Or(cfg.SecretPropagation, defaultSecretPropagation),
 		invalidInputRetry: cmp.Or(max(cfg.InvalidInputRetry, 0), invalidInputRetry),
+		startGrace:        cmp.Or(max(cfg.StartFailureGrace, 0), memberhealth.DefaultNotReadyGrace),
 		settings: resources.Settings{
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
@@ -170,8 +181,9 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// Pods are listed uncached to decide when a StatefulSet may leave OnDelete, and from the cache to
-// know whether a move to TLS has rolled out and whether a removed member's pod is gone.
+// Pods are listed uncached to decide when a StatefulSet may leave OnDelete and, while a downgrade
+// is under way, to find a member that fails to start on its target (planVersion), and from the
+// cache to know whether a move to TLS has rolled out and whether a removed member's pod is gone.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -270,7 +282,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
 			return err
 		}
-		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version.Render, volumes, running)
+		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version, volumes, running)
 		return err
 	}
 	leasesLingering := false
@@ -679,8 +691,8 @@ func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.E
 
 // syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
 // gate (the caller rechecks soon). volumes is planVolumes' decision on running, the StatefulSet
-// it read.
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, etcdImage string,
+// it read; version is planVersion's decision (the etcd image, the downgrade record).
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, version versionchange.Decision,
 	volumes volumechange.Decision, running *appsv1.StatefulSet) (held bool, err error) {
 	strategy, err := r.decideStrategy(ctx, etcd)
 	if err != nil {
@@ -700,7 +712,8 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 	settings := r.settings
 	settings.UpdateStrategy = strategy.Type
 	settings.Transport = &stages
-	settings.EtcdImage = etcdImage
+	settings.EtcdImage = version.Render
+	settings.DowngradeSource, settings.DowngradeFailedTarget = version.Source, version.FailedTarget
 	if settings.TrustTemplate, err = r.planTrust(ctx, etcd); err != nil {
 		return false, err
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/versionchange"
 )
 
@@ -30,8 +32,9 @@ type MemberCalls interface {
 const versionChangeRecheck = 3 * time.Second
 
 // planVersion decides the etcd image to render and the downgrade call to make
-// (internal/versionchange). The members are asked only when the spec's image is another minor
-// version than the running one, or a downgrade is recorded as under way.
+// (internal/versionchange). The members are asked, and their pods looked at for one that fails to
+// start, only when the spec's image is another minor version than the running one, or a
+// downgrade is recorded as under way (the condition, or its source on the StatefulSet).
 func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) (versionchange.Decision, error) {
 	in := versionchange.Observed{Desired: resources.EtcdImage(etcd)}
 	sts, err := r.runningStatefulSet(ctx, etcd)
@@ -40,9 +43,10 @@ func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	}
 	in.Running = resources.RunningEtcdImage(sts)
 	in.Replicas = int(ptr.Deref(sts.Spec.Replicas, 0))
-	recorded := false
-	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil {
-		recorded = c.Status == druidv1alpha1.ConditionTrue
+	in.Source, in.FailedTarget = resources.DowngradeRecord(sts)
+	recorded := in.Source != ""
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil && c.Status == druidv1alpha1.ConditionTrue {
+		recorded = true
 	}
 	if r.members != nil && in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded) {
 		cs, err := r.members.Statuses(ctx, etcd)
@@ -51,8 +55,53 @@ func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 			logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
 		}
 		in.Members = versionMembers(cs)
+		// Uncached: the cache keeps no pod spec (operator.memberPodView), and the image a pod was
+		// created with is in its spec alone (a waiting container's status may not name it).
+		pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
+		if err != nil {
+			return versionchange.Decision{}, fmt.Errorf("reading the member pods for failed starts: %w", err)
+		}
+		in.Failed = startFailures(pods, time.Now(), r.startGrace)
 	}
 	return versionchange.Plan(in), nil
+}
+
+// startFailures are the member pods that fail to start: the etcd container waiting with a reason
+// after which it does not come up without a new pod (rollout.ClassifyContainer's dead reasons:
+// CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerError, RunContainerError, …),
+// or the pod not Ready longer than grace after its creation (an etcd that runs but never
+// serves). A terminated container is not counted: the kubelet restarts it, and if it dies again
+// it waits in CrashLoopBackOff. A terminating pod is on its way out and counts for nothing.
+func startFailures(pods []corev1.Pod, now time.Time, grace time.Duration) []versionchange.Failure {
+	var out []versionchange.Failure
+	for i := range pods {
+		p := &pods[i]
+		if !p.DeletionTimestamp.IsZero() || etcdstatus.PodReady(p) {
+			continue
+		}
+		image := ""
+		for _, c := range p.Spec.Containers {
+			if c.Name == resources.EtcdContainerName {
+				image = c.Image
+			}
+		}
+		reason := ""
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == resources.EtcdContainerName && s.State.Waiting != nil && rollout.ClassifyContainer(p) == rollout.ContainerDead {
+				reason = s.State.Waiting.Reason
+				if msg := s.State.Waiting.Message; msg != "" {
+					reason += ": " + msg
+				}
+			}
+		}
+		if age := now.Sub(p.CreationTimestamp.Time); reason == "" && !p.CreationTimestamp.IsZero() && age > grace {
+			reason = fmt.Sprintf("not Ready %s after its creation", age.Round(time.Second))
+		}
+		if reason != "" {
+			out = append(out, versionchange.Failure{Pod: p.Name, Image: image, Reason: reason})
+		}
+	}
+	return out
 }
 
 // versionMembers is what the members said, for the planner.
@@ -95,12 +144,14 @@ func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd,
 }
 
 // recordVersion sets the VersionChange condition from d once a version change has been in view:
-// True while a downgrade is prepared or under way or a change is refused, False once steady.
-// An Event marks each change of rule.
+// True while a downgrade is prepared or under way or a change is refused, False once steady, and
+// False too once a downgrade whose member failed was rolled back (refused until the spec changes,
+// with nothing under way). An Event marks each change of rule, a Warning for a refusal or a
+// failed member.
 func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) error {
 	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange)
-	active := d.Downgrading || d.Refused || d.Action != versionchange.ActionNone
-	if prev == nil && !active {
+	active := (d.Downgrading || d.Refused || d.Action != versionchange.ActionNone) && !d.RolledBack
+	if prev == nil && !active && !d.RolledBack {
 		return nil
 	}
 	status := druidv1alpha1.ConditionFalse
@@ -121,7 +172,7 @@ func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd
 	}
 	if prev == nil || prev.Reason != reason {
 		eventType := corev1.EventTypeNormal
-		if d.Refused {
+		if d.Refused || d.Rule == versionchange.RuleRollForwardMemberFailed {
 			eventType = corev1.EventTypeWarning
 		}
 		logr.FromContextOrDiscard(ctx).Info("etcd version change", "rule", d.Rule, "reason", d.Reason)
