@@ -104,7 +104,9 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("claims grown in a class that does not allow it: %s", where)
 		}
 		for _, name := range d.Expand {
-			if !slices.ContainsFunc(o.Claims, func(c Claim) bool { return c.Name == name && c.Template == o.Running.Name && less(c.Requested, d.ExpandTo) }) {
+			if !slices.ContainsFunc(o.Claims, func(c Claim) bool {
+				return c.Name == name && c.Template == o.Running.Name && less(c.Requested, d.ExpandTo)
+			}) {
 				t.Fatalf("grown claim %s is no running claim below %s: %s", name, d.ExpandTo, where)
 			}
 		}
@@ -112,7 +114,9 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("done without a change recorded in flight: %s", where)
 		}
 		for _, k := range d.Kept {
-			if slices.ContainsFunc(o.Claims, func(c Claim) bool { return c.Name == k && (c.Template == d.Name || slices.Contains(mapValues(o.Mounted), c.Template)) }) {
+			if slices.ContainsFunc(o.Claims, func(c Claim) bool {
+				return c.Name == k && (c.Template == d.Name || slices.Contains(mapValues(o.Mounted), c.Template))
+			}) {
 				t.Fatalf("claim %s named kept while a member mounts its template: %s", k, where)
 			}
 		}
