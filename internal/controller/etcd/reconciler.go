@@ -223,6 +223,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+		return ctrl.Result{}, err
+	}
 	problems := r.validate(ctx, etcd)
 	if move.Refused {
 		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
@@ -699,8 +702,12 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 		return false, err
 	}
 	settings.DataVolume = volumes.Name
-	r.reportVolumes(ctx, etcd, volumes)
 	r.moveLeaderFirst(ctx, etcd, running, volumes)
+	// The claims grow first: should the apiserver refuse, the StatefulSet still asks for what they
+	// hold.
+	if err := r.expandClaims(ctx, etcd, volumes); err != nil {
+		return false, err
+	}
 	if volumes.Recreate {
 		if err := r.recreateStatefulSet(ctx, etcd, running); err != nil {
 			return false, err
