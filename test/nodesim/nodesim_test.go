@@ -527,7 +527,9 @@ func TestSimulator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = e.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = e.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
 		}
 		claims := e.client.CoreV1().PersistentVolumeClaims(ns)
 		for _, class := range []string{"expandable", "fixed"} {
