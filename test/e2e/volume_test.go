@@ -211,6 +211,7 @@ func TestStorageCapacityExpandedInPlace(t *testing.T) {
 	before := snapshot()
 
 	rec := startRecorder(ctx, t, cluster, 3)
+	time.Sleep(2 * time.Second) // a baseline the growth is seen against
 	etcd, err := cluster.Get(ctx)
 	if err != nil {
 		t.Fatal(err)
