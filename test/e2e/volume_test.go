@@ -134,7 +134,7 @@ func waitVolumeChange(ctx context.Context, e *env, cluster *stack.EtcdCluster, r
 	e.waitFor(waitCtx, "the VolumeChange condition "+rule.CamelCase(), func(ctx context.Context) (bool, error) {
 		etcd, err := cluster.Get(ctx)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("%w (last seen: VolumeChange %s)", err, last)
 		}
 		c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange)
 		if c == nil {

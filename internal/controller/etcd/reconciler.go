@@ -164,8 +164,10 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// Pods are listed uncached to decide when a StatefulSet may leave OnDelete, and from the cache to
-// know whether a move to TLS has rolled out and whether a removed member's pod is gone.
+// Pods are listed uncached to decide when a StatefulSet may leave OnDelete and, during a volume
+// change or with the StatefulSet missing, which claims they mount (the cache keeps no pod spec),
+// and from the cache to know whether a move to TLS has rolled out and whether a removed member's
+// pod is gone.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 

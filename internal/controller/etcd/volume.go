@@ -51,7 +51,9 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 		return volumechange.Decision{}, nil, err
 	}
 	if sts == nil {
-		pods, err := memberaccess.ReadLabelledPods(ctx, r.client, etcd)
+		// Uncached: the cache keeps pods without their spec (memberPodView), so without their
+		// volumes. A missing StatefulSet is rare (a new Etcd, or one deleted mid-change).
+		pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
 		if err != nil {
 			return volumechange.Decision{}, nil, err
 		}
@@ -95,9 +97,10 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	return volumechange.Plan(in), sts, nil
 }
 
-// observeClaims reads what a volume change is followed on: the Etcd's data claims (uncached: the
-// operator keeps no informer on claims, and needs them only during a change), the claim template
-// each member pod mounts (cache) and the running claims' StorageClass (uncached, cluster-scoped).
+// observeClaims reads what a volume change is followed on, all uncached and only during a change:
+// the Etcd's data claims (the operator keeps no informer on claims), the claim template each
+// member pod mounts (the cache holds pods without their spec) and the running claims'
+// StorageClass (cluster-scoped).
 func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd, in *volumechange.Observed) error {
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.reader().List(ctx, claims, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
@@ -121,7 +124,8 @@ func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd
 			class = *c.Spec.StorageClassName
 		}
 	}
-	pods, err := memberaccess.ReadLabelledPods(ctx, r.client, etcd)
+	// Uncached too: the cache keeps pods without their spec, so without their volumes.
+	pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
 	if err != nil {
 		return err
 	}
