@@ -23,11 +23,13 @@ func expand(o Observed, run Claims, change string) Decision {
 			change, o.Class.Name, o.Desired.Capacity, list(below), run.Name)}
 }
 
-// claimsBelow are the claims of template whose request is below size, by name.
+// claimsBelow are the bound claims of template whose request is below size, by name. A claim not
+// bound yet cannot grow (the apiserver refuses it): it is grown once bound, while the change is
+// followed (settle), and a member's claim is waited for until then.
 func claimsBelow(o Observed, template, size string) []string {
 	var out []string
 	for _, c := range o.Claims {
-		if c.Template == template && less(c.Requested, size) {
+		if c.Template == template && c.Bound && less(c.Requested, size) {
 			out = append(out, c.Name)
 		}
 	}

@@ -125,6 +125,8 @@ type Claim struct {
 	Requested, Capacity string
 	// Resizing names the resize conditions the claim shows (FileSystemResizePending, …).
 	Resizing string
+	// Bound: the claim is bound to a volume; the apiserver lets only a bound claim grow.
+	Bound bool
 }
 
 // Decision is the claim template to render and whether the StatefulSet is to be created again.

@@ -76,7 +76,7 @@ func TestPlanProperties(t *testing.T) {
 		for i := range rng.IntN(8) {
 			template, pod := pick(names), fmt.Sprintf("etcd-%d", i%6)
 			o.Claims = append(o.Claims, Claim{Name: template + "-" + pod, Template: template, Pod: pod,
-				Requested: pick(sizes), Capacity: pick(append(sizes, ""))})
+				Requested: pick(sizes), Capacity: pick(append(sizes, "")), Bound: rng.IntN(4) != 0})
 		}
 		d := Plan(o)
 		where := fmt.Sprintf("%+v → %+v", o, d)
@@ -105,9 +105,9 @@ func TestPlanProperties(t *testing.T) {
 		}
 		for _, name := range d.Expand {
 			if !slices.ContainsFunc(o.Claims, func(c Claim) bool {
-				return c.Name == name && c.Template == o.Running.Name && less(c.Requested, d.ExpandTo)
+				return c.Name == name && c.Bound && c.Template == o.Running.Name && less(c.Requested, d.ExpandTo)
 			}) {
-				t.Fatalf("grown claim %s is no running claim below %s: %s", name, d.ExpandTo, where)
+				t.Fatalf("grown claim %s is no bound running claim below %s: %s", name, d.ExpandTo, where)
 			}
 		}
 		if d.Done && (o.Recorded == "" || d.InFlight || d.Waiting) {
@@ -135,7 +135,7 @@ func claimsOf(template string, n int, requested, capacity string) []Claim {
 	var out []Claim
 	for i := range n {
 		pod := fmt.Sprintf("etcd-%d", i)
-		out = append(out, Claim{Name: template + "-" + pod, Template: template, Pod: pod, Requested: requested, Capacity: capacity})
+		out = append(out, Claim{Name: template + "-" + pod, Template: template, Pod: pod, Requested: requested, Capacity: capacity, Bound: true})
 	}
 	return out
 }
@@ -204,6 +204,13 @@ func TestPlanExpand(t *testing.T) {
 				return c
 			}(), "VolumeWaitClaimsExpanded"),
 			"volume/expand-claims", "data", false, []string{"data-etcd-2"}},
+		{"a claim not bound yet: not grown (refused), waited for",
+			observed(grown, big, allows, func() []Claim {
+				c := claimsOf("data", 3, "20Gi", "20Gi")
+				c[0].Requested, c[0].Capacity, c[0].Bound = "16Gi", "", false
+				return c
+			}(), "VolumeExpandClaims"),
+			"volume/wait-claims-expanded", "data", false, nil},
 		{"every claim grown: expanded",
 			observed(grown, big, allows, claimsOf("data", 3, "20Gi", "20Gi"), "VolumeWaitClaimsExpanded"),
 			"volume/claims-expanded", "data", false, nil},

@@ -115,7 +115,8 @@ func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd
 			continue
 		}
 		requested, capacity := c.Spec.Resources.Requests[corev1.ResourceStorage], c.Status.Capacity[corev1.ResourceStorage]
-		claim := volumechange.Claim{Name: c.Name, Template: template, Pod: pod, Requested: requested.String(), Resizing: resizing(c)}
+		claim := volumechange.Claim{Name: c.Name, Template: template, Pod: pod, Requested: requested.String(), Resizing: resizing(c),
+			Bound: c.Status.Phase == corev1.ClaimBound}
 		if _, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
 			claim.Capacity = capacity.String()
 		}
