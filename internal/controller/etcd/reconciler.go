@@ -225,9 +225,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
-		return ctrl.Result{}, err
-	}
 	problems := r.validate(ctx, etcd)
 	if move.Refused {
 		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
@@ -243,10 +240,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
 			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
 		}
+		// A refused volume change is the condition's to say too; a change held back by another
+		// problem is not under way, so it is not recorded as such.
+		if volumes.Refused {
+			if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
+	}
+	// Before the StatefulSet is touched: a recreation is recorded as under way before it is made.
+	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.reportIgnoredFields(ctx, etcd)
 	r.reportPlaintext(ctx, etcd)
