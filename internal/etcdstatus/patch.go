@@ -15,7 +15,7 @@ import (
 // writers never overwrite each other:
 //
 //   - WriterEtcd (the Etcd reconciler): observedGeneration, lastErrors and the conditions
-//     UpdateStrategyHeld and VersionChange;
+//     UpdateStrategyHeld, VersionChange and VolumeChange;
 //   - WriterOnDelete (the OnDelete controller): lastOperation;
 //   - WriterStatus (the status controller): members, replicas, readyReplicas, currentReplicas,
 //     ready, selector, dataAside, peerUrlTLSEnabled, clusterSize and the conditions Ready, AllMembersReady,
@@ -57,6 +57,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeDefragmentationInProgress:       WriterDefrag,
 	druidv1alpha1.ConditionTypeUpdateStrategyHeld:              WriterEtcd,
 	druidv1alpha1.ConditionTypeVersionChange:                   WriterEtcd,
+	druidv1alpha1.ConditionTypeVolumeChange:                    WriterEtcd,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.

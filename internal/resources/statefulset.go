@@ -92,6 +92,29 @@ func PodClaims(pods []corev1.Pod) string {
 	return ""
 }
 
+// MountedClaims is the claim template each pod mounts its data from (PodClaims), by pod name.
+func MountedClaims(pods []corev1.Pod) map[string]string {
+	out := make(map[string]string, len(pods))
+	for i := range pods {
+		if t := PodClaims(pods[i : i+1]); t != "" {
+			out[pods[i].Name] = t
+		}
+	}
+	return out
+}
+
+// ClaimOf splits a claim name of e's StatefulSet, "<template>-<pod>", into the claim template and
+// the member pod it was made for; false when name is no such claim.
+func ClaimOf(e *druidv1alpha1.Etcd, name string) (template, pod string, ok bool) {
+	// The template may hold hyphens, so the pod is found from the end.
+	for i := strings.LastIndex(name, "-"+e.Name+"-"); i > 0; i = strings.LastIndex(name[:i], "-"+e.Name+"-") {
+		if _, ok := OrdinalOf(e, name[i+1:]); ok {
+			return name[:i], name[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
 func storageCapacity(e *druidv1alpha1.Etcd) resource.Quantity {
 	if e.Spec.StorageCapacity != nil {
 		return *e.Spec.StorageCapacity

@@ -8,12 +8,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
+	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
 // TestStorageClassChanged moves a running three-member cluster to volumes of another storage
@@ -108,5 +115,161 @@ func runStorageClassChange(t *testing.T, replicas int32) {
 	events, _ := cluster.EventsWithReason(ctx, "VolumeRecreateStatefulset")
 	if len(events) == 0 || !strings.Contains(events[0], want.Name) {
 		t.Errorf("no VolumeRecreateStatefulset Event naming %s: %v", want.Name, events)
+	}
+	// The change is reported done, naming the old claims kept with their data.
+	var kept []string
+	for i := range cluster.Replicas {
+		kept = append(kept, "data-"+cluster.PodName(i))
+	}
+	waitVolumeChange(ctx, e, cluster, volumechange.RuleDone, kept)
+}
+
+// waitVolumeChange waits until the VolumeChange condition says the change is done under rule and
+// its message names every claim of named.
+func waitVolumeChange(ctx context.Context, e *env, cluster *stack.EtcdCluster, rule ruleid.ID, named []string) {
+	e.t.Helper()
+	last := "none"
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	e.waitFor(waitCtx, "the VolumeChange condition "+rule.CamelCase(), func(ctx context.Context) (bool, error) {
+		etcd, err := cluster.Get(ctx)
+		if err != nil {
+			return false, fmt.Errorf("%w (last seen: VolumeChange %s)", err, last)
+		}
+		c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange)
+		if c == nil {
+			return false, fmt.Errorf("no VolumeChange condition")
+		}
+		last = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		if c.Status != druidv1alpha1.ConditionFalse || c.Reason != rule.CamelCase() {
+			return false, fmt.Errorf("VolumeChange %s", last)
+		}
+		for _, n := range named {
+			if !strings.Contains(c.Message, n) {
+				return false, fmt.Errorf("VolumeChange does not name %s: %s", n, last)
+			}
+		}
+		return true, nil
+	})
+	e.t.Logf("VolumeChange %s", last)
+}
+
+// TestStorageCapacityExpandedInPlace grows the volumes of a running three-member cluster within a
+// storage class that allows volume expansion, with the writer, the quorum monitor and the
+// linearizability check on. The claims grow in place (the node simulator plays the resizer and
+// kubelet) and the StatefulSet is created again on the same claim template with the new size: no
+// member moves, restarts or changes leadership. Then: 0 ms quorum loss, no leader change, the same
+// pods, claims and member IDs, every claim's capacity at the new size, the VolumeChange condition
+// at VolumeClaimsExpanded.
+func TestStorageCapacityExpandedInPlace(t *testing.T) {
+	s := sharedStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
+	e := &env{t: t, stack: s}
+	var class string
+	cluster := createClusterWith(ctx, e, "e2e-expand-", 3, func(ctx context.Context, namespace string, etcd *druidv1alpha1.Etcd) error {
+		// Cluster-scoped: named after the scenario's namespace, deleted with it.
+		class = namespace + "-expandable"
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "nodesim.etcd-conductor/hostpath",
+			AllowVolumeExpansion: ptr.To(true)}
+		if err := s.Client.Create(ctx, sc); err != nil {
+			return err
+		}
+		t.Cleanup(func() { _ = s.Client.Delete(context.Background(), sc) })
+		etcd.Spec.StorageClass = ptr.To(class)
+		etcd.Spec.StorageCapacity = ptr.To(resource.MustParse("1Gi"))
+		return nil
+	})
+	image := framework.EtcdImage(fromVersion)
+	type member struct {
+		id       uint64
+		pod      types.UID
+		restarts int32
+		claim    types.UID
+	}
+	snapshot := func() map[string]member {
+		out := map[string]member{}
+		pods, err := cluster.Pods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			m := member{id: memberID(ctx, e, p.Name), pod: p.UID}
+			for _, cs := range p.Status.ContainerStatuses {
+				m.restarts += cs.RestartCount
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := s.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: "data-" + p.Name}, pvc); err != nil {
+				t.Fatal(err)
+			}
+			m.claim = pvc.UID
+			out[p.Name] = m
+		}
+		return out
+	}
+	before := snapshot()
+
+	rec := startRecorder(ctx, t, cluster, 3)
+	time.Sleep(2 * time.Second) // a baseline the growth is seen against
+	etcd, err := cluster.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(etcd.DeepCopy())
+	size := resource.MustParse("2Gi")
+	etcd.Spec.StorageCapacity = &size
+	changed := time.Now()
+	if err := s.Client.Patch(ctx, etcd, patch); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(ctx, "every claim at 2Gi and the StatefulSet asking for it on the same claims", func(ctx context.Context) (bool, error) {
+		sts, err := cluster.StatefulSet(ctx)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if running, ok := resources.RunningClaims(sts); !ok || running.Name != "data" || running.Capacity != size.String() {
+			return false, fmt.Errorf("StatefulSet claims %+v", running)
+		}
+		for i := range cluster.Replicas {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := s.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: "data-" + cluster.PodName(i)}, pvc); err != nil {
+				return false, err
+			}
+			if have := pvc.Status.Capacity[corev1.ResourceStorage]; have.Cmp(size) != 0 {
+				return false, fmt.Errorf("claim %s at %s", pvc.Name, have.String())
+			}
+		}
+		return true, nil
+	})
+	grown := time.Since(changed)
+	waitVolumeChange(ctx, e, cluster, volumechange.RuleExpanded, []string{"grown in place"})
+	if err := cluster.WaitConverged(ctx, image); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	report, recErr := rec.Stop(ctx)
+	t.Logf("figures volume-expanded-in-place: grown=%s %s", grown.Round(100*time.Millisecond), report.Summary())
+	fmt.Printf("e2e %-28s grown=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
+		"storage-expanded-in-place", grown.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
+	checkWrites(t, report, recErr)
+	if report.QuorumLossMs != 0 {
+		t.Errorf("quorum lost for %d ms while the volumes grew", report.QuorumLossMs)
+	}
+	if report.LeaderChanges != 0 {
+		t.Errorf("%d leader change(s) while the volumes grew, want none", report.LeaderChanges)
+	}
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
+	after := snapshot()
+	for pod, b := range before {
+		if a := after[pod]; a != b {
+			t.Errorf("%s: %+v before the growth, %+v after: want the same pod, member, claim and no restart", pod, b, a)
+		}
+	}
+	if events, _ := cluster.EventsWithReason(ctx, "VolumeRecreateStatefulset"); len(events) > 0 {
+		t.Errorf("members moved to new volumes: %v", events)
 	}
 }

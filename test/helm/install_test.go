@@ -114,8 +114,14 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"delete", "", "services", "", false},
 			{"create", "", "events", "", true},
 			{"create", "events.k8s.io", "events", "", false},
-			{"list", "", "persistentvolumeclaims", "", false},
+			// A volume change lists the claims and grows them in place; it never deletes one
+			// (the old claims keep their data) nor watches them.
+			{"list", "", "persistentvolumeclaims", "", true},
+			{"patch", "", "persistentvolumeclaims", "", true},
+			{"watch", "", "persistentvolumeclaims", "", false},
 			{"delete", "", "persistentvolumeclaims", "", false},
+			{"get", "storage.k8s.io", "storageclasses", "", true},
+			{"list", "storage.k8s.io", "storageclasses", "", false},
 			{"get", "", "nodes", "", false},
 			{"impersonate", "", "serviceaccounts", "", false},
 		}

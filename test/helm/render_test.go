@@ -606,6 +606,9 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"policy/poddisruptionbudgets":                      owned,
 		"core/events":                                      "create,patch",
 		"core/secrets":                                     "get,create,update",
+		// A volume change: claims listed and grown in place, the class asked whether it allows it.
+		"core/persistentvolumeclaims":   "list,patch",
+		"storage.k8s.io/storageclasses": "get",
 	}
 	r := renderDecoded(t, nil)
 	if r.clusterRole == nil {

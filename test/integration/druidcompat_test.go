@@ -299,6 +299,8 @@ func TestDruidSettingsReachTheMembersAndBadOnesAreKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventWithReason(t, env, ns, name, "VolumeWaitMembersReady", "16Gi of the default class → 20Gi of the default class")
+	// No class, so no growth in place: the members are to move, and the reason says why.
+	eventWithReason(t, env, ns, name, "VolumeWaitMembersReady", "the claims name no storage class, so they cannot grow in place")
 	eventWithReason(t, env, ns, name, "QuotaUnverified", "lowered from 2147483648 to 1073741824")
 	framework.Eventually(t, timeout, "the fixed settings applied", func(ctx context.Context) (bool, string) {
 		if err := env.Client().Get(ctx, types.NamespacedName{Namespace: ns, Name: name + "-config"}, cm); err != nil {

@@ -65,6 +65,10 @@ func (s *Simulator) claimVolume(namespace, name string) (string, error) {
 			return "", fmt.Errorf("binding claim %q: %w", name, err)
 		}
 	}
+	// A resize whose node side waited for a pod to mount the volume finishes now (resize.go).
+	if err := s.expandOnNode(ctx, pvc); err != nil {
+		s.log.Error(err, "finishing the file system resize", "claim", namespace+"/"+name)
+	}
 	return dir, nil
 }
 

@@ -77,7 +77,10 @@
 //     works), persistentVolumeClaim (a directory <DataDir>/<ns>/<claim>-<uid>
 //     that survives pod deletion but not claim deletion; the pod waits for the
 //     claim to exist; the simulator provisions a hostPath PV "pvc-<uid>" and
-//     binds the claim, and deletes both PV and data when the claim goes),
+//     binds the claim, and deletes both PV and data when the claim goes; a
+//     bound claim asking for more in a class that allows expansion is grown
+//     as the CSI external-resizer and kubelet grow it: PV capacity, then
+//     FileSystemResizePending, then status.capacity once a pod mounts it),
 //     hostPath. volumeMounts with readOnly, subPath, subPathExpr. Secret,
 //     configMap, downwardAPI and projected volumes are refreshed every
 //     VolumeSyncPeriod with kubelet's atomic-writer layout (..data symlink

@@ -14,9 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -513,6 +515,80 @@ func TestSimulator(t *testing.T) {
 			}
 			return seen["Started"] && seen["Killing"], strings.Join(reasons, ",")
 		})
+	})
+
+	t.Run("a claim grows in place when its class allows expansion", func(t *testing.T) {
+		ns := e.namespace(t)
+		classes := map[string]bool{ns + "-expandable": true, ns + "-fixed": false}
+		for name, allow := range classes {
+			_, err := e.client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "nodesim.etcd-conductor/hostpath", AllowVolumeExpansion: &allow,
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = e.client.StorageV1().StorageClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+		}
+		claims := e.client.CoreV1().PersistentVolumeClaims(ns)
+		for _, class := range []string{"expandable", "fixed"} {
+			_, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "data-" + class, Namespace: ns},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr(ns + "-" + class),
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		pod := helperPod(ns, "grower")
+		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+		for i, class := range []string{"expandable", "fixed"} {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: class, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + class}}})
+			pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: class, MountPath: fmt.Sprintf("/var/nodesim-test/v%d", i)})
+		}
+		e.createPod(t, pod)
+		p := e.waitReady(t, ns, "grower")
+		if code, body := get(t, p.Status.PodIP, "/write", url.Values{"path": {"/var/nodesim-test/v0/kept"}, "data": {"before"}}); code != http.StatusOK {
+			t.Fatalf("write: %s", body)
+		}
+		grow := []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
+		// The apiserver's own admission refuses the class that does not allow it.
+		if _, err := claims.Patch(ctx, "data-fixed", types.MergePatchType, grow, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("growing a claim of a class without expansion: %v, want Forbidden", err)
+		}
+		if _, err := claims.Patch(ctx, "data-expandable", types.MergePatchType, grow, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want := resource.MustParse("2Gi")
+		waitFor(t, 30*time.Second, "the claim's capacity at 2Gi", func() (bool, string) {
+			c, err := claims.Get(ctx, "data-expandable", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			have := c.Status.Capacity[corev1.ResourceStorage]
+			return have.Cmp(want) == 0 && len(c.Status.Conditions) == 0 && len(c.Status.AllocatedResourceStatuses) == 0,
+				fmt.Sprintf("capacity %s, conditions %v, allocated %v", have.String(), c.Status.Conditions, c.Status.AllocatedResourceStatuses)
+		})
+		c, err := claims.Get(ctx, "data-expandable", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have := pv.Spec.Capacity[corev1.ResourceStorage]; have.Cmp(want) != 0 {
+			t.Errorf("persistent volume capacity %s, want 2Gi", have.String())
+		}
+		if got := readFile(t, p.Status.PodIP, "/var/nodesim-test/v0/kept"); got != "before" {
+			t.Errorf("data after the growth = %q", got)
+		}
 	})
 
 	t.Run("persistent volume claim data survives pod recreation", func(t *testing.T) {

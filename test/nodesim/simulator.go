@@ -234,6 +234,7 @@ func Start(ctx context.Context, o Options) (*Simulator, error) {
 		return nil, err
 	}
 	if _, err := s.factory.Core().V1().PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { s.claimUpdated(obj.(*corev1.PersistentVolumeClaim)) },
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj

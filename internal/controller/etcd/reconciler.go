@@ -181,9 +181,11 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
-// Pods are listed uncached to decide when a StatefulSet may leave OnDelete and, while a downgrade
-// is under way, to find a member that fails to start on its target (planVersion), and from the
-// cache to know whether a move to TLS has rolled out and whether a removed member's pod is gone.
+// Pods are listed uncached to decide when a StatefulSet may leave OnDelete, while a downgrade is
+// under way to find a member that fails to start on its target (planVersion), and during a
+// volume change or with the StatefulSet missing to know which claims they mount (the cache keeps
+// no pod spec); from the cache to know whether a move to TLS has rolled out and whether a removed
+// member's pod is gone.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
@@ -256,10 +258,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
 			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
 		}
+		// A refused volume change is the condition's to say too; a change held back by another
+		// problem is not under way, so it is not recorded as such.
+		if volumes.Refused {
+			if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
+	}
+	// Before the StatefulSet is touched: a recreation is recorded as under way before it is made.
+	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.reportIgnoredFields(ctx, etcd)
 	r.reportPlaintext(ctx, etcd)
@@ -721,8 +734,12 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 		return false, err
 	}
 	settings.DataVolume = volumes.Name
-	r.reportVolumes(ctx, etcd, volumes)
 	r.moveLeaderFirst(ctx, etcd, running, volumes)
+	// The claims grow first: should the apiserver refuse, the StatefulSet still asks for what they
+	// hold.
+	if err := r.expandClaims(ctx, etcd, volumes); err != nil {
+		return false, err
+	}
 	if volumes.Recreate {
 		if err := r.recreateStatefulSet(ctx, etcd, running); err != nil {
 			return false, err

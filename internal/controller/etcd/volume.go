@@ -2,25 +2,35 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=delete
+// Claims are listed uncached, and only during a volume change (no informer: the operator does
+// not need them otherwise); patch raises a claim's request to grow it in place.
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;patch
+// Whether a StorageClass allows volume expansion; read uncached, only for a growth of capacity.
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
 // volumeChangeRecheck is how soon a volume change waiting for every member to be ready is looked
 // at again: pods are not watched by this reconciler.
@@ -31,7 +41,9 @@ const volumeChangeRecheck = 5 * time.Second
 const statefulSetGone = 20 * time.Second
 
 // planVolumes decides the data claim template to render (internal/volumechange), and returns the
-// running StatefulSet the decision was made on.
+// running StatefulSet the decision was made on. The claims, the member pods' mounts and the
+// StorageClass are read only while a change is in view or recorded in flight (the VolumeChange
+// condition True): a settled Etcd costs no read beyond the StatefulSet from the cache.
 func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) (volumechange.Decision, *appsv1.StatefulSet, error) {
 	in := volumechange.Observed{Desired: resources.DesiredClaims(etcd), DefaultName: resources.DefaultDataVolume, Replicas: int(etcd.Spec.Replicas)}
 	sts, err := r.runningStatefulSet(ctx, etcd)
@@ -39,7 +51,9 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 		return volumechange.Decision{}, nil, err
 	}
 	if sts == nil {
-		pods, err := memberaccess.ReadLabelledPods(ctx, r.client, etcd)
+		// Uncached: the cache keeps pods without their spec (memberPodView), so without their
+		// volumes. A missing StatefulSet is rare (a new Etcd, or one deleted mid-change).
+		pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
 		if err != nil {
 			return volumechange.Decision{}, nil, err
 		}
@@ -56,6 +70,14 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	in.Ready = ready != nil && ready.Status == druidv1alpha1.ConditionTrue &&
 		ptr.Deref(sts.Spec.Replicas, 0) == etcd.Spec.Replicas && sts.Status.ReadyReplicas == etcd.Spec.Replicas
 	in.LeaderOrdinal = -1
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange); c != nil && c.Status == druidv1alpha1.ConditionTrue {
+		in.Recorded = c.Reason
+	}
+	if in.Recorded != "" || running.Class != in.Desired.Class || running.Capacity != in.Desired.Capacity {
+		if err := r.observeClaims(ctx, etcd, &in); err != nil {
+			return volumechange.Decision{}, nil, err
+		}
+	}
 	d := volumechange.Plan(in)
 	if d.Rule != volumechange.RuleWaitLeader || r.members == nil {
 		return d, sts, nil
@@ -75,6 +97,98 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	return volumechange.Plan(in), sts, nil
 }
 
+// observeClaims reads what a volume change is followed on, all uncached and only during a change:
+// the Etcd's data claims (the operator keeps no informer on claims), the claim template each
+// member pod mounts (the cache holds pods without their spec) and the running claims'
+// StorageClass (cluster-scoped).
+func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd, in *volumechange.Observed) error {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.reader().List(ctx, claims, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return fmt.Errorf("listing the data claims for a volume change: %w", err)
+	}
+	// The class the claims were made with: for claims that named none, the default class the
+	// apiserver wrote into them.
+	class := in.Running.Class
+	for _, c := range claims.Items {
+		template, pod, ok := resources.ClaimOf(etcd, c.Name)
+		if !ok {
+			continue
+		}
+		requested, capacity := c.Spec.Resources.Requests[corev1.ResourceStorage], c.Status.Capacity[corev1.ResourceStorage]
+		claim := volumechange.Claim{Name: c.Name, Template: template, Pod: pod, Requested: requested.String(), Resizing: resizing(c),
+			Bound: c.Status.Phase == corev1.ClaimBound}
+		if _, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
+			claim.Capacity = capacity.String()
+		}
+		in.Claims = append(in.Claims, claim)
+		if template == in.Running.Name && c.Spec.StorageClassName != nil {
+			class = *c.Spec.StorageClassName
+		}
+	}
+	// Uncached too: the cache keeps pods without their spec, so without their volumes.
+	pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
+	if err != nil {
+		return err
+	}
+	in.Mounted = resources.MountedClaims(pods)
+	in.Members = resources.PodNames(etcd)
+	in.Class = volumechange.Class{Name: class}
+	if class == "" {
+		return nil
+	}
+	sc := &storagev1.StorageClass{}
+	switch err := r.reader().Get(ctx, client.ObjectKey{Name: class}, sc); {
+	case err != nil:
+		// Taken as not allowing expansion (the reason says so): the members move instead, as
+		// for any class without it.
+		in.Class.Err = err.Error()
+	default:
+		in.Class.Read, in.Class.AllowExpansion = true, ptr.Deref(sc.AllowVolumeExpansion, false)
+	}
+	return nil
+}
+
+// reader reads uncached: the manager's API reader (nil in tests that build no manager: the client).
+func (r *Reconciler) reader() client.Reader {
+	if r.apiReader != nil {
+		return r.apiReader
+	}
+	return r.client
+}
+
+// resizing names a claim's resize conditions that are True, for the reason of a wait.
+func resizing(c corev1.PersistentVolumeClaim) string {
+	var out []string
+	for _, cond := range c.Status.Conditions {
+		if cond.Status == corev1.ConditionTrue {
+			out = append(out, string(cond.Type))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// expandClaims raises the request of each claim d names to d.ExpandTo, before the StatefulSet is
+// created again with that size. The apiserver lets a bound claim grow only when its class allows
+// expansion (admission PersistentVolumeClaimResize): a refusal is returned, and nothing else has
+// changed yet. A merge patch of the one field: idempotent, and no other field is touched.
+func (r *Reconciler) expandClaims(ctx context.Context, etcd *druidv1alpha1.Etcd, d volumechange.Decision) error {
+	if len(d.Expand) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": d.ExpandTo}}}})
+	if err != nil {
+		return fmt.Errorf("building the claim resize patch: %w", err)
+	}
+	for _, name := range d.Expand {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: name}}
+		if err := r.client.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("growing claim %s to %s: %w", name, d.ExpandTo, err)
+		}
+		logr.FromContextOrDiscard(ctx).Info("Claim request raised", "claim", name, "size", d.ExpandTo)
+	}
+	return nil
+}
+
 // moveLeaderFirst hands leadership to the ordinal the volume change wants last; a failure leaves
 // everything as it is until the next look.
 func (r *Reconciler) moveLeaderFirst(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d volumechange.Decision) {
@@ -87,14 +201,40 @@ func (r *Reconciler) moveLeaderFirst(ctx context.Context, etcd *druidv1alpha1.Et
 	}
 }
 
-// reportVolumes says that a volume change is under way (it happens once), or, once per spec
-// generation, that it waits for the members (a refused one is the Etcd's error, ERR_VOLUME_CHANGE).
-func (r *Reconciler) reportVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd, d volumechange.Decision) {
-	if !d.Recreate && (!d.Waiting || generationReported(etcd)) {
-		return
+// recordVolumes sets the VolumeChange condition from d once a volume change has been in view:
+// True while it is made, waits or is refused, False once done (its message naming the old claims
+// kept). A decision that is neither (steady, a new Etcd, a StatefulSet created over running pods)
+// leaves the condition as it is. An Event marks each change of rule.
+func (r *Reconciler) recordVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd, d volumechange.Decision) error {
+	if !d.InFlight && !d.Done {
+		return nil
 	}
-	logr.FromContextOrDiscard(ctx).Info("Volume change", "rule", d.Rule, "reason", d.Reason)
-	r.recorder.Event(etcd, corev1.EventTypeNormal, d.Rule.CamelCase(), d.Reason)
+	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange)
+	status := druidv1alpha1.ConditionFalse
+	if d.InFlight {
+		status = druidv1alpha1.ConditionTrue
+	}
+	reason := d.Rule.CamelCase()
+	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == d.Reason {
+		return nil
+	}
+	now := metav1.Now()
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeVolumeChange, Status: status, Reason: reason, Message: d.Reason,
+		LastTransitionTime: now, LastUpdateTime: now}
+	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
+	}); err != nil {
+		return fmt.Errorf("recording the volume change: %w", err)
+	}
+	if prev == nil || prev.Reason != reason {
+		eventType := corev1.EventTypeNormal
+		if d.Refused {
+			eventType = corev1.EventTypeWarning
+		}
+		logr.FromContextOrDiscard(ctx).Info("Volume change", "rule", d.Rule, "reason", d.Reason)
+		r.recorder.Event(etcd, eventType, reason, d.Reason)
+	}
+	return nil
 }
 
 // recreateStatefulSet deletes sts without its pods and waits until it is gone, so that the sync

@@ -393,6 +393,13 @@ const (
 	// reason is the rule, its message the members' versions. Absent on an Etcd whose version never
 	// changed by a minor (not an etcd-druid condition).
 	ConditionTypeVersionChange ConditionType = "VersionChange"
+	// ConditionTypeVolumeChange says what the Etcd reconciler decided about a change of the data
+	// volumes (spec.storageClass, spec.storageCapacity; internal/volumechange): True while the
+	// change is made or waits (the members moving to new claims, or the claims growing in place),
+	// or is refused; False once done, its message naming the old claims kept with their data. Its
+	// reason is the rule. Absent on an Etcd whose volumes never changed (not an etcd-druid
+	// condition).
+	ConditionTypeVolumeChange ConditionType = "VolumeChange"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
