@@ -166,16 +166,18 @@ func (r *Reconciler) writeMemberTLS(ctx context.Context, etcd *druidv1alpha1.Etc
 	return nil
 }
 
-// membersRunTrust tells whether every member runs the pod template restarted for the trust
-// checksum, as the StatefulSet controller last counted them.
+// membersRunTrust tells whether every member pod was created from the pod template restarted for
+// the trust checksum, as the StatefulSet controller last counted them. Ready or not: a member that
+// runs trusts what that template mounts, and one that does not run yet will start on it (a pod
+// created again is created from the current template). Waiting for every member to be ready
+// would hold a renewed certificate back while one member is down, possibly until the one in use
+// expires.
 func membersRunTrust(sts *appsv1.StatefulSet, etcd *druidv1alpha1.Etcd, checksum string) bool {
 	if sts == nil || sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum] != checksum || !resources.MountsMemberTLS(sts, etcd) {
 		return false
 	}
-	replicas := ptr.Deref(sts.Spec.Replicas, 0)
 	st := sts.Status
-	return st.ObservedGeneration >= sts.Generation && st.UpdatedReplicas == replicas && st.ReadyReplicas == replicas &&
-		st.Replicas == replicas
+	return st.ObservedGeneration >= sts.Generation && st.UpdatedReplicas == ptr.Deref(sts.Spec.Replicas, 0)
 }
 
 // copiesSettled tells whether the certificates copied last into the member TLS Secret are old
