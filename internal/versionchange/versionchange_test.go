@@ -112,7 +112,7 @@ func TestPlan(t *testing.T) {
 			inReason: []string{"etcd-0 (ImagePullBackOff)", "3.6", img37}},
 		{name: "member failed after another moved: rolled forward all the same", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
 			Members: []Member{{Name: "etcd-0"}, enabled(member("etcd-1", "3.6.8", "3.6.0"), "3.6.0"), enabled(member("etcd-2", "3.7.3", "3.6.0"), "3.6.0")},
-			Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
+			Source:  img37, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad},
 		{name: "member failed, no member answers (no quorum): source rendered, nothing called", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 1,
 			Members: []Member{{Name: "etcd-0"}}, Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},

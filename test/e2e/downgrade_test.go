@@ -98,23 +98,7 @@ func refusedTwoMinors(ctx context.Context, e *env) {
 func downgraded(ctx context.Context, e *env) {
 	t := e.t
 	t.Helper()
-	pool := etcdclient.NewPool(etcdclient.Options{})
-	defer pool.Close()
-	var last string
-	e.waitFor(ctx, "every member at 3.6 with the downgrade ended", func(ctx context.Context) (bool, error) {
-		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), endpointTargets(e))
-		if err != nil {
-			return false, err
-		}
-		var states []string
-		done := len(cs.Members) == e.cluster.Replicas
-		for _, m := range cs.Members {
-			states = append(states, fmt.Sprintf("%s %s storage %s downgrade %v", m.Name, m.Version, m.StorageVersion, m.DowngradeEnabled))
-			done = done && m.Reachable && m.Version == fromVersion && m.StorageVersion == "3.6.0" && !m.DowngradeEnabled
-		}
-		last = strings.Join(states, ", ")
-		return done, nil
-	})
+	last := waitMembersAt(ctx, e, "every member at 3.6 with the downgrade ended", fromVersion, "3.6.0")
 	t.Logf("members after the downgrade: %s", last)
 	e.waitFor(ctx, "VersionChange False", func(ctx context.Context) (bool, error) {
 		etcd, err := e.cluster.Get(ctx)
@@ -206,23 +190,7 @@ func waitRolledForward(ctx context.Context, e *env) (failed string) {
 func rolledForward(ctx context.Context, e *env) {
 	t := e.t
 	t.Helper()
-	pool := etcdclient.NewPool(etcdclient.Options{})
-	defer pool.Close()
-	var last string
-	e.waitFor(ctx, "every member back at 3.7 with no downgrade enabled", func(ctx context.Context) (bool, error) {
-		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), endpointTargets(e))
-		if err != nil {
-			return false, err
-		}
-		var states []string
-		done := len(cs.Members) == e.cluster.Replicas
-		for _, m := range cs.Members {
-			states = append(states, fmt.Sprintf("%s %s storage %s downgrade %v", m.Name, m.Version, m.StorageVersion, m.DowngradeEnabled))
-			done = done && m.Reachable && m.Version == toVersion && m.StorageVersion == "3.7.0" && !m.DowngradeEnabled
-		}
-		last = strings.Join(states, ", ")
-		return done, nil
-	})
+	last := waitMembersAt(ctx, e, "every member back at 3.7 with no downgrade enabled", toVersion, "3.7.0")
 	t.Logf("members after the roll forward: %s", last)
 	e.waitFor(ctx, "cluster version 3.7 on every member", func(ctx context.Context) (bool, error) {
 		versions, err := clusterVersions(ctx, e)
@@ -264,6 +232,8 @@ func rolledForward(ctx context.Context, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
 	const quiet = 15 * time.Second
 	deadline := time.Now().Add(quiet)
 	for time.Now().Before(deadline) {
@@ -335,4 +305,28 @@ func clusterVersions(ctx context.Context, e *env) (map[string]string, error) {
 		out[ep.Name] = v.Cluster
 	}
 	return out, nil
+}
+
+// waitMembersAt waits until every member answers with version on storage version storage and no
+// downgrade enabled, and returns what they said last.
+func waitMembersAt(ctx context.Context, e *env, what, version, storage string) string {
+	e.t.Helper()
+	pool := etcdclient.NewPool(etcdclient.Options{})
+	defer pool.Close()
+	var last string
+	e.waitFor(ctx, what, func(ctx context.Context) (bool, error) {
+		cs, err := pool.Query(ctx, "e2e", e.cluster.PKI.ClientMaterial(), endpointTargets(e))
+		if err != nil {
+			return false, err
+		}
+		var states []string
+		done := len(cs.Members) == e.cluster.Replicas
+		for _, m := range cs.Members {
+			states = append(states, fmt.Sprintf("%s %s storage %s downgrade %v", m.Name, m.Version, m.StorageVersion, m.DowngradeEnabled))
+			done = done && m.Reachable && m.Version == version && m.StorageVersion == storage && !m.DowngradeEnabled
+		}
+		last = strings.Join(states, ", ")
+		return done, nil
+	})
+	return last
 }

@@ -32,27 +32,11 @@ import (
 // Each phase: 0 ms quorum loss, no acknowledged write lost; the operator keeps querying the
 // members (the handovers need their answers) and the Etcd stays Ready.
 func TestCARotatedThroughBundle(t *testing.T) {
-	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	opts := operatorDefaults
-	opts.TrustRecheck = 3 * time.Second // the operator's 2 minutes, shortened for the test
-	// The operator's 2 minutes for the kubelet; the node simulator refreshes Secret volumes every 5 s.
-	opts.SecretPropagation = 10 * time.Second
-	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
-	e := &env{t: t, stack: s}
-	cluster := createCluster(ctx, e, "e2e-ca-rotation-", 3)
-	image := framework.EtcdImage(fromVersion)
-	names := testpki.DefaultSecretNames(cluster.Name)
-	oldPKI := cluster.PKI
-	newPKI, err := testpki.NewEtcdPKI(cluster.Name, cluster.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle := append(append([]byte{}, oldPKI.CA.CertPEM...), newPKI.CA.CertPEM...)
-	trustingBoth := func(client testpki.KeyPair) conductortls.ClientMaterial {
-		return conductortls.ClientMaterial{CA: bundle, Cert: client.CertPEM, Key: client.KeyPEM}
-	}
+	// The node simulator refreshes Secret volumes every 5 s.
+	r := startRotation(ctx, t, "e2e-ca-rotation-", 10*time.Second)
+	s, e, cluster, image, names, oldPKI, newPKI, bundle, trustingBoth := r.stack, r.env, r.cluster, r.image, r.names, r.oldPKI, r.newPKI, r.bundle, r.trustingBoth
 
 	// 1. Trust both CAs. The writer's client certificate is the old CA's, which every member
 	// trusts before and after its restart.
@@ -96,28 +80,12 @@ func TestCARotatedThroughBundle(t *testing.T) {
 // The writer stands for the cluster's other clients: it trusts both CAs and moves to the new CA's
 // client certificate once the members serve the new certificates (before the old CA is dropped).
 func TestCARotatedInOneStep(t *testing.T) {
-	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	opts := operatorDefaults
-	opts.TrustRecheck = 3 * time.Second // the operator's 2 minutes, shortened for the test
-	// The operator's 2 minutes for the kubelet; the node simulator refreshes Secret volumes every
-	// 5 s. Long enough for the writer to move to the new client certificate before the drop.
-	opts.SecretPropagation = 20 * time.Second
-	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
-	e := &env{t: t, stack: s}
-	cluster := createCluster(ctx, e, "e2e-ca-one-step-", 3)
-	image := framework.EtcdImage(fromVersion)
-	names := testpki.DefaultSecretNames(cluster.Name)
-	oldPKI := cluster.PKI
-	newPKI, err := testpki.NewEtcdPKI(cluster.Name, cluster.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle := append(append([]byte{}, oldPKI.CA.CertPEM...), newPKI.CA.CertPEM...)
-	trustingBoth := func(client testpki.KeyPair) conductortls.ClientMaterial {
-		return conductortls.ClientMaterial{CA: bundle, Cert: client.CertPEM, Key: client.KeyPEM}
-	}
+	// The node simulator refreshes Secret volumes every 5 s; 20 s leaves the writer time to move
+	// to the new client certificate before the drop.
+	r := startRotation(ctx, t, "e2e-ca-one-step-", 20*time.Second)
+	s, e, cluster, image, names, oldPKI, newPKI, bundle, trustingBoth := r.stack, r.env, r.cluster, r.image, r.names, r.oldPKI, r.newPKI, r.bundle, r.trustingBoth
 	oldTrust := trustOf(ctx, t, cluster)
 
 	// The new CA and its certificates, all Secrets at once.
@@ -145,6 +113,44 @@ func TestCARotatedInOneStep(t *testing.T) {
 	checkOldCARefused(ctx, e, oldPKI, bundle)
 	checkEtcdReady(ctx, e, cluster)
 	checkRolesFromMembers(ctx, t, e)
+}
+
+// rotation is a three-member cluster under an operator that reads TLS Secrets every 3 s, and a
+// new PKI to rotate it to.
+type rotation struct {
+	stack          *stack.Stack
+	env            *env
+	cluster        *stack.EtcdCluster
+	image          string
+	names          testpki.SecretNames
+	oldPKI, newPKI *testpki.EtcdPKI
+	// bundle trusts both CAs; trustingBoth is a client's material with it.
+	bundle       []byte
+	trustingBoth func(client testpki.KeyPair) conductortls.ClientMaterial
+}
+
+// startRotation starts the operator (TrustRecheck 3 s instead of 2 minutes, SecretPropagation for
+// the kubelet's refresh instead of 2 minutes) and the cluster.
+func startRotation(ctx context.Context, t *testing.T, prefix string, propagation time.Duration) rotation {
+	t.Helper()
+	s := sharedStack(t)
+	opts := operatorDefaults
+	opts.TrustRecheck = 3 * time.Second
+	opts.SecretPropagation = propagation
+	framework.StartOperator(t, s.Cluster.RESTConfig(), opts)
+	e := &env{t: t, stack: s}
+	cluster := createCluster(ctx, e, prefix, 3)
+	newPKI, err := testpki.NewEtcdPKI(cluster.Name, cluster.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rotation{stack: s, env: e, cluster: cluster, image: framework.EtcdImage(fromVersion), names: testpki.DefaultSecretNames(cluster.Name),
+		oldPKI: cluster.PKI, newPKI: newPKI}
+	r.bundle = append(append([]byte{}, r.oldPKI.CA.CertPEM...), newPKI.CA.CertPEM...)
+	r.trustingBoth = func(client testpki.KeyPair) conductortls.ClientMaterial {
+		return conductortls.ClientMaterial{CA: r.bundle, Cert: client.CertPEM, Key: client.KeyPEM}
+	}
+	return r
 }
 
 // trustOf is the trust checksum of the member pod template: what the members were restarted for.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
@@ -158,27 +157,8 @@ func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd
 	if active {
 		status = druidv1alpha1.ConditionTrue
 	}
-	reason := d.Rule.CamelCase()
-	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == d.Reason {
-		return nil
-	}
-	now := metav1.Now()
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeVersionChange, Status: status, Reason: reason, Message: d.Reason,
-		LastTransitionTime: now, LastUpdateTime: now}
-	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
-	}); err != nil {
-		return fmt.Errorf("recording the version change: %w", err)
-	}
-	if prev == nil || prev.Reason != reason {
-		eventType := corev1.EventTypeNormal
-		if d.Refused || d.Rule == versionchange.RuleRollForwardMemberFailed {
-			eventType = corev1.EventTypeWarning
-		}
-		logr.FromContextOrDiscard(ctx).Info("etcd version change", "rule", d.Rule, "reason", d.Reason)
-		r.recorder.Event(etcd, eventType, reason, d.Reason)
-	}
-	return nil
+	warning := d.Refused || d.Rule == versionchange.RuleRollForwardMemberFailed
+	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeVersionChange, status, d.Rule, d.Reason, warning)
 }
 
 // versionWaits tells whether the decision waits on the members, so the Etcd is looked at again

@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 )
 
@@ -209,30 +210,38 @@ func (r *Reconciler) recordVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd
 	if !d.InFlight && !d.Done {
 		return nil
 	}
-	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange)
 	status := druidv1alpha1.ConditionFalse
 	if d.InFlight {
 		status = druidv1alpha1.ConditionTrue
 	}
-	reason := d.Rule.CamelCase()
-	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == d.Reason {
+	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeVolumeChange, status, d.Rule, d.Reason, d.Refused)
+}
+
+// recordChange sets a condition of a change the Etcd reconciler carries out (VersionChange,
+// VolumeChange) to the rule's CamelCase reason and message, writing only what differs, and marks
+// each change of rule with an Event (a Warning when warning), logged too.
+func (r *Reconciler) recordChange(ctx context.Context, etcd *druidv1alpha1.Etcd, conditionType druidv1alpha1.ConditionType,
+	status druidv1alpha1.ConditionStatus, rule ruleid.ID, message string, warning bool) error {
+	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, conditionType)
+	reason := rule.CamelCase()
+	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == message {
 		return nil
 	}
 	now := metav1.Now()
-	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeVolumeChange, Status: status, Reason: reason, Message: d.Reason,
+	c := druidv1alpha1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message,
 		LastTransitionTime: now, LastUpdateTime: now}
 	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
 		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
 	}); err != nil {
-		return fmt.Errorf("recording the volume change: %w", err)
+		return fmt.Errorf("recording %s: %w", conditionType, err)
 	}
 	if prev == nil || prev.Reason != reason {
 		eventType := corev1.EventTypeNormal
-		if d.Refused {
+		if warning {
 			eventType = corev1.EventTypeWarning
 		}
-		logr.FromContextOrDiscard(ctx).Info("Volume change", "rule", d.Rule, "reason", d.Reason)
-		r.recorder.Event(etcd, eventType, reason, d.Reason)
+		logr.FromContextOrDiscard(ctx).Info("Change", "condition", conditionType, "rule", rule, "reason", message)
+		r.recorder.Event(etcd, eventType, reason, message)
 	}
 	return nil
 }
