@@ -32,7 +32,8 @@ controller's own pipeline (pods owned by the StatefulSet, roles resolved only wh
 among participating members, members dialled at the Etcd's client port). Under "controllers" it
 adds the next step of the membership, recovery and defragmentation controllers, and the
 membership controller's restart of a stuck member (memberRestart, at the default
-notReadyThreshold), from their own observation and planners: each with action, rule and reason, or notDecided saying what the state
+notReadyThreshold), and the Etcd reconciler's etcd version decision (version: the image it
+renders, the downgrade call it makes), from their own observation and planners: each with action, rule and reason, or notDecided saying what the state
 lacks (they need the Etcd, and answers from the members). Defragmentation runs only on its
 schedule: its step is what a run starting now would do, with the next scheduled run.
 STATE is "kubectl get etcd,sts,pods,leases -o yaml" output (YAML or JSON, "-" for stdin) holding

@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	defragctl "github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
+	etcdctl "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
 	recoveryctl "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/decision"
@@ -24,6 +25,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
+	"github.com/etcd-conductor/etcd-conductor/internal/versionchange"
 )
 
 // Controllers is the next step of every controller that decides something for the Etcd.
@@ -32,6 +34,9 @@ type Controllers struct {
 	Membership      Step `json:"membership"`
 	Recovery        Step `json:"recovery"`
 	Defragmentation Step `json:"defragmentation"`
+	// Version is the Etcd reconciler's etcd version decision (internal/versionchange): the image
+	// it renders and the downgrade call it makes.
+	Version Step `json:"version"`
 	// MemberRestart is the membership controller's other step once its membership plan is
 	// settled: a stuck member's pod deleted so it restarts (internal/memberhealth).
 	MemberRestart Step `json:"memberRestart"`
@@ -53,6 +58,8 @@ type Step struct {
 	Member     string   `json:"member,omitempty"`
 	MemberID   string   `json:"memberID,omitempty"`
 	Target     string   `json:"target,omitempty"`
+	// Image is the etcd image the Etcd reconciler renders (the version step).
+	Image string `json:"image,omitempty"`
 	// Ordinal and Replicas are pointers because 0 is a real ordinal and a real replica count.
 	Ordinal   *int   `json:"ordinal,omitempty"`
 	Replicas  *int   `json:"replicas,omitempty"`
@@ -127,7 +134,7 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		// conditions, schedule); defaults standing in for them would be a guess.
 		why := "the state holds no Etcd owning the StatefulSet, and this controller decides on its spec and status"
 		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
-		out.MemberRestart = Step{NotDecided: why}
+		out.MemberRestart, out.Version = Step{NotDecided: why}, Step{NotDecided: why}
 		return out, nil
 	}
 	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: memberaccess.MemberPods(st.StatefulSet, st.Pods),
@@ -145,7 +152,30 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 	out.MemberRestart = planMemberRestart(ctx, in, out.Membership)
 	out.Recovery = planRecovery(in)
 	out.Defragmentation = planDefragmentation(in)
+	out.Version = planVersion(in)
 	return out, nil
+}
+
+// planVersion decides as the Etcd reconciler does which etcd image to render and which downgrade
+// call to make; the members' versions are what the answers say (live mode asks them).
+func planVersion(in controllerInputs) Step {
+	observed, needsMembers := etcdctl.ObserveVersion(in.etcd, in.sts)
+	var notes []string
+	if needsMembers {
+		cs := in.answers.answered()
+		if cs == nil {
+			cs = &etcdclient.ClusterStatus{}
+			notes = append(notes, "no member answers (live mode asks them for their versions): a downgrade waits for every member's word")
+		}
+		observed = etcdctl.ObserveVersionMembers(observed, *cs, in.pods, in.now, memberhealth.DefaultNotReadyGrace)
+		notes = append(notes, fmt.Sprintf("a member pod not Ready is taken as failing to start after notReadyThreshold at its default, %s", memberhealth.DefaultNotReadyGrace))
+	}
+	d := versionchange.Plan(observed)
+	action := string(d.Action)
+	if action == "" {
+		action = "render"
+	}
+	return Step{Action: action, Rule: d.Rule, Reason: d.Reason, Image: d.Render, Notes: notes}
 }
 
 // planMembership plans as the membership controller does: first without the leader's view, and

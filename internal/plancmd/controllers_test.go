@@ -321,3 +321,54 @@ func (q *answeringQuerier) LinearizableReads(_ context.Context, _ string, _ cond
 	q.readsAsked = append(q.readsAsked, names...)
 	return names, nil
 }
+
+// TestPlanVersion: plan shows the Etcd reconciler's version decision as the reconciler makes it,
+// the members' versions from their answers.
+func TestPlanVersion(t *testing.T) {
+	const running, older = "quay.io/coreos/etcd:v3.7.3", "quay.io/coreos/etcd:v3.6.8"
+	answering := func(version, storage string) Answers {
+		cs := &etcdclient.ClusterStatus{}
+		for i := range 3 {
+			cs.Members = append(cs.Members, etcdclient.MemberStatus{Name: "etcd-main-" + strconv.Itoa(i), Reachable: true, ID: uint64(0xa0 + i), LeaderID: 0xa0,
+				Version: version, StorageVersion: storage})
+		}
+		return Answers{Asked: true, Status: cs}
+	}
+	for _, tc := range []struct {
+		name, spec string
+		answers    AnswerSource
+		rule       string
+		action     string
+		image      string
+		note       string
+	}{
+		{"steady: the spec's image", running, nil, "version/steady", "render", running, ""},
+		{"one minor down, every member at the source: enabled, the running image kept", older,
+			SavedAnswers(answering("3.7.3", "3.7.0")), "downgrade/enable", "enable", running, "notReadyThreshold"},
+		{"one minor down, no member answers: the downgrade waits", older, nil, "downgrade/wait-members", "render", running, "no member answers"},
+		{"two minors down: refused", "quay.io/coreos/etcd:v3.5.21", SavedAnswers(answering("3.7.3", "3.7.0")),
+			"downgrade/refuse-more-than-one-minor", "render", running, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := statefulSet("etcd-main", 3)
+			sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: running}}
+			etcd := ownedEtcd(sts, 3)
+			etcd.Spec.Etcd.Image = ptr.To(tc.spec)
+			st := State{Etcd: etcd, StatefulSet: sts}
+			for i := range 3 {
+				st.Pods = append(st.Pods, *memberPod("etcd-main-"+strconv.Itoa(i), newRev, owned(sts)))
+			}
+			out, err := Plan(context.Background(), st, Sources{Answers: tc.answers}, roles.SourcePolicyAuto, rollout.DefaultPolicy(), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := out.Controllers.Version
+			if string(v.Rule) != tc.rule || v.Action != tc.action || v.Image != tc.image {
+				t.Fatalf("version step %s %s image %s (%s); want %s %s image %s", v.Action, v.Rule, v.Image, v.Reason, tc.action, tc.rule, tc.image)
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(v.Notes, "\n"), tc.note) {
+				t.Errorf("notes %q do not say %q", v.Notes, tc.note)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ func WriteText(w io.Writer, out Output) error {
 		step Step
 	}{
 		{"rollout", c.Rollout}, {"membership", c.Membership}, {"member restart", c.MemberRestart},
-		{"recovery", c.Recovery}, {"defragmentation", c.Defragmentation},
+		{"recovery", c.Recovery}, {"defragmentation", c.Defragmentation}, {"etcd version", c.Version},
 	} {
 		writeStep(&b, s.name, s.step)
 	}
@@ -54,7 +54,7 @@ func writeStep(b *strings.Builder, name string, s Step) {
 		on = append(on, "pods "+strings.Join(s.Pods, ", "))
 	}
 	for _, f := range []struct{ label, value string }{
-		{"handover to", s.HandoverTo}, {"member", s.Member}, {"member ID", s.MemberID}, {"target", s.Target}, {"cluster", s.ClusterID},
+		{"handover to", s.HandoverTo}, {"member", s.Member}, {"member ID", s.MemberID}, {"target", s.Target}, {"cluster", s.ClusterID}, {"image", s.Image},
 	} {
 		if f.value != "" {
 			on = append(on, f.label+" "+f.value)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -35,10 +36,37 @@ const versionChangeRecheck = 3 * time.Second
 // start, only when the spec's image is another minor version than the running one, or a
 // downgrade is recorded as under way (the condition, or its source on the StatefulSet).
 func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) (versionchange.Decision, error) {
-	in := versionchange.Observed{Desired: resources.EtcdImage(etcd)}
 	sts, err := r.runningStatefulSet(ctx, etcd)
-	if err != nil || sts == nil {
-		return versionchange.Plan(in), err
+	if err != nil {
+		return versionchange.Decision{}, err
+	}
+	in, needsMembers := ObserveVersion(etcd, sts)
+	if !needsMembers || r.members == nil {
+		return versionchange.Plan(in), nil
+	}
+	cs, err := r.members.Statuses(ctx, etcd)
+	if err != nil {
+		// Planned without the members' word: a downgrade then waits, nothing else needs it.
+		logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
+	}
+	// Uncached: the cache keeps no pod spec (operator.memberPodView), and the image a pod was
+	// created with is in its spec alone (a waiting container's status may not name it).
+	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
+	if err != nil {
+		return versionchange.Decision{}, fmt.Errorf("reading the member pods for failed starts: %w", err)
+	}
+	return versionchange.Plan(ObserveVersionMembers(in, cs, pods, time.Now(), r.startGrace)), nil
+}
+
+// ObserveVersion is what internal/versionchange decides on from the Etcd and its StatefulSet (nil:
+// none yet), and whether the members' answers and pods are needed too (ObserveVersionMembers):
+// only when the spec's image is another minor version than the running one, or a downgrade is
+// recorded as under way (the condition, or its source on the StatefulSet). The plan command
+// observes the same way.
+func ObserveVersion(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (versionchange.Observed, bool) {
+	in := versionchange.Observed{Desired: resources.EtcdImage(etcd)}
+	if sts == nil {
+		return in, false
 	}
 	in.Running = resources.RunningEtcdImage(sts)
 	in.Replicas = int(ptr.Deref(sts.Spec.Replicas, 0))
@@ -47,22 +75,15 @@ func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil && c.Status == druidv1alpha1.ConditionTrue {
 		recorded = true
 	}
-	if r.members != nil && in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded) {
-		cs, err := r.members.Statuses(ctx, etcd)
-		if err != nil {
-			// Planned without the members' word: a downgrade then waits, nothing else needs it.
-			logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
-		}
-		in.Members = versionMembers(cs)
-		// Uncached: the cache keeps no pod spec (operator.memberPodView), and the image a pod was
-		// created with is in its spec alone (a waiting container's status may not name it).
-		pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
-		if err != nil {
-			return versionchange.Decision{}, fmt.Errorf("reading the member pods for failed starts: %w", err)
-		}
-		in.Failed = startFailures(pods, time.Now(), r.startGrace)
-	}
-	return versionchange.Plan(in), nil
+	return in, in.Running != "" && versionchange.NeedsMembers(in.Desired, in.Running, recorded)
+}
+
+// ObserveVersionMembers adds the members' answers (cs) and their pods' failed starts (grace: how
+// long a pod may stay not Ready after its creation) to in.
+func ObserveVersionMembers(in versionchange.Observed, cs etcdclient.ClusterStatus, pods []corev1.Pod, now time.Time, grace time.Duration) versionchange.Observed {
+	in.Members = versionMembers(cs)
+	in.Failed = startFailures(pods, now, grace)
+	return in
 }
 
 // startFailures are the member pods that fail to start: the etcd container waiting with a reason
