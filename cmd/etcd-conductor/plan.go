@@ -41,7 +41,7 @@ exactly one StatefulSet and, preferably, the Etcd owning it; without that Etcd t
 stand in (client port 2379, the Etcd named like the StatefulSet) and the output says so. With
 --etcd the same objects are read from the cluster instead (the StatefulSet is named like the
 Etcd). FILE is {"members":[{"name","id","leaderID","reachable","appliedIndex","isLearner",
-"clusterID","dbSize","dbSizeInUse"}],"memberList":[{"id","name","peerURLs","clientURLs",
+"clusterID","dbSize","dbSizeInUse","version","storageVersion","downgradeEnabled","downgradeTarget"}],"memberList":[{"id","name","peerURLs","clientURLs",
 "isLearner"}],"heard":["etcd-main-0",...]}: all but name, id, leaderID and reachable optional;
 without memberList the member list is unknown, without heard which voters the leader hears.
 With --etcd-ca/--etcd-cert/--etcd-key live mode asks the members themselves, at podIP:client

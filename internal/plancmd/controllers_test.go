@@ -3,6 +3,7 @@ package plancmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -346,6 +347,7 @@ func TestPlanVersion(t *testing.T) {
 		{"one minor down, every member at the source: enabled, the running image kept", older,
 			SavedAnswers(answering("3.7.3", "3.7.0")), "downgrade/enable", "enable", running, "notReadyThreshold"},
 		{"one minor down, no member answers: the downgrade waits", older, nil, "downgrade/wait-members", "render", running, "no member answers"},
+		{"one minor down, versions from a saved member-status file: enabled", older, savedVersions(t), "downgrade/enable", "enable", running, ""},
 		{"two minors down: refused", "quay.io/coreos/etcd:v3.5.21", SavedAnswers(answering("3.7.3", "3.7.0")),
 			"downgrade/refuse-more-than-one-minor", "render", running, ""},
 	} {
@@ -371,4 +373,18 @@ func TestPlanVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// savedVersions is a member-status document of three members at 3.7.3 on storage 3.7.0.
+func savedVersions(t *testing.T) AnswerSource {
+	t.Helper()
+	var members []string
+	for i := range 3 {
+		members = append(members, fmt.Sprintf(`{"name":"etcd-main-%d","id":"a%d","leaderID":"a0","reachable":true,"version":"3.7.3","storageVersion":"3.7.0"}`, i, i))
+	}
+	ms, err := DecodeMemberStatus([]byte(`{"members":[` + strings.Join(members, ",") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return SavedAnswers(ms.Answers)
 }

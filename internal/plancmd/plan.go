@@ -80,6 +80,12 @@ type SavedMember struct {
 	ClusterID   string `json:"clusterID,omitempty"`
 	DBSize      int64  `json:"dbSize,omitempty"`
 	DBSizeInUse int64  `json:"dbSizeInUse,omitempty"`
+	// Version and StorageVersion ("3.7.3", "3.7.0") and the downgrade as the member knows it
+	// (etcdctl endpoint status): what the version decision needs.
+	Version          string `json:"version,omitempty"`
+	StorageVersion   string `json:"storageVersion,omitempty"`
+	DowngradeEnabled bool   `json:"downgradeEnabled,omitempty"`
+	DowngradeTarget  string `json:"downgradeTarget,omitempty"`
 }
 
 // ListedMember is one entry of etcd's member list; a learner that has not started has no name
@@ -353,7 +359,8 @@ func (doc MemberStatusDocument) answers() (Answers, error) {
 	cs := etcdclient.ClusterStatus{}
 	for i, m := range doc.Members {
 		status := etcdclient.MemberStatus{Name: m.Name, Reachable: m.Reachable, RaftAppliedIndex: m.AppliedIndex,
-			IsLearner: m.IsLearner, DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse}
+			IsLearner: m.IsLearner, DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse,
+			Version: m.Version, StorageVersion: m.StorageVersion, DowngradeEnabled: m.DowngradeEnabled, DowngradeTarget: m.DowngradeTarget}
 		for _, id := range []struct {
 			field, hex string
 			into       *uint64
