@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/trustchange"
@@ -129,8 +130,9 @@ func MemberTLSData(m trustchange.Material) map[string][]byte {
 // MemberClientTLSSecrets is the member TLS Secret as the CA Secret and the client key pair Secret
 // the operator dials the members with (tls.FromSecrets' layout): the CA under caKey.
 func MemberClientTLSSecrets(s *corev1.Secret) (ca *corev1.Secret, caKey string, pair *corev1.Secret) {
-	pair = s.DeepCopy()
-	pair.Data = map[string][]byte{corev1.TLSCertKey: s.Data[memberTLSClientCert], corev1.TLSPrivateKeyKey: s.Data[memberTLSClientKey]}
+	// Named and versioned as s, so the key pair built from it is kept as long as s is unchanged.
+	pair = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion},
+		Data: map[string][]byte{corev1.TLSCertKey: s.Data[memberTLSClientCert], corev1.TLSPrivateKeyKey: s.Data[memberTLSClientKey]}}
 	return s, memberTLSClientCA, pair
 }
 

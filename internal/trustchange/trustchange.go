@@ -158,6 +158,7 @@ func Plan(o Observed) Decision {
 		{"peer", &o.User.Peer, &held.Peer, held.PeerCA},
 	}
 	var renewed, untrusted []string
+	var copies []func()
 	for _, l := range leaves {
 		if l.user.equal(*l.held) || l.user.empty() {
 			continue
@@ -167,16 +168,15 @@ func Plan(o Observed) Decision {
 			continue
 		}
 		renewed = append(renewed, l.kind)
+		copies = append(copies, func() { *l.held = clonePair(*l.user) })
 	}
 	if len(renewed) > 0 && !o.MembersTrustHeld {
 		return Decision{Held: o.Held, Waiting: true, Rule: RuleWaitMembers, Reason: fmt.Sprintf(
 			"renewed %s certificate(s) wait until every member runs with the CAs it now trusts", strings.Join(renewed, ", "))}
 	}
 	if len(renewed) > 0 {
-		for _, l := range leaves {
-			if !l.user.equal(*l.held) && !l.user.empty() && signedBy(l.user.Cert, l.ca) {
-				*l.held = clonePair(*l.user)
-			}
+		for _, copyPair := range copies {
+			copyPair()
 		}
 		reason := fmt.Sprintf("every member trusts the renewed %s certificate(s): copied to what the members mount (no restart; etcd loads its certificate at each handshake)",
 			strings.Join(renewed, ", "))

@@ -54,7 +54,7 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 	if sts == nil {
 		// Uncached: the cache keeps pods without their spec (memberPodView), so without their
 		// volumes. A missing StatefulSet is rare (a new Etcd, or one deleted mid-change).
-		pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
+		pods, err := memberaccess.ReadLabelledPods(ctx, r.apiReader, etcd)
 		if err != nil {
 			return volumechange.Decision{}, nil, err
 		}
@@ -104,7 +104,7 @@ func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) 
 // StorageClass (cluster-scoped).
 func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd, in *volumechange.Observed) error {
 	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.reader().List(ctx, claims, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+	if err := r.apiReader.List(ctx, claims, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
 		return fmt.Errorf("listing the data claims for a volume change: %w", err)
 	}
 	// The class the claims were made with: for claims that named none, the default class the
@@ -127,7 +127,7 @@ func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd
 		}
 	}
 	// Uncached too: the cache keeps pods without their spec, so without their volumes.
-	pods, err := memberaccess.ReadLabelledPods(ctx, r.reader(), etcd)
+	pods, err := memberaccess.ReadLabelledPods(ctx, r.apiReader, etcd)
 	if err != nil {
 		return err
 	}
@@ -138,23 +138,14 @@ func (r *Reconciler) observeClaims(ctx context.Context, etcd *druidv1alpha1.Etcd
 		return nil
 	}
 	sc := &storagev1.StorageClass{}
-	switch err := r.reader().Get(ctx, client.ObjectKey{Name: class}, sc); {
-	case err != nil:
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {
 		// Taken as not allowing expansion (the reason says so): the members move instead, as
 		// for any class without it.
 		in.Class.Err = err.Error()
-	default:
-		in.Class.Read, in.Class.AllowExpansion = true, ptr.Deref(sc.AllowVolumeExpansion, false)
+		return nil
 	}
+	in.Class.Read, in.Class.AllowExpansion = true, ptr.Deref(sc.AllowVolumeExpansion, false)
 	return nil
-}
-
-// reader reads uncached: the manager's API reader (nil in tests that build no manager: the client).
-func (r *Reconciler) reader() client.Reader {
-	if r.apiReader != nil {
-		return r.apiReader
-	}
-	return r.client
 }
 
 // resizing names a claim's resize conditions that are True, for the reason of a wait.
