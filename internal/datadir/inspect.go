@@ -118,13 +118,22 @@ func Inspect(dir string) (Report, error) {
 	return r, nil
 }
 
+// HoldsMemberData says whether the data dir dir holds member data: a file anywhere below its
+// member directory. It is the one rule for "empty": Inspect reports Empty exactly when it is
+// false, and a restore or a seed writes only where it is false, so a data dir the recovery
+// counts as proven empty is never one a restore then refuses (a member directory of empty
+// directories is both).
+func HoldsMemberData(dir string) (bool, error) {
+	empty, err := holdsNoFile(etcddatadir.ToMemberDir(dir))
+	return !empty, err
+}
+
 func inspect(dir string) (Report, error) {
-	member := etcddatadir.ToMemberDir(dir)
-	empty, err := holdsNoFile(member)
+	holds, err := HoldsMemberData(dir)
 	if err != nil {
 		return Report{}, err
 	}
-	if empty {
+	if !holds {
 		return Report{State: Empty}, nil
 	}
 	r, err := inspectMember(dir)

@@ -54,6 +54,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeScaleOperationInProgress:        WriterMembership,
 	druidv1alpha1.ConditionTypeMemberRestart:                   WriterMembership,
 	druidv1alpha1.ConditionTypeRecoveryInProgress:              WriterRecovery,
+	druidv1alpha1.ConditionTypeRestoreIncomplete:               WriterRecovery,
 	druidv1alpha1.ConditionTypeDefragmentationInProgress:       WriterDefrag,
 	druidv1alpha1.ConditionTypeUpdateStrategyHeld:              WriterEtcd,
 	druidv1alpha1.ConditionTypeVersionChange:                   WriterEtcd,

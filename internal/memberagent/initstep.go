@@ -249,7 +249,8 @@ func (i *Initializer) restore(ctx context.Context, dataDir string, obs StartObse
 	if err != nil {
 		return restore.Result{}, fmt.Errorf("opening the backup store: %w", err)
 	}
-	return restore.FromStore(ctx, store, i.cfg.BackupOwner, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log})
+	return restore.FromStore(ctx, store, i.cfg.BackupOwner, restore.Options{DataDir: dataDir, Name: obs.Name, PeerURL: obs.PeerURL, Token: d.Token, Log: i.log,
+		RevisionBump: restore.DefaultRevisionBump})
 }
 
 // checkBackup asks the backup store whether it holds a backup this Etcd may start from, before a

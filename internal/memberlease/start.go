@@ -95,6 +95,18 @@ func FormatDataLostMemberID(memberID uint64) string { return strconv.FormatUint(
 // cluster, so the Etcd's condition and Events carry it.
 const RestoreResultPrefix = "restored: "
 
+// RestoreStoppedEarlyPrefix starts the part of a restore result that says the replay ended
+// before the chain's last revision, and why (internal/restore writes it).
+const RestoreStoppedEarlyPrefix = "stopped early: "
+
+// RestoreStoppedEarly is why a restore result ended early ("" when it reached the chain's end).
+func RestoreStoppedEarly(result string) string {
+	if i := strings.Index(result, RestoreStoppedEarlyPrefix); i >= 0 {
+		return result[i+len(RestoreStoppedEarlyPrefix):]
+	}
+	return ""
+}
+
 // RestoreResult is that part of a start decision ("" when it has none).
 func RestoreResult(decision string) string {
 	if i := strings.Index(decision, RestoreResultPrefix); i >= 0 {

@@ -227,10 +227,34 @@ func TestRestoreRetriesTransientReads(t *testing.T) {
 		t.Errorf("applied %d deltas, want 2", res.DeltasApplied)
 	}
 
-	t.Run("a read that keeps failing stops at the last good revision and says what is missing", func(t *testing.T) {
+	// A store that keeps failing (throttling, an outage longer than the retries) proves nothing
+	// about the delta: stopping there started the member without every later delta, acknowledged
+	// writes lost for good. The restore fails, leaves nothing, and the next attempt restores all.
+	t.Run("a read that keeps failing is an error, never an early stop", func(t *testing.T) {
 		failures = map[string]int{d2.Key(): 10}
 		dir := filepath.Join(t.TempDir(), "new.etcd")
 		res, err := Restore(ctx, Options{Chain: chain, Open: flaky, DataDir: dir, Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t",
+			Log: testr.New(t), Retry: o.Retry})
+		if err == nil {
+			t.Fatalf("restored %s during the outage; want an error", res)
+		}
+		if _, statErr := os.Stat(dir); !os.IsNotExist(statErr) {
+			t.Errorf("the failed restore left %s: %v", dir, statErr)
+		}
+		failures = map[string]int{} // the store is back
+		if res := restoreAndCompareWith(ctx, t, src, chain, o, flaky); res.DeltasApplied != 2 {
+			t.Errorf("after the outage applied %d deltas, want 2", res.DeltasApplied)
+		}
+	})
+
+	t.Run("a delta read whole with a wrong checksum stops at the last good revision and says what is missing", func(t *testing.T) {
+		damagedOpen := func(ctx context.Context, key string) (io.ReadCloser, error) {
+			if key == d2.Key() {
+				return nil, &backupstore.VerifyError{Key: key, What: "sha256", Want: "ab12", Have: "cd34"}
+			}
+			return src.open(ctx, key)
+		}
+		res, err := Restore(ctx, Options{Chain: chain, Open: damagedOpen, DataDir: filepath.Join(t.TempDir(), "new.etcd"), Name: "etcd-0", PeerURL: loopbackPeerURL(t), Token: "t",
 			Log: testr.New(t), Retry: o.Retry})
 		if err != nil {
 			t.Fatal(err)

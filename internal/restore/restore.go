@@ -32,6 +32,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/datadir"
+	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -54,6 +56,13 @@ type Options struct {
 	PeerURL string
 	Token   string
 	Log     logr.Logger
+	// RevisionBump raises the restored member's revision this far above the backup's and marks
+	// every revision up to it compacted, as etcd documents for a restore under Kubernetes: the
+	// old cluster may have served revisions after the last backup, and a client that saw them (a
+	// kube-apiserver's watch cache, an informer) must not take the restored keyspace for an
+	// older state of the one it watched. Compacted, a watch or read from such a revision fails
+	// with ErrCompacted and the client lists afresh. 0: no bump (tests that compare revisions).
+	RevisionBump int64
 	// Retry bounds the reads of one object; the zero value is DefaultRetry.
 	Retry Retry
 	// afterRevision, when set (tests), runs after each replayed source revision.
@@ -66,6 +75,11 @@ type Retry struct {
 	// First is the wait after the first failure; it doubles up to Max.
 	First, Max time.Duration
 }
+
+// DefaultRevisionBump is the bump etcd's documentation gives for a restore under Kubernetes:
+// far more revisions than a cluster writes between two delta snapshots, and still nothing next to
+// the int64 revision space (9.2e18: nine billion restores).
+const DefaultRevisionBump int64 = 1_000_000_000
 
 // DefaultRetry rides out a store's restart or a network blip of about a minute.
 var DefaultRetry = Retry{Attempts: 6, First: time.Second, Max: 30 * time.Second}
@@ -91,6 +105,9 @@ type Result struct {
 	// Bytes is what was read from the store (full snapshot and deltas, as stored); DBBytes the
 	// size of the database the member starts from.
 	Bytes, DBBytes int64
+	// ServedRevision is the revision the restored member starts at: Revision raised by the
+	// bump, every revision up to it compacted (Revision when no bump was asked).
+	ServedRevision int64
 	// Keys is the number of keys in the restored database.
 	Keys     int
 	Duration time.Duration
@@ -99,6 +116,9 @@ type Result struct {
 func (r Result) String() string {
 	s := fmt.Sprintf("full snapshot %s at revision %d, %d of %d deltas (%d events), revision %d of %d, %d keys, %d bytes read in %s",
 		r.Full, r.FullRevision, r.DeltasApplied, r.DeltasInChain, r.EventsApplied, r.Revision, r.WantedRevision, r.Keys, r.Bytes, r.Duration.Round(time.Millisecond))
+	if r.ServedRevision > r.Revision {
+		s += fmt.Sprintf("; revision bumped by %d to %d and marked compacted", r.ServedRevision-r.Revision, r.ServedRevision)
+	}
 	if r.Checked != "" {
 		s += "; checked: " + r.Checked
 	}
@@ -106,7 +126,7 @@ func (r Result) String() string {
 		s += "; fell back from " + strings.Join(r.FellBack, ", ")
 	}
 	if r.Stopped != "" {
-		s += "; stopped early: " + r.Stopped
+		s += "; " + memberlease.RestoreStoppedEarlyPrefix + r.Stopped
 	}
 	return s
 }
@@ -185,13 +205,19 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if err := os.RemoveAll(staged); err != nil {
 		return res, fmt.Errorf("clearing %s: %w", staged, err)
 	}
-	if err := restoreDB(db, staged, o.Name, o.PeerURL, o.Token); err != nil {
+	if o.RevisionBump < 0 {
+		return res, fmt.Errorf("a revision bump of %d: it must not be negative", o.RevisionBump)
+	}
+	if err := restoreDB(db, staged, o.Name, o.PeerURL, o.Token, o.RevisionBump); err != nil {
 		return res, fmt.Errorf("restoring %s as member %s: %w", o.Chain.Full.Name(), o.Name, err)
 	}
 	// etcd's restore copied it: the copy is all that is needed from here on.
 	_ = os.Remove(db)
 	if st, err := etcdutlsnapshot.NewV3(zap.NewNop()).Status(filepath.Join(staged, "member", "snap", "db")); err == nil {
-		res.Keys, res.DBBytes = st.TotalKey, st.TotalSize
+		res.Keys, res.DBBytes, res.ServedRevision = st.TotalKey, st.TotalSize, st.Revision
+		if o.RevisionBump > 0 && res.Keys > 0 {
+			res.Keys-- // the bump is marked by a revision holding no key, which Status counts as one
+		}
 	}
 	if err := os.RemoveAll(o.DataDir); err != nil { // checked above: holds no member data
 		return res, fmt.Errorf("replacing %s: %w", o.DataDir, err)
@@ -286,8 +312,8 @@ func replayChain(ctx context.Context, o Options, res *Result, db string) error {
 	return check(ctx, rp, res, last, startKeys, t)
 }
 
-// badDeltaError says a delta cannot be read, or is not what its name says: the replay stops
-// before it.
+// badDeltaError says a delta is verifiably damaged (read whole, and its checksum or content is
+// wrong) or is not what its name says: the replay stops before it.
 type badDeltaError struct{ err error }
 
 func (e *badDeltaError) Error() string { return e.err.Error() }
@@ -298,18 +324,33 @@ func (e *badDeltaError) Error() string { return e.err.Error() }
 func replayDelta(ctx context.Context, o Options, rp *replayer, d snapshot.Snapshot, spool, cluster string, t *tally) (f snapshot.DeltaFile, n int, read int64, err error) {
 	defer os.Remove(spool)
 	read, _, err = fetch(ctx, o, d, func(r io.Reader) error { return writeFile(spool, r) })
-	if err != nil {
+	switch {
+	case damaged(err):
 		return f, 0, read, &badDeltaError{err}
+	case err != nil:
+		// The store did not send it (down, throttling, the object listed but not found now):
+		// nothing says the delta is damaged, so the restore fails and is tried again whole. Stopping
+		// here would start the member without every later delta, acknowledged writes for good.
+		return f, 0, read, fmt.Errorf("reading delta %s: %w", d.Name(), err)
 	}
+	var spoolErr error
 	scan := func(each func(snapshot.Event) error) (snapshot.DeltaFile, error) {
 		file, err := os.Open(spool)
 		if err != nil {
+			spoolErr = err
 			return snapshot.DeltaFile{}, err
 		}
 		defer file.Close()
-		return snapshot.ScanDelta(bufio.NewReaderSize(file, 1<<20), each)
+		src := &sourceReader{r: file}
+		f, err := snapshot.ScanDelta(bufio.NewReaderSize(src, 1<<20), each)
+		spoolErr = src.err
+		return f, err
 	}
 	if f, err = scan(nil); err != nil {
+		if spoolErr != nil {
+			// The local copy could not be read back: the volume's fault, not the delta's.
+			return f, 0, read, fmt.Errorf("reading back delta %s: %w", d.Name(), spoolErr)
+		}
 		return f, 0, read, &badDeltaError{err}
 	}
 	if f.StartRevision != d.StartRevision || f.EndRevision != d.EndRevision {
@@ -362,21 +403,25 @@ func check(ctx context.Context, rp *replayer, res *Result, last *snapshot.DeltaF
 	return nil
 }
 
-// checkTarget refuses a data dir that holds a member directory: restoring never replaces data.
+// checkTarget refuses a data dir that holds member data: restoring never replaces data. What
+// counts as data is datadir's one rule, the one the init step judged the data dir by.
 func checkTarget(dir string) error {
-	_, err := os.Stat(filepath.Join(dir, "member"))
+	holds, err := datadir.HoldsMemberData(dir)
 	switch {
-	case err == nil:
-		return fmt.Errorf("%s holds a member directory: refusing to restore over data", dir)
-	case !errors.Is(err, os.ErrNotExist):
+	case err != nil:
 		return fmt.Errorf("inspecting %s: %w", dir, err)
+	case holds:
+		return fmt.Errorf("%s holds member data: refusing to restore over it", dir)
 	}
 	return nil
 }
 
-// restoreDB is etcdutl's snapshot restore into dir, as a single-member cluster.
-func restoreDB(db, dir, name, peerURL, token string) error {
+// restoreDB is etcdutl's snapshot restore into dir, as a single-member cluster, the revision
+// raised by bump and marked compacted (etcdutl's --bump-revision --mark-compacted).
+func restoreDB(db, dir, name, peerURL, token string, bump int64) error {
 	return etcdutlsnapshot.NewV3(zap.NewNop()).Restore(etcdutlsnapshot.RestoreConfig{
+		RevisionBump:        uint64(bump),
+		MarkCompacted:       bump > 0,
 		SnapshotPath:        db,
 		Name:                name,
 		OutputDataDir:       dir,
@@ -451,6 +496,15 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 		s.err = err
 	}
 	return n, err
+}
+
+// damaged says the object was read and is not what was written: its checksum does not match,
+// or its content does not decode. Only such verified damage ends a chain early; an object the
+// store did not send is an error, and the restore is tried again.
+func damaged(err error) bool {
+	var verify *backupstore.VerifyError
+	var content contentError
+	return errors.As(err, &verify) || errors.As(err, &content)
 }
 
 // transient says whether reading the object again may succeed.

@@ -91,7 +91,11 @@ func LatestFull(ctx context.Context, store backupstore.Store, owner snapshot.Own
 	if err != nil || !ok {
 		return snapshot.Snapshot{}, nil, ok, err
 	}
-	return chain.Full, fullOrigin(ctx, store, chain.Full), true, nil
+	origin, err := fullOrigin(ctx, store, chain.Full)
+	if err != nil {
+		return snapshot.Snapshot{}, nil, false, err
+	}
+	return chain.Full, origin, true, nil
 }
 
 // Seed fetches o.Full, checks it as a restore does (SHA-256 trailer, bbolt), reads its point,

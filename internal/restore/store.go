@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
@@ -72,7 +73,9 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 			return Result{}, fmt.Errorf("%s: %w", store, ErrNoFullSnapshot)
 		}
 		o.Chain = chain
-		o.FullOrigin = fullOrigin(ctx, store, chain.Full)
+		if o.FullOrigin, err = fullOrigin(ctx, store, chain.Full); err != nil {
+			return Result{FellBack: fellBack}, err
+		}
 		// At least the snapshot as stored (compressed, it is more once written) and etcd's copy of
 		// it: refused before anything is read. Restore checks again on the real size.
 		if need := 2*sizes[chain.Full.Key()] + walReserve; need > walReserve {
@@ -92,18 +95,23 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 	}
 }
 
-// fullOrigin is who wrote a full snapshot, from its record; nil when none is recorded.
-func fullOrigin(ctx context.Context, store backupstore.Store, full snapshot.Snapshot) *snapshot.Origin {
+// fullOrigin is who wrote a full snapshot, from its record; nil when none is recorded (or the
+// record does not decode). A store that does not answer is an error: restoring without the
+// origin would replay deltas of whichever cluster came first.
+func fullOrigin(ctx context.Context, store backupstore.Store, full snapshot.Snapshot) (*snapshot.Origin, error) {
 	r, err := store.Get(ctx, snapshot.FullMetaKey(full))
-	if err != nil {
-		return nil
+	switch {
+	case errors.Is(err, backupstore.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the record of full snapshot %s: %w", full.Name(), err)
 	}
 	defer r.Close()
 	m, err := snapshot.DecodeFullMeta(r)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	return &m.Origin
+	return &m.Origin, nil
 }
 
 func without(snaps []snapshot.Snapshot, drop snapshot.Snapshot) []snapshot.Snapshot {

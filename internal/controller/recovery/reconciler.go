@@ -178,6 +178,9 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 		}
 		return true, client.IgnoreNotFound(err)
 	}
+	if err := r.acknowledgeIncompleteRestore(ctx, etcd); err != nil {
+		return false, err
+	}
 	if etcd.Status.ClusterID != "" && statusCallsForLook(etcd) {
 		return NothingToRecover(etcd, nil), nil
 	}
@@ -462,13 +465,27 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			return fmt.Errorf("calling the restore off: %w", err)
 		}
 	case recovery.ActionRecordClusterID:
+		// What the restore rebuilt, as its init step reported it: a fall-back to an older full
+		// snapshot or revisions not restored belong in the condition, not only on a Lease.
+		var restored string
+		lease := &coordinationv1.Lease{}
+		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.MemberNameOf(etcd, o.InProgress.Member)}, lease); err == nil {
+			restored = memberlease.RestoreResult(startDecision(lease))
+		}
+		incomplete := restoreIncomplete(etcd, d.ClusterID, restored, now)
 		// The restored member is the new cluster's one voter until the membership controller
 		// records more.
 		voters := []druidv1alpha1.RecordedVoter{{Name: resources.MemberNameOf(etcd, o.LeaderName), ID: o.LeaderID}}
 		if err := etcdstatus.Patch(ctx, r.cfg.Client, etcd, etcdstatus.WriterRecovery, func(s *druidv1alpha1.EtcdStatus) {
 			s.ClusterID, s.Voters = d.ClusterID, voters
+			if incomplete != nil {
+				s.Conditions = etcdstatus.SetCondition(s.Conditions, *incomplete)
+			}
 		}); err != nil {
 			return fmt.Errorf("recording the new cluster ID %s: %w", d.ClusterID, err)
+		}
+		if incomplete != nil {
+			r.cfg.Recorder.Event(etcd, corev1.EventTypeWarning, ReasonRestoreStoppedEarly, incomplete.Message)
 		}
 		// DEP-01: a full snapshot of the restored cluster, so later restores start from it and
 		// not from the old cluster's chain. Asked on the full snapshot Lease, where the leading
@@ -479,13 +496,8 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recove
 			}
 		}
 		d.Reason += "; a full snapshot of it is requested"
-		// What the restore rebuilt, as its init step reported it: a fall-back to an older full
-		// snapshot or revisions not restored belong in the condition, not only on a Lease.
-		lease := &coordinationv1.Lease{}
-		if err := r.cfg.Client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.MemberNameOf(etcd, o.InProgress.Member)}, lease); err == nil {
-			if restored := memberlease.RestoreResult(startDecision(lease)); restored != "" {
-				d.Reason += "; " + restored
-			}
+		if restored != "" {
+			d.Reason += "; " + restored
 		}
 	case recovery.ActionReplacePod:
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: etcd.Namespace, Name: d.Pod}}

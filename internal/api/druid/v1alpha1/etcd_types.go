@@ -393,6 +393,13 @@ const (
 	// reason is the rule, its message the members' versions. Absent on an Etcd whose version never
 	// changed by a minor (not an etcd-druid condition).
 	ConditionTypeVersionChange ConditionType = "VersionChange"
+	// ConditionTypeRestoreIncomplete is True once a restore from the backup started the cluster
+	// from fewer revisions than the backup recorded: a delta read whole was damaged (its checksum
+	// or content wrong) or missing from the chain, and the revisions after it are lost. It stays
+	// True until a person acknowledges the loss with the annotation
+	// etcd-conductor.io/acknowledge-incomplete-restore set to the Etcd's status.clusterID; then
+	// False, reason Acknowledged. Written by the recovery controller (not an etcd-druid condition).
+	ConditionTypeRestoreIncomplete ConditionType = "RestoreIncomplete"
 	// ConditionTypeVolumeChange says what the Etcd reconciler decided about a change of the data
 	// volumes (spec.storageClass, spec.storageCapacity; internal/volumechange): True while the
 	// change is made or waits (the members moving to new claims, or the claims growing in place),
