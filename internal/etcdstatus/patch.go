@@ -24,7 +24,8 @@ import (
 //   - WriterMembership (the membership controller): clusterID, voters and the conditions
 //     ScaleOperationInProgress and MemberRestart;
 //   - WriterDefrag (the defragmentation controller): the condition DefragmentationInProgress;
-//   - WriterRecovery (the recovery controller): recovery, the condition RecoveryInProgress, and
+//   - WriterRecovery (the recovery controller): recovery, the conditions RecoveryInProgress and
+//     RestoreIncomplete, and
 //     clusterID and voters too: the membership controller records them while the recorded
 //     cluster is quorate, the recovery controller once more when a restore from backup has made
 //     a new cluster. The two never write them for the same cluster at the same time (the
