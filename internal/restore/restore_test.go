@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"net"
 	"net/url"
 	"os"
@@ -364,6 +365,42 @@ func TestRestore(t *testing.T) {
 		sameKeys(t, got, src.keysAt(ctx, t, end))
 	})
 
+	// The init step's view of an outage (S3 answering SlowDown to delta reads, for any length of
+	// time): every attempt fails and leaves nothing, however many polls it lasts; the first after
+	// it restores every delta.
+	t.Run("a store outage longer than the retries: every attempt fails, then every delta restores", func(t *testing.T) {
+		local, err := backupstore.NewLocal(t.TempDir(), "backups", "etcd-main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []snapshot.Snapshot{full, d1, d2} {
+			data := src.objects[s.Key()]
+			if _, err := local.Put(ctx, s.Key(), bytes.NewReader(data), int64(len(data)), backupstore.SHA256Hex(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		store := &deltaOutage{Store: local, down: true}
+		dir := filepath.Join(t.TempDir(), "new.etcd")
+		peer := loopbackPeerURL(t)
+		o := Options{DataDir: dir, Name: "etcd-1", PeerURL: peer, Token: "t", Log: testr.New(t), Retry: Retry{Attempts: 2, First: time.Millisecond, Max: time.Millisecond}}
+		for poll := range 3 {
+			if res, err := FromStore(ctx, store, snapshot.Owner{}, o); err == nil {
+				t.Fatalf("poll %d during the outage restored %s; want an error", poll, res)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("poll %d left %s: %v", poll, dir, err)
+			}
+		}
+		store.down = false
+		res, err := FromStore(ctx, store, snapshot.Owner{}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Revision != end || res.DeltasApplied != 2 || res.Stopped != "" {
+			t.Fatalf("restored %s after the outage, want revision %d with 2 deltas", res, end)
+		}
+	})
+
 	t.Run("empty store", func(t *testing.T) {
 		store, err := backupstore.NewLocal(t.TempDir(), "backups", "none")
 		if err != nil {
@@ -521,4 +558,18 @@ func TestRestoreKeepsTheBackupsVersions(t *testing.T) {
 		t.Errorf("etcd %s serves revision %d, restored %d", version, got.Header.Revision, res.Revision)
 	}
 	sameKeys(t, kvs(got), src.keysAt(ctx, t, end))
+}
+
+// deltaOutage is a store that answers everything but delta reads while down, as an S3 server
+// throttling (503 SlowDown) or a proxy refusing them.
+type deltaOutage struct {
+	backupstore.Store
+	down bool
+}
+
+func (d *deltaOutage) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if d.down && strings.Contains(key, "Incr-") {
+		return nil, fmt.Errorf("get %s: 503 SlowDown: please reduce your request rate", key)
+	}
+	return d.Store.Get(ctx, key)
 }
