@@ -247,6 +247,9 @@ func ruleLearner(v *view) *Decision {
 		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
 			describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())
 	}
+	if m.Seeded {
+		learner += fmt.Sprintf("; seeded, its keyspace is the leader's at revision %d (%s)", m.Keyspace.Revision, m.Keyspace.Leader)
+	}
 	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
 		describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())
 	d.Member = m

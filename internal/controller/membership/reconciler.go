@@ -88,6 +88,11 @@ type Reconciler struct {
 	// and member ID). Losing it on a restart only restarts the grace period.
 	mu           sync.Mutex
 	foreignSince map[string]time.Time
+	// seedMatched remembers, by cluster key and member ID, a seeded learner whose keyspace equalled
+	// the leader's: from then on it follows the leader's log, so the comparison (a read of the
+	// whole keyspace on two members) is not made again while etcd refuses the promotion until it
+	// has caught up. Losing it on a restart only compares once more.
+	seedMatched map[string]*membership.KeyspaceComparison
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -109,7 +114,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Access == nil {
 		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
-	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
+	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}, seedMatched: map[string]*membership.KeyspaceComparison{}}
 }
 
 // clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
@@ -189,7 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if decision.Rule == membership.RuleSeedUnverified && decision.Member != nil {
 			// A seeded learner votes only with the leader's keyspace: compare them now.
-			compared := CompareKeyspace(ctx, r.cfg.Members, clusterKey(etcd), creds, tgts, cs, decision.Member)
+			compared := r.compareSeed(ctx, etcd, creds, tgts, cs, decision.Member)
 			decision = r.plan(view, cs, heard, map[uint64]*membership.KeyspaceComparison{decision.Member.ID: compared}, credsErr)
 		}
 	}

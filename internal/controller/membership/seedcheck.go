@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -115,4 +116,23 @@ func (r *Reconciler) deletePod(ctx context.Context, namespace, name string) erro
 		return fmt.Errorf("deleting pod %s/%s: %w", namespace, name, err)
 	}
 	return nil
+}
+
+// compareSeed is CompareKeyspace for the learner, once: a match is remembered (seedMatched).
+func (r *Reconciler) compareSeed(ctx context.Context, etcd *druidv1alpha1.Etcd, creds conductortls.ClientMaterial, tgts []etcdclient.Target,
+	cs *etcdclient.ClusterStatus, learner *membership.Member) *membership.KeyspaceComparison {
+	key := clusterKey(etcd) + "/" + strconv.FormatUint(learner.ID, 16)
+	r.mu.Lock()
+	matched := r.seedMatched[key]
+	r.mu.Unlock()
+	if matched != nil {
+		return matched
+	}
+	compared := CompareKeyspace(ctx, r.cfg.Members, clusterKey(etcd), creds, tgts, cs, learner)
+	if compared.Match() {
+		r.mu.Lock()
+		r.seedMatched[key] = compared
+		r.mu.Unlock()
+	}
+	return compared
 }
