@@ -1,8 +1,10 @@
 package trustchange
 
 import (
-	"crypto/tls"
+	"crypto"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,13 +67,13 @@ var (
 // chain is valid at now, the leaf covers every name of all and one of anyOf, and it allows k's
 // extended key usages (a certificate without any allows every one, as Go's and etcd's TLS have it).
 func fit(k leafKind, p Pair, now time.Time, all, anyOf []string) error {
-	if _, err := tls.X509KeyPair(p.Cert, p.Key); err != nil {
-		if _, cerr := certificates(p.Cert); cerr != nil {
-			return unfit(CheckUnreadable, "%v", cerr)
-		}
+	chain, err := certificates(p.Cert)
+	if err != nil {
+		return unfit(CheckUnreadable, "%v", err)
+	}
+	if err := keyMatches(chain[0], p.Key); err != nil {
 		return unfit(CheckKeyMatch, "%v", err)
 	}
-	chain, _ := certificates(p.Cert)
 	for i, c := range chain {
 		what := "the certificate"
 		if i > 0 {
@@ -108,6 +110,43 @@ func fit(k leafKind, p Pair, now time.Time, all, anyOf []string) error {
 		if len(lacking) > 0 {
 			return unfit(CheckUsage, "a %s certificate needs %s", k.kind, strings.Join(lacking, " and "))
 		}
+	}
+	return nil
+}
+
+// keyMatches tells whether keyPEM holds the private key of cert's public key (what crypto/tls's
+// X509KeyPair checks, without the package, which this pure one does not import).
+func keyMatches(cert *x509.Certificate, keyPEM []byte) error {
+	var block *pem.Block
+	for rest := keyPEM; ; {
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return errors.New("no PEM private key")
+		}
+		if strings.HasSuffix(block.Type, "PRIVATE KEY") {
+			break
+		}
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	}
+	if err != nil {
+		return fmt.Errorf("parsing the private key: %w", err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("a private key of type %T signs nothing", key)
+	}
+	pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return errors.New("the private key is not the certificate's")
 	}
 	return nil
 }
