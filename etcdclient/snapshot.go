@@ -96,11 +96,23 @@ const digestPage = 500
 // KeyspaceDigest counts every key and value the member held at revision rev, a page at a time
 // (the member's memory, not this process's, bounds a page). A compacted rev yields ErrCompacted.
 func (m *MemberConn) KeyspaceDigest(ctx context.Context, rev int64) (snapshot.Digest, error) {
+	return m.keyspaceDigest(ctx, rev)
+}
+
+// LocalKeyspaceDigest is KeyspaceDigest of what the member itself holds, read serializably: a
+// learner serves that (etcd refuses it HashKV and every linearizable read), so a seeded learner's
+// keyspace can be compared with the leader's at one revision before it is promoted.
+func (m *MemberConn) LocalKeyspaceDigest(ctx context.Context, rev int64) (snapshot.Digest, error) {
+	return m.keyspaceDigest(ctx, rev, clientv3.WithSerializable())
+}
+
+func (m *MemberConn) keyspaceDigest(ctx context.Context, rev int64, extra ...clientv3.OpOption) (snapshot.Digest, error) {
 	var acc snapshot.Accumulator
 	key := "\x00"
+	opts := append([]clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithRev(rev), clientv3.WithLimit(digestPage)}, extra...)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
-		resp, err := m.client.Get(cctx, key, clientv3.WithFromKey(), clientv3.WithRev(rev), clientv3.WithLimit(digestPage))
+		resp, err := m.client.Get(cctx, key, opts...)
 		cancel()
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			return snapshot.Digest{}, fmt.Errorf("keyspace of member %s at revision %d: %w", m.target.Name, rev, ErrCompacted)

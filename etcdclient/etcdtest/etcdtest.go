@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,7 +298,18 @@ func (c *Cluster) configure(m *Member, initial []string, state string) error {
 // ones: stop a member once it is removed. It is not started and not yet a member: the caller
 // adds it (MemberAdd with m.PeerURL), may prepare m.DataDir, then calls StartMember.
 func (c *Cluster) NewJoiningMember() (*Member, error) {
-	m, err := c.newMember(len(c.Members), 0)
+	clientPort := 0
+	if c.cfg.SameClientPort && len(c.Members) > 0 {
+		// On its own address, as a new pod of the StatefulSet would have it.
+		u, err := url.Parse(c.Members[0].ClientURL)
+		if err != nil {
+			return nil, err
+		}
+		if clientPort, err = strconv.Atoi(u.Port()); err != nil {
+			return nil, err
+		}
+	}
+	m, err := c.newMember(len(c.Members), clientPort)
 	if err != nil {
 		return nil, err
 	}

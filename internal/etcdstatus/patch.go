@@ -60,6 +60,7 @@ var conditionOwners = map[druidv1alpha1.ConditionType]Writer{
 	druidv1alpha1.ConditionTypeUpdateStrategyHeld:              WriterEtcd,
 	druidv1alpha1.ConditionTypeVersionChange:                   WriterEtcd,
 	druidv1alpha1.ConditionTypeVolumeChange:                    WriterEtcd,
+	druidv1alpha1.ConditionTypeTrustChange:                     WriterEtcd,
 }
 
 // OwnsCondition tells whether w writes conditions of type t.

@@ -28,6 +28,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
 	"github.com/etcd-conductor/etcd-conductor/internal/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/seeding"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 )
 
@@ -225,7 +226,10 @@ func (i *Initializer) Run(ctx context.Context) error {
 			continue
 		case StartJoin:
 			// Never a reason not to join: any doubt or failure joins empty, as before.
-			d.Reason += "; " + i.seed(ctx, dataDir, obs, leader)
+			// Only a seed made starts with its rule (every decline names another, a failure none).
+			seeded := i.seed(ctx, dataDir, obs, leader)
+			d.Seeded = strings.HasPrefix(seeded, string(seeding.RuleSeed)+":")
+			d.Reason += "; " + seeded
 			i.report(ctx, d, obs.Data)
 		}
 		settings["initial-cluster"] = d.InitialCluster
@@ -396,7 +400,7 @@ func (i *Initializer) report(ctx context.Context, d StartDecision, data memberle
 	}
 	evidence := any(nil)
 	if data != "" && i.cfg.PodUID != "" {
-		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data, NoSpace: d.NoSpace}.Annotation()
+		evidence = memberlease.StartReport{PodUID: i.cfg.PodUID, Rule: d.Rule, Data: data, NoSpace: d.NoSpace, Seeded: d.Seeded}.Annotation()
 	}
 	annotations := map[string]any{
 		memberlease.AnnotationStartDecision:    memberlease.FormatStartDecision(d.Rule, d.Reason),

@@ -130,6 +130,9 @@ type StartDecision struct {
 	// NoSpace is the shortage behind StartRuleRestoreNoSpace, reported on the Lease for the
 	// operator to show.
 	NoSpace *memberlease.SpaceShortage
+	// Seeded: a StartJoin's data dir was seeded from the backup store (reported on the Lease:
+	// the operator compares the learner's keyspace with the leader's before promoting it).
+	Seeded bool
 }
 
 // DecideStart is the per-member start decision. It never starts "new" next to a cluster that

@@ -53,6 +53,10 @@ type StartReport struct {
 	// Rule is the start rule decided; Data what was found in the data dir when deciding.
 	Rule string    `json:"rule"`
 	Data DataState `json:"data"`
+	// Seeded: a joining learner's data dir was seeded from the backup store's latest full
+	// snapshot (internal/seeding). The operator promotes it only once its keyspace equals the
+	// leader's: the bucket is no authority on the cluster's data.
+	Seeded bool `json:"seeded,omitempty"`
 	// NoSpace is set when a restore failed because the data dir's volume is too small for it:
 	// the operator shows it (RecoveryInProgress, an Event), since no retry helps until the
 	// volume grows. Only reported, never acted on.

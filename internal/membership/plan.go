@@ -217,6 +217,25 @@ func ruleLearner(v *view) *Decision {
 	if d := v.needHeard("promoting learner " + describe(m)); d != nil {
 		return d
 	}
+	if m.Seeded {
+		k := m.Keyspace
+		switch {
+		case k == nil || !k.Compared:
+			why := "not compared yet"
+			if k != nil && k.Error != "" {
+				why = k.Error
+			}
+			d := decide(ActionWait, RuleSeedUnverified, "not promoting seeded learner %s before its keyspace is compared with the leader's at one revision: %s; %s",
+				describe(m), why, v.summary())
+			d.Member = m
+			return d
+		case !k.Match():
+			d := decide(ActionRemove, RuleSeedMismatch, "removing seeded learner %s: its keyspace at revision %d (%s) is not the leader's (%s): the snapshot it was seeded from is not this cluster's data; a learner does not vote; its pod restarts, its data is moved aside and it joins again unseeded; %s",
+				describe(m), k.Revision, k.Learner, k.Leader, v.summary())
+			d.Member = m
+			return d
+		}
+	}
 	after := v.voters + 1
 	heardAfter := v.heard
 	learner := "the learner not counted: it did not answer"
@@ -227,6 +246,9 @@ func ruleLearner(v *view) *Decision {
 	if heardAfter < quorum.Of(after) {
 		return decide(ActionWait, RulePromoteUnsafe, "not promoting %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
 			describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())
+	}
+	if m.Seeded {
+		learner += fmt.Sprintf("; seeded, its keyspace is the leader's at revision %d (%s)", m.Keyspace.Revision, m.Keyspace.Leader)
 	}
 	d := decide(ActionPromote, RulePromote, "promoting learner %s: %d of %d voters after it heard by the leader (%s), quorum %d; %s",
 		describe(m), heardAfter, after, learner, quorum.Of(after), v.summary())

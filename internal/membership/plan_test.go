@@ -28,6 +28,15 @@ func lost(m Member) Member {
 	return with(m, func(m *Member) { m.DataLost, m.Healthy, m.Heard = true, false, false })
 }
 func learner(m Member) Member { return with(m, func(m *Member) { m.Learner, m.Heard = true, false }) }
+
+// seeded is a learner seeded from the bucket whose keyspace compared as k (nil: not compared).
+func seeded(m Member, k *KeyspaceComparison) Member {
+	return with(m, func(m *Member) { m.Seeded, m.Keyspace = true, k })
+}
+
+func comparison(learner, leader string) *KeyspaceComparison {
+	return &KeyspaceComparison{Compared: true, Revision: 42, Learner: learner, Leader: leader}
+}
 func unstarted(m Member) Member {
 	return with(m, func(m *Member) { m.Started, m.Healthy, m.Heard = false, false, false })
 }
@@ -169,6 +178,19 @@ func TestPlan(t *testing.T) {
 		{name: "1→3: the learner of a single voter counts when it answered",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), learner(voter(1))}},
 			action: ActionPromote, rule: RulePromote, member: "etcd-1", reason: "2 of 2 voters after it heard by the leader (the learner counted"},
+		{name: "a seeded learner is not promoted before its keyspace is compared",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), seeded(learner(voter(1)), nil)}},
+			action: ActionWait, rule: RuleSeedUnverified, reason: "not compared yet"},
+		{name: "nor while the comparison could not be made (the revision compacted meanwhile)",
+			o: Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)),
+				seeded(learner(voter(1)), &KeyspaceComparison{Revision: 42, Error: "revision 42 compacted"})}},
+			action: ActionWait, rule: RuleSeedUnverified, reason: "revision 42 compacted"},
+		{name: "a seeded learner whose keyspace is the leader's is promoted",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), seeded(learner(voter(1)), comparison("abc", "abc"))}},
+			action: ActionPromote, rule: RulePromote, member: "etcd-1"},
+		{name: "a seeded learner whose keyspace differs from the leader's is removed (a planted snapshot)",
+			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), seeded(learner(voter(1)), comparison("abc", "def"))}},
+			action: ActionRemove, rule: RuleSeedMismatch, member: "etcd-1", reason: "its keyspace at revision 42 (abc) is not the leader's (def)"},
 		{name: "a learner that does not answer is not counted",
 			o:      Observed{Desired: 3, StatefulSetReplicas: 2, Bootstrapped: true, MembersKnown: true, Members: []Member{leader(voter(0)), sick(learner(voter(1)))}},
 			action: ActionWait, rule: RulePromoteUnsafe, reason: "1 of 2 voters after it heard by the leader (the learner not counted: it did not answer), quorum 2"},
@@ -323,6 +345,10 @@ func TestPlanProperties(t *testing.T) {
 			if !d.Member.Learner || !d.Member.Started {
 				t.Fatalf("promotes a non-learner or an unstarted learner: %+v → %+v", o, d)
 			}
+			// The bucket is no authority: a seeded learner votes only with the leader's keyspace.
+			if d.Member.Seeded && !d.Member.Keyspace.Match() {
+				t.Fatalf("promotes a seeded learner whose keyspace is unknown or differs from the leader's: %+v → %+v", o, d)
+			}
 			// The learner can serve no read that needs the leader: it counts when it answered,
 			// etcd checking its progress on the leader at promotion.
 			heardAfter := heard
@@ -419,6 +445,10 @@ func randomObserved(rng *rand.Rand) Observed {
 		if !learnerAdded && rng.Intn(5) == 0 {
 			m.Learner, learnerAdded = true, true
 			m.Started = rng.Intn(2) == 0
+			if rng.Intn(2) == 0 {
+				m.Seeded = true
+				m.Keyspace = []*KeyspaceComparison{nil, {Revision: 7, Error: "compacted"}, comparison("a", "a"), comparison("a", "b")}[rng.Intn(4)]
+			}
 		}
 		m.PeerURLs, m.PodPeerURLs = randomPeerURLs(rng, i)
 		o.Members = append(o.Members, m)

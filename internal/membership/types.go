@@ -45,7 +45,32 @@ type Member struct {
 	// it has no pod or the pod's are unknown.
 	PeerURLs    []string
 	PodPeerURLs []string
+	// Seeded: the learner's data did not come from the leader alone: its pod reports it was
+	// seeded from the backup store's latest full snapshot, or started on data it already had
+	// (which may be such a seed). Whoever can write the bucket can plant that snapshot, so such a
+	// learner is promoted only once its keyspace equals the leader's (Keyspace).
+	Seeded bool
+	// Keyspace compares the learner's keyspace with the leader's at one revision; nil when not
+	// compared yet (the controller compares only when a plan without it waits on it,
+	// RuleSeedUnverified).
+	Keyspace *KeyspaceComparison
 }
+
+// KeyspaceComparison is a seeded learner's keyspace against the leader's, each digested at the
+// same revision (etcd's HashKV is refused by a learner, a serializable range is not).
+type KeyspaceComparison struct {
+	// Compared: both digests were taken at Revision. False when either could not be (a member
+	// did not answer, Revision was compacted meanwhile): then Error says why, and the learner
+	// waits.
+	Compared bool
+	Revision int64
+	// Learner and Leader are the digests, for the reason.
+	Learner, Leader string
+	Error           string
+}
+
+// Match tells whether the keyspaces were compared and are the same.
+func (k *KeyspaceComparison) Match() bool { return k != nil && k.Compared && k.Learner == k.Leader }
 
 // Observed is one consistent look at an Etcd, its StatefulSet and its members.
 type Observed struct {
@@ -122,6 +147,14 @@ const (
 	RuleSettleReplicas    RuleID = "settle/set-replicas"
 	RuleDone              RuleID = "done"
 	RuleUpdatePeerURL     RuleID = "peer-url/follow-pod"
+	// RuleSeedUnverified: a seeded learner is not promoted before its keyspace is compared with
+	// the leader's at one revision (Member.Keyspace unknown or not comparable).
+	RuleSeedUnverified RuleID = "wait/seed-unverified"
+	// RuleSeedMismatch: a seeded learner's keyspace differs from the leader's at the same
+	// revision: the seed was not this cluster's data (a snapshot planted in the bucket). It is
+	// removed (a learner: no quorum is lost) and its pod restarted, which moves its data aside;
+	// it joins again, unseeded (internal/seeding: data kept aside).
+	RuleSeedMismatch RuleID = "learner/remove-seed-mismatch"
 	// RuleBackupNotReady holds a scale-in while the Etcd's BackupReady is False and waiting for
 	// it is configured (package backupgate, DEP-01).
 	RuleBackupNotReady RuleID = backupgate.Rule

@@ -194,6 +194,9 @@ func planMembership(ctx context.Context, in controllerInputs) Step {
 	if d.Rule == membership.RuleHeardUnknown {
 		notes = append(notes, `which voters the leader hears is not known: the saved answers have no "heard"`)
 	}
+	if d.Rule == membership.RuleSeedUnverified {
+		notes = append(notes, "a seeded learner's keyspace is compared with the leader's by the operator before it promotes it; the saved answers hold no comparison")
+	}
 	if slices.ContainsFunc(observed.Members, func(m membership.Member) bool { return m.Ordinal < 0 }) {
 		notes = append(notes, fmt.Sprintf("members no pod stands for are taken as first seen now (the operator keeps that in memory), of the %s grace", membershipctl.DefaultSuperfluousGrace))
 	}

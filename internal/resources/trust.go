@@ -3,6 +3,7 @@ package resources
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -178,4 +179,38 @@ func memberTLSVolume(e *druidv1alpha1.Etcd, name string, keys ...string) corev1.
 		items = append(items, corev1.KeyToPath{Key: k, Path: paths[k]})
 	}
 	return secretVolume(name, MemberTLSSecretName(e), items)
+}
+
+// CertificateNeed is what the members of e need of their certificates, for members 0..replicas-1
+// (the larger of the desired and the running count, so that a scale in flight is covered): the
+// serving certificate covers each member's DNS name (the operator and the member-agents verify
+// it) and one name of the client Service; the peer certificate every host of each member's peer
+// URLs (the members verify it when they dial one another).
+func CertificateNeed(e *druidv1alpha1.Etcd, replicas int) trustchange.Need {
+	n := min(max(replicas, 0), druidv1alpha1.MaxReplicas)
+	var need trustchange.Need
+	for i := 0; i < n; i++ {
+		pod := PodName(e, i)
+		need.ServerNames = append(need.ServerNames, MemberDNSName(e.Name, e.Namespace, pod))
+		for _, u := range PeerURLs(e, "https", pod) {
+			if parsed, err := url.Parse(u); err == nil && parsed.Hostname() != "" {
+				need.PeerNames = append(need.PeerNames, parsed.Hostname())
+			}
+		}
+	}
+	svc := ClientServiceName(e)
+	need.ServerAnyOf = []string{svc, svc + "." + e.Namespace, svc + "." + e.Namespace + ".svc", svc + "." + e.Namespace + ".svc.cluster.local"}
+	return need
+}
+
+// CertificateSecrets names the Etcd's Secret each certificate of trustchange.Material comes from.
+func CertificateSecrets(e *druidv1alpha1.Etcd) trustchange.SecretNames {
+	var s trustchange.SecretNames
+	if c := e.Spec.Etcd.ClientUrlTLS; c != nil {
+		s.Server, s.Client = c.ServerTLSSecretRef.Name, c.ClientTLSSecretRef.Name
+	}
+	if p := e.Spec.Etcd.PeerUrlTLS.TLS(); p != nil {
+		s.Peer = p.ServerTLSSecretRef.Name
+	}
+	return s
 }

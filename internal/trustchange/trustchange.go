@@ -23,8 +23,13 @@
 // takes the same path. A cert-manager CA renewal (new CA, certificates renewed weeks later) keeps
 // the old CA trusted until the last certificate of it is renewed.
 //
-// Pure: Plan is a function of what it is given, one named rule per answer; certificates are
-// compared by signature, never by the clock (validity is etcd's to check).
+// A renewed certificate is copied only when it is fit too (fitness.go): its key is its own, it is
+// valid now, it covers the names the members are reached by, it allows the key usages its traffic
+// needs. One that is not is held back with a Warning: the kubelet would put it into every pod's
+// files at once, and every new handshake on every member would fail together.
+//
+// Pure: Plan is a function of what it is given, one named rule per answer; the time a certificate
+// is judged at is observed (Observed.Now), never read from a clock.
 package trustchange
 
 import (
@@ -62,6 +67,10 @@ const (
 	RuleKeepCA ruleid.ID = "trust/keep-ca-of-certificates-in-use"
 	// RuleRefuseBundle: the user's CA bundle holds no certificate that parses: nothing changes.
 	RuleRefuseBundle ruleid.ID = "trust/refuse-unreadable-ca"
+	// RuleHoldUnfit: a renewed certificate fails a check (its key, valid now, the members' names,
+	// its key usages; fitness.go): the members keep the pair they have until the Secret holds one
+	// that passes.
+	RuleHoldUnfit ruleid.ID = "trust/hold-unfit-certificate"
 )
 
 // Pair is a certificate (with its chain, PEM) and its key.
@@ -94,6 +103,12 @@ type Observed struct {
 	MembersTrustHeld bool
 	// CopiedSettled: the certificates copied last are old enough to be in every pod's files.
 	CopiedSettled bool
+	// Now is the time a renewed certificate must be valid at.
+	Now time.Time
+	// Need is the names the certificates must cover; Secrets names the Secret of each, for the
+	// reasons.
+	Need    Need
+	Secrets SecretNames
 }
 
 // Decision is the material the members are to mount.
@@ -117,8 +132,24 @@ func Plan(o Observed) Decision {
 		return Decision{Held: o.Held, Rule: RuleNoTLS, Reason: "the Etcd names no TLS Secrets"}
 	}
 	if o.Held.Empty() {
-		return Decision{Held: o.User, Write: true, CopiedCertificates: true, Rule: RuleNew,
+		// Written even when unfit: there is nothing else to mount, and nothing that works is
+		// replaced; the Warning says what will fail.
+		d := Decision{Held: o.User, Write: true, CopiedCertificates: true, Rule: RuleNew,
 			Reason: "the members mount the Etcd's TLS material as its Secrets hold it"}
+		user := o.User
+		var failed []string
+		for _, l := range leavesOf(o, &user, &Material{}) {
+			if !l.user.empty() {
+				if f := l.check(o.Now); f != "" {
+					failed = append(failed, f)
+				}
+			}
+		}
+		if len(failed) > 0 {
+			d.Warning = true
+			d.Reason += "; it has nothing else to mount, but " + strings.Join(failed, "; ")
+		}
+		return d
 	}
 	held := o.Held
 
@@ -147,28 +178,27 @@ func Plan(o Observed) Decision {
 			strings.Join(added, " and "))}
 	}
 
-	// 2. Renewed certificates once every member trusts them.
-	leaves := []struct {
-		kind       string
-		user, held *Pair
-		ca         []byte
-	}{
-		{"serving", &o.User.Server, &held.Server, held.ClientCA},
-		{"client", &o.User.Client, &held.Client, held.ClientCA},
-		{"peer", &o.User.Peer, &held.Peer, held.PeerCA},
-	}
-	var renewed, untrusted []string
+	// 2. Renewed certificates once every member trusts them, and only fit ones.
+	var renewed, untrusted, failed []string
 	var copies []func()
-	for _, l := range leaves {
+	for _, l := range leavesOf(o, &o.User, &held) {
 		if l.user.equal(*l.held) || l.user.empty() {
 			continue
 		}
 		if !signedBy(l.user.Cert, l.ca) {
-			untrusted = append(untrusted, l.kind)
+			untrusted = append(untrusted, l.k.kind)
 			continue
 		}
-		renewed = append(renewed, l.kind)
+		if f := l.check(o.Now); f != "" {
+			failed = append(failed, f)
+			continue
+		}
+		renewed = append(renewed, l.k.kind)
 		copies = append(copies, func() { *l.held = clonePair(*l.user) })
+	}
+	unfitReason := ""
+	if len(failed) > 0 {
+		unfitReason = strings.Join(failed, "; ") + ": held back, the members keep the pair they have until the Secret holds one that passes"
 	}
 	if len(renewed) > 0 && !o.MembersTrustHeld {
 		return Decision{Held: o.Held, Waiting: true, Rule: RuleWaitMembers, Reason: fmt.Sprintf(
@@ -183,7 +213,16 @@ func Plan(o Observed) Decision {
 		if len(untrusted) > 0 {
 			reason += fmt.Sprintf("; the %s certificate(s) are signed by no CA the members trust and stay as they were", strings.Join(untrusted, ", "))
 		}
-		return Decision{Held: held, Write: true, CopiedCertificates: true, Warning: len(untrusted) > 0, Rule: RuleCopyLeaves, Reason: reason}
+		if unfitReason != "" {
+			reason += "; " + unfitReason
+		}
+		return Decision{Held: held, Write: true, CopiedCertificates: true, Warning: len(untrusted) > 0 || len(failed) > 0, Rule: RuleCopyLeaves, Reason: reason}
+	}
+	if len(failed) > 0 {
+		if len(untrusted) > 0 {
+			unfitReason += fmt.Sprintf("; the %s certificate(s) are signed by no CA the members trust", strings.Join(untrusted, ", "))
+		}
+		return Decision{Held: o.Held, Warning: true, Rule: RuleHoldUnfit, Reason: unfitReason}
 	}
 	if len(untrusted) > 0 {
 		return Decision{Held: o.Held, Warning: true, Rule: RuleHoldUntrusted, Reason: fmt.Sprintf(

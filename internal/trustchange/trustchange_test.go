@@ -76,6 +76,7 @@ func TestPlan(t *testing.T) {
 			Observed{User: material([]int{1, 0}, [3]int{0, 0, 0}), Held: heldBoth, MembersTrustHeld: true, CopiedSettled: true}, RuleSteady, heldBoth, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now, tc.o.Need = now, need
 			d := Plan(tc.o)
 			if d.Rule != tc.rule || d.Waiting != tc.waiting || d.Warning != tc.warning {
 				t.Fatalf("Plan = %s waiting=%v warning=%v (%s); want %s waiting=%v warning=%v", d.Rule, d.Waiting, d.Warning, d.Reason, tc.rule, tc.waiting, tc.warning)
@@ -136,6 +137,19 @@ func TestPlanProperties(t *testing.T) {
 			case 0: // the user writes the Secrets
 				if rng.IntN(2) == 0 {
 					user = material(caSets[rng.IntN(len(caSets))], [3]int{rng.IntN(2), rng.IntN(2), rng.IntN(2)})
+					// Often one certificate is an unfit one: a key of another pair, expired, not
+					// valid yet, the wrong names or key usages.
+					if rng.IntN(2) == 0 {
+						ca := rng.IntN(2)
+						switch rng.IntN(3) {
+						case 0:
+							user.Server = unfitPairs[ca].server[rng.IntN(len(unfitPairs[ca].server))]
+						case 1:
+							user.Client = unfitPairs[ca].client[rng.IntN(len(unfitPairs[ca].client))]
+						default:
+							user.Peer = unfitPairs[ca].peer[rng.IntN(len(unfitPairs[ca].peer))]
+						}
+					}
 				}
 			case 1: // the rollout restarts an outdated member (any one: order does not matter to trust)
 				i := rng.IntN(3)
@@ -150,9 +164,17 @@ func TestPlanProperties(t *testing.T) {
 				trusted = trusted && bytes.Equal(m.clientCA, held.ClientCA) && bytes.Equal(m.peerCA, held.PeerCA)
 				settled = settled && m.files.Server.equal(held.Server) && m.files.Peer.equal(held.Peer) && m.files.Client.equal(held.Client)
 			}
-			d := Plan(Observed{User: user, Held: held, MembersTrustHeld: trusted, CopiedSettled: settled})
+			d := Plan(Observed{User: user, Held: held, MembersTrustHeld: trusted, CopiedSettled: settled, Now: now, Need: need})
 			if d.Write && sameMaterial(d.Held, held) && bytes.Equal(d.Held.ClientCA, held.ClientCA) {
 				t.Fatalf("run %d step %d: %s writes what is held", run, step, d.Rule)
+			}
+			// No pair the members get mounted is one that fails a check.
+			for _, l := range leavesOf(Observed{Need: need}, &d.Held, &held) {
+				if !l.user.equal(*l.held) {
+					if f := l.check(now); f != "" {
+						t.Fatalf("run %d step %d: %s copies an unfit pair: %s", run, step, d.Rule, f)
+					}
+				}
 			}
 			held = d.Held
 			for a, ma := range members {
@@ -186,7 +208,7 @@ func TestPlanConverges(t *testing.T) {
 		held := start
 		for i := 0; i < 10; i++ {
 			// Every member restarts and refreshes between two looks.
-			d := Plan(Observed{User: user, Held: held, MembersTrustHeld: true, CopiedSettled: true})
+			d := Plan(Observed{User: user, Held: held, MembersTrustHeld: true, CopiedSettled: true, Now: now, Need: need})
 			held = d.Held
 		}
 		if !sameMaterial(held, user) {

@@ -23,6 +23,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/seeding"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
@@ -534,9 +535,10 @@ func TestScaleOut3To5With200MB(t *testing.T) {
 
 // TestScaleOut3To5Seeded: a scale-out 3→5 of a backed-up cluster (a full snapshot a minute) with
 // 10 MiB in it, started once a full snapshot holds them: each new member's init step asks
-// internal/seeding and reports its rule on the member's Lease (seeded when the snapshot is
-// within the leader's log, which a writer at the e2e's rate keeps it); the scale-out settles and
-// no acknowledged write is lost. It mostly waits for the snapshot, so it runs beside the other
+// internal/seeding and reports its rule on the member's Lease: seeded (seeding.RuleSeed, not a
+// decline), since the snapshot is within the leader's log at the e2e's write rate; the operator
+// compares each seeded learner's keyspace with the leader's before promoting it; the scale-out
+// settles and no acknowledged write is lost. It mostly waits for the snapshot, so it runs beside the other
 // such tests.
 func TestScaleOut3To5Seeded(t *testing.T) {
 	namespace, op := inParallel(t, "e2e-scale-3-to-5-seeded-", operatorDefaults)
@@ -563,8 +565,14 @@ func TestScaleOut3To5Seeded(t *testing.T) {
 				}
 				decision := l.Annotations[memberlease.AnnotationStartDecision]
 				e.t.Logf("%s: %s", l.Name, decision)
-				if !strings.Contains(decision, "seed/") {
-					e.t.Errorf("%s's start decision names no seeding rule: %s", l.Name, decision)
+				// Seeded, not any seed/ rule: a decline (seed/too-far-behind …) names one too.
+				if !strings.Contains(decision, string(seeding.RuleSeed)+": ") {
+					e.t.Errorf("%s was not seeded (want %s): %s", l.Name, seeding.RuleSeed, decision)
+				}
+				// Seeded, it was promoted only once its keyspace was the leader's: the report
+				// says so, which is what makes the operator compare.
+				if report, ok := memberlease.ParseStartReport(l.Annotations); !ok || !report.Seeded {
+					e.t.Errorf("%s's start report does not say it was seeded: %+v", l.Name, report)
 				}
 			}
 		}}, op)

@@ -79,10 +79,17 @@ func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (s
 		return "", err
 	}
 	held := resources.MemberTLSMaterial(heldSecret)
+	replicas := int(etcd.Spec.Replicas)
+	if sts != nil {
+		replicas = max(replicas, int(ptr.Deref(sts.Spec.Replicas, 0)))
+	}
 	d := trustchange.Plan(trustchange.Observed{
 		User: user, Held: held,
 		MembersTrustHeld: membersRunTrust(sts, etcd, resources.TrustChecksum(held)),
 		CopiedSettled:    r.copiesSettled(heldSecret),
+		Now:              time.Now(),
+		Need:             resources.CertificateNeed(etcd, replicas),
+		Secrets:          resources.CertificateSecrets(etcd),
 	})
 	if d.Write {
 		if err := r.writeMemberTLS(ctx, etcd, heldSecret, d); err != nil {
@@ -92,15 +99,33 @@ func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (s
 	if d.Write || d.Waiting {
 		r.trustSoon(etcd)
 	}
-	switch {
-	case d.Warning:
+	if d.Warning {
 		log.Info("TLS material of the Etcd not used", "rule", d.Rule, "reason", d.Reason)
-		r.recorder.Event(etcd, corev1.EventTypeWarning, d.Rule.CamelCase(), d.Reason)
-	case d.Write && d.Rule != trustchange.RuleNew:
-		log.Info("TLS material change", "rule", d.Rule, "reason", d.Reason)
-		r.recorder.Event(etcd, corev1.EventTypeNormal, d.Rule.CamelCase(), d.Reason)
+	}
+	if err := r.recordTrust(ctx, etcd, d); err != nil {
+		return "", err
 	}
 	return resources.TrustChecksum(d.Held), nil
+}
+
+// recordTrust sets the TrustChange condition from d once a change of the TLS material has been in
+// view: True while one is made, waits or is held back, False once the members mount what the
+// Secrets hold. The Event of each change of rule (recordChange) is a Warning for a pair held back,
+// naming its Secret and the failed check. A new Etcd's first write is no change, unless what it
+// mounts already fails a check.
+func (r *Reconciler) recordTrust(ctx context.Context, etcd *druidv1alpha1.Etcd, d trustchange.Decision) error {
+	inFlight := d.Write || d.Waiting || d.Warning
+	if d.Rule == trustchange.RuleNew && !d.Warning {
+		return nil
+	}
+	if !inFlight && druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeTrustChange) == nil {
+		return nil
+	}
+	status := druidv1alpha1.ConditionFalse
+	if inFlight {
+		status = druidv1alpha1.ConditionTrue
+	}
+	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeTrustChange, status, d.Rule, d.Reason, d.Warning)
 }
 
 // userTLSMaterial reads the Secrets the Etcd names, uncached.

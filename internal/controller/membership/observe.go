@@ -141,6 +141,9 @@ func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Po
 		if pod := podsByName[name]; ordinal >= 0 && pod != nil && pod.DeletionTimestamp.IsZero() && lostID[name] == strconv.FormatUint(m.ID, 16) {
 			member.DataLost = true
 		}
+		if member.Learner && ordinal >= 0 {
+			member.Seeded = seededLearner(etcd, podsByName[name], leases)
+		}
 		member.PeerURLs = slices.Clone(m.PeerURLs)
 		if ordinal >= 0 {
 			member.PodPeerURLs = podPeerURLs(etcd, sts, podsByName[name])

@@ -88,6 +88,11 @@ type Reconciler struct {
 	// and member ID). Losing it on a restart only restarts the grace period.
 	mu           sync.Mutex
 	foreignSince map[string]time.Time
+	// seedMatched remembers, by cluster key and member ID, a seeded learner whose keyspace equalled
+	// the leader's: from then on it follows the leader's log, so the comparison (a read of the
+	// whole keyspace on two members) is not made again while etcd refuses the promotion until it
+	// has caught up. Losing it on a restart only compares once more.
+	seedMatched map[string]*membership.KeyspaceComparison
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -109,7 +114,7 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Access == nil {
 		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
 	}
-	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}}
+	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}, seedMatched: map[string]*membership.KeyspaceComparison{}}
 }
 
 // clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
@@ -165,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	decision := r.plan(view, cs, nil, credsErr)
+	decision := r.plan(view, cs, nil, nil, credsErr)
 	if (decision.Action != membership.ActionWait && decision.Action != membership.ActionDone) || decision.Rule == membership.RuleHeardUnknown {
 		// An action, or one the leader's view decides: decide again on what the apiserver holds
 		// now.
@@ -179,11 +184,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			tgts = freshTgts
 			creds, cs, credsErr = r.askMembers(ctx, etcd, tgts)
 		}
-		decision = r.plan(view, cs, nil, credsErr)
+		decision = r.plan(view, cs, nil, nil, credsErr)
+		var heard map[uint64]bool
 		if decision.Rule == membership.RuleHeardUnknown {
 			// The step counts a quorum: on the voters the leader hears, never on those that
 			// answered.
-			decision = r.plan(view, cs, r.hear(ctx, etcd, tgts, creds, cs), credsErr)
+			heard = r.hear(ctx, etcd, tgts, creds, cs)
+			decision = r.plan(view, cs, heard, nil, credsErr)
+		}
+		if decision.Rule == membership.RuleSeedUnverified && decision.Member != nil {
+			// A seeded learner votes only with the leader's keyspace: compare them now.
+			compared := r.compareSeed(ctx, etcd, creds, tgts, cs, decision.Member)
+			decision = r.plan(view, cs, heard, map[uint64]*membership.KeyspaceComparison{decision.Member.ID: compared}, credsErr)
 		}
 	}
 	sts := view.sts
@@ -317,6 +329,14 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 			return err
 		}
 		log.Info("Removed member", "member", d.Member.Name, "id", strconv.FormatUint(d.Member.ID, 16))
+		if d.Rule == membership.RuleSeedMismatch {
+			// Its pod starts again: the init step finds the data of a removed member and moves it
+			// aside (never deleted), and the learner added again joins unseeded.
+			if err := r.deletePod(ctx, sts.Namespace, d.Member.Name); err != nil {
+				return err
+			}
+			log.Info("Restarted the pod of a learner removed for a seed that is not the leader's data", "pod", d.Member.Name)
+		}
 	case membership.ActionUpdatePeerURL:
 		via, err := r.leaderClient(etcd, tgts, creds, cs)
 		if err != nil {
@@ -424,10 +444,10 @@ func sameTargets(a, b []etcdclient.Target) bool {
 
 // plan observes the view with what the members said and plans one step. heard is which voters
 // the leader hears (hear), nil when not asked: then no step that counts a quorum is taken.
-func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, credsErr error) membership.Decision {
+func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, keyspaces map[uint64]*membership.KeyspaceComparison, credsErr error) membership.Decision {
 	observed := Observe(v.etcd, v.sts, v.pods, v.leases, cs, r.cfg.WaitForBackupReady)
 	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
-	observed = WithHeard(observed, heard)
+	observed = WithKeyspaces(WithHeard(observed, heard), keyspaces)
 	r.ageForeign(clusterKey(v.etcd), observed.Members)
 	d := membership.Plan(observed)
 	if credsErr != nil && !observed.MembersKnown {
@@ -562,7 +582,7 @@ func (r *Reconciler) setCondition(ctx context.Context, etcd *druidv1alpha1.Etcd,
 func isRefusal(r membership.RuleID) bool {
 	switch r {
 	case membership.RulePromoteUnsafe, membership.RuleReplaceUnsafe, membership.RuleRemoveUnsafe,
-		membership.RuleAddUnsafe, membership.RuleNoLeaderTarget:
+		membership.RuleAddUnsafe, membership.RuleNoLeaderTarget, membership.RuleSeedMismatch:
 		return true
 	}
 	return false

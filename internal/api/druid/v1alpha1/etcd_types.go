@@ -407,6 +407,13 @@ const (
 	// reason is the rule. Absent on an Etcd whose volumes never changed (not an etcd-druid
 	// condition).
 	ConditionTypeVolumeChange ConditionType = "VolumeChange"
+	// ConditionTypeTrustChange says what the Etcd reconciler decided about a change of the TLS
+	// material in the Etcd's Secrets (internal/trustchange): True while a CA is added or dropped,
+	// a renewed certificate waits or is held back (one the members do not trust, or one failing a
+	// check: its key, valid now, the members' names, its key usages); False once the members mount
+	// what the Secrets hold. Its reason is the rule, its message names the Secret and the check.
+	// Absent on an Etcd whose TLS material never changed (not an etcd-druid condition).
+	ConditionTypeTrustChange ConditionType = "TrustChange"
 
 	ConditionTrue    ConditionStatus = "True"
 	ConditionFalse   ConditionStatus = "False"
