@@ -77,6 +77,10 @@ func (c *Checker) Unauthenticated(ctx context.Context) string {
 	return verdict
 }
 
+// The policy and its binding are cluster-scoped: a ClusterRole in every mode (the report-auth
+// rules), watchNamespaces or not.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
+
 func (c *Checker) look(ctx context.Context, name string) (string, error) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	if err := c.cfg.Reader.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {

@@ -120,7 +120,6 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list;watch;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get
 
 // Reconcile observes the Etcd, its pods, member Leases and members, plans one recovery step and
 // carries it out.
