@@ -44,9 +44,13 @@ func TestVerify(t *testing.T) {
 			b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{}}
 			return b
 		}},
-		{name: "no policy", policy: func(*admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy { return nil },
+		{name: "no policy", policy: func(*admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
+			return nil
+		},
 			want: "ValidatingAdmissionPolicy " + name + " is not installed"},
-		{name: "no binding", binding: func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding { return nil },
+		{name: "no binding", binding: func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+			return nil
+		},
 			want: "ValidatingAdmissionPolicyBinding " + name + " is not installed"},
 		{name: "policy being deleted", policy: func(p *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 			p.DeletionTimestamp = &now
