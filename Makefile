@@ -90,6 +90,8 @@ generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed und
 	$(BIN)/controller-gen rbac:roleName=leader-election paths=./internal/operator output:rbac:artifacts:config=$(RBAC_DIR)/leader-election
 	@# Metrics authentication and authorization: cluster-scoped reviews, always a ClusterRole.
 	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
+	@# The member report policy's check: cluster-scoped reads, always a ClusterRole.
+	$(BIN)/controller-gen rbac:roleName=report-auth paths=./internal/reportauth output:rbac:artifacts:config=$(RBAC_DIR)/report-auth
 
 verify-generate: generate ## Fail when the committed generated files are stale.
 	git diff --exit-code -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR)

@@ -57,12 +57,16 @@
 // # Trust
 //
 // Every member pod of a cluster writes Leases through the ServiceAccount all of them share (the
-// chart's admission policy, where installed, narrows each pod to its own), and namespace users
+// chart's member Lease policy, where installed, narrows each pod to its own), and namespace users
 // may be granted Lease write too. So what a Lease says is evidence the
 // operator weighs, never an order: holderIdentity only counts while fresh and the members' own
 // answers win over it (internal/roles); a start report counts only for the pod incarnation it
-// names; what is kept aside is only reported; a restore order is only ever read from the Etcd's
-// status, which only the operator writes.
+// names, only in its canonical form (StartReport.Annotation: the pod UID first), and only while
+// the chart's member report policy authenticates the init step's annotations (start report and
+// decision, data-lost member ID, data aside: only the operator and the Lease's own pod, as
+// itself, with a start report naming that pod's UID; internal/reportauth checks it is
+// installed); what is kept aside is only reported; a restore order is only ever read from the
+// Etcd's status, which only the operator writes.
 //
 // # Timing
 //

@@ -74,12 +74,15 @@ type SpaceShortage struct {
 // Annotation is the report as AnnotationStartReport's value.
 func (r StartReport) Annotation() string { return jsonValue(r) }
 
-// ParseStartReport reads AnnotationStartReport; ok is false when there is none or it is
-// unreadable.
+// ParseStartReport reads AnnotationStartReport; ok is false when there is none, it is
+// unreadable, or it is not exactly as Annotation writes it. Only that one canonical form counts
+// (the pod UID first, no other spelling, no duplicate key, no field of another version): the
+// chart's member report policy admits a report from a member pod only when it opens with that
+// pod's own UID, so what is read here must be what the policy saw.
 func ParseStartReport(annotations map[string]string) (StartReport, bool) {
 	var r StartReport
 	raw := annotations[AnnotationStartReport]
-	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil || r.PodUID == "" {
+	if raw == "" || json.Unmarshal([]byte(raw), &r) != nil || r.PodUID == "" || r.Annotation() != raw {
 		return StartReport{}, false
 	}
 	return r, true

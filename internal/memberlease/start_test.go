@@ -24,6 +24,12 @@ func TestParseStartReportRefuses(t *testing.T) {
 		{name: "empty value", annotations: map[string]string{AnnotationStartReport: ""}},
 		{name: "not JSON", annotations: map[string]string{AnnotationStartReport: "Empty"}},
 		{name: "no pod UID", annotations: map[string]string{AnnotationStartReport: `{"rule":"restart/valid-data","data":"Valid"}`}},
+		// The member report policy admits a member's report by its opening "podUID"; a reader
+		// that took the last of two keys, or a key spelled otherwise, would read another pod's.
+		{name: "a second pod UID", annotations: map[string]string{AnnotationStartReport: `{"podUID":"own","rule":"r","data":"Empty","podUID":"victim"}`}},
+		{name: "the pod UID spelled otherwise", annotations: map[string]string{AnnotationStartReport: `{"podUID":"own","rule":"r","data":"Empty","PODUID":"victim"}`}},
+		{name: "the pod UID not first", annotations: map[string]string{AnnotationStartReport: `{"rule":"r","podUID":"victim","data":"Empty"}`}},
+		{name: "spaces", annotations: map[string]string{AnnotationStartReport: `{"podUID": "victim","rule":"r","data":"Empty"}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

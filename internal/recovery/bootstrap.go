@@ -46,6 +46,10 @@ func planBootstrap(o Observed) (Decision, bool) {
 		return decide(ActionWait, RuleBootstrapWait, "the cluster never formed and its backup store holds a backup; %s; awaiting %s",
 			b.counts(o.Replicas), b.awaited(o.Replicas)), true
 	}
+	if o.ProofUnauthenticated != "" {
+		return decide(ActionWait, RuleProofUnauthenticated, "the cluster never formed and its backup store holds a backup; %s, but these reports are not authenticated: %s; nothing is restored on reports anyone with Lease write access may have written",
+			b.counts(o.Replicas), o.ProofUnauthenticated), true
+	}
 	first := b.ready[0]
 	d := decide(ActionStart, RuleBootstrapFromBackup,
 		"the cluster never formed (no cluster ID, no voters recorded) and its backup store holds a backup; %s: restoring %s from the backup as a new single-member cluster, then growing it to %d through learners",

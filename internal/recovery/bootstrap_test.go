@@ -41,6 +41,8 @@ func TestPlanBootstrap(t *testing.T) {
 		}), action: ActionStart, rule: RuleBootstrapFromBackup, member: "etcd-0"},
 		{name: "a single-member Etcd", o: fresh(func(o *Observed) { o.Replicas, o.Pods = 1, awaitingPods(1) }),
 			action: ActionStart, rule: RuleBootstrapFromBackup, member: "etcd-0"},
+		{name: "all proved empty, but the reports are not authenticated: wait", o: fresh(func(o *Observed) { o.ProofUnauthenticated = "no policy" }),
+			action: ActionWait, rule: RuleProofUnauthenticated, reasons: []string{"3 of 3 members proved", "not authenticated: no policy"}},
 		{name: "one member has not reported yet: wait, naming it", o: fresh(func(o *Observed) {
 			o.Pods[2].ProvedEmpty, o.Pods[2].AwaitsBackup, o.Pods[2].State = false, false, "init step of this pod has not reported yet"
 		}), action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"2 of 3 members", "etcd-2: init step of this pod has not reported yet"}},

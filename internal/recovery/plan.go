@@ -13,7 +13,10 @@
 // was quorate, status.voters), never about pods: a pod that never joined, or a member that is
 // down, unreachable, crash-looping or partitioned, may still hold data or is no voter at all.
 // A voter counts as without data only when its current pod incarnation has proven it: its init
-// step, still running in that very pod, reported an empty data dir and no leader. A restore is
+// step, still running in that very pod, reported an empty data dir and no leader, and that
+// report is authenticated: admission lets only the pod's own identity and the operator write it
+// (Observed.ProofUnauthenticated; a namespace user or a sibling pod could otherwise forge "data
+// lost" for voters that are only down, and roll the cluster back). A restore is
 // ordered only when such proofs cover a majority of the recorded voters (so the voters that may
 // hold data can never form a quorum again), quorum has been lost for the grace period and a
 // backup store is configured; it is called off as soon as that stops being true before the
@@ -120,6 +123,11 @@ type Observed struct {
 	InProgress *State
 	// NewToken is the token a recovery ordered now would use (the controller makes it).
 	NewToken string
+	// ProofUnauthenticated says why the members' start reports cannot be told from forgeries
+	// now ("": they can): the admission policy that lets only a member pod's own identity and the
+	// operator write them is not in force (internal/reportauth). A report then proves nothing:
+	// no restore is ordered on it, and one under way is called off.
+	ProofUnauthenticated string
 }
 
 // Action is what the controller does now.
@@ -157,6 +165,9 @@ const (
 	// from it: ordered once every member proved an empty data dir, waited on until then.
 	RuleBootstrapFromBackup RuleID = "recovery/bootstrap-from-backup"
 	RuleBootstrapWait       RuleID = "recovery/wait-bootstrap-from-backup"
+	// The proofs would suffice, but nothing stops a namespace user or a sibling pod from having
+	// written them (Observed.ProofUnauthenticated).
+	RuleProofUnauthenticated RuleID = "recovery/wait-proof-unauthenticated"
 )
 
 // Decision is Plan's answer.
@@ -212,6 +223,10 @@ func Plan(o Observed) Decision {
 	if len(t.gone) < t.quorum {
 		return decide(ActionWait, RuleDataRemains, "quorum lost for %s, but %s: they may still hold the data and bring the cluster back, nothing is restored; awaiting %s",
 			lost, t.counts(), t.awaited(o.Voters))
+	}
+	if o.ProofUnauthenticated != "" {
+		return decide(ActionWait, RuleProofUnauthenticated, "quorum lost for %s and %s, but these reports are not authenticated: %s; a report anyone with Lease write access may have written proves nothing, nothing is restored; a person must decide",
+			lost, t.counts(), o.ProofUnauthenticated)
 	}
 	if o.QuorumLostFor < o.Grace {
 		return decide(ActionWait, RuleGrace, "quorum lost for %s of the %s grace; %s", lost, o.Grace, t.counts())
@@ -293,6 +308,10 @@ func callOff(o Observed, s State) (Decision, bool) {
 	}
 	if d, ok := callOffBootstrap(o, s); ok {
 		return d, true
+	}
+	if o.ProofUnauthenticated != "" {
+		return decide(ActionCallOff, RuleCallOff, "the reports %s was ordered on are not authenticated any more (%s) while it restores from the backup (old cluster %s): calling the restore off; %s keeps what it restored aside",
+			s.Member, o.ProofUnauthenticated, s.old(), s.Member), true
 	}
 	if len(o.Voters) == 0 {
 		return Decision{}, false

@@ -89,6 +89,18 @@ func TestPlan(t *testing.T) {
 				o.Voters[2].HasData = true
 			}),
 			action: ActionWait, rule: RuleDataRemains},
+		{name: "two of three voters without data, but the reports are not authenticated: nothing is restored",
+			o: with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) {
+				o.ProofUnauthenticated = "ValidatingAdmissionPolicy x not found"
+			}),
+			action: ActionWait, rule: RuleProofUnauthenticated,
+			reason: []string{"2 of 3 recorded voters proved", "not authenticated: ValidatingAdmissionPolicy x not found"}},
+		{name: "in progress, the reports are not authenticated any more: called off",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3, 0)}), func(o *Observed) {
+				o.InProgress = &State{Member: "etcd-1", PodUID: "uid-1", Token: "tok", OldClusterID: "old"}
+				o.ProofUnauthenticated = "binding x not found"
+			}),
+			action: ActionCallOff, rule: RuleCallOff, reason: []string{"not authenticated any more (binding x not found)"}},
 		{name: "two of three voters without data, within the grace",
 			o:      with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) { o.QuorumLostFor = 10 * time.Second }),
 			action: ActionWait, rule: RuleGrace},
@@ -214,6 +226,9 @@ func TestPlanProperties(t *testing.T) {
 		o := Observed{Replicas: 1 + rng.IntN(7), QuorumLost: rng.IntN(3) > 0, QuorumLostFor: time.Duration(rng.IntN(90)) * time.Second,
 			Grace: 30 * time.Second, LeaderAnswered: rng.IntN(2) == 0, BackupConfigured: rng.IntN(4) > 0,
 			RecordedClusterID: ids[rng.IntN(len(ids))], LeaderClusterID: ids[rng.IntN(len(ids))], NewToken: "tok"}
+		if rng.IntN(4) == 0 {
+			o.ProofUnauthenticated = "no policy"
+		}
 		o.LeaderName = fmt.Sprintf("etcd-%d", rng.IntN(n+1))
 		for i := range n {
 			v := Voter{Name: fmt.Sprintf("etcd-%d", i), ID: fmt.Sprintf("%x", i+1), DataGone: rng.IntN(2) == 0, HasData: rng.IntN(4) == 0}
@@ -240,6 +255,9 @@ func TestPlanProperties(t *testing.T) {
 			if v.DataGone && !v.HasData && v.PodUID != "" {
 				proven++
 			}
+		}
+		if o.ProofUnauthenticated != "" && (d.Action == ActionStart || d.Rule == RuleRestoring || d.Rule == RuleRestoreNoSpace) {
+			t.Fatalf("a restore ordered or going on on unauthenticated reports: %s", where)
 		}
 		switch d.Action {
 		case ActionStart:

@@ -103,7 +103,14 @@ type OperatorOptions struct {
 	// EtcdMember is etcd-druid's controllers.etcd.etcdMember (unknownThreshold, notReadyThreshold;
 	// nil: their defaults, 1m and 5m).
 	EtcdMember *configv1alpha1.EtcdMemberConfiguration
+	// MemberReports is the operator's memberReports (zero: the member report policy the test
+	// stack installs, StackMemberReportPolicy; a cluster without it gets no restore on a report).
+	MemberReports configv1alpha1.MemberReportsConfiguration
 }
+
+// StackMemberReportPolicy is the chart's member report policy as test/stack installs it (release
+// "stack"): the policy the in-process operator checks before it restores on a member's report.
+const StackMemberReportPolicy = "stack-etcd-conductor-member-report"
 
 // RunningOperator is an operator started by StartOperator.
 type RunningOperator struct {
@@ -164,6 +171,10 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	cfg.WatchNamespaces = o.WatchNamespaces
 	cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile = o.SpecAutoReconcile
 	cfg.Controllers.Etcd.EtcdMember = o.EtcdMember
+	cfg.MemberReports = o.MemberReports
+	if cfg.MemberReports == (configv1alpha1.MemberReportsConfiguration{}) {
+		cfg.MemberReports.AdmissionPolicy = StackMemberReportPolicy
+	}
 	if o.CopyBackupsTasks {
 		cfg.Controllers.EtcdCopyBackupsTask = &configv1alpha1.EtcdCopyBackupsTaskControllerConfiguration{Enabled: true}
 	}

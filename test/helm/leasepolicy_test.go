@@ -48,12 +48,38 @@ func TestMemberLeasePolicyRendering(t *testing.T) {
 			t.Errorf("label %s: in the policy's match conditions %t, on a member Lease %q", key, found, lease.Labels[key])
 		}
 	}
-	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false", "--set", "componentProtection.enabled=false"))
+	off := splitManifests(t, render(t, nil, "--set", "memberLeasePolicy.enabled=false", "--set", "componentProtection.enabled=false",
+		"--set", "memberReportPolicy.enabled=false", "--set", "secretOwnershipPolicy.enabled=false"))
 	if n := off.count("ValidatingAdmissionPolicy") + off.count("ValidatingAdmissionPolicyBinding"); n != 0 {
 		t.Errorf("memberLeasePolicy.enabled=false still renders %d policy objects", n)
 	}
-	_, err := runHelm(t, append(templateArgs(t, nil), "--kube-version", "1.31.0")...)
+	_, err := runHelm(t, append(templateArgs(t, nil, "--set", "memberReportPolicy.enabled=false"), "--kube-version", "1.31.0")...)
 	if err == nil || !strings.Contains(err.Error(), "memberLeasePolicy needs Kubernetes >= 1.32") {
+		t.Errorf("rendering for Kubernetes 1.31: err = %v, want the version requirement", err)
+	}
+}
+
+// The member report policy is on by default, named in the operator's configuration (which checks
+// it is installed before it restores on a report), and off only with the operator told so.
+func TestMemberReportPolicyRendering(t *testing.T) {
+	ms := splitManifests(t, render(t, nil, "--show-only", "templates/member-report-policy.yaml"))
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicy"), policy)
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	decodeStrict(t, ms.ofKind(t, "ValidatingAdmissionPolicyBinding"), binding)
+	if binding.Name != policy.Name || binding.Spec.PolicyName != policy.Name {
+		t.Errorf("binding %s binds %s; the operator looks for both under %s", binding.Name, binding.Spec.PolicyName, policy.Name)
+	}
+	config := render(t, nil, "--show-only", "templates/configmap.yaml")
+	if !strings.Contains(config, "admissionPolicy: "+policy.Name) || !strings.Contains(config, "trustUnauthenticated: false") {
+		t.Errorf("the operator's configuration does not name %s:\n%s", policy.Name, config)
+	}
+	off := render(t, nil, "--show-only", "templates/configmap.yaml", "--set", "memberReportPolicy.enabled=false")
+	if strings.Contains(off, "admissionPolicy:") {
+		t.Errorf("policy off, the configuration still names one:\n%s", off)
+	}
+	_, err := runHelm(t, append(templateArgs(t, nil, "--set", "memberLeasePolicy.enabled=false"), "--kube-version", "1.31.0")...)
+	if err == nil || !strings.Contains(err.Error(), "memberReportPolicy needs Kubernetes >= 1.32") {
 		t.Errorf("rendering for Kubernetes 1.31: err = %v, want the version requirement", err)
 	}
 }

@@ -135,7 +135,7 @@ func TestComponentProtectionPolicyRendering(t *testing.T) {
 	})
 
 	t.Run("too old a cluster", func(t *testing.T) {
-		_, err := runHelm(t, append(templateArgs(t, nil, "--set", "memberLeasePolicy.enabled=false"), "--kube-version", "1.29.0")...)
+		_, err := runHelm(t, append(templateArgs(t, nil, "--set", "memberLeasePolicy.enabled=false", "--set", "memberReportPolicy.enabled=false", "--set", "secretOwnershipPolicy.enabled=false"), "--kube-version", "1.29.0")...)
 		if err == nil || !strings.Contains(err.Error(), "componentProtection needs Kubernetes >= 1.30") {
 			t.Errorf("rendering for Kubernetes 1.29: err = %v, want the version requirement", err)
 		}

@@ -23,6 +23,7 @@ var rbacSets = []rbacSet{
 	{name: "manager", paths: "./internal/controller/..."},
 	{name: "leader-election", paths: "./internal/operator"},
 	{name: "metrics-auth", paths: "./internal/metricsserving"},
+	{name: "report-auth", paths: "./internal/reportauth"},
 }
 
 func (s rbacSet) generateArgs(outDir string) []string {
@@ -91,6 +92,7 @@ func TestRBACMatchesMarkers(t *testing.T) {
 				{"ClusterRole", "", fullname, "manager"},
 				{"Role", releaseNamespace, fullname + "-leader-election", "leader-election"},
 				{"ClusterRole", "", fullname + "-metrics-auth", "metrics-auth"},
+				{"ClusterRole", "", fullname + "-report-auth", "report-auth"},
 			},
 			absent: []role{{kind: "Role", namespace: "team-a", name: fullname}},
 		},
@@ -102,6 +104,7 @@ func TestRBACMatchesMarkers(t *testing.T) {
 				{"Role", "team-b", fullname, "manager"},
 				{"Role", releaseNamespace, fullname + "-leader-election", "leader-election"},
 				{"ClusterRole", "", fullname + "-metrics-auth", "metrics-auth"},
+				{"ClusterRole", "", fullname + "-report-auth", "report-auth"},
 			},
 			absent: []role{{kind: "ClusterRole", name: fullname}, {kind: "ClusterRoleBinding", name: fullname}},
 		},

@@ -245,7 +245,7 @@ func TestRenderedObjectsAreConsistent(t *testing.T) {
 			for _, m := range r.all {
 				switch m.Kind {
 				case "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ServiceMonitor", "PodMonitor", "PrometheusRule",
-					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResourceDefinition":
+					"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CustomResourceDefinition", "NetworkPolicy":
 				default:
 					t.Errorf("unexpected %s %s rendered", m.Kind, m.Name)
 				}

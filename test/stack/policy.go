@@ -35,6 +35,19 @@ func InstallMemberLeasePolicy(ctx context.Context, kube kubernetes.Interface, he
 	return InstallChartPolicy(ctx, kube, helmHome, memberLeasePolicyTemplate, policyRelease, "")
 }
 
+// MemberReportPolicyTemplate is the chart template holding the member report
+// ValidatingAdmissionPolicy and its binding: only the operator and each member pod, as itself,
+// write what the member reports on its Lease. Rendered as release policyRelease it is named
+// framework.StackMemberReportPolicy, the policy the in-process operator checks.
+const MemberReportPolicyTemplate = "templates/member-report-policy.yaml"
+
+// InstallMemberReportPolicy renders the chart's member report policy with helm and creates it,
+// so the reports the operator restores on are authenticated on the stack as on an installed
+// chart.
+func InstallMemberReportPolicy(ctx context.Context, kube kubernetes.Interface, helmHome string) error {
+	return InstallChartPolicy(ctx, kube, helmHome, MemberReportPolicyTemplate, policyRelease, "")
+}
+
 // ComponentProtectionPolicyTemplate is the chart template holding the component protection
 // ValidatingAdmissionPolicy and its binding. It is not installed on the stack: it lets only the
 // chart's ServiceAccount write managed objects, and an operator running in-process is not it.

@@ -108,6 +108,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := InstallMemberLeasePolicy(ctx, s.Kube, filepath.Join(s.workDir, "helm")); err != nil {
 		return nil, err
 	}
+	if err := InstallMemberReportPolicy(ctx, s.Kube, filepath.Join(s.workDir, "helm")); err != nil {
+		return nil, err
+	}
 	host, port := s.Cluster.APIServerHost()
 	s.Sim, err = nodesim.Start(ctx, nodesim.Options{
 		Client:        s.Kube,

@@ -67,6 +67,14 @@ Where the metrics serving certificate is mounted; config.yaml's metricsCertDir p
 The OperatorConfiguration the manager decodes strictly (internal/api/config/v1alpha1): every key
 written here must exist there, or the manager refuses to start.
 */}}
+{{/*
+memberReportPolicyName names the member report ValidatingAdmissionPolicy and its binding; the
+operator is told it (memberReports.admissionPolicy) and checks both are installed.
+*/}}
+{{- define "etcd-conductor.memberReportPolicyName" -}}
+{{- printf "%s-member-report" (include "etcd-conductor.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "etcd-conductor.operatorConfig" -}}
 apiVersion: config.druid.gardener.cloud/v1alpha1
 kind: OperatorConfiguration
@@ -111,6 +119,11 @@ memberClientTLS:
   certFile: {{ $dir }}/tls.crt
   keyFile: {{ $dir }}/tls.key
 {{- end }}
+memberReports:
+  {{- if .Values.memberReportPolicy.enabled }}
+  admissionPolicy: {{ include "etcd-conductor.memberReportPolicyName" . }}
+  {{- end }}
+  trustUnauthenticated: {{ .Values.memberReportPolicy.trustUnauthenticated }}
 metricsBindAddress: ":8443"
 {{- if .Values.metrics.tls.secretName }}
 metricsCertDir: {{ include "etcd-conductor.metricsTLSDir" . }}

@@ -60,11 +60,27 @@ type Config struct {
 	// members not answering is what a lost quorum looks like, not a sign of a rotated key pair.
 	// Nil reads it through Reader, with no operator-wide key pair.
 	Access *memberaccess.Access
+	// Reports says whether the members' reports on their Leases are authenticated now
+	// (internal/reportauth): a report proves a voter's data gone only then. Nil: they never are.
+	Reports Reports
 	// Grace is how long quorum must have been lost before a restore starts (DefaultGrace).
 	Grace time.Duration
 	// StepInterval is how soon a cluster without quorum or in recovery is looked at again;
 	// SettledInterval how often a quorate one is.
 	StepInterval, SettledInterval time.Duration
+}
+
+// Reports is the part of reportauth.Checker the controller uses: why a member's report proves
+// nothing now ("" when it does).
+type Reports interface {
+	Unauthenticated(ctx context.Context) string
+}
+
+// noReports is Config.Reports left out: no report is authenticated.
+type noReports struct{}
+
+func (noReports) Unauthenticated(context.Context) string {
+	return "nothing checks that an admission policy authenticates them"
 }
 
 // Reconciler is the recovery controller.
@@ -86,6 +102,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	}
 	if cfg.Access == nil {
 		cfg.Access = memberaccess.New(memberaccess.Config{Reader: cfg.Reader})
+	}
+	if cfg.Reports == nil {
+		cfg.Reports = noReports{}
 	}
 	return &Reconciler{cfg: cfg, now: time.Now}
 }
@@ -144,6 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	leases = resources.ControlledLeases(etcd, leases)
 	r.removeForgedOrders(ctx, etcd, leases)
 	o := Observe(etcd, pods, leases, cs, r.cfg.Grace, r.now())
+	o.ProofUnauthenticated = r.cfg.Reports.Unauthenticated(ctx)
 	d := recovery.Plan(o)
 	log.V(1).Info("Recovery decision", "action", d.Action, "rule", d.Rule, "reason", d.Reason)
 	actErr := r.act(ctx, etcd, o, &d)

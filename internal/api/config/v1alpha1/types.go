@@ -54,6 +54,9 @@ type OperatorConfiguration struct {
 	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
 	// HealthProbeBindAddress is where /healthz and /readyz are served (default :8081).
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+	// MemberReports says how the operator tells a member's report on its Lease (an empty data
+	// dir: the proof a restore is ordered on) from a forgery. etcd-conductor's own key.
+	MemberReports MemberReportsConfiguration `json:"memberReports,omitempty"`
 
 	// etcd-druid's keys with no field of etcd-conductor's own (druid_types.go), so that its
 	// files load: server.metrics becomes metricsBindAddress unless that is set; the rest are
@@ -208,6 +211,18 @@ const (
 	// maxConcurrentMemberUpdatesBound is the headroom of the largest cluster (9 members).
 	maxConcurrentMemberUpdatesBound = 4
 )
+
+// MemberReportsConfiguration names the admission policy that authenticates the members' reports.
+type MemberReportsConfiguration struct {
+	// AdmissionPolicy is the ValidatingAdmissionPolicy (and its binding, of the same name) that
+	// lets only the operator and each member pod, as itself, write the reports (the chart's
+	// member report policy). The recovery controller restores on a report only while both are
+	// installed, checked at start and every minute. Empty: none is, and reports prove nothing.
+	AdmissionPolicy string `json:"admissionPolicy,omitempty"`
+	// TrustUnauthenticated acts on reports even when the policy is not installed (default
+	// false): anyone who may write member Leases could then order a restore.
+	TrustUnauthenticated bool `json:"trustUnauthenticated,omitempty"`
+}
 
 // MemberClientTLS points at PEM files mounted into the manager pod.
 type MemberClientTLS struct {
@@ -407,6 +422,11 @@ func (c *OperatorConfiguration) Validate() error {
 	} {
 		if f.value == "" {
 			return fmt.Errorf(`%s must not be empty ("0" disables it)`, f.field)
+		}
+	}
+	if p := c.MemberReports.AdmissionPolicy; p != "" {
+		if errs := validation.IsDNS1123Subdomain(p); len(errs) > 0 {
+			return fmt.Errorf("memberReports.admissionPolicy %q is not an object name: %s", p, strings.Join(errs, "; "))
 		}
 	}
 	seen := map[string]bool{}

@@ -78,6 +78,17 @@ func TestDecode(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "member reports: the policy named, not trusted without it by default",
+			data: policyHeader + "memberReports:\n  admissionPolicy: etcd-conductor-member-report\n",
+			check: func(t *testing.T, c *OperatorConfiguration) {
+				if r := c.MemberReports; r.AdmissionPolicy != "etcd-conductor-member-report" || r.TrustUnauthenticated {
+					t.Errorf("memberReports = %+v", r)
+				}
+			},
+		},
+		{name: "member reports: not an object name", data: policyHeader + "memberReports:\n  admissionPolicy: Not_A_Name\n", wantErr: "memberReports.admissionPolicy"},
+		{name: "member reports: a typo", data: policyHeader + "memberReports:\n  trustUnauthenticate: true\n", wantErr: `unknown field "memberReports.trustUnauthenticate"`},
 		{name: "waiting for the backup: not a boolean", data: policyHeader + "controllers:\n  etcd:\n    waitForBackupReady: sometimes\n", wantErr: "waitForBackupReady"},
 		{name: "handover typo", data: policyHeader + "controllers:\n  ondelete:\n    handover: {enable: true}\n", wantErr: `unknown field "controllers.ondelete.handover.enable"`},
 		{name: "zero handover timeout", data: policyHeader + "controllers:\n  ondelete:\n    handover: {timeout: 0s}\n", wantErr: "controllers.ondelete.handover.timeout must be a positive duration"},
