@@ -797,9 +797,7 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld)
 	in.HoldRecorded = c != nil && c.Status == druidv1alpha1.ConditionTrue
 	in.UpdateRevision = sts.Status.UpdateRevision
-	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
-		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
-	}
+	in.Name, in.Replicas = sts.Name, ptr.Deref(sts.Spec.Replicas, 0)
 	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
 	if err != nil {
 		return updatestrategy.Decision{}, err
