@@ -16,7 +16,6 @@ const (
 	oldRev   = "etcd-old"
 )
 
-
 func pods(spec ...string) []Pod {
 	// spec: "name:rev:flags" with flags t (terminating) and r (ready).
 	var out []Pod
