@@ -191,14 +191,14 @@ func TestRun(t *testing.T) {
 		dst := localStore(t)
 		small, huge := full(1, 0), full(7, 0)
 		put(t, src, small.Key(), "small", true)
-		// A sparse file that claims a terabyte: its size is all the source says of it.
+		// A sparse file of 64 MiB: its size is all the source says of it.
 		put(t, src, huge.Key(), "x", true)
-		if err := os.Truncate(filepath.Join(root, "bucket", "prefix", filepath.FromSlash(huge.Key())), 1<<40); err != nil {
+		if err := os.Truncate(filepath.Join(root, "bucket", "prefix", filepath.FromSlash(huge.Key())), 64<<20); err != nil {
 			t.Fatal(err)
 		}
 		res, err := Run(ctx, src, dst, Filter{}, Limits{MaxObjectBytes: 1 << 20}, fast, testr.New(t))
 		var large *TooLargeError
-		if !errors.As(err, &large) || !Permanent(err) || large.Size != 1<<40 || !strings.Contains(err.Error(), huge.Key()) {
+		if !errors.As(err, &large) || !Permanent(err) || large.Size != 64<<20 || !strings.Contains(err.Error(), huge.Key()) {
 			t.Fatalf("error %v, want a permanent TooLargeError naming %s", err, huge.Key())
 		}
 		if _, err := dst.Stat(ctx, huge.Key()); !errors.Is(err, backupstore.ErrNotFound) {

@@ -299,12 +299,12 @@ func TestCopyRefusals(t *testing.T) {
 		src := g.store("src")
 		huge := snapshot.Full(10, created.Add(-time.Hour))
 		g.put(src, huge.Key(), "x")
-		if err := os.Truncate(filepath.Join(g.hostPath, ns, "etcd", "src", "etcd", filepath.FromSlash(huge.Key())), 1<<40); err != nil {
+		if err := os.Truncate(filepath.Join(g.hostPath, ns, "etcd", "src", "etcd", filepath.FromSlash(huge.Key())), 64<<20); err != nil {
 			t.Fatal(err)
 		}
 		_, got := g.reconcile(g.task("huge", druidv1alpha1.EtcdCopyBackupsTaskSpec{SourceStore: localSpec("src", "local"), TargetStore: localSpec("dst", "local")}))
 		c := druidv1alpha1.FindCondition(got.Status.Conditions, druidv1alpha1.EtcdCopyBackupsTaskFailed)
-		if c == nil || !strings.Contains(c.Message, "is 1099511627776 bytes, more than the 1048576 bytes a copy takes") {
+		if c == nil || !strings.Contains(c.Message, "is 67108864 bytes, more than the 1048576 bytes a copy takes") {
 			t.Fatalf("status %+v, want Failed naming the size and the limit", got.Status)
 		}
 	})
