@@ -1,6 +1,7 @@
 package backupstore
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path"
@@ -16,19 +17,35 @@ type Reach struct {
 	// LocalRoots are the host directories the Local provider may use, each as the backup Secret's
 	// hostPath names it exactly (an Etcd's directory is <root>/<namespace>/<name>). Empty:
 	// DefaultLocalHostPath alone.
-	LocalRoots []string
+	LocalRoots []string `json:"localRoots,omitempty"`
 	// Endpoints are the S3 endpoints allowed. Empty: any host over https.
-	Endpoints []EndpointRule
+	Endpoints []EndpointRule `json:"endpoints,omitempty"`
 	// AllowInsecureEndpoints lets every allowed endpoint be plain http.
-	AllowInsecureEndpoints bool
+	AllowInsecureEndpoints bool `json:"allowInsecureEndpoints,omitempty"`
+}
+
+// EndpointsFlag is the endpoint part of r as the member processes take it (Flags.Reach): the
+// members dial the endpoint themselves, from the Secret as mounted now, so they check it too.
+func (r Reach) EndpointsFlag() string {
+	b, _ := json.Marshal(Reach{Endpoints: r.Endpoints, AllowInsecureEndpoints: r.AllowInsecureEndpoints})
+	return string(b)
+}
+
+// ParseEndpointsFlag reads EndpointsFlag's value.
+func ParseEndpointsFlag(v string) (Reach, error) {
+	var r Reach
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return Reach{}, fmt.Errorf("--backup-reach %q: %w", v, err)
+	}
+	return r, r.Validate()
 }
 
 // EndpointRule allows the S3 endpoints whose host matches Host: a name or an IP ("s3.example"),
 // "*.example" for any name below example, "*" for any host; with ":port" only that port.
 // AllowInsecure lets those be plain http.
 type EndpointRule struct {
-	Host          string
-	AllowInsecure bool
+	Host          string `json:"host"`
+	AllowInsecure bool   `json:"allowInsecure,omitempty"`
 }
 
 // localRoots is LocalRoots or its default.

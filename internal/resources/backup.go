@@ -171,6 +171,10 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string, r
 		EndpointOverride: ptr.Deref(store.EndpointOverride, ""),
 		Etcd:             e.Namespace + "/" + e.Name, EtcdUID: string(e.UID),
 	}
+	if p, _ := backupstore.ParseProvider(string(*store.Provider)); p == backupstore.ProviderS3 {
+		// The members read the endpoint from the Secret as mounted now: they check it too.
+		flags.Reach = reach.EndpointsFlag()
+	}
 	args := []string{
 		"--backup-spool-dir=" + backupSpoolPath,
 		"--full-snapshot-schedule=" + FullSnapshotSchedule(e),
