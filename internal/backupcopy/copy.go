@@ -28,19 +28,53 @@ func (r Result) String() string {
 	return fmt.Sprintf("%d backups: %d objects copied (%d bytes), %d already in the target", r.Backups, r.Copied, r.Bytes, r.Skipped)
 }
 
-// Permanent says whether a run's error will not go away by running again: an object that is not
-// what its store recorded (a *backupstore.VerifyError, on either side) or that disappeared from
-// the source while it was copied. Any other error (the store unreachable, throttling, the
-// context ending) is worth another run, which skips what is already copied.
-func Permanent(err error) bool {
-	var verr *backupstore.VerifyError
-	return errors.As(err, &verr) || errors.Is(err, backupstore.ErrNotFound)
+// TooLargeError is a source object larger than the run's limit (Limits.MaxObjectBytes): refused
+// before a byte of it is read, so a source that claims a huge object costs the copier nothing.
+type TooLargeError struct {
+	Key       string
+	Size, Max int64
 }
 
-// Run copies the backups f selects from src to dst. Reads (List, Stat, Get) and each object's
-// write are retried on transient errors within b; the first error that outlasts them ends the
-// run, with what was done so far in the Result.
-func Run(ctx context.Context, src, dst backupstore.Store, f Filter, b backupstore.Backoff, log logr.Logger) (Result, error) {
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("source object %s is %d bytes, more than the %d bytes a copy takes (backupStores.maxCopyObjectBytes)", e.Key, e.Size, e.Max)
+}
+
+// Permanent says whether a run's error will not go away by running again: an object that is not
+// what its store recorded (a *backupstore.VerifyError, on either side), that disappeared from
+// the source while it was copied, or that is larger than the limit. Any other error (the store
+// unreachable, throttling, the context ending) is worth another run, which skips what is already
+// copied.
+func Permanent(err error) bool {
+	var verr *backupstore.VerifyError
+	var large *TooLargeError
+	return errors.As(err, &verr) || errors.As(err, &large) || errors.Is(err, backupstore.ErrNotFound)
+}
+
+// DefaultMaxObjectBytes is the largest object a copy takes when its caller sets no limit: 64 GiB,
+// eight times etcd's largest advised database (8 GiB).
+const DefaultMaxObjectBytes = int64(64) << 30
+
+// Limits bound what one run may cost the process that runs it.
+type Limits struct {
+	// MaxObjectBytes is the largest object copied, as the source reports its size (listing and
+	// Stat) and as it streams (the store's check on read stops at the reported size); larger is a
+	// *TooLargeError. 0: DefaultMaxObjectBytes.
+	MaxObjectBytes int64
+}
+
+func (l Limits) maxObjectBytes() int64 {
+	if l.MaxObjectBytes > 0 {
+		return l.MaxObjectBytes
+	}
+	return DefaultMaxObjectBytes
+}
+
+// Run copies the backups f selects from src to dst, each object streamed (the memory it takes
+// does not grow with an object's size: see backupstore.S3's part size). Reads (List, Stat, Get)
+// and each object's write are retried on transient errors within b; the first error that
+// outlasts them ends the run, with what was done so far in the Result. An object larger than
+// lim allows ends it before anything of it is read.
+func Run(ctx context.Context, src, dst backupstore.Store, f Filter, lim Limits, b backupstore.Backoff, log logr.Logger) (Result, error) {
 	src, dst = backupstore.Retrying(src, b), backupstore.Retrying(dst, b)
 	var listed []backupstore.Object
 	for _, prefix := range []string{snapshot.Dir, snapshot.MetaDir} {
@@ -55,7 +89,7 @@ func Run(ctx context.Context, src, dst backupstore.Store, f Filter, b backupstor
 		log.V(1).Info("Not copied", "key", key, "why", why)
 	}
 	res := Result{Backups: sel.Backups}
-	c := copier{src: src, dst: dst, backoff: b, log: log}
+	c := copier{src: src, dst: dst, backoff: b, log: log, maxBytes: lim.maxObjectBytes()}
 	for _, it := range sel.Items {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -78,13 +112,21 @@ type copier struct {
 	src, dst backupstore.Store
 	backoff  backupstore.Backoff
 	log      logr.Logger
+	maxBytes int64
 }
 
 // one copies one object unless the target already holds it; copied is false when skipped.
 func (c copier) one(ctx context.Context, it Item) (copied bool, n int64, err error) {
+	// The listed size first: an object listed too large is not even asked about.
+	if it.Size > c.maxBytes {
+		return false, 0, &TooLargeError{Key: it.Source, Size: it.Size, Max: c.maxBytes}
+	}
 	want, err := c.src.Stat(ctx, it.Source)
 	if err != nil {
 		return false, 0, fmt.Errorf("source: %w", err)
+	}
+	if want.Size > c.maxBytes {
+		return false, 0, &TooLargeError{Key: it.Source, Size: want.Size, Max: c.maxBytes}
 	}
 	// An object another tool wrote (etcd-backup-restore) has no recorded checksum: hash it as
 	// stored, streaming, so the write below is checked against it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestRun(t *testing.T) {
 	t.Run("copies every backup and record, verified, but not the claim", func(t *testing.T) {
 		src, dst := localStore(t), localStore(t)
 		want := sourceChain(t, src)
-		res, err := Run(ctx, src, dst, Filter{}, fast, testr.New(t))
+		res, err := Run(ctx, src, dst, Filter{}, Limits{}, fast, testr.New(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestRun(t *testing.T) {
 		put(t, dst, f1.Key(), want[f1.Key()], true)
 		put(t, dst, d1.Key(), want[d1.Key()], false) // copied by another tool: hashed to compare
 		put(t, dst, full(20, 1).Key(), "a different full two", true)
-		res, err := Run(ctx, src, dst, Filter{}, fast, testr.New(t))
+		res, err := Run(ctx, src, dst, Filter{}, Limits{}, fast, testr.New(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +141,7 @@ func TestRun(t *testing.T) {
 		if got, _ := read(t, dst, full(20, 1).Key()); got != want[full(20, 1).Key()] {
 			t.Errorf("the different object in the target was kept: %q", got)
 		}
-		again, err := Run(ctx, src, dst, Filter{}, fast, testr.New(t))
+		again, err := Run(ctx, src, dst, Filter{}, Limits{}, fast, testr.New(t))
 		if err != nil || again.Copied != 0 || again.Skipped != len(want) {
 			t.Errorf("second run %v, %v; want everything skipped", again, err)
 		}
@@ -150,7 +151,7 @@ func TestRun(t *testing.T) {
 		src, dst := localStore(t), localStore(t)
 		want := sourceChain(t, src)
 		flaky := storetest.Flaky(dst, 3)
-		res, err := Run(ctx, storetest.Flaky(src, 2), flaky, Filter{}, fast, testr.New(t))
+		res, err := Run(ctx, storetest.Flaky(src, 2), flaky, Filter{}, Limits{}, fast, testr.New(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,12 +173,39 @@ func TestRun(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "bucket", "prefix", filepath.FromSlash(f1.Key())), []byte("full 0ne"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = Run(ctx, src, dst, Filter{}, fast, testr.New(t))
+		_, err = Run(ctx, src, dst, Filter{}, Limits{}, fast, testr.New(t))
 		if err == nil || !Permanent(err) {
 			t.Fatalf("error %v, want a permanent one", err)
 		}
 		if _, err := dst.Stat(ctx, f1.Key()); !errors.Is(err, backupstore.ErrNotFound) {
 			t.Errorf("the corrupt object reached the target (%v)", err)
+		}
+	})
+
+	t.Run("an object larger than the limit is refused before it is read, permanently", func(t *testing.T) {
+		root := t.TempDir()
+		src, err := backupstore.NewLocal(root, "bucket", "prefix")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := localStore(t)
+		small, huge := full(1, 0), full(7, 0)
+		put(t, src, small.Key(), "small", true)
+		// A sparse file of 64 MiB: its size is all the source says of it.
+		put(t, src, huge.Key(), "x", true)
+		if err := os.Truncate(filepath.Join(root, "bucket", "prefix", filepath.FromSlash(huge.Key())), 64<<20); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(ctx, src, dst, Filter{}, Limits{MaxObjectBytes: 1 << 20}, fast, testr.New(t))
+		var large *TooLargeError
+		if !errors.As(err, &large) || !Permanent(err) || large.Size != 64<<20 || !strings.Contains(err.Error(), huge.Key()) {
+			t.Fatalf("error %v, want a permanent TooLargeError naming %s", err, huge.Key())
+		}
+		if _, err := dst.Stat(ctx, huge.Key()); !errors.Is(err, backupstore.ErrNotFound) {
+			t.Errorf("the huge object reached the target (%v)", err)
+		}
+		if res.Copied != 1 {
+			t.Errorf("result %v: the object below the limit, copied first, should be there", res)
 		}
 	})
 
@@ -188,7 +216,7 @@ func TestRun(t *testing.T) {
 		if _, err := src.Put(ctx, f.Key(), bytes.NewReader(big), int64(len(big)), backupstore.SHA256Hex(big)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(ctx, src, dst, Filter{}, fast, testr.New(t))
+		res, err := Run(ctx, src, dst, Filter{}, Limits{}, fast, testr.New(t))
 		if err != nil || res.Bytes != int64(len(big)) {
 			t.Fatalf("result %v, %v; want %d bytes", res, err, len(big))
 		}
@@ -203,6 +231,7 @@ func TestPermanent(t *testing.T) {
 	}{
 		{"verify", &backupstore.VerifyError{Key: "k", What: "sha256"}, true},
 		{"gone", backupstore.ErrNotFound, true},
+		{"too large", fmt.Errorf("copying: %w", &TooLargeError{Key: "k", Size: 2, Max: 1}), true},
 		{"unreachable", storetest.ErrInjected, false},
 		{"context", context.DeadlineExceeded, false},
 	} {

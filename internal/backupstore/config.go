@@ -92,6 +92,9 @@ type Config struct {
 	// LocalRoot is where the Local provider's volume is mounted; the container is a directory
 	// below it.
 	LocalRoot string
+	// Reach, when set, is checked before an S3 store is built: an endpoint it refuses is an error
+	// (a *SecretError) and never dialled.
+	Reach *Reach
 }
 
 // S3Settings is an S3 Secret read and checked.
@@ -178,6 +181,11 @@ func New(cfg Config) (Store, error) {
 		s, err := ParseS3Secret(WithEndpointOverride(cfg.Secret, cfg.EndpointOverride))
 		if err != nil {
 			return nil, err
+		}
+		if cfg.Reach != nil {
+			if err := cfg.Reach.CheckEndpoint(s); err != nil {
+				return nil, err
+			}
 		}
 		return NewS3(s, cfg.Container, cfg.Prefix)
 	}

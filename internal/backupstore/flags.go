@@ -31,6 +31,9 @@ type Flags struct {
 	// claims the prefix for them and records them in every snapshot, a restore refuses a prefix
 	// another Etcd claimed (internal/backup.Claim). Empty: neither.
 	Etcd, EtcdUID string
+	// Reach is the operator's endpoint allow-list (Reach.EndpointsFlag); set, an S3 endpoint it
+	// refuses is not dialled. Empty: no check (a store the process was given directly).
+	Reach string
 }
 
 // Register adds the store flags to fs.
@@ -43,6 +46,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.LocalRoot, "backup-local-root", f.LocalRoot, "where the Local provider's directory is mounted")
 	fs.StringVar(&f.Etcd, "backup-owner", f.Etcd, "namespace/name of the Etcd whose backups these are")
 	fs.StringVar(&f.EtcdUID, "backup-owner-uid", f.EtcdUID, "UID of that Etcd")
+	fs.StringVar(&f.Reach, "backup-reach", f.Reach, "the operator's allow-list of S3 endpoints (JSON); empty: none checked")
 }
 
 // Enabled says whether a store is configured.
@@ -55,10 +59,18 @@ func (f Flags) Config() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{
+	cfg := Config{
 		Provider: f.Provider, Container: f.Container, Prefix: f.Prefix,
 		EndpointOverride: f.EndpointOverride, Secret: secret, LocalRoot: f.LocalRoot,
-	}, nil
+	}
+	if f.Reach != "" {
+		reach, err := ParseEndpointsFlag(f.Reach)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Reach = &reach
+	}
+	return cfg, nil
 }
 
 // Open builds the store from Config.

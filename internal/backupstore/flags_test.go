@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
@@ -64,5 +65,29 @@ func TestFlagsConfigCarriesTheSecret(t *testing.T) {
 	}
 	if s.Endpoint != "override.example:9000" || s.Secure || s.Region != "eu-central-1" || !s.ForcePathStyle || len(s.TrustedCAPEM) == 0 {
 		t.Errorf("settings %+v: want the override's endpoint with the Secret's region, path style and CA", s)
+	}
+}
+
+// TestFlagsReach: a member process given the operator's endpoint allow-list refuses to build a
+// store whose mounted Secret names an endpoint the list refuses (a tenant who rewrites the Secret
+// after the operator checked it), and builds it when the list allows it.
+func TestFlagsReach(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{backupstore.KeyAccessKeyID: "id", backupstore.KeySecretAccessKey: "key", backupstore.KeyEndpoint: "http://203.0.113.9:9000"} {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := backupstore.Flags{Provider: "S3", Container: "bucket", SecretDir: dir, Reach: backupstore.Reach{}.EndpointsFlag()}
+	if _, err := f.Open(); err == nil || !strings.Contains(err.Error(), "http://203.0.113.9:9000 is plain http") {
+		t.Errorf("Open() with the default allow-list = %v, want the http endpoint refused", err)
+	}
+	f.Reach = backupstore.Reach{Endpoints: []backupstore.EndpointRule{{Host: "203.0.113.9:9000", AllowInsecure: true}}}.EndpointsFlag()
+	if _, err := f.Open(); err != nil {
+		t.Errorf("Open() with the endpoint allowed = %v", err)
+	}
+	f.Reach = ""
+	if _, err := f.Open(); err != nil {
+		t.Errorf("Open() without an allow-list = %v", err)
 	}
 }

@@ -82,13 +82,26 @@ func (s *S3) rel(full string) string {
 	return strings.TrimPrefix(full, s.prefix+"/")
 }
 
+// PutPartSize is the part size of every multipart upload, and so the memory one Put holds: the
+// S3 client buffers one part of a reader it cannot seek, and left to choose it sizes the part
+// from the object's size (size / 10000 parts, 537 MiB for a 5 TiB object), so an object that
+// claims a huge size would take the process's memory with it.
+const PutPartSize = 16 << 20
+
+// MaxPutSize is the largest object Put takes: 10000 parts (S3's limit) of PutPartSize.
+const MaxPutSize = int64(PutPartSize) * 10000
+
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, sha256Hex string) (Object, error) {
+	if size > MaxPutSize {
+		return Object{}, fmt.Errorf("put %s to %s: %d bytes, more than the %d one upload of %d-byte parts takes", key, s.name, size, MaxPutSize, PutPartSize)
+	}
 	// A checksum mismatch makes the reader fail, which aborts the upload (single or multipart)
 	// before the object is committed.
 	check := newCheckingReader(r, key, size, sha256Hex)
 	_, err := s.client.PutObject(ctx, s.bucket, s.full(key), check, size, minio.PutObjectOptions{
 		UserMetadata: map[string]string{metaSHA256: sha256Hex},
 		ContentType:  "application/octet-stream",
+		PartSize:     PutPartSize,
 	})
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s to %s: %w", key, s.name, err)

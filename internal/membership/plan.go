@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
 )
@@ -379,7 +380,8 @@ func (v *view) resizeNeeded() bool {
 	if v.resizing() {
 		return true
 	}
-	for i := 0; i < v.o.Desired; i++ {
+	// Bounded by the API's maximum, not by the count alone: it comes from an object.
+	for i := range min(v.o.Desired, druidv1alpha1.MaxReplicas) {
 		if v.byOrdinal[i] == nil {
 			return true
 		}
@@ -457,7 +459,7 @@ func ruleShrink(v *view) *Decision {
 // when it starts.
 func ruleScaleOut(v *view) *Decision {
 	missing := -1
-	for i := 0; i < v.o.Desired; i++ {
+	for i := range min(v.o.Desired, druidv1alpha1.MaxReplicas) {
 		if v.byOrdinal[i] == nil {
 			missing = i
 			break

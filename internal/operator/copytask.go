@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/etcd-conductor/etcd-conductor/internal/backupcopy"
 	copytaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/copytask"
 )
 
@@ -19,8 +20,10 @@ func registerCopyTasks(mgr ctrl.Manager, o Options, recorder record.EventRecorde
 	if served, err := kindServed(mgr, o, "EtcdCopyBackupsTask"); !served || err != nil {
 		return err
 	}
-	r := copytaskcontroller.NewReconciler(copytaskcontroller.Config{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Recorder: recorder})
-	if err := r.RegisterWithManager(mgr, o.Config.CopyBackupsTaskWorkers()); err != nil {
+	workers := o.Config.CopyBackupsTaskWorkers()
+	r := copytaskcontroller.NewReconciler(copytaskcontroller.Config{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Recorder: recorder,
+		Copies: workers, Reach: o.Config.BackupStores.Reach(), Limits: backupcopy.Limits{MaxObjectBytes: o.Config.BackupStores.MaxCopyObjectBytes}})
+	if err := r.RegisterWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("registering etcdcopybackupstask controller: %w", err)
 	}
 	return nil

@@ -187,6 +187,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		},
 		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
 		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		BackupReach:        cfg.BackupStores.Reach(),
 		WaitForBackupReady: waitForBackup,
 		Members:            memberaccess.Calls{Access: access, Members: pool},
 		InvalidInputRetry:  o.InvalidInputRetry,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 )
 
 // planBootstrap decides for a new Etcd whose members found a backup in their store: the cluster
@@ -121,14 +123,19 @@ func (b bootstrapTally) counts(replicas int) string {
 		len(b.ready), replicas, list, replicas)
 }
 
-// awaited lists the members of spec.replicas not proven, and why.
+// awaited lists the members of spec.replicas not proven, and why. It names at most
+// druidv1alpha1.MaxReplicas of them: the count comes from an object, and the API's bound on it is
+// not this function's to trust.
 func (b bootstrapTally) awaited(replicas int) string {
 	ready := map[int]bool{}
 	for _, p := range b.ready {
 		ready[p.Ordinal] = true
 	}
 	var out []string
-	for i := 0; i < replicas; i++ {
+	if replicas > druidv1alpha1.MaxReplicas {
+		out = append(out, fmt.Sprintf("spec.replicas %d: an Etcd has at most %d members", replicas, druidv1alpha1.MaxReplicas))
+	}
+	for i := range min(replicas, druidv1alpha1.MaxReplicas) {
 		if ready[i] {
 			continue
 		}

@@ -46,6 +46,8 @@ func TestPlanBootstrap(t *testing.T) {
 		{name: "one member has not reported yet: wait, naming it", o: fresh(func(o *Observed) {
 			o.Pods[2].ProvedEmpty, o.Pods[2].AwaitsBackup, o.Pods[2].State = false, false, "init step of this pod has not reported yet"
 		}), action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"2 of 3 members", "etcd-2: init step of this pod has not reported yet"}},
+		{name: "spec.replicas past any Etcd's size: wait, promptly", o: fresh(func(o *Observed) { o.Replicas = 2147483647 }),
+			action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"spec.replicas 2147483647: an Etcd has at most 9 members", "member 8: no pod"}},
 		{name: "one member has no pod: wait", o: fresh(func(o *Observed) { o.Pods = o.Pods[:2] }),
 			action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"member 2: no pod"}},
 		{name: "one member found data: never", o: fresh(func(o *Observed) {

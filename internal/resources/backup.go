@@ -143,9 +143,11 @@ func validateBackup(e *druidv1alpha1.Etcd) []Problem {
 
 // LocalBackupHostDir is the host directory an Etcd's Local store is mounted from:
 // <root>/<namespace>/<name>, root being the backup Secret's hostPath (etcd-druid's key) or
-// LocalBackupHostPath. The pods mount this directory alone, so they reach no other Etcd's
-// snapshots (names and namespaces hold no "/", so no two Etcds share one); etcd-druid's layout,
-// <container>/<prefix>, is kept below it.
+// LocalBackupHostPath, and one of the operator's allowed roots (backupstore.Reach: exactly one,
+// never a directory below one, and no allowed root inside another). The pods mount this directory
+// alone, so they reach no other Etcd's snapshots: every Etcd's directory is two names below the
+// same roots, names and namespaces hold no "/" and none is "." or "..", so no two Etcds share one
+// and none lies inside another's; etcd-druid's layout, <container>/<prefix>, is kept below it.
 func LocalBackupHostDir(e *druidv1alpha1.Etcd, root string) string {
 	return path.Join(cmp.Or(root, LocalBackupHostPath), e.Namespace, e.Name)
 }
@@ -153,10 +155,10 @@ func LocalBackupHostDir(e *druidv1alpha1.Etcd, root string) string {
 // applyBackup gives the member-agent its backup flags, the backup Secret (mounted into it alone;
 // optional, so a missing Secret never keeps a member from starting: the agent reports it), a
 // scratch volume for full snapshots and, for the Local provider, the Etcd's own host directory
-// (LocalBackupHostDir of localRoot). A localRoot the operator refuses (reported as
+// (LocalBackupHostDir of localRoot). A localRoot reach does not allow (reported as
 // ERR_BACKUP_STORE) mounts nothing: the agent then reports the store unusable, and no host
 // directory is exposed.
-func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string) {
+func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string, reach backupstore.Reach) {
 	if !BackupEnabled(e) {
 		return
 	}
@@ -168,6 +170,10 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string) {
 		Provider: string(*store.Provider), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
 		EndpointOverride: ptr.Deref(store.EndpointOverride, ""),
 		Etcd:             e.Namespace + "/" + e.Name, EtcdUID: string(e.UID),
+	}
+	if p, _ := backupstore.ParseProvider(string(*store.Provider)); p == backupstore.ProviderS3 {
+		// The members read the endpoint from the Secret as mounted now: they check it too.
+		flags.Reach = reach.EndpointsFlag()
 	}
 	args := []string{
 		"--backup-spool-dir=" + backupSpoolPath,
@@ -198,7 +204,7 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string) {
 		flags.SecretDir = backupSecretPath
 	}
 	if p, _ := backupstore.ParseProvider(string(*store.Provider)); p == backupstore.ProviderLocal &&
-		backupstore.CheckLocalHostPath(cmp.Or(localRoot, LocalBackupHostPath)) == nil {
+		reach.CheckLocalRoot(cmp.Or(localRoot, LocalBackupHostPath)) == nil {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: backupLocalVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 			Path: LocalBackupHostDir(e, localRoot), Type: ptr.To(corev1.HostPathDirectoryOrCreate),
 		}}})

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 )
 
 // backedUp is testEtcd with an S3 store and spec.backup.compression as given.
@@ -102,9 +103,9 @@ func localEtcd(namespace, name string) *druidv1alpha1.Etcd {
 
 // localHostDir is the host directory of the Local store volume and whether the agent is told to
 // use it.
-func localHostDir(t *testing.T, e *druidv1alpha1.Etcd, root string) (string, bool) {
+func localHostDir(t *testing.T, e *druidv1alpha1.Etcd, root string, reach backupstore.Reach) (string, bool) {
 	t.Helper()
-	sts, err := StatefulSet(e, Settings{MemberAgentImage: "img", LocalBackupRoot: root})
+	sts, err := StatefulSet(e, Settings{MemberAgentImage: "img", LocalBackupRoot: root, BackupReach: reach})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,25 +133,32 @@ func localHostDir(t *testing.T, e *druidv1alpha1.Etcd, root string) (string, boo
 
 // TestLocalStoresAreIsolatedPerEtcd: each Etcd's pods mount their own directory below the root,
 // never the root or another Etcd's; the backup Secret's hostPath (etcd-druid's key) moves the
-// root; a root the operator refuses mounts nothing.
+// root to another the operator allows; a root the operator does not allow mounts nothing, nor
+// does one below an allowed root, which would compose into another Etcd's directory (namespace
+// "team", name "shoot-a" below root /var/backups is /var/backups/team/shoot-a, where an Etcd
+// "etcd-main" of namespace "shoot-a" below root /var/backups/team would have had its).
 func TestLocalStoresAreIsolatedPerEtcd(t *testing.T) {
+	allowed := backupstore.Reach{LocalRoots: []string{"/var/backups", backupstore.DefaultLocalHostPath}}
 	tests := []struct {
 		name      string
 		etcd      *druidv1alpha1.Etcd
 		root      string
+		reach     backupstore.Reach
 		wantDir   string
 		wantMount bool
 	}{
-		{"default root", localEtcd("shoot-a", "etcd-main"), "", "/etc/gardener/local-backupbuffer/shoot-a/etcd-main", true},
-		{"another Etcd of the namespace", localEtcd("shoot-a", "etcd-events"), "", "/etc/gardener/local-backupbuffer/shoot-a/etcd-events", true},
-		{"the same name in another namespace", localEtcd("shoot-b", "etcd-main"), "", "/etc/gardener/local-backupbuffer/shoot-b/etcd-main", true},
-		{"the Secret's hostPath", localEtcd("shoot-a", "etcd-main"), "/var/backups", "/var/backups/shoot-a/etcd-main", true},
-		{"a relative hostPath mounts nothing", localEtcd("shoot-a", "etcd-main"), "var/backups", "", false},
-		{"a hostPath inside the default root mounts nothing", localEtcd("shoot-a", "etcd-main"), "/etc/gardener/local-backupbuffer/shoot-b/etcd-main", "", false},
+		{"default root", localEtcd("shoot-a", "etcd-main"), "", backupstore.Reach{}, "/etc/gardener/local-backupbuffer/shoot-a/etcd-main", true},
+		{"another Etcd of the namespace", localEtcd("shoot-a", "etcd-events"), "", backupstore.Reach{}, "/etc/gardener/local-backupbuffer/shoot-a/etcd-events", true},
+		{"the same name in another namespace", localEtcd("shoot-b", "etcd-main"), "", backupstore.Reach{}, "/etc/gardener/local-backupbuffer/shoot-b/etcd-main", true},
+		{"the Secret's hostPath, allowed", localEtcd("shoot-a", "etcd-main"), "/var/backups", allowed, "/var/backups/shoot-a/etcd-main", true},
+		{"the Secret's hostPath, not allowed, mounts nothing", localEtcd("shoot-a", "etcd-main"), "/var/backups", backupstore.Reach{}, "", false},
+		{"below an allowed root mounts nothing", localEtcd("shoot-a", "etcd-main"), "/var/backups/team", allowed, "", false},
+		{"a relative hostPath mounts nothing", localEtcd("shoot-a", "etcd-main"), "var/backups", allowed, "", false},
+		{"a hostPath inside the default root mounts nothing", localEtcd("shoot-a", "etcd-main"), "/etc/gardener/local-backupbuffer/shoot-b/etcd-main", allowed, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir, flag := localHostDir(t, tt.etcd, tt.root)
+			dir, flag := localHostDir(t, tt.etcd, tt.root, tt.reach)
 			if dir != tt.wantDir || flag != tt.wantMount {
 				t.Errorf("host directory %q (agent told: %v), want %q (%v)", dir, flag, tt.wantDir, tt.wantMount)
 			}

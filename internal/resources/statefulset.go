@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 )
@@ -28,8 +29,10 @@ type Settings struct {
 	MemberAgentInterval string
 	// LocalBackupRoot is, for an Etcd with the Local provider, its backup Secret's hostPath (the
 	// controller reads it; empty: etcd-druid's default); its directory is mounted from below it
-	// (LocalBackupHostDir).
+	// (LocalBackupHostDir) when BackupReach allows it, else nothing is.
 	LocalBackupRoot string
+	// BackupReach is the operator's allow-list of store locations (backupStores).
+	BackupReach backupstore.Reach
 	// Transport is the stages to render (internal/transport); nil: where the spec asks
 	// (TransportOf), as for a new Etcd.
 	Transport *transport.Stages
@@ -261,7 +264,7 @@ func podTemplate(e *druidv1alpha1.Etcd, s Settings) (corev1.PodTemplateSpec, err
 		template.Spec.PriorityClassName = *e.Spec.PriorityClassName
 	}
 	applySchedulingConstraints(&template.Spec, e)
-	applyBackup(&template.Spec, e, s.LocalBackupRoot)
+	applyBackup(&template.Spec, e, s.LocalBackupRoot, s.BackupReach)
 	applyRestore(&template.Spec)
 	return template, nil
 }

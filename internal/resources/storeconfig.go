@@ -3,6 +3,7 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/utils/ptr"
 
@@ -16,10 +17,13 @@ import (
 // the store is: the provider, the container, the Secret's keys (S3) or its hostPath (Local). The
 // error says which field or key is wrong, for a task's status.
 //
-// The Local provider is <hostPath>/<container>/<prefix>, etcd-druid's layout, read where the
-// manager runs: an Etcd's own Local store is below <hostPath>/<namespace>/<name>
-// (LocalBackupHostDir), so a task names it with that in the container.
-func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte) (backupstore.Config, error) {
+// Where the store may be is reach's to say: the S3 endpoint and, for the Local provider, the
+// host root. The Local provider is <hostPath>/<container>/<prefix>, etcd-druid's layout, read
+// where the manager runs: an Etcd's own Local store is below <hostPath>/<namespace>/<name>
+// (LocalBackupHostDir), so a task names it with that in the container, and a task of namespace
+// reaches only the directories of that namespace's Etcds: the container must start with
+// "<namespace>/".
+func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte, reach backupstore.Reach, namespace string) (backupstore.Config, error) {
 	cfg := backupstore.Config{
 		Provider: string(ptr.Deref(store.Provider, "")), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
 		EndpointOverride: ptr.Deref(store.EndpointOverride, ""), Secret: secret,
@@ -32,8 +36,11 @@ func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte) (backu
 		return backupstore.Config{}, fmt.Errorf("container is not set: the %s store needs a bucket or directory", provider)
 	}
 	if provider == backupstore.ProviderLocal {
-		if cfg.LocalRoot, err = backupstore.LocalHostPath(secret); err != nil {
+		if cfg.LocalRoot, err = reach.LocalRoot(secret); err != nil {
 			return backupstore.Config{}, secretKeyError(err)
+		}
+		if err := localInNamespace(cfg.Container, cfg.Prefix, namespace); err != nil {
+			return backupstore.Config{}, err
 		}
 		return cfg, nil
 	}
@@ -41,10 +48,30 @@ func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte) (backu
 		return backupstore.Config{}, fmt.Errorf("secretRef is not set: the %s store needs credentials (%s, %s)",
 			provider, backupstore.KeyAccessKeyID, backupstore.KeySecretAccessKey)
 	}
-	if _, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret, cfg.EndpointOverride)); err != nil {
+	settings, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret, cfg.EndpointOverride))
+	if err != nil {
+		return backupstore.Config{}, secretKeyError(err)
+	}
+	if err := reach.CheckEndpoint(settings); err != nil {
 		return backupstore.Config{}, secretKeyError(err)
 	}
 	return cfg, nil
+}
+
+// localInNamespace refuses a Local container that does not lie in namespace's directory
+// (<namespace>/…, no "..", no empty or "." element): below an allowed root, the namespace's
+// Etcds alone have their directories there.
+func localInNamespace(container, prefix, namespace string) error {
+	parts := strings.Split(strings.Trim(container, "/"), "/")
+	if len(parts) < 2 || parts[0] != namespace {
+		return fmt.Errorf("container %q: a Local store of a task in namespace %s is a directory below %s/ (<namespace>/<etcd name>/<container>, where that Etcd's store is)", container, namespace, namespace)
+	}
+	for _, p := range append(parts, strings.Split(strings.Trim(prefix, "/"), "/")...) {
+		if p == ".." || p == "." || (p == "" && prefix != "") {
+			return fmt.Errorf("container %q, prefix %q: no \"..\", \".\" or empty path element", container, prefix)
+		}
+	}
+	return nil
 }
 
 func secretKeyError(err error) error {

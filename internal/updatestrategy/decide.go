@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 )
 
@@ -38,6 +39,10 @@ const (
 	// RuleHoldUpdatedNotReady: a pod already at the update revision has not rejoined the quorum
 	// (not ready).
 	RuleHoldUpdatedNotReady RuleID = "hold-ondelete/updated-not-ready"
+	// RuleHoldReplicasOutOfRange: the StatefulSet asks for a replica count no Etcd can have
+	// (negative, or above druidv1alpha1.MaxReplicas: someone wrote it past the protection). Its
+	// pods are not sized from it, and OnDelete is kept: the StatefulSet controller deletes nothing.
+	RuleHoldReplicasOutOfRange RuleID = "hold-ondelete/replicas-out-of-range"
 )
 
 // Pod is what the decision needs of one member pod.
@@ -56,8 +61,10 @@ type Input struct {
 	Current appsv1.StatefulSetUpdateStrategyType
 	// HoldRecorded: the StatefulSet already carries the hold annotation from an earlier pass.
 	HoldRecorded bool
-	// Members are the pod names the StatefulSet should run (ordinals below its replicas).
-	Members []string
+	// Name is the StatefulSet's name, Replicas its spec.replicas: the pods it should run are
+	// <Name>-<ordinal> for every ordinal below Replicas.
+	Name     string
+	Replicas int32
 	// UpdateRevision is the StatefulSet's status.updateRevision.
 	UpdateRevision string
 	Pods           []Pod
@@ -86,6 +93,17 @@ func Decide(in Input) Decision {
 	if in.Current != appsv1.OnDeleteStatefulSetStrategyType {
 		return rolling
 	}
+	hold := func(rule RuleID, format string, args ...any) Decision {
+		return Decision{Type: appsv1.OnDeleteStatefulSetStrategyType, Rule: rule,
+			Reason: fmt.Sprintf("keeping OnDelete although feature gate QuorumAwareUpdatesWithOnDelete is off: "+format+
+				"; RollingUpdate once no member pod is terminating, missing or updated but not ready [%s]", append(args, rule)...)}
+	}
+	// Before anything is sized by the count: a StatefulSet written at 2147483647 replicas would
+	// otherwise be a list of two billion names.
+	if in.Replicas < 0 || in.Replicas > druidv1alpha1.MaxReplicas {
+		return hold(RuleHoldReplicasOutOfRange, "StatefulSet %s asks for %d replicas, an Etcd has at most %d members (set it back to the Etcd's spec.replicas)",
+			in.Name, in.Replicas, druidv1alpha1.MaxReplicas)
+	}
 	var terminating, notReady []string
 	present := map[string]bool{}
 	outdated := 0
@@ -102,15 +120,10 @@ func Decide(in Input) Decision {
 		}
 	}
 	var missing []string
-	for _, name := range in.Members {
-		if !present[name] {
+	for ordinal := range in.Replicas {
+		if name := fmt.Sprintf("%s-%d", in.Name, ordinal); !present[name] {
 			missing = append(missing, name)
 		}
-	}
-	hold := func(rule RuleID, format string, args ...any) Decision {
-		return Decision{Type: appsv1.OnDeleteStatefulSetStrategyType, Rule: rule,
-			Reason: fmt.Sprintf("keeping OnDelete although feature gate QuorumAwareUpdatesWithOnDelete is off: "+format+
-				"; RollingUpdate once no member pod is terminating, missing or updated but not ready [%s]", append(args, rule)...)}
 	}
 	// With every pod at the update revision RollingUpdate has nothing to delete, whatever the
 	// members' health: a member down after a rollout must not keep OnDelete forever.

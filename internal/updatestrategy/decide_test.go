@@ -16,8 +16,6 @@ const (
 	oldRev   = "etcd-old"
 )
 
-var members3 = []string{"etcd-0", "etcd-1", "etcd-2"}
-
 func pods(spec ...string) []Pod {
 	// spec: "name:rev:flags" with flags t (terminating) and r (ready).
 	var out []Pod
@@ -38,22 +36,25 @@ func TestDecide(t *testing.T) {
 	}{
 		{"gate on", Input{GateOn: true, Current: rolling}, onDelete, RuleGateOn, "is on"},
 		{"gate off, new StatefulSet", Input{}, rolling, RuleGateOff, "no rollout step"},
-		{"gate off, already RollingUpdate", Input{Current: rolling, Members: members3,
+		{"gate off, already RollingUpdate", Input{Current: rolling, Name: "etcd", Replicas: 3,
 			Pods: pods("etcd-0:etcd-old:t")}, rolling, RuleGateOff, ""},
-		{"terminating pod", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"terminating pod", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r", "etcd-2:etcd-old:rt")}, onDelete, RuleHoldTerminating, "etcd-2 terminating"},
-		{"missing pod", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"missing pod", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r")}, onDelete, RuleHoldMissing, "etcd-2 deleted"},
-		{"updated pod not ready", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"updated pod not ready", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:", "etcd-1:etcd-old:r", "etcd-2:etcd-old:r")}, onDelete, RuleHoldUpdatedNotReady, "etcd-0 at revision etcd-new"},
-		{"outdated dead pod is no step in flight", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"outdated dead pod is no step in flight", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-old:", "etcd-1:etcd-new:r", "etcd-2:etcd-old:r")}, rolling, RuleGateOff, ""},
-		{"settled but hold not recorded yet", Input{Current: onDelete, Members: members3, UpdateRevision: newRev,
+		{"settled but hold not recorded yet", Input{Current: onDelete, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r", "etcd-2:etcd-old:r")}, onDelete, RuleHoldAnnounce, "OnDelete controller"},
-		{"no rollout in flight: a member down does not hold", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"no rollout in flight: a member down does not hold", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:", "etcd-1:etcd-new:r", "etcd-2:etcd-new:t")}, rolling, RuleGateOff, ""},
-		{"settled and recorded", Input{Current: onDelete, HoldRecorded: true, Members: members3, UpdateRevision: newRev,
+		{"settled and recorded", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 3, UpdateRevision: newRev,
 			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-old:r", "etcd-2:etcd-old:r")}, rolling, RuleGateOff, ""},
+		{"replicas written past any Etcd's size", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: 2147483647, UpdateRevision: newRev,
+			Pods: pods("etcd-0:etcd-new:r", "etcd-1:etcd-new:r", "etcd-2:etcd-new:r")}, onDelete, RuleHoldReplicasOutOfRange, "asks for 2147483647 replicas"},
+		{"negative replicas", Input{Current: onDelete, HoldRecorded: true, Name: "etcd", Replicas: -1, UpdateRevision: newRev}, onDelete, RuleHoldReplicasOutOfRange, "asks for -1 replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.in)
@@ -80,9 +81,9 @@ func TestDecideNeverHandsOverMidStep(t *testing.T) {
 		in := Input{GateOn: rng.IntN(4) == 0, HoldRecorded: rng.IntN(2) == 0, UpdateRevision: revisions[rng.IntN(3)]}
 		in.Current = []appsv1.StatefulSetUpdateStrategyType{onDelete, rolling, ""}[rng.IntN(3)]
 		n := 1 + rng.IntN(7)
+		in.Name, in.Replicas = "etcd", int32(n)
 		for o := 0; o < n; o++ {
 			name := fmt.Sprintf("etcd-%d", o)
-			in.Members = append(in.Members, name)
 			if rng.IntN(6) == 0 {
 				continue
 			}
@@ -98,7 +99,7 @@ func TestDecideNeverHandsOverMidStep(t *testing.T) {
 		if in.Current != onDelete || d.Type != rolling {
 			continue
 		}
-		rollingOut, midStep := false, len(in.Pods) < len(in.Members)
+		rollingOut, midStep := false, len(in.Pods) < int(in.Replicas)
 		for _, p := range in.Pods {
 			rollingOut = rollingOut || in.UpdateRevision == "" || p.Revision != in.UpdateRevision
 			midStep = midStep || p.Terminating || (in.UpdateRevision != "" && p.Revision == in.UpdateRevision && !p.Ready)

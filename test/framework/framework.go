@@ -73,7 +73,11 @@ func CreateTLSSecrets(ctx context.Context, c client.Client, namespace, etcdName 
 
 // OperatorOptions configure an in-process operator.
 type OperatorOptions struct {
-	FeatureGates     map[string]bool
+	FeatureGates map[string]bool
+	// BackupStores is the operator's allow-list of store locations; nil: the tests' own, any
+	// endpoint over http too (the test stores are versitygw over plain http) and the default
+	// Local root.
+	BackupStores     *configv1alpha1.BackupStoresConfiguration
 	MemberRoleSource configv1alpha1.MemberRoleSource
 	MemberAgentImage string
 	// RequeueInterval of the ondelete controller (default 1s in tests).
@@ -177,6 +181,10 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	}
 	if o.CopyBackupsTasks {
 		cfg.Controllers.EtcdCopyBackupsTask = &configv1alpha1.EtcdCopyBackupsTaskControllerConfiguration{Enabled: true}
+	}
+	cfg.BackupStores = configv1alpha1.BackupStoresConfiguration{AllowInsecureEndpoints: true}
+	if o.BackupStores != nil {
+		cfg.BackupStores = *o.BackupStores
 	}
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"

@@ -11,21 +11,24 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
 // TestLocalBackupHostPathFromTheSecret: the Local provider's host root is the backup Secret's
-// hostPath key (etcd-druid's), and the pods mount only their Etcd's directory below it. A hostPath
-// inside the default root, where other Etcds' directories are, is reported and mounts nothing;
-// fixing the Secret mounts the Etcd's own directory.
+// hostPath key (etcd-druid's) when the operator allows it (backupStores.localRoots), and the pods
+// mount only their Etcd's directory below it. A hostPath inside an allowed root (it would compose
+// into another Etcd's directory) or one the operator does not list is reported and mounts
+// nothing; an allowed one mounts the Etcd's own directory.
 func TestLocalBackupHostPathFromTheSecret(t *testing.T) {
 	t.Parallel() // it mostly waits on its operator (sharedControlPlane)
 	env := sharedControlPlane(t)
 	ns, name := testNamespace("backup-local"), "etcd-main"
 	ctx := setup(t, env, ns, name)
 	framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), WatchNamespaces: []string{ns},
+		BackupStores: &configv1alpha1.BackupStoresConfiguration{LocalRoots: []string{backupstore.DefaultLocalHostPath, "/var/backups"}},
 		// Secrets are not watched: a fixed one is seen on the next retry.
 		InvalidInputRetry: 2 * time.Second})
 	c := env.Client()
@@ -43,7 +46,7 @@ func TestLocalBackupHostPathFromTheSecret(t *testing.T) {
 	if err := c.Create(ctx, etcd, client.FieldValidation("Strict")); err != nil {
 		t.Fatal(err)
 	}
-	waitForLastErrors(t, c, etcd, "ERR_BACKUP_STORE", []string{"etcd-backup", backupstore.KeyHostPath, "inside"})
+	waitForLastErrors(t, c, etcd, "ERR_BACKUP_STORE", []string{"etcd-backup", backupstore.KeyHostPath, "is not one of the host directories the operator allows"})
 	localVolume := func(want string) func(context.Context) (bool, string) {
 		return func(ctx context.Context) (bool, string) {
 			sts, err := getStatefulSet(ctx, c, ns, name)
@@ -63,6 +66,13 @@ func TestLocalBackupHostPathFromTheSecret(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, timeout, "no host directory for a refused hostPath", localVolume(""))
+
+	secret.Data[backupstore.KeyHostPath] = []byte("/srv/not-listed")
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitForLastErrors(t, c, etcd, "ERR_BACKUP_STORE", []string{`"/srv/not-listed" is not one of the host directories the operator allows`, "/var/backups"})
+	framework.Eventually(t, timeout, "no host directory for a root the operator does not list", localVolume(""))
 
 	secret.Data[backupstore.KeyHostPath] = []byte("/var/backups")
 	if err := c.Update(ctx, secret); err != nil {

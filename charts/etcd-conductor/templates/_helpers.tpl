@@ -104,6 +104,25 @@ controllers:
     maxAppliedIndexLag: {{ .Values.controllers.ondelete.maxAppliedIndexLag }}
     maxConcurrentMemberUpdates: {{ .Values.controllers.ondelete.maxConcurrentMemberUpdates }}
     rejoinByRead: {{ .Values.controllers.ondelete.rejoinByRead }}
+{{- with .Values.backupStores }}
+{{- if or .localRoots .endpoints .allowInsecureEndpoints .maxCopyObjectBytes }}
+backupStores:
+  {{- with .localRoots }}
+  localRoots:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .endpoints }}
+  endpoints:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if .allowInsecureEndpoints }}
+  allowInsecureEndpoints: true
+  {{- end }}
+  {{- if .maxCopyObjectBytes }}
+  maxCopyObjectBytes: {{ int64 .maxCopyObjectBytes }}
+  {{- end }}
+{{- end }}
+{{- end }}
 {{- with .Values.watchNamespaces }}
 watchNamespaces:
   {{- toYaml . | nindent 2 }}

@@ -40,11 +40,25 @@ type Config struct {
 	Now func() time.Time
 	// Backoff bounds the retries of one store call in a copy (zero: backupstore.DefaultBackoff).
 	Backoff backupstore.Backoff
+	// Copies is how many copies run at once (0: 1); CopyPoll how often a task whose copy runs is
+	// looked at again (0: DefaultCopyPoll).
+	Copies   int
+	CopyPoll time.Duration
+	// Limits bound each copy (the largest object it takes).
+	Limits backupcopy.Limits
+	// Reach is where the stores the tasks name may be.
+	Reach backupstore.Reach
+	// OpenStore opens a store (nil: backupstore.New; tests wrap what it opens).
+	OpenStore func(backupstore.Config) (backupstore.Store, error)
 }
+
+// DefaultCopyPoll is how often a task whose copy runs is looked at again.
+const DefaultCopyPoll = 2 * time.Second
 
 // Reconciler carries out EtcdCopyBackupsTasks.
 type Reconciler struct {
-	cfg Config
+	cfg    Config
+	copies *copies
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -60,7 +74,13 @@ func NewReconciler(cfg Config) *Reconciler {
 	if cfg.Backoff.Attempts == 0 {
 		cfg.Backoff = backupstore.DefaultBackoff
 	}
-	return &Reconciler{cfg: cfg}
+	if cfg.CopyPoll == 0 {
+		cfg.CopyPoll = DefaultCopyPoll
+	}
+	if cfg.OpenStore == nil {
+		cfg.OpenStore = backupstore.New
+	}
+	return &Reconciler{cfg: cfg, copies: newCopies(cfg.Copies)}
 }
 
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcdcopybackupstasks,verbs=get;list;watch
@@ -76,11 +96,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	task := &druidv1alpha1.EtcdCopyBackupsTask{}
 	if err := r.cfg.Client.Get(ctx, req.NamespacedName, task); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.copies.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading EtcdCopyBackupsTask %s: %w", req.NamespacedName, err)
 	}
 	if task.DeletionTimestamp != nil {
+		r.copies.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	o, stores, err := r.observe(ctx, task)
@@ -95,13 +117,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if d.Action == copytask.ActionNone {
 		return ctrl.Result{}, nil
 	}
+	if d.Action != copytask.ActionCopy {
+		// A copy the plan no longer asks for (the task finished or failed meanwhile) is dropped.
+		r.copies.forget(req.NamespacedName)
+	}
 	if d.Action == copytask.ActionCopy {
-		r.event(task, corev1.EventTypeNormal, d)
-		log.Info("Copying backups", "rule", d.Rule, "source", stores.source.String(), "target", stores.target.String())
-		res, err := backupcopy.Run(ctx, stores.source, stores.target, filter(task, o.Now), r.cfg.Backoff, log)
-		o.Copy = &copytask.CopyOutcome{Summary: res.String()}
-		if err != nil {
-			o.Copy.Err, o.Copy.Permanent = err.Error(), backupcopy.Permanent(err)
+		job := r.copies.job(req.NamespacedName, task.UID, task.Generation)
+		if job == nil {
+			f := filter(task, o.Now)
+			if !r.copies.start(req.NamespacedName, task.UID, task.Generation, func(ctx context.Context) (backupcopy.Result, error) {
+				return backupcopy.Run(ctx, stores.source, stores.target, f, r.cfg.Limits, r.cfg.Backoff, log)
+			}) {
+				log.V(1).Info("Every copy slot is taken; the task waits for one", "slots", r.cfg.Copies)
+				return ctrl.Result{RequeueAfter: r.cfg.CopyPoll}, nil
+			}
+			r.event(task, corev1.EventTypeNormal, d)
+			log.Info("Copying backups", "rule", d.Rule, "source", stores.source.String(), "target", stores.target.String())
+			return ctrl.Result{RequeueAfter: r.cfg.CopyPoll}, nil
+		}
+		if !job.finished() {
+			return ctrl.Result{RequeueAfter: r.cfg.CopyPoll}, nil
+		}
+		r.copies.forget(req.NamespacedName)
+		o.Copy = &copytask.CopyOutcome{Summary: job.res.String()}
+		if job.err != nil {
+			o.Copy.Err, o.Copy.Permanent = job.err.Error(), backupcopy.Permanent(job.err)
 		}
 		o.Now = r.cfg.Now()
 		d = copytask.Plan(o)
@@ -144,12 +184,12 @@ func (r *Reconciler) observe(ctx context.Context, task *druidv1alpha1.EtcdCopyBa
 	}
 	o.SourceProblem, o.TargetProblem = srcProblem, dstProblem
 	if srcProblem == "" {
-		if s.source, err = backupstore.New(srcCfg); err != nil {
+		if s.source, err = r.cfg.OpenStore(srcCfg); err != nil {
 			o.SourceProblem = err.Error()
 		}
 	}
 	if dstProblem == "" {
-		if s.target, err = backupstore.New(dstCfg); err != nil {
+		if s.target, err = r.cfg.OpenStore(dstCfg); err != nil {
 			o.TargetProblem = err.Error()
 		}
 	}
@@ -194,7 +234,7 @@ func (r *Reconciler) storeConfig(ctx context.Context, namespace string, store dr
 			data = map[string][]byte{}
 		}
 	}
-	cfg, err = resources.StoreConfig(store, data)
+	cfg, err = resources.StoreConfig(store, data, r.cfg.Reach, namespace)
 	if err != nil {
 		return backupstore.Config{}, err.Error(), nil
 	}

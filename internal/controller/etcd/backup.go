@@ -96,6 +96,9 @@ func (r *Reconciler) checkBackupStore(ctx context.Context, etcd *druidv1alpha1.E
 		return problem("reading backup Secret %s: %v", key, err)
 	}
 	settings, err := backupstore.ParseS3Secret(backupstore.WithEndpointOverride(secret.Data, ptr.Deref(store.EndpointOverride, "")))
+	if err == nil {
+		err = r.settings.BackupReach.CheckEndpoint(settings)
+	}
 	if err != nil {
 		var serr *backupstore.SecretError
 		if errors.As(err, &serr) {
@@ -145,24 +148,30 @@ func (r *Reconciler) sharingStore(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	return ""
 }
 
-// checkLocalHostPath reports a Local store's backup Secret that is named but missing, or whose
-// hostPath the operator refuses (the members then get no host directory).
+// checkLocalHostPath reports a Local store's backup Secret that is named but missing, or a host
+// root (its hostPath, else the default) the operator does not allow (backupStores.localRoots):
+// the members then get no host directory.
 func (r *Reconciler) checkLocalHostPath(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
 	store := etcd.Spec.Backup.Store
-	if store.SecretRef == nil || store.SecretRef.Name == "" {
-		return nil
-	}
-	key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
-	secret := &corev1.Secret{}
-	if err := r.apiReader.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
-				"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
+	var data map[string][]byte
+	from := "no backup Secret is named, so the host directory is the default"
+	if store.SecretRef != nil && store.SecretRef.Name != "" {
+		key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
+		secret := &corev1.Secret{}
+		if err := r.apiReader.Get(ctx, key, secret); err != nil && !apierrors.IsNotFound(err) {
+			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("reading backup Secret %s: %v", key, err)}}
+		} else if err != nil {
+			if r.settings.BackupReach.CheckLocalRoot(resources.LocalBackupHostPath) == nil {
+				return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
+					"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
+			}
+			from = fmt.Sprintf("backup Secret %s named in spec.backup.store.secretRef does not exist, so the host directory is the default", key)
+		} else {
+			data, from = secret.Data, fmt.Sprintf("backup Secret %s", key)
 		}
-		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("reading backup Secret %s: %v", key, err)}}
 	}
-	if _, err := backupstore.LocalHostPath(secret.Data); err != nil {
-		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("backup Secret %s: %v; the members get no host directory, backups are not taken", key, err)}}
+	if _, err := r.settings.BackupReach.LocalRoot(data); err != nil {
+		return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("%s: %v; the members get no host directory, backups are not taken", from, err)}}
 	}
 	return nil
 }

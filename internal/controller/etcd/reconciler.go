@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
@@ -110,6 +111,9 @@ type Config struct {
 	SpecAutoReconcile *bool
 	// RequireTLS is the operator's controllers.etcd.requireTLS.
 	RequireTLS bool
+	// BackupReach is the operator's backupStores: where an Etcd's store may be (Local roots, S3
+	// endpoints); one elsewhere is ERR_BACKUP_STORE and, for Local, mounts nothing.
+	BackupReach backupstore.Reach
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
@@ -158,6 +162,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 			UpdateStrategy:      strategy,
 			MemberAgentImage:    cfg.MemberAgentImage,
 			MemberAgentInterval: cfg.MemberAgentInterval,
+			BackupReach:         cfg.BackupReach,
 		},
 	}
 }
@@ -797,9 +802,7 @@ func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etc
 	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld)
 	in.HoldRecorded = c != nil && c.Status == druidv1alpha1.ConditionTrue
 	in.UpdateRevision = sts.Status.UpdateRevision
-	for ordinal := int32(0); ordinal < ptr.Deref(sts.Spec.Replicas, 0); ordinal++ {
-		in.Members = append(in.Members, fmt.Sprintf("%s-%d", sts.Name, ordinal))
-	}
+	in.Name, in.Replicas = sts.Name, ptr.Deref(sts.Spec.Replicas, 0)
 	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
 	if err != nil {
 		return updatestrategy.Decision{}, err

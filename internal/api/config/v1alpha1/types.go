@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
 )
 
 const (
@@ -57,6 +59,9 @@ type OperatorConfiguration struct {
 	// MemberReports says how the operator tells a member's report on its Lease (an empty data
 	// dir: the proof a restore is ordered on) from a forgery. etcd-conductor's own key.
 	MemberReports MemberReportsConfiguration `json:"memberReports,omitempty"`
+	// BackupStores says where the backup stores an Etcd or an EtcdCopyBackupsTask names may be
+	// (etcd-conductor's own; etcd-druid takes any).
+	BackupStores BackupStoresConfiguration `json:"backupStores,omitempty"`
 
 	// etcd-druid's keys with no field of etcd-conductor's own (druid_types.go), so that its
 	// files load: server.metrics becomes metricsBindAddress unless that is set; the rest are
@@ -224,6 +229,52 @@ type MemberReportsConfiguration struct {
 	TrustUnauthenticated bool `json:"trustUnauthenticated,omitempty"`
 }
 
+// BackupStoresConfiguration is the operator-wide allow-list of backup store locations: whoever
+// writes a backup Secret or an Etcd's spec chooses the Local host directory and the S3 endpoint,
+// the members upload the keyspace there, and an EtcdCopyBackupsTask makes the manager dial it.
+type BackupStoresConfiguration struct {
+	// LocalRoots are the host directories the Local provider may use, as a backup Secret's
+	// hostPath names them exactly (each Etcd's directory is <root>/<namespace>/<name>); none may
+	// lie inside another. Empty: etcd-druid's /etc/gardener/local-backupbuffer alone.
+	LocalRoots []string `json:"localRoots,omitempty"`
+	// Endpoints are the S3 endpoints allowed: host is a name or IP, *.domain (any name below
+	// domain) or *, with an optional :port; allowInsecure lets that entry be plain http. Empty:
+	// any host over https.
+	Endpoints []BackupStoreEndpoint `json:"endpoints,omitempty"`
+	// AllowInsecureEndpoints lets every allowed endpoint be plain http (the keyspace and the
+	// credentials then cross the network in clear). Default false.
+	AllowInsecureEndpoints bool `json:"allowInsecureEndpoints,omitempty"`
+	// MaxCopyObjectBytes is the largest object an EtcdCopyBackupsTask copies (0: 64 GiB, at most
+	// backupstore.MaxPutSize); a larger one fails the task before a byte of it is read.
+	MaxCopyObjectBytes int64 `json:"maxCopyObjectBytes,omitempty"`
+}
+
+// BackupStoreEndpoint allows one S3 endpoint pattern.
+type BackupStoreEndpoint struct {
+	Host          string `json:"host"`
+	AllowInsecure bool   `json:"allowInsecure,omitempty"`
+}
+
+// Reach is the allow-list as internal/backupstore checks it.
+func (b BackupStoresConfiguration) Reach() backupstore.Reach {
+	r := backupstore.Reach{LocalRoots: b.LocalRoots, AllowInsecureEndpoints: b.AllowInsecureEndpoints}
+	for _, e := range b.Endpoints {
+		r.Endpoints = append(r.Endpoints, backupstore.EndpointRule{Host: e.Host, AllowInsecure: e.AllowInsecure})
+	}
+	return r
+}
+
+func (b BackupStoresConfiguration) validate() error {
+	if err := b.Reach().Validate(); err != nil {
+		return err
+	}
+	if b.MaxCopyObjectBytes < 0 || b.MaxCopyObjectBytes > backupstore.MaxPutSize {
+		return fmt.Errorf("backupStores.maxCopyObjectBytes is %d: at most %d (10000 parts of %d bytes, what an upload's memory is bounded by)",
+			b.MaxCopyObjectBytes, backupstore.MaxPutSize, backupstore.PutPartSize)
+	}
+	return nil
+}
+
 // MemberClientTLS points at PEM files mounted into the manager pod.
 type MemberClientTLS struct {
 	CAFile   string `json:"caFile"`
@@ -358,6 +409,9 @@ func (c *OperatorConfiguration) Validate() error {
 		}
 	}
 	if err := c.ClientConnection.validate(); err != nil {
+		return err
+	}
+	if err := c.BackupStores.validate(); err != nil {
 		return err
 	}
 	if err := c.Logging.validate(); err != nil {

@@ -257,3 +257,29 @@ featureGates:
 	}...)
 	runDecodeCases(t, tests)
 }
+
+// TestBackupStores: backupStores decodes into the allow-list internal/backupstore checks, and one
+// that cannot be used stops the manager at start-up with the field named.
+func TestBackupStores(t *testing.T) {
+	head := "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"
+	cfg, err := Decode([]byte(head + "backupStores:\n  localRoots: [/srv/etcd]\n  endpoints: [{host: \"*.s3.example\"}, {host: \"127.0.0.1:9000\", allowInsecure: true}]\n  maxCopyObjectBytes: 1048576\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reach := cfg.BackupStores.Reach()
+	if len(reach.LocalRoots) != 1 || len(reach.Endpoints) != 2 || !reach.Endpoints[1].AllowInsecure || cfg.BackupStores.MaxCopyObjectBytes != 1<<20 {
+		t.Errorf("reach %+v, config %+v", reach, cfg.BackupStores)
+	}
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"nested roots", "backupStores:\n  localRoots: [/srv, /srv/etcd]\n", "lies inside"},
+		{"a URL as host", "backupStores:\n  endpoints: [{host: \"https://s3.example\"}]\n", "backupStores.endpoints[0].host"},
+		{"a limit above what an upload takes", "backupStores:\n  maxCopyObjectBytes: 999999999999999\n", "backupStores.maxCopyObjectBytes"},
+		{"an unknown key", "backupStores:\n  localroots: [/srv]\n", "localroots"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Decode([]byte(head + tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Decode = %v, want an error naming %q", err, tt.want)
+			}
+		})
+	}
+}
