@@ -103,6 +103,9 @@ type OperatorOptions struct {
 	// EtcdMember is etcd-druid's controllers.etcd.etcdMember (unknownThreshold, notReadyThreshold;
 	// nil: their defaults, 1m and 5m).
 	EtcdMember *configv1alpha1.EtcdMemberConfiguration
+	// APIServerLink, when set, carries the operator's connections to the apiserver, so that a
+	// test can cut them (the apiserver unreachable from the operator) and restore them.
+	APIServerLink *APIServerLink
 }
 
 // RunningOperator is an operator started by StartOperator.
@@ -188,6 +191,10 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	interval := o.MemberAgentInterval
 	if interval == "" {
 		interval = "1s"
+	}
+	if o.APIServerLink != nil {
+		restCfg = rest.CopyConfig(restCfg)
+		restCfg.Dial = o.APIServerLink.DialContext
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{
