@@ -332,7 +332,7 @@ func matrixRows() []matrixOperation {
 			faultPartition: scaleCell(5, 3, faultPartition, matrixScaleFault),
 			faultOperator:  scaleCell(5, 3, faultOperator, scaleNoQuorumLoss),
 			faultAPIServer: scaleCell(5, 3, faultAPIServer, scaleNoQuorumLoss),
-			faultStore: {na: "a scale-in reads nothing from the store and is not gated on BackupReady"},
+			faultStore:     {na: "a scale-in reads nothing from the store and is not gated on BackupReady"},
 		}},
 		{id: "restore", cells: map[string]matrixCell{
 			faultKill:      notBuilt("the 3-member restore (majority lost) with its survivor killed is not built; " + restoreNA),

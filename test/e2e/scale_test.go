@@ -387,10 +387,18 @@ func logEvents(ctx context.Context, t *testing.T, e *env) {
 	}
 }
 
-func TestScaleOut1To3(t *testing.T) { runScale(t, scaleScenario{name: "1-to-3", promise: scaleNoQuorumLoss, from: 1, to: 3}) }
-func TestScaleOut3To5(t *testing.T) { runScale(t, scaleScenario{name: "3-to-5", promise: scaleNoQuorumLoss, from: 3, to: 5}) }
-func TestScaleIn5To3(t *testing.T)  { runScale(t, scaleScenario{name: "5-to-3", promise: scaleNoQuorumLoss, from: 5, to: 3}) }
-func TestScaleIn3To1(t *testing.T)  { runScale(t, scaleScenario{name: "3-to-1", promise: scaleNoQuorumLoss, from: 3, to: 1}) }
+func TestScaleOut1To3(t *testing.T) {
+	runScale(t, scaleScenario{name: "1-to-3", promise: scaleNoQuorumLoss, from: 1, to: 3})
+}
+func TestScaleOut3To5(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5", promise: scaleNoQuorumLoss, from: 3, to: 5})
+}
+func TestScaleIn5To3(t *testing.T) {
+	runScale(t, scaleScenario{name: "5-to-3", promise: scaleNoQuorumLoss, from: 5, to: 3})
+}
+func TestScaleIn3To1(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-1", promise: scaleNoQuorumLoss, from: 3, to: 1})
+}
 
 // memberID is the ID of member name in the member list, 0 when absent.
 func memberID(ctx context.Context, e *env, name string) uint64 {
