@@ -421,6 +421,8 @@ func (m *matrixTable) done(op, fault string, failed, skipped bool) {
 	default:
 		r.verdict = "PASS"
 	}
+	// Each cell as it ends, so that a run cut short still shows what it measured.
+	fmt.Printf("matrix %-40s %s\n", op+"/"+fault, r.cell())
 }
 
 // cell is one run's figures: "PASS ql=0ms lost=0 lc=1 42s".
