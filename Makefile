@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 35m
 # and on a 2-core machine running them side by side turns timing noise into flakes.
 GO_TEST_FLAGS ?= -p 1
 
-.PHONY: all build image host-deps tools generate verify-generate vet test test-unit soak cluster-up cluster-down demo bench bench-smoke bench-fleet bench-scope bench-go bench-backup bench-liveness bench-seed clean
+.PHONY: all build image host-deps tools generate verify-generate vet test test-unit soak matrix cluster-up cluster-down demo bench bench-smoke bench-fleet bench-scope bench-go bench-backup bench-liveness bench-seed clean
 
 all: build
 
@@ -133,10 +133,20 @@ test: tools build image vet ## Everything: unit, integration (real kube-apiserve
 # make soak COUNT=10: the e2e fault scenarios COUNT times each in one stack (every run in a fresh
 # namespace), then min/median/max of each figure per scenario. Not part of make test: ~15 min a
 # round. SOAK_RUN narrows it, e.g. SOAK_RUN='TestRolloutOneMemberDead|TestRolloutOneMemberHung'.
+# The whole operation × fault matrix (TestMatrix with E2E_MATRIX=all) is part of it: each round
+# adds ~25 min; the matrix's table prints once at the end with every round's cell.
 COUNT    ?= 10
-SOAK_RUN ?= TestRollout
+SOAK_RUN ?= TestRollout|TestMatrix
 soak: tools build
-	@$(STAGE) "soak x$(COUNT)" go test -timeout $$(( $(COUNT) * 25 ))m -p 1 -count $(COUNT) -v -run '$(SOAK_RUN)' $(E2E_PACKAGES)
+	@$(STAGE) "soak x$(COUNT)" env E2E_MATRIX=all go test -timeout $$(( $(COUNT) * 50 ))m -p 1 -count $(COUNT) -v -run '$(SOAK_RUN)' $(E2E_PACKAGES)
+
+# make matrix: every cell of the operation × fault matrix (test/e2e/matrix_test.go) once, then one
+# table (rows operations, columns faults; docs/fault-matrix.md). make test runs its cheap cells.
+# MATRIX_RUN narrows it, e.g. MATRIX_RUN='TestMatrix/rollout/'; MATRIX_COUNT repeats it.
+MATRIX_RUN   ?= TestMatrix
+MATRIX_COUNT ?= 1
+matrix: tools build
+	@$(STAGE) "matrix x$(MATRIX_COUNT)" env E2E_MATRIX=all go test -timeout $$(( $(MATRIX_COUNT) * 60 ))m -p 1 -count $(MATRIX_COUNT) -v -run '$(MATRIX_RUN)' $(E2E_PACKAGES)
 
 CLUSTER_DIR ?= $(REPO)/.cluster
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 )
 
@@ -75,22 +74,12 @@ func dead(i int) func(ctx context.Context, e *runEnv) error {
 	}
 }
 
-// hung freezes member i's etcd (SIGSTOP).
+// hung freezes member i's etcd (SIGSTOP; stack.EtcdCluster.HangMember).
 func hung(i int) func(ctx context.Context, e *runEnv) error {
-	return func(ctx context.Context, e *runEnv) error {
-		if err := e.stack.Sim.Hang(e.cluster.PodKey(i), resources.EtcdContainerName); err != nil {
-			return fmt.Errorf("hanging %s: %w", e.cluster.PodKey(i), err)
-		}
-		return e.cluster.WaitNotReady(ctx, i)
-	}
+	return func(ctx context.Context, e *runEnv) error { return e.cluster.HangMember(ctx, i) }
 }
 
-// partitioned drops all of member i's pod traffic.
+// partitioned drops all of member i's pod traffic (stack.EtcdCluster.PartitionMember).
 func partitioned(i int) func(ctx context.Context, e *runEnv) error {
-	return func(ctx context.Context, e *runEnv) error {
-		if err := e.stack.Sim.Partition(e.cluster.PodKey(i)); err != nil {
-			return fmt.Errorf("partitioning %s: %w", e.cluster.PodKey(i), err)
-		}
-		return e.cluster.WaitNotReady(ctx, i)
-	}
+	return func(ctx context.Context, e *runEnv) error { return e.cluster.PartitionMember(ctx, i) }
 }

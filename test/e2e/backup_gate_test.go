@@ -9,6 +9,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 )
 
 // TestRolloutWaitsForBackupStore: DEP-01 postpones rolling updates while BackupReady is False. A
@@ -77,6 +78,8 @@ func TestRolloutWaitsForBackupStore(t *testing.T) {
 	rolled := time.Since(restarted)
 	report, recErr := rec.Stop(ctx)
 	checkWrites(t, report, recErr)
+	// Held, then rolled out once the store is back: a rollout's promise.
+	checkPromise(t, scenariopkg.Handover, report)
 	fmt.Printf("e2e %-28s heldFor=%-6s backupBack=%-6s rolledAfterStoreBack=%-6s quorumLossMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d\n",
 		"rollout-waits-for-backup", time.Since(bumped).Round(time.Second), backupBack.Round(100*time.Millisecond), rolled.Round(100*time.Millisecond),
 		report.QuorumLossMs, report.FailedWrites, report.AckedWrites, report.LostAckedWrites)

@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
@@ -152,12 +153,17 @@ func TestBackupsToObjectStore(t *testing.T) {
 
 	report, recErr := rec.Stop(ctx)
 	checkWrites(t, report, recErr)
+	checkPromise(t, backupPromise, report)
 	t.Logf("figures backup: firstReady=%s onDemand=%s outageDetected=%s recovered=%s %s", firstReady.Round(100*time.Millisecond),
 		onDemandAfter.Round(100*time.Millisecond), detected.Round(100*time.Millisecond), recovered.Round(100*time.Millisecond), report.Summary())
 	fmt.Printf("e2e %-28s firstBackupReady=%-6s onDemandFull=%-6s storeDownDetected=%-6s backupRecovered=%-6s quorumLossMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d\n",
 		"backup-to-s3", firstReady.Round(100*time.Millisecond), onDemandAfter.Round(100*time.Millisecond), detected.Round(100*time.Millisecond),
 		recovered.Round(100*time.Millisecond), report.QuorumLossMs, report.FailedWrites, report.AckedWrites, report.LostAckedWrites)
 }
+
+// backupPromise: backups and a store outage are the member agents' business, beside etcd; they
+// take nothing from the quorum and move no leadership.
+var backupPromise = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: 0}
 
 // backupSpec backs up to the test bucket: a full snapshot every minute, deltas every 3 s.
 func backupSpec(prefix, secret string) *druidv1alpha1.BackupSpec {

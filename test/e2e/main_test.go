@@ -72,6 +72,7 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	printSpread(os.Stdout)
+	printMatrix(os.Stdout)
 	if err := teardowns.wait(); err != nil {
 		os.Stderr.WriteString("deleting scenario namespaces: " + err.Error() + "\n")
 		code = 1

@@ -183,6 +183,11 @@ func forgedOrdersIgnored(ctx context.Context, e *env, tokens ...string) {
 	})
 }
 
+// noRestoreWaiver: these scenarios take the quorum away on purpose (voters down, volumes lost) to
+// prove that nothing is restored while a majority may still hold data.
+const noRestoreWaiver = "the fault takes two of the voters (or the only one) away on purpose: the quorum is lost until they are back, " +
+	"and leadership is won by election then"
+
 // TestNoRestore runs the scenarios below side by side under one operator (they spend most of
 // their time holding a fault), each in its own namespace.
 func TestNoRestore(t *testing.T) {
@@ -202,7 +207,7 @@ func TestNoRestore(t *testing.T) {
 // (its ServiceAccount) and a namespace user who may write Leases each write a restore order on a
 // Lease; both are reported and ignored. Once etcd-1 is back, the cluster keeps its ID and every
 // acknowledged write, replaces etcd-2 and reaches 5 members.
-var scaleOutInFlightVoterDown = scaleScenario{name: "3-to-5-voter-down", from: 3, to: 5, backup: true, during: func(ctx context.Context, e *env) {
+var scaleOutInFlightVoterDown = scaleScenario{name: "3-to-5-voter-down", promise: scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges, Waived: noRestoreWaiver}, from: 3, to: 5, backup: true, during: func(ctx context.Context, e *env) {
 	cutFromMembers(ctx, e, 3, 3)
 	kill(1)(ctx, e)
 	wipe(2)(ctx, e)
@@ -225,7 +230,7 @@ var scaleOutInFlightVoterDown = scaleScenario{name: "3-to-5-voter-down", from: 3
 // onlyVoterDownDuringScaleOut: a 1→3 scale-out in flight (the learner's pod, cut off from the
 // member, finds no leader and no data) when the only voter goes down with its volume. One of two
 // pods has no data, none of the one voter: nothing may be restored.
-var onlyVoterDownDuringScaleOut = scaleScenario{name: "1-to-3-voter-down", from: 1, to: 3, backup: true, during: func(ctx context.Context, e *env) {
+var onlyVoterDownDuringScaleOut = scaleScenario{name: "1-to-3-voter-down", promise: scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges, Waived: noRestoreWaiver}, from: 1, to: 3, backup: true, during: func(ctx context.Context, e *env) {
 	cutFromMembers(ctx, e, 1, 1)
 	kill(0)(ctx, e)
 	noRestoreFor(ctx, e, e.cluster.PodName(0))
@@ -234,7 +239,7 @@ var onlyVoterDownDuringScaleOut = scaleScenario{name: "1-to-3-voter-down", from:
 }}
 
 // twoVotersDown: two of three voters crash-loop (volumes intact) past the grace.
-var twoVotersDown = scaleScenario{name: "two-voters-down", from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
+var twoVotersDown = scaleScenario{name: "two-voters-down", promise: scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges, Waived: noRestoreWaiver}, from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
 	kill(1)(ctx, e)
 	kill(2)(ctx, e)
 	noRestoreFor(ctx, e, e.cluster.PodName(1), e.cluster.PodName(2))
@@ -247,7 +252,7 @@ var twoVotersDown = scaleScenario{name: "two-voters-down", from: 3, to: 3, backu
 // is back: the old cluster (etcd-0, etcd-2) regains quorum and the restore must be called off
 // before anything is restored: same cluster ID, no acknowledged write lost, etcd-1 replaced as a
 // member that lost its data.
-var restoreCalledOff = scaleScenario{name: "restore-called-off", from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
+var restoreCalledOff = scaleScenario{name: "restore-called-off", promise: scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges, Waived: noRestoreWaiver}, from: 3, to: 3, backup: true, skipScale: true, during: func(ctx context.Context, e *env) {
 	dir, err := e.stack.Sim.ClaimDir(ctx, e.cluster.Namespace+"/data-"+e.cluster.PodName(2))
 	if err != nil {
 		e.t.Fatal(err)

@@ -114,12 +114,22 @@ type restoreOutcome struct {
 	// writes missing afterwards (all of them acknowledged after that delta).
 	sinceDelta  time.Duration
 	lost, acked int
-	restored    string
+	// lostBeforeDelta are the writes lost that the backup held (acknowledged before the last
+	// delta the restore applied): each one fails the test.
+	lostBeforeDelta int
+	restored        string
 }
 
 // lose wipes the volumes of members, waits until the cluster serves again (restored from the
 // backup by itself) with n members settled, and checks what was kept.
 func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorder, n int, members ...int) restoreOutcome {
+	b.t.Helper()
+	return b.loseWith(ctx, name, rec, n, nil, members...)
+}
+
+// loseWith is lose with mid called right after the volumes are wiped (a fault injected while
+// the restore is under way); the restore must still complete once it returns.
+func (b *backupEnv) loseWith(ctx context.Context, name string, rec *workload.Recorder, n int, mid func(ctx context.Context), members ...int) restoreOutcome {
 	t := b.t
 	t.Helper()
 	etcd, err := b.cluster.Get(ctx)
@@ -137,6 +147,9 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 	atFault, err := b.snapshots(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if mid != nil {
+		mid(ctx)
 	}
 	// The operator records the new cluster ID; the restoring member reports what it restored
 	// on its Lease.
@@ -216,6 +229,7 @@ func (b *backupEnv) lose(ctx context.Context, name string, rec *workload.Recorde
 	for _, k := range lost {
 		if ackedAt[k].Before(lastDelta) {
 			t.Errorf("write %s acknowledged at %s, before the last delta snapshot (%s), was lost", k, ackedAt[k].Format(time.RFC3339Nano), lastDelta.Format(time.RFC3339))
+			out.lostBeforeDelta++
 			continue
 		}
 		withinRPO = append(withinRPO, k)

@@ -45,8 +45,14 @@ type scaleScenario struct {
 	// skipScale: the scenario changes no replicas (e.g. a member's volume is lost) and only
 	// waits for the membership to heal.
 	skipScale bool
-	// noQuorumLoss fails the scenario on any quorum loss the instruments saw.
-	noQuorumLoss bool
+	// promise is what the design promises for the change, asserted with the instruments' figures
+	// (required: a scenario whose fault takes the quorum away says why, Promise.Waived).
+	promise scenariopkg.Promise
+	// opts are the options the scenario's operator was started with, for restarts (default
+	// operatorDefaults).
+	opts *framework.OperatorOptions
+	// record, when set, receives the figures (the operation × fault matrix's table).
+	record func(matrixFigures)
 	// backup backs the cluster up to a real S3 server (backupSpec): a restore is possible.
 	backup bool
 	// namespace is the one inParallel chose (the operator watches only it); "" generates one.
@@ -147,9 +153,17 @@ func (w *voterWatch) poll(ctx context.Context, e *env) {
 	}
 }
 
-// scaleNoQuorumLoss is the promise of a scale scenario marked noQuorumLoss.
+// scaleNoQuorumLoss is the promise of a membership change no fault takes a quorum from.
 var scaleNoQuorumLoss = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: scenariopkg.AnyLeaderChanges,
 	Waived: "a membership change moves leadership only when the leader is removed (ScaleInMoveLeader), which the scenario asserts by its Event"}
+
+// scaleDuringRollout: the rollout hands leadership over as well as the change may move it.
+var scaleDuringRollout = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: scenariopkg.AnyLeaderChanges,
+	Waived: "the rollout running with the change hands leadership over once per leader replaced, and the scale-out may run before or after it"}
+
+// scaleHibernate: replicas 0 stops every member, by request.
+var scaleHibernate = scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges,
+	Waived: "replicas 0 stops every member: the quorum is gone, by request, until they are back, and the members elect a leader then"}
 
 func runScale(t *testing.T, sc scaleScenario) {
 	runScaleWith(t, sc, framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), operatorDefaults))
@@ -158,10 +172,16 @@ func runScale(t *testing.T, sc scaleScenario) {
 // runScaleWith runs sc with op, an operator started with operatorDefaults that may serve
 // other scenarios' clusters at the same time, as one operator serves many Etcds.
 func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator) {
+	if err := sc.promise.Validate(); err != nil {
+		t.Fatalf("scale scenario %s: %v", sc.name, err)
+	}
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	e := &env{t: t, stack: s, opts: operatorDefaults, operator: op}
+	if sc.opts != nil {
+		e.opts = *sc.opts
+	}
 	var cluster *stack.EtcdCluster
 	namespace := sc.namespace
 	if namespace == "" {
@@ -247,13 +267,18 @@ func runScaleWith(t *testing.T, sc scaleScenario, op *framework.RunningOperator)
 	fmt.Printf("e2e scale %-22s %d→%d settled=%-6s promoted=[%s] quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d %s\n",
 		sc.name, sc.from, sc.to, took.Round(100*time.Millisecond), strings.Join(promoted, " "), report.QuorumLossMs, report.LongestWriteGapMs,
 		report.FailedWrites, report.AckedWrites, report.LostAckedWrites, report.LeaderChanges, report.Linearizability.Summary())
+	if sc.record != nil {
+		sc.record(matrixFigures{quorumLossMs: report.QuorumLossMs, lost: report.LostAckedWrites, leaderChanges: report.LeaderChanges,
+			took: took, linearizable: report.LinearizabilityError == ""})
+	}
 	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
+	}
 	for _, q := range report.QuorumLosses {
 		t.Logf("quorum loss from %s for %dms", q.Start.Sub(started).Round(10*time.Millisecond), q.End.Sub(q.Start).Milliseconds())
 	}
-	if sc.noQuorumLoss {
-		checkPromise(t, scaleNoQuorumLoss, report)
-	}
+	checkPromise(t, sc.promise, report)
 	checkLeases(ctx, t, e, int(sc.to))
 	checkStatusMembers(ctx, t, e, int(sc.to))
 	logEvents(ctx, t, e)
@@ -363,10 +388,18 @@ func logEvents(ctx context.Context, t *testing.T, e *env) {
 	}
 }
 
-func TestScaleOut1To3(t *testing.T) { runScale(t, scaleScenario{name: "1-to-3", from: 1, to: 3}) }
-func TestScaleOut3To5(t *testing.T) { runScale(t, scaleScenario{name: "3-to-5", from: 3, to: 5}) }
-func TestScaleIn5To3(t *testing.T)  { runScale(t, scaleScenario{name: "5-to-3", from: 5, to: 3}) }
-func TestScaleIn3To1(t *testing.T)  { runScale(t, scaleScenario{name: "3-to-1", from: 3, to: 1}) }
+func TestScaleOut1To3(t *testing.T) {
+	runScale(t, scaleScenario{name: "1-to-3", promise: scaleNoQuorumLoss, from: 1, to: 3})
+}
+func TestScaleOut3To5(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-5", promise: scaleNoQuorumLoss, from: 3, to: 5})
+}
+func TestScaleIn5To3(t *testing.T) {
+	runScale(t, scaleScenario{name: "5-to-3", promise: scaleNoQuorumLoss, from: 5, to: 3})
+}
+func TestScaleIn3To1(t *testing.T) {
+	runScale(t, scaleScenario{name: "3-to-1", promise: scaleNoQuorumLoss, from: 3, to: 1})
+}
 
 // memberID is the ID of member name in the member list, 0 when absent.
 func memberID(ctx context.Context, e *env, name string) uint64 {
@@ -462,22 +495,15 @@ func (e *env) waitLearner(ctx context.Context) {
 }
 
 func TestMemberVolumeLost(t *testing.T) {
-	runScale(t, scaleScenario{name: "volume-lost", from: 3, to: 3, skipScale: true, during: loseVolume(2)})
+	runScale(t, scaleScenario{name: "volume-lost", promise: scaleNoQuorumLoss, from: 3, to: 3, skipScale: true, during: loseVolume(2)})
 }
 
 func TestMemberDataCorrupt(t *testing.T) {
-	runScale(t, scaleScenario{name: "data-corrupt", from: 3, to: 3, skipScale: true, during: corruptData(1)})
-}
-
-func TestScaleOutOperatorRestarted(t *testing.T) {
-	runScale(t, scaleScenario{name: "operator-restart", from: 3, to: 5, during: func(ctx context.Context, e *env) {
-		e.waitLearner(ctx)
-		e.restartOperator(e.opts)
-	}})
+	runScale(t, scaleScenario{name: "data-corrupt", promise: scaleNoQuorumLoss, from: 3, to: 3, skipScale: true, during: corruptData(1)})
 }
 
 func TestScaleOutOneMemberDead(t *testing.T) {
-	runScale(t, scaleScenario{name: "3-to-5-one-dead", from: 3, to: 5, beforeScale: kill(0), during: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "3-to-5-one-dead", promise: scaleNoQuorumLoss, from: 3, to: 5, beforeScale: kill(0), during: func(ctx context.Context, e *env) {
 		e.waitFor(ctx, "5 voters", func(ctx context.Context) (bool, error) {
 			members, err := memberList(ctx, e)
 			voters := 0
@@ -526,11 +552,11 @@ func preload(ctx context.Context, e *env, mb int) {
 }
 
 func TestScaleOut3To5With10MB(t *testing.T) {
-	runScale(t, scaleScenario{name: "3-to-5-10mb", from: 3, to: 5, preloadMB: 10})
+	runScale(t, scaleScenario{name: "3-to-5-10mb", promise: scaleNoQuorumLoss, from: 3, to: 5, preloadMB: 10})
 }
 
 func TestScaleOut3To5With200MB(t *testing.T) {
-	runScale(t, scaleScenario{name: "3-to-5-200mb", from: 3, to: 5, preloadMB: 200})
+	runScale(t, scaleScenario{name: "3-to-5-200mb", promise: scaleNoQuorumLoss, from: 3, to: 5, preloadMB: 200})
 }
 
 // TestScaleOut3To5Seeded: a scale-out 3→5 of a backed-up cluster (a full snapshot a minute) with
@@ -543,7 +569,7 @@ func TestScaleOut3To5With200MB(t *testing.T) {
 func TestScaleOut3To5Seeded(t *testing.T) {
 	namespace, op := inParallel(t, "e2e-scale-3-to-5-seeded-", operatorDefaults)
 	var preloaded time.Time
-	runScaleWith(t, scaleScenario{name: "3-to-5-seeded", namespace: namespace, from: 3, to: 5, backup: true, preloadMB: 10,
+	runScaleWith(t, scaleScenario{name: "3-to-5-seeded", promise: scaleNoQuorumLoss, namespace: namespace, from: 3, to: 5, backup: true, preloadMB: 10,
 		beforeScale: func(ctx context.Context, e *env) {
 			preloaded = time.Now()
 			e.waitFor(ctx, "a full snapshot after the preload", func(ctx context.Context) (bool, error) {
@@ -582,7 +608,7 @@ func TestScaleOut3To5Seeded(t *testing.T) {
 // the learner never starts. It stays a learner, the condition says why, the cluster keeps
 // serving; scaling back to 3 removes the learner left behind.
 func TestLearnerNeverCatchesUp(t *testing.T) {
-	runScale(t, scaleScenario{name: "learner-stuck", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "learner-stuck", promise: scaleNoQuorumLoss, from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
 		etcd, err := e.cluster.Get(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -651,7 +677,7 @@ func TestLearnerNeverCatchesUp(t *testing.T) {
 // TestScaleOutDuringRollout: the image is bumped and the cluster scaled 3→5 at once. Resizing
 // waits for the rollout, the rollout does not start while a member is being added.
 func TestScaleOutDuringRollout(t *testing.T) {
-	runScale(t, scaleScenario{name: "during-rollout", from: 3, to: 5, beforeScale: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "during-rollout", promise: scaleDuringRollout, from: 3, to: 5, beforeScale: func(ctx context.Context, e *env) {
 		if err := e.cluster.SetImage(ctx, framework.EtcdImage(toVersion)); err != nil {
 			t.Fatal(err)
 		}
@@ -665,7 +691,7 @@ func TestScaleOutDuringRollout(t *testing.T) {
 // TestScaleInLeaderRemoved: leadership is on the highest ordinal when 5→3 starts, so it has to be
 // moved off before that member is removed.
 func TestScaleInLeaderRemoved(t *testing.T) {
-	runScale(t, scaleScenario{name: "5-to-3-leader-last", from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "5-to-3-leader-last", promise: scaleNoQuorumLoss, from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
 		leadOn(ctx, e, 4)
 	}, after: func(ctx context.Context, e *env) {
 		if len(scenariopkg.EventsWithin(ctx, e.cluster, "ScaleInMoveLeader", scenariopkg.EventDelivery)) == 0 {
@@ -678,7 +704,7 @@ func TestScaleInLeaderRemoved(t *testing.T) {
 // back to 3, the same members restart from their data (the writer's acknowledged writes from
 // before are audited at the end).
 func TestHibernateAndWake(t *testing.T) {
-	runScale(t, scaleScenario{name: "hibernate", from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "hibernate", promise: scaleHibernate, from: 3, to: 3, skipScale: true, during: func(ctx context.Context, e *env) {
 		before := map[string]uint64{}
 		for i := 0; i < 3; i++ {
 			before[e.cluster.PodName(i)] = memberID(ctx, e, e.cluster.PodName(i))
@@ -755,7 +781,7 @@ func servingReads(ctx context.Context, e *env, names ...string) []string {
 // linearizable reads again during the hold), and the controller rightly went on then.
 func TestScaleIn5To3TwoCutOff(t *testing.T) {
 	muted := []int{1, 2}
-	runScale(t, scaleScenario{name: "5-to-3-two-cut-off", from: 5, to: 3, noQuorumLoss: true, beforeScale: func(ctx context.Context, e *env) {
+	runScale(t, scaleScenario{name: "5-to-3-two-cut-off", promise: scaleNoQuorumLoss, from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
 		leadOn(ctx, e, 0)
 		leaderIP, err := e.stack.Sim.PodIP(e.cluster.PodKey(0))
 		if err != nil {

@@ -43,6 +43,8 @@ type env struct {
 	instruments *scenariopkg.Instruments
 	// bumpedImage is the image the scenario bumped to, once it has.
 	bumpedImage string
+	// apiLink is the operator's link to the apiserver when the scenario asked for one.
+	apiLink *framework.APIServerLink
 }
 
 // restartOperator stops the operator and starts it again (with opts, e.g. other gates), as a pod
@@ -117,6 +119,13 @@ type scenario struct {
 	// maxConcurrentMemberUpdates it sets, for the deletion auditor.
 	tune        func(*configv1alpha1.OnDeleteControllerConfiguration)
 	concurrency int
+	// backup backs the cluster up to a real S3 server (createBackedUpCluster): the rollout is
+	// gated on BackupReady (DEP-01), and e.backup is the store a fault can take away.
+	backup bool
+	// apiLink starts the operator behind a link to the apiserver a fault can cut (e.apiLink).
+	apiLink bool
+	// record, when set, receives the rollout's figures (the operation × fault matrix's table).
+	record func(matrixFigures)
 }
 
 // operatorDefaults are the operator's options as users run it: the quorum-aware rollout on.
@@ -151,12 +160,26 @@ func run(t *testing.T, sc scenario) {
 		replicas = 3
 	}
 	e := &env{t: t, stack: s, opts: framework.OperatorOptions{FeatureGates: map[string]bool{"QuorumAwareUpdatesWithOnDelete": true}, OnDelete: sc.tune}}
+	if sc.apiLink {
+		e.apiLink = framework.NewAPIServerLink()
+		e.opts.APIServerLink = e.apiLink
+	}
 	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
 	fromImage := sc.fromImage
 	if fromImage == "" {
 		fromImage = framework.EtcdImage(fromVersion)
 	}
-	cluster := createClusterNamed(ctx, e, "e2e-"+sc.name+"-", etcdName, fromImage, replicas, nil)
+	var cluster *stack.EtcdCluster
+	if sc.backup {
+		if sc.fromImage != "" {
+			t.Fatalf("scenario %s: a backed-up cluster starts at %s", sc.name, fromVersion)
+		}
+		e.backup = createBackedUpCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
+		cluster = e.cluster
+		e.waitFor(ctx, "BackupReady True before the rollout", backupReadyIs(cluster, druidv1alpha1.ConditionTrue))
+	} else {
+		cluster = createClusterNamed(ctx, e, "e2e-"+sc.name+"-", etcdName, fromImage, replicas, nil)
+	}
 	checkMembersNonRoot(ctx, t, cluster)
 
 	// The fault comes first and the instruments start once it has settled (a stable leader a
@@ -187,6 +210,13 @@ func run(t *testing.T, sc scenario) {
 		sc.name, res.Duration.Round(100*time.Millisecond), res.QuorumLossMs, res.QuorumUnconfirmedMs, res.LongestWriteGapMs,
 		res.LeaderStepGapMs, res.IdleJitterMs, res.FailedWrites, res.WriteTimeouts, res.WriteRefusals,
 		res.AckedWrites, res.LostAckedWrites, res.LeaderChanges, sc.promise)
+	if sc.record != nil {
+		sc.record(matrixFigures{quorumLossMs: res.QuorumLossMs, lost: res.LostAckedWrites, leaderChanges: res.LeaderChanges,
+			took: res.Duration, linearizable: res.Report.LinearizabilityError == "", completed: res.Completed})
+	}
+	if res.Report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", res.Report.LinearizabilityError)
+	}
 	if !res.Completed {
 		t.Fatalf("rollout did not complete: %s", res.Note)
 	}

@@ -65,40 +65,22 @@ func TestRolloutOneMemberDead(t *testing.T) {
 
 func TestRolloutOneMemberHung(t *testing.T) {
 	run(t, scenario{name: "one-hung", promise: scenariopkg.Handover, beforeBump: func(ctx context.Context, e *env) {
-		if err := e.stack.Sim.Hang(e.cluster.PodKey(0), etcdContainer); err != nil {
+		if err := e.cluster.HangMember(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		e.waitNotReady(ctx, 0)
 	}})
 }
 
 func TestRolloutOneMemberPartitioned(t *testing.T) {
 	run(t, scenario{name: "one-partitioned", promise: scenariopkg.Handover, beforeBump: func(ctx context.Context, e *env) {
-		if err := e.stack.Sim.Partition(e.cluster.PodKey(0)); err != nil {
+		if err := e.cluster.PartitionMember(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		e.waitNotReady(ctx, 0)
 	}})
 }
 
-func TestRolloutMemberKilledMidRollout(t *testing.T) {
-	run(t, scenario{name: "killed-mid-rollout",
-		promise: scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges,
-			Waived: "the kill takes the quorum when it falls before the replaced member serves again (two of three away), " +
-				"and the member killed may be the leader: an election, not a handover"},
-		afterBump: func(ctx context.Context, e *env) {
-			e.waitUpdated(ctx, 1)
-			// SIGKILL an outdated member's etcd; restartPolicy brings it back.
-			st, _ := e.cluster.Pods(ctx)
-			for i := e.cluster.Replicas - 1; i >= 0; i-- {
-				if len(st) > i && st[i].DeletionTimestamp == nil {
-					if err := e.stack.Sim.Kill(e.cluster.PodKey(i), etcdContainer); err == nil {
-						return
-					}
-				}
-			}
-		}})
-}
+// TestRolloutMemberKilledMidRollout and TestRolloutOperatorRestarted are the matrix's cells
+// rollout/member-sigkill and rollout/operator-restarted now (matrix_test.go).
 
 func TestRolloutTwoMembersDead(t *testing.T) {
 	// Quorum is already lost before the bump: the rollout must still complete (dead members
@@ -109,13 +91,6 @@ func TestRolloutTwoMembersDead(t *testing.T) {
 				"and leadership is then won by election"},
 		beforeBump: func(ctx context.Context, e *env) { kill(0)(ctx, e); kill(1)(ctx, e) },
 		afterBump:  fixed(0, 1)})
-}
-
-func TestRolloutOperatorRestarted(t *testing.T) {
-	run(t, scenario{name: "operator-restarted", promise: scenariopkg.Handover, afterBump: func(ctx context.Context, e *env) {
-		e.waitUpdated(ctx, 1)
-		e.restartOperator(e.opts)
-	}})
 }
 
 func TestRolloutTemplateChangedAgain(t *testing.T) {

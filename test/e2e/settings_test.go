@@ -18,6 +18,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )
 
@@ -65,12 +66,12 @@ func TestSettingsChangeRollsOutAndReachesMembers(t *testing.T) {
 	fmt.Printf("e2e %-28s rollout=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
 		"settings-change", rollout.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
-	if recErr != nil {
-		t.Errorf("recorder: %v", recErr)
+	checkWrites(t, report, recErr)
+	if report.LinearizabilityError != "" {
+		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
 	}
-	if report.LostAckedWrites != 0 {
-		t.Errorf("%d acknowledged writes lost: %v", report.LostAckedWrites, report.LostKeys)
-	}
+	// A settings change is a template change rolled out like an image bump: the same promise.
+	checkPromise(t, scenariopkg.Handover, report)
 
 	eps := cluster.Endpoints()()
 	if len(eps) != 3 {

@@ -110,6 +110,9 @@ type OperatorOptions struct {
 	// MemberReports is the operator's memberReports (zero: the member report policy the test
 	// stack installs, StackMemberReportPolicy; a cluster without it gets no restore on a report).
 	MemberReports configv1alpha1.MemberReportsConfiguration
+	// APIServerLink, when set, carries the operator's connections to the apiserver, so that a
+	// test can cut them (the apiserver unreachable from the operator) and restore them.
+	APIServerLink *APIServerLink
 }
 
 // StackMemberReportPolicy is the chart's member report policy as test/stack installs it (release
@@ -207,6 +210,10 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	interval := o.MemberAgentInterval
 	if interval == "" {
 		interval = "1s"
+	}
+	if o.APIServerLink != nil {
+		restCfg = rest.CopyConfig(restCfg)
+		restCfg.Dial = o.APIServerLink.DialContext
 	}
 	reg := prometheus.NewRegistry()
 	op, err := operator.New(restCfg, operator.Options{

@@ -51,3 +51,42 @@ func (c *EtcdCluster) KillUntilReplaced(ctx context.Context, i int) (lift func()
 	}
 	return lift, nil
 }
+
+// The fault catalogue: every fault the e2e scenarios, the e2e operation × fault matrix and the
+// benchmark inject on a member, defined once here (KillUntilReplaced above is the benchmark's
+// and the e2e's "dead" member). Pods are addressed by ordinal.
+
+// KillMember SIGKILLs member i's etcd once; the pod's restartPolicy brings it back with its data,
+// as after an OOM kill or a crash.
+func (c *EtcdCluster) KillMember(i int) error {
+	if err := c.stack.Sim.Kill(c.PodKey(i), resources.EtcdContainerName); err != nil {
+		return fmt.Errorf("killing %s: %w", c.PodKey(i), err)
+	}
+	return nil
+}
+
+// HangMember freezes member i's etcd (SIGSTOP) and returns once its pod is not Ready.
+func (c *EtcdCluster) HangMember(ctx context.Context, i int) error {
+	if err := c.stack.Sim.Hang(c.PodKey(i), resources.EtcdContainerName); err != nil {
+		return fmt.Errorf("hanging %s: %w", c.PodKey(i), err)
+	}
+	return c.WaitNotReady(ctx, i)
+}
+
+// PartitionMember drops all of member i's pod traffic (peers, clients, the kubelet's probes) and
+// returns once its pod is not Ready. HealMember lifts it.
+func (c *EtcdCluster) PartitionMember(ctx context.Context, i int) error {
+	if err := c.stack.Sim.Partition(c.PodKey(i)); err != nil {
+		return fmt.Errorf("partitioning %s: %w", c.PodKey(i), err)
+	}
+	return c.WaitNotReady(ctx, i)
+}
+
+// HealMember lifts the network faults on member i's pod. A pod replaced meanwhile has a new
+// network without the fault: nothing to lift then.
+func (c *EtcdCluster) HealMember(i int) error {
+	if err := c.stack.Sim.Heal(c.PodKey(i)); err != nil {
+		return fmt.Errorf("healing %s: %w", c.PodKey(i), err)
+	}
+	return nil
+}
