@@ -116,7 +116,8 @@ func initStepOpener(t *testing.T, override, prefix, secretDir string) func(conte
 		Provider: ptr.To(druidv1alpha1.StorageProvider("aws")), Container: ptr.To("backups"), Prefix: prefix,
 		SecretRef: &corev1.SecretReference{Name: "etcd-backup"}, EndpointOverride: ptr.To(override),
 	}}
-	sts, err := resources.StatefulSet(e, resources.Settings{MemberAgentImage: "img"})
+	// The test store (versitygw) serves plain http on loopback, as the operator allows when told.
+	sts, err := resources.StatefulSet(e, resources.Settings{MemberAgentImage: "img", BackupReach: backupstore.Reach{AllowInsecureEndpoints: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
