@@ -509,14 +509,12 @@ func damaged(err error) bool {
 
 // transient says whether reading the object again may succeed.
 func transient(ctx context.Context, err error) bool {
-	var verify *backupstore.VerifyError
-	var content contentError
-	switch {
-	case ctx.Err() != nil, errors.As(err, &content), errors.As(err, &verify),
-		errors.Is(err, backupstore.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return false
-	}
-	return true
+	return ctx.Err() == nil && !damaged(err) && !missing(err)
+}
+
+// missing says the store holds no object of that key (a Local store's file gone included).
+func missing(err error) bool {
+	return errors.Is(err, backupstore.ErrNotFound) || errors.Is(err, os.ErrNotExist)
 }
 
 func writeFile(path string, r io.Reader) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/backup"
 	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
@@ -101,7 +100,7 @@ func FromStore(ctx context.Context, store backupstore.Store, owner snapshot.Owne
 func fullOrigin(ctx context.Context, store backupstore.Store, full snapshot.Snapshot) (*snapshot.Origin, error) {
 	r, err := store.Get(ctx, snapshot.FullMetaKey(full))
 	switch {
-	case errors.Is(err, backupstore.ErrNotFound), errors.Is(err, os.ErrNotExist):
+	case missing(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the record of full snapshot %s: %w", full.Name(), err)
