@@ -83,28 +83,36 @@ func (c *Checker) Unauthenticated(ctx context.Context) string {
 
 func (c *Checker) look(ctx context.Context, name string) (string, error) {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-	if err := c.cfg.Reader.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {
-		if verdict, definite := readVerdict(err, "ValidatingAdmissionPolicy", name); definite {
-			policy = nil
-			if verdict != "" {
-				return verdict, nil
-			}
-		} else {
-			return "", fmt.Errorf("could not read the ValidatingAdmissionPolicy %s: %w", name, err)
-		}
+	found, verdict, err := c.get(ctx, "ValidatingAdmissionPolicy", name, policy)
+	if verdict != "" || err != nil {
+		return verdict, err
+	}
+	if !found {
+		policy = nil
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := c.cfg.Reader.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
-		if verdict, definite := readVerdict(err, "ValidatingAdmissionPolicyBinding", name); definite {
-			binding = nil
-			if verdict != "" {
-				return verdict, nil
-			}
-		} else {
-			return "", fmt.Errorf("could not read the ValidatingAdmissionPolicyBinding %s: %w", name, err)
-		}
+	found, verdict, err = c.get(ctx, "ValidatingAdmissionPolicyBinding", name, binding)
+	if verdict != "" || err != nil {
+		return verdict, err
+	}
+	if !found {
+		binding = nil
 	}
 	return Verify(name, policy, binding), nil
+}
+
+// get reads the cluster-scoped obj of that kind and name: found, or absent (Verify names it), or
+// a verdict on its own (a refusal), or an error that decides nothing.
+func (c *Checker) get(ctx context.Context, kind, name string, obj client.Object) (found bool, verdict string, err error) {
+	err = c.cfg.Reader.Get(ctx, client.ObjectKey{Name: name}, obj)
+	if err == nil {
+		return true, "", nil
+	}
+	verdict, definite := readVerdict(err, kind, name)
+	if !definite {
+		return false, "", fmt.Errorf("could not read the %s %s: %w", kind, name, err)
+	}
+	return false, verdict, nil
 }
 
 // readVerdict sorts a failed read: not found is definite (Verify names it), a refusal too (the
