@@ -158,16 +158,17 @@ func (r *Reconciler) checkLocalHostPath(ctx context.Context, etcd *druidv1alpha1
 	if store.SecretRef != nil && store.SecretRef.Name != "" {
 		key := types.NamespacedName{Namespace: etcd.Namespace, Name: store.SecretRef.Name}
 		secret := &corev1.Secret{}
-		if err := r.apiReader.Get(ctx, key, secret); err != nil && !apierrors.IsNotFound(err) {
-			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("reading backup Secret %s: %v", key, err)}}
-		} else if err != nil {
-			if r.settings.BackupReach.CheckLocalRoot(resources.LocalBackupHostPath) == nil {
-				return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
-					"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
-			}
-			from = fmt.Sprintf("backup Secret %s named in spec.backup.store.secretRef does not exist, so the host directory is the default", key)
-		} else {
+		err := r.apiReader.Get(ctx, key, secret)
+		switch {
+		case err == nil:
 			data, from = secret.Data, fmt.Sprintf("backup Secret %s", key)
+		case !apierrors.IsNotFound(err):
+			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf("reading backup Secret %s: %v", key, err)}}
+		case r.settings.BackupReach.CheckLocalRoot(resources.LocalBackupHostPath) == nil:
+			return []resources.Problem{{Code: ErrBackupStore, Message: fmt.Sprintf(
+				"backup Secret %s named in spec.backup.store.secretRef does not exist: the Local store is kept below %s", key, resources.LocalBackupHostPath)}}
+		default:
+			from = fmt.Sprintf("backup Secret %s named in spec.backup.store.secretRef does not exist, so the host directory is the default", key)
 		}
 	}
 	if _, err := r.settings.BackupReach.LocalRoot(data); err != nil {
