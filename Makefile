@@ -135,10 +135,13 @@ test: tools build image vet ## Everything: unit, integration (real kube-apiserve
 # round. SOAK_RUN narrows it, e.g. SOAK_RUN='TestRolloutOneMemberDead|TestRolloutOneMemberHung'.
 # The whole operation × fault matrix (TestMatrix with E2E_MATRIX=all) is part of it: each round
 # adds ~25 min; the matrix's table prints once at the end with every round's cell.
+# TestRestoreThroughStoreOutage restores through each of STORE_OUTAGES (503 SlowDown to delta
+# reads for that long; ~5 min plus the outage each), e.g. STORE_OUTAGES=1h for the long one.
 COUNT    ?= 10
-SOAK_RUN ?= TestRollout|TestMatrix
+SOAK_RUN ?= TestRollout|TestMatrix|TestRestoreThroughStoreOutage
+STORE_OUTAGES ?= 2m,6m
 soak: tools build
-	@$(STAGE) "soak x$(COUNT)" env E2E_MATRIX=all go test -timeout $$(( $(COUNT) * 50 ))m -p 1 -count $(COUNT) -v -run '$(SOAK_RUN)' $(E2E_PACKAGES)
+	@$(STAGE) "soak x$(COUNT)" env E2E_MATRIX=all E2E_STORE_OUTAGES=$(STORE_OUTAGES) go test -timeout $$(( $(COUNT) * 80 ))m -p 1 -count $(COUNT) -v -run '$(SOAK_RUN)' $(E2E_PACKAGES)
 
 # make matrix: every cell of the operation × fault matrix (test/e2e/matrix_test.go) once, then one
 # table (rows operations, columns faults; docs/fault-matrix.md). make test runs its cheap cells.

@@ -39,6 +39,15 @@ type backupEnv struct {
 // createBackedUpCluster creates an Etcd backed up to a fresh bucket (backupSpec) and waits until
 // it has converged.
 func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas int32) *backupEnv {
+	e.t.Helper()
+	return createBackedUpClusterWith(ctx, e, prefix, replicas, nil)
+}
+
+// createBackedUpClusterWith is createBackedUpCluster with tune applied to the members' backup
+// Secret and backup spec before the Etcd is created (a throttle in front of the server, another
+// schedule). The test's own view of the store (b.store) reaches the server directly.
+func createBackedUpClusterWith(ctx context.Context, e *env, prefix string, replicas int32,
+	tune func(srv *s3server.Server, secret map[string][]byte, backup *druidv1alpha1.BackupSpec)) *backupEnv {
 	t := e.t
 	t.Helper()
 	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), backupBucket)
@@ -47,10 +56,13 @@ func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas 
 	createClusterWith(ctx, e, prefix, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
 		storePrefix = ns + "/" + etcd.Name
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
+		etcd.Spec.Backup = backupSpec(storePrefix, secret.Name)
+		if tune != nil {
+			tune(srv, secret.Data, etcd.Spec.Backup)
+		}
 		if err := e.stack.Client.Create(ctx, secret); err != nil {
 			return err
 		}
-		etcd.Spec.Backup = backupSpec(storePrefix, secret.Name)
 		b.deltaPeriod = etcd.Spec.Backup.DeltaSnapshotPeriod.Duration
 		return nil
 	})
@@ -118,6 +130,8 @@ type restoreOutcome struct {
 	// delta the restore applied): each one fails the test.
 	lostBeforeDelta int
 	restored        string
+	// revision is the revision the restore reached (its last snapshot's end revision).
+	revision int64
 }
 
 // lose wipes the volumes of members, waits until the cluster serves again (restored from the
@@ -192,7 +206,7 @@ func (b *backupEnv) loseWith(ctx context.Context, name string, rec *workload.Rec
 	if _, after, ok := strings.Cut(restored, "; restored: "); ok {
 		summary = after
 	}
-	out := restoreOutcome{name: name, sinceDelta: fault.Sub(lastDelta), restored: restorer + ": " + summary}
+	out := restoreOutcome{name: name, sinceDelta: fault.Sub(lastDelta), restored: restorer + ": " + summary, revision: rev}
 	// The outage: the longest gap between acknowledgements around the fault (the last write the
 	// old cluster took to the first the restored one took).
 	var prev time.Time
