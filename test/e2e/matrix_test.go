@@ -253,10 +253,12 @@ func (e *env) waitScaleInUnderWay(ctx context.Context, from int) {
 	})
 }
 
-// restoreCell is the single-member restore (TestRestoreFromBackup's first half): the member's
-// volume is lost and it restores from the backup; fault is injected once its new pod exists.
-// Every write acknowledged before the last delta snapshot must survive (backupEnv.lose).
-func restoreCell(fault string) matrixCell {
+// restoreCell is a restore from the backup with fault injected once the restoring member's new
+// pod exists. With one member (TestRestoreFromBackup's first half) the member's volume is lost
+// and the fault falls on it; with three (its second half, DEP-01 scenario 10) two volumes are
+// lost, a majority, and the fault falls on the survivor, the member that still holds data. Every
+// write acknowledged before the last delta snapshot must survive (backupEnv.loseWith).
+func restoreCell(fault string, replicas int32) matrixCell {
 	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
 		opts := operatorDefaults
 		if fault == faultAPIServer {
@@ -265,20 +267,27 @@ func restoreCell(fault string) matrixCell {
 		namespace, op := inParallel(t, "e2e-matrix-restore-", opts)
 		opts.WatchNamespaces = []string{namespace}
 		s := sharedStack(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		e := &env{t: t, stack: s, opts: opts, operator: op, apiLink: opts.APIServerLink}
-		b := createBackedUpCluster(ctx, e, namespace, 1)
+		b := createBackedUpCluster(ctx, e, namespace, replicas)
 		e.backup = b
-		rec := startRecorder(ctx, t, e.cluster, 1)
+		rec := startRecorder(ctx, t, e.cluster, int(replicas))
+		lost, victim := []int{0}, 0
+		if replicas > 1 {
+			lost = nil
+			for i := 1; i < int(replicas); i++ {
+				lost = append(lost, i)
+			}
+		}
 		started := time.Now()
-		out := b.loseWith(ctx, "matrix-"+fault, rec, 1, func(ctx context.Context) {
+		out := b.loseWith(ctx, "matrix-"+fault, rec, int(replicas), func(ctx context.Context) {
 			e.waitFor(ctx, "the restoring member's new pod", func(ctx context.Context) (bool, error) {
-				_, err := s.Sim.PodIP(e.cluster.PodKey(0))
+				_, err := s.Sim.PodIP(e.cluster.PodKey(lost[0]))
 				return err == nil, nil
 			})
-			injectFault(ctx, e, fault, 0)
-		}, 0)
+			injectFault(ctx, e, fault, victim)
+		}, lost...)
 		took := time.Since(started)
 		report, recErr := rec.Stop(ctx)
 		record(matrixFigures{quorumLossMs: report.QuorumLossMs, lost: out.lostBeforeDelta, leaderChanges: report.LeaderChanges,
@@ -311,7 +320,6 @@ var (
 // matrixRows is the whole matrix, in the table's order.
 func matrixRows() []matrixOperation {
 	notBuilt := func(why string) matrixCell { return matrixCell{todo: why} }
-	restoreNA := "the restore of a single member has no other member to fault; the restoring member itself is faulted by the volume loss"
 	return []matrixOperation{
 		{id: "rollout", cells: map[string]matrixCell{
 			faultKill:      rolloutCell(faultKill, matrixKillRollout),
@@ -335,11 +343,13 @@ func matrixRows() []matrixOperation {
 			faultStore:     notBuilt("a scale-in waits while BackupReady is False (wait/backup-not-ready): the cell must see it hold, then go on once the store is back"),
 		}},
 		{id: "restore", cells: map[string]matrixCell{
-			faultKill:      notBuilt("the 3-member restore (majority lost) with its survivor killed is not built; " + restoreNA),
-			faultPartition: notBuilt("as for SIGKILL: " + restoreNA),
-			faultOperator:  restoreCell(faultOperator),
-			faultAPIServer: restoreCell(faultAPIServer),
-			faultStore:     restoreCell(faultStore),
+			// A member fault needs a member besides the restoring one: the survivor of a
+			// three-member cluster that lost two volumes.
+			faultKill:      restoreCell(faultKill, 3),
+			faultPartition: restoreCell(faultPartition, 3),
+			faultOperator:  restoreCell(faultOperator, 1),
+			faultAPIServer: restoreCell(faultAPIServer, 1),
+			faultStore:     restoreCell(faultStore, 1),
 		}},
 		{id: "member-replacement", cells: map[string]matrixCell{}},
 		{id: "downgrade", cells: map[string]matrixCell{}},
