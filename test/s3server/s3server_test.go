@@ -96,8 +96,9 @@ func TestThrottleRefusesThenLifts(t *testing.T) {
 	if objs, err := s.List(ctx, "v2/"); err != nil || len(objs) != 2 {
 		t.Fatalf("listing while throttled: %v %v", objs, err)
 	}
-	if throttle.Refused() != 1 {
-		t.Fatalf("refused %d reads, want 1", throttle.Refused())
+	// The S3 client retries a SlowDown itself before it gives up: one read, several refusals.
+	if throttle.Refused() < 1 {
+		t.Fatalf("refused %d reads, want at least 1", throttle.Refused())
 	}
 	throttle.Lift()
 	if err := read("v2/Incr-2"); err != nil {
