@@ -44,11 +44,16 @@ type heldOperation struct {
 }
 
 // holdWhileStoreAway is the store-unreachable fault for an operation that waits while
-// BackupReady is False: it stops the cell's S3 server, waits until BackupReady is False (the
-// agents' failed uploads reported; longer than a fixed outage could promise), checks that the
-// operation is not done yet, then watches it take no step while it says it waits for the backup,
-// for storeHeld, and starts the store again. The caller then waits for the operation to finish.
+// BackupReady is False: takeStoreAway, then holdThenBringStoreBack.
 func holdWhileStoreAway(ctx context.Context, e *env, op heldOperation) {
+	e.t.Helper()
+	holdThenBringStoreBack(ctx, e, op, takeStoreAway(ctx, e))
+}
+
+// takeStoreAway stops the cell's S3 server and waits until BackupReady is False (the agents'
+// failed uploads reported: longer than a fixed outage could promise); it returns when the store
+// stopped.
+func takeStoreAway(ctx context.Context, e *env) time.Time {
 	t := e.t
 	t.Helper()
 	if e.backup == nil {
@@ -59,16 +64,42 @@ func holdWhileStoreAway(ctx context.Context, e *env, op heldOperation) {
 	}
 	stopped := time.Now()
 	e.waitFor(ctx, "BackupReady False with the store away", backupReadyIs(e.cluster, druidv1alpha1.ConditionFalse))
-	falseAfter := time.Since(stopped)
+	t.Logf("BackupReady False %s after the store stopped", time.Since(stopped).Round(100*time.Millisecond))
+	return stopped
+}
+
+// holdDone: the operation is over, or has nothing left that the gate holds.
+func holdDone(ctx context.Context, e *env, op heldOperation) bool {
+	e.t.Helper()
 	sleepCtx(ctx, storeGrace)
-	state, done, err := op.step(ctx)
-	if err != nil {
-		t.Fatalf("reading %s: %v", op.what, err)
-	}
+	_, done := firstStep(ctx, e, op)
+	return done
+}
+
+// firstStep is op's step, asked again while it cannot be read (a StatefulSet not observed yet, no
+// leader answering for a moment).
+func firstStep(ctx context.Context, e *env, op heldOperation) (state string, done bool) {
+	e.t.Helper()
+	e.waitFor(ctx, "where "+op.what+" stands", func(ctx context.Context) (bool, error) {
+		var err error
+		state, done, err = op.step(ctx)
+		return err == nil, err
+	})
+	return state, done
+}
+
+// holdThenBringStoreBack, with the store away since stopped and BackupReady False, checks that
+// the operation is not done, watches it take no step while it says it waits for the backup, for
+// storeHeld, and starts the store again. The caller then waits for the operation to finish.
+func holdThenBringStoreBack(ctx context.Context, e *env, op heldOperation, stopped time.Time) {
+	t := e.t
+	t.Helper()
+	sleepCtx(ctx, storeGrace)
+	state, done := firstStep(ctx, e, op)
 	if done {
-		t.Fatalf("%s finished before BackupReady turned False (%s after the store stopped): the hold was not exercised", op.what, falseAfter.Round(100*time.Millisecond))
+		t.Fatalf("%s finished before BackupReady turned False (the store stopped %s ago): the hold was not exercised", op.what, time.Since(stopped).Round(100*time.Millisecond))
 	}
-	t.Logf("BackupReady False %s after the store stopped; %s stands at %s", falseAfter.Round(100*time.Millisecond), op.what, state)
+	t.Logf("with BackupReady False, %s stands at %s", op.what, state)
 	heldFrom := time.Now()
 	var saidWaiting time.Duration = -1
 	for {
@@ -112,6 +143,9 @@ func rolloutHeld(e *env, what string) heldOperation {
 			if err != nil {
 				return "", false, err
 			}
+			if sts.Status.ObservedGeneration < sts.Generation {
+				return "", false, fmt.Errorf("the StatefulSet controller has not seen generation %d yet", sts.Generation)
+			}
 			pods, err := e.cluster.Pods(ctx)
 			if err != nil {
 				return "", false, err
@@ -132,18 +166,37 @@ func rolloutHeld(e *env, what string) heldOperation {
 }
 
 // caRotationCell is TestCARotatedThroughBundle with fault injected once the first member runs the
-// template with the old+new bundle, on the member the restart replaces next (not the leader).
+// template with the old+new bundle, on the member the restart replaces next (not the leader). The
+// store is taken away then too, but the gate holds only once BackupReady is False, seconds later:
+// the hold is watched in the first restart if any of it is left, else in the rotation's second
+// restart (the new CA alone), which is then asked with the store still away.
 func caRotationCell(fault string, promise scenariopkg.Promise) matrixCell {
 	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
-		runCARotationThroughBundle(t, caRotationRun{promise: promise, record: record,
-			backup: fault == faultStore, apiLink: fault == faultAPIServer,
-			duringRestart: func(ctx context.Context, e *env) {
-				if fault == faultStore {
-					holdWhileStoreAway(ctx, e, rolloutHeld(e, "the CA rotation's restart"))
+		if fault == faultStore {
+			var stopped time.Time
+			held := false
+			hold := func(ctx context.Context, e *env, restart string) {
+				if held {
 					return
 				}
-				injectFault(ctx, e, fault, e.outdatedVictim(ctx))
-			}})
+				if stopped.IsZero() {
+					stopped = takeStoreAway(ctx, e)
+				}
+				op := rolloutHeld(e, "the CA rotation's "+restart)
+				if restart == "first restart" && holdDone(ctx, e, op) {
+					t.Logf("the first restart was over when BackupReady turned False: the hold is watched in the second")
+					return
+				}
+				holdThenBringStoreBack(ctx, e, op, stopped)
+				held = true
+			}
+			runCARotationThroughBundle(t, caRotationRun{promise: promise, record: record, backup: true,
+				duringRestart: func(ctx context.Context, e *env) { hold(ctx, e, "first restart") },
+				duringNewOnly: func(ctx context.Context, e *env) { hold(ctx, e, "second restart") }})
+			return
+		}
+		runCARotationThroughBundle(t, caRotationRun{promise: promise, record: record, apiLink: fault == faultAPIServer,
+			duringRestart: func(ctx context.Context, e *env) { injectFault(ctx, e, fault, e.outdatedVictim(ctx)) }})
 	}}
 }
 

@@ -43,11 +43,14 @@ type caRotationRun struct {
 	// duringRestart acts once the first member runs the template with the old+new bundle: the
 	// rotation's first rolling restart is under way. That phase is then judged by promise.
 	duringRestart func(ctx context.Context, e *env)
+	// duringNewOnly acts once the template trusts the new CA alone, before its restart.
+	duringNewOnly func(ctx context.Context, e *env)
 	promise       scenariopkg.Promise
 	// backup backs the cluster up to a real S3 server (e.backup, the store a fault takes away);
 	// apiLink starts the operator behind a link a fault can cut (e.apiLink).
 	backup, apiLink bool
-	// record, when set, receives the faulted phase's figures.
+	// record, when set, receives the figures of the whole rotation: its three phases' summed,
+	// from the first bundle change to the last restart.
 	record func(matrixFigures)
 }
 
@@ -85,12 +88,14 @@ func runCARotationThroughBundle(t *testing.T, run caRotationRun) {
 		run.duringRestart(ctx, e)
 	}
 	bothTrusted := waitRestarted(ctx, e, cluster, image, oldTrust)
-	took := time.Since(started)
-	report := phaseWith(ctx, t, "ca-bundle", rec, promise)
-	if run.record != nil {
-		run.record(matrixFigures{quorumLossMs: report.QuorumLossMs, lost: report.LostAckedWrites, leaderChanges: report.LeaderChanges,
-			took: took, linearizable: report.LinearizabilityError == "", completed: true})
+	total := matrixFigures{linearizable: true}
+	add := func(r workload.Report) {
+		total.quorumLossMs += r.QuorumLossMs
+		total.lost += r.LostAckedWrites
+		total.leaderChanges += r.LeaderChanges
+		total.linearizable = total.linearizable && r.LinearizabilityError == ""
 	}
+	add(phaseWith(ctx, t, "ca-bundle", rec, promise))
 
 	// 2. Renew the leaves from the new CA: no restart, every member serves the new certificate.
 	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
@@ -102,13 +107,24 @@ func runCARotationThroughBundle(t *testing.T, run caRotationRun) {
 	if after := podStarts(ctx, t, cluster); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("renewing the leaf certificates restarted members: %v → %v", before, after)
 	}
-	phase(ctx, t, "leaf-renewal", rec)
+	add(phaseWith(ctx, t, "leaf-renewal", rec, rotationPromise))
 
 	// 3. Trust the new CA alone.
 	rec = startRecorderWith(ctx, t, cluster, trustingBoth(newPKI.Client), 3)
 	setCABundle(ctx, t, s, cluster, names.CA, newPKI.CA.CertPEM)
+	if run.duringNewOnly != nil {
+		e.waitFor(ctx, "the template trusting the new CA alone", func(ctx context.Context) (bool, error) {
+			st, err := cluster.State(ctx)
+			return err == nil && st.UpdateRevision != "" && trustOf(ctx, t, cluster) != bothTrusted, err
+		})
+		run.duringNewOnly(ctx, e)
+	}
 	waitRestarted(ctx, e, cluster, image, bothTrusted)
-	phase(ctx, t, "ca-new-only", rec)
+	add(phaseWith(ctx, t, "ca-new-only", rec, rotationPromise))
+	if run.record != nil {
+		total.took, total.completed = time.Since(started), true
+		run.record(total)
+	}
 
 	// The old CA's clients are refused now, and the operator still reaches the members.
 	checkOldCARefused(ctx, e, oldPKI, bundle)
