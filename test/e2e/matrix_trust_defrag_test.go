@@ -253,18 +253,25 @@ func defragHeld(e *env) heldOperation {
 		}}
 }
 
-// scaleInStoreCell is the scale-in 5 → 3 with the store stopped as soon as the change is asked
-// (a step takes seconds, BackupReady's detection a few more: later, the scale-in is over before
-// the gate can hold); the scale-in must take no step while BackupReady is False and finish once
-// the store is back.
+// scaleInStoreCell is the scale-in 5 → 3 with the store away. A step takes seconds and the whole
+// scale-in about five, BackupReady's detection about ten (the agents' next failed upload, then the
+// status): a store stopped once the scale-in is under way is back in the table as a scale-in
+// that ended before the gate could hold. So the store is taken away first, the scale-in is asked
+// once BackupReady is False, and it must take no step (no member removed) while it says it waits,
+// then finish once the store is back.
 func scaleInStoreCell() matrixCell {
 	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
 		op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), operatorDefaults)
 		reason := string(backupgate.Rule.CamelCase())
+		var stopped time.Time
 		runScaleWith(t, scaleScenario{name: "matrix-5-to-3-" + faultStore, from: 5, to: 3,
 			promise: scaleNoQuorumLoss, record: record, backup: true,
+			beforeScale: func(ctx context.Context, e *env) {
+				e.waitFor(ctx, "BackupReady True before the store goes", backupReadyIs(e.cluster, druidv1alpha1.ConditionTrue))
+				stopped = takeStoreAway(ctx, e)
+			},
 			during: func(ctx context.Context, e *env) {
-				holdWhileStoreAway(ctx, e, heldOperation{what: "the scale-in",
+				holdThenBringStoreBack(ctx, e, heldOperation{what: "the scale-in",
 					step: func(ctx context.Context) (string, bool, error) {
 						members, err := memberList(ctx, e)
 						if err != nil {
@@ -284,7 +291,7 @@ func scaleInStoreCell() matrixCell {
 						}
 						c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
 						return c != nil && c.Reason == reason, nil
-					}})
+					}}, stopped)
 			}}, op)
 	}}
 }
