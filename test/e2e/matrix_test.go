@@ -340,7 +340,7 @@ func matrixRows() []matrixOperation {
 			faultPartition: scaleCell(5, 3, faultPartition, matrixScaleFault),
 			faultOperator:  scaleCell(5, 3, faultOperator, scaleNoQuorumLoss),
 			faultAPIServer: scaleCell(5, 3, faultAPIServer, scaleNoQuorumLoss),
-			faultStore:     notBuilt("a scale-in waits while BackupReady is False (wait/backup-not-ready): the cell must see it hold, then go on once the store is back"),
+			faultStore:     scaleInStoreCell(),
 		}},
 		{id: "restore", cells: map[string]matrixCell{
 			// A member fault needs a member besides the restoring one: the survivor of a
@@ -355,10 +355,18 @@ func matrixRows() []matrixOperation {
 		{id: "downgrade", cells: map[string]matrixCell{}},
 		{id: "volume-move", cells: map[string]matrixCell{}},
 		{id: "ca-rotation", cells: map[string]matrixCell{
-			faultStore: notBuilt("a CA rotation's rolling restarts are a rollout, which holds while BackupReady is False: the cell must see it hold, then finish"),
+			faultKill:      caRotationCell(faultKill, matrixKillRollout),
+			faultPartition: caRotationCell(faultPartition, matrixPartitionRollout),
+			faultOperator:  caRotationCell(faultOperator, scenariopkg.Handover),
+			faultAPIServer: caRotationCell(faultAPIServer, scenariopkg.Handover),
+			faultStore:     caRotationCell(faultStore, scenariopkg.Handover),
 		}},
 		{id: "defragmentation", cells: map[string]matrixCell{
-			faultStore: notBuilt("scheduled defragmentation waits while BackupReady is False (defrag/wait/backup-not-ready): the cell must see it wait, not skip"),
+			faultKill:      defragCell(faultKill),
+			faultPartition: defragCell(faultPartition),
+			faultOperator:  defragCell(faultOperator),
+			faultAPIServer: defragCell(faultAPIServer),
+			faultStore:     defragCell(faultStore),
 		}},
 	}
 }
