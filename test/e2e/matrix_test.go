@@ -319,7 +319,6 @@ var (
 
 // matrixRows is the whole matrix, in the table's order.
 func matrixRows() []matrixOperation {
-	notBuilt := func(why string) matrixCell { return matrixCell{todo: why} }
 	return []matrixOperation{
 		{id: "rollout", cells: map[string]matrixCell{
 			faultKill:      rolloutCell(faultKill, matrixKillRollout),
