@@ -39,12 +39,18 @@ type backupEnv struct {
 // createBackedUpCluster creates an Etcd backed up to a fresh bucket (backupSpec) and waits until
 // it has converged.
 func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas int32) *backupEnv {
+	e.t.Helper()
+	return createBackedUpClusterAt(ctx, e, prefix, framework.EtcdImage(fromVersion), replicas)
+}
+
+// createBackedUpClusterAt is createBackedUpCluster with members that run image.
+func createBackedUpClusterAt(ctx context.Context, e *env, prefix, image string, replicas int32) *backupEnv {
 	t := e.t
 	t.Helper()
 	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), backupBucket)
 	b := &backupEnv{env: e, s3: srv, lostEarlier: map[string]bool{}}
 	var storePrefix string
-	createClusterWith(ctx, e, prefix, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
+	createClusterNamed(ctx, e, prefix, etcdName, image, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
 		storePrefix = ns + "/" + etcd.Name
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
 		if err := e.stack.Client.Create(ctx, secret); err != nil {
