@@ -116,8 +116,8 @@ func ruleNonParticipatingFirst(v *view) verdict {
 	if len(candidates) == 0 {
 		if len(kept) > 0 {
 			n := names(kept)
-			return wait(RuleNewVolumeNoQuorum, n, "not deleting %s: not participating, but its pod would come back on a new, empty volume "+
-				"and %d participating voters are no quorum (%d): its data may be what brings the quorum back; %s",
+			return wait(RuleNewVolumeNoQuorum, n, "not deleting %s: outdated and not participating, but each would come back on a new, empty volume "+
+				"and %d participating voters are no quorum (%d): their data may be what brings the quorum back; %s",
 				strings.Join(n, ", "), v.participatingVoters(), v.quorum(), v.summary())
 		}
 		return verdict{}
