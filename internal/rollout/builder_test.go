@@ -49,6 +49,9 @@ func (b *podBuilder) handoverFailedTo(names ...string) *podBuilder {
 	return b
 }
 
+// newVolume marks a pod whose replacement comes back on a new, empty claim (a volume change).
+func (b *podBuilder) newVolume() *podBuilder { b.p.NewVolume = true; return b }
+
 // unheard marks a member a failed handover went to that did not serve a read.
 func (b *podBuilder) unheard() *podBuilder { b.p.Unheard = true; return b }
 

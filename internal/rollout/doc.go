@@ -30,6 +30,11 @@
 //     waiting for anything else. Among them a Dead container goes first, then Transient, then
 //     Unknown, then Alive-but-unready (a live process rejoins as soon as quorum returns, so it is
 //     kept longest). Ties go to the lowest ordinal.
+//   - wait/new-volume-no-quorum: not so during a volume change for a pod whose replacement comes
+//     back on a new, empty claim (PodState.NewVolume) while the participating voters are no
+//     quorum. Its member may be what brings the quorum back (killed or cut off for a moment, its
+//     data intact); deleted, its data would be out of the cluster's reach, and then the next
+//     member's, once that one stops participating for want of a quorum, until none holds any.
 //   - wait/pod-terminating, wait/pod-missing, wait/updated-not-participating, wait/scale-down
 //     (DEP-07 step 3): before a participating member is touched, every pod must exist, none may be
 //     on its way out, every updated pod must be participating again and no pod outside the

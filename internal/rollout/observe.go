@@ -26,6 +26,10 @@ func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) 
 	if sts.Spec.Replicas != nil {
 		o.Replicas = int(*sts.Spec.Replicas)
 	}
+	templates := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		templates = append(templates, c.Name)
+	}
 	for i := range pods {
 		pod := &pods[i]
 		role, ok := roles[pod.Name]
@@ -44,10 +48,26 @@ func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) 
 			Role:             role,
 			HandoverFailures: handoverFailures(pod),
 			HandoverFailedTo: HandoverFailedTo(pod),
+			NewVolume:        movesToNewClaim(templates, pod),
 		})
 	}
 	sortPods(o.Pods)
 	return o
+}
+
+// movesToNewClaim tells whether pod mounts a claim made from a template ("<template>-<pod>")
+// that the StatefulSet no longer has: its replacement gets a claim of the StatefulSet's template,
+// new and empty.
+func movesToNewClaim(templates []string, pod *corev1.Pod) bool {
+	if len(templates) == 0 {
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == v.Name+"-"+pod.Name && !slices.Contains(templates, v.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // podOrdinal prefers the pod-index label the StatefulSet controller sets and falls back to the

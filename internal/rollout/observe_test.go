@@ -104,6 +104,32 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestObserveNewVolume: a pod mounting a claim of a template the StatefulSet no longer has comes
+// back on a new, empty claim once deleted.
+func TestObserveNewVolume(t *testing.T) {
+	withClaim := func(name, template string) corev1.Pod {
+		p := apiPod(name, map[string]string{appsv1.StatefulSetRevisionLabel: oldRev}, nil)
+		p.Spec.Volumes = []corev1.Volume{{Name: template, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: template + "-" + name}}}}
+		return p
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-6e2a4e49"}}}},
+	}
+	got := Observe(sts, []corev1.Pod{withClaim("etcd-main-0", "data"), withClaim("etcd-main-1", "data-6e2a4e49"), apiPod("etcd-main-2", nil, nil)}, nil)
+	for i, want := range []bool{true, false, false} {
+		if got.Pods[i].NewVolume != want {
+			t.Errorf("%s: NewVolume %v, want %v", got.Pods[i].Name, got.Pods[i].NewVolume, want)
+		}
+	}
+	sts.Spec.VolumeClaimTemplates = nil
+	if Observe(sts, []corev1.Pod{withClaim("etcd-main-0", "data")}, nil).Pods[0].NewVolume {
+		t.Error("NewVolume without a claim template: the StatefulSet asks for no claim to move to")
+	}
+}
+
 func TestPodOrdinal(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -158,6 +158,26 @@ func TestRuleNoOtherOperation(t *testing.T) {
 	})
 }
 
+// TestRuleNewVolumeNoQuorum: during a volume change a member that does not participate is
+// replaced only while the participating voters are a quorum. The cluster of the matrix cell
+// volume-move × SIGKILL: etcd-main-2 already on its new volume, not back yet; etcd-main-1 killed
+// (its data on its old claim); etcd-main-0 alone. Deleting etcd-main-1 then etcd-main-0 (not
+// participating either without a quorum) would leave no member with the data.
+func TestRuleNewVolumeNoQuorum(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{name: "the killed member is kept while no quorum participates", action: ActionWait, rule: RuleNewVolumeNoQuorum, waitsFor: []string{"etcd-main-1"},
+			in: observed(3, pod("etcd-main-0").outdated().newVolume().leader(), pod("etcd-main-1").outdated().newVolume().unready(), pod("etcd-main-2").transient())},
+		{name: "nor the last one holding data once it no longer participates", action: ActionWait, rule: RuleNewVolumeNoQuorum, waitsFor: []string{"etcd-main-0", "etcd-main-1"},
+			in: observed(3, pod("etcd-main-0").outdated().newVolume().unready(), pod("etcd-main-1").outdated().newVolume().dead(), pod("etcd-main-2").transient())},
+		{name: "a learner is no voter of the quorum", action: ActionWait, rule: RuleNewVolumeNoQuorum, waitsFor: []string{"etcd-main-1"},
+			in: observed(3, pod("etcd-main-0").outdated().newVolume().leader(), pod("etcd-main-1").outdated().newVolume().dead(), pod("etcd-main-2").learner())},
+		{name: "with a quorum participating it is replaced", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingDead,
+			in: observed(3, pod("etcd-main-0").outdated().newVolume().leader(), pod("etcd-main-1").outdated().newVolume().dead(), pod("etcd-main-2"))},
+		{name: "on its own volume it is replaced without a quorum: it comes back with its data", action: ActionDelete, pods: []string{"etcd-main-1"}, rule: RuleNonParticipatingDead,
+			in: observed(3, pod("etcd-main-0").outdated().leader(), pod("etcd-main-1").outdated().dead(), pod("etcd-main-2").transient())},
+	})
+}
+
 func TestRuleSingleNode(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{name: "participating leader", action: ActionDelete, pods: []string{"etcd-main-0"}, rule: RuleSingleNode,

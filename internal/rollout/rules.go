@@ -96,20 +96,48 @@ func ruleSingleNode(v *view) verdict {
 
 // ruleNonParticipatingFirst is DEP-07 step 2: an outdated member that is not in the quorum can
 // be replaced at no quorum cost, even while other such pods are still being replaced.
+//
+// Not so for a pod that comes back on a new, empty volume (NewVolume) while the participating
+// voters are no quorum: its member may hold what the quorum needs (a member killed or cut off for
+// a moment, with its data), and deleting it would move that data out of the cluster's reach, then
+// the next one's, until no member holds any (wait/new-volume-no-quorum).
 func ruleNonParticipatingFirst(v *view) verdict {
-	var candidates []PodState
+	var candidates, kept []PodState
+	quorate := v.participatingVoters() >= v.quorum()
 	for _, p := range v.pods {
-		if v.candidate(p) && !p.Participating {
+		switch {
+		case !v.candidate(p) || p.Participating:
+		case p.NewVolume && !quorate:
+			kept = append(kept, p)
+		default:
 			candidates = append(candidates, p)
 		}
 	}
 	if len(candidates) == 0 {
+		if len(kept) > 0 {
+			n := names(kept)
+			return wait(RuleNewVolumeNoQuorum, n, "not deleting %s: outdated and not participating, but each would come back on a new, empty volume "+
+				"and %d participating voters are no quorum (%d): their data may be what brings the quorum back; %s",
+				strings.Join(n, ", "), v.participatingVoters(), v.quorum(), v.summary())
+		}
 		return verdict{}
 	}
 	p := rankNonParticipating(candidates)[0]
 	return deletePod(nonParticipatingRule(p.Container), p.Name,
 		"deleting %s: outdated and not participating, etcd container %s; %d outdated non-participating, %s",
 		p.Name, describeClass(p.Container), len(candidates), v.summary())
+}
+
+// participatingVoters counts the pods in range, not terminating and not learners that
+// participate.
+func (v *view) participatingVoters() int {
+	n := 0
+	for _, p := range v.pods {
+		if v.inRange(p) && !p.Terminating && p.Participating && !p.Member.Learner {
+			n++
+		}
+	}
+	return n
 }
 
 func nonParticipatingRule(c ContainerClass) RuleID {

@@ -55,7 +55,11 @@ type PodState struct {
 	// (AnnotationHandoverFailedTo) and the member did not serve the controller a linearizable
 	// read at this decision (Observed.WithUnheard): its readiness may not show yet that the
 	// leader does not hear it, so no deletion counts on it.
-	Unheard   bool
+	Unheard bool
+	// NewVolume is set when the pod mounts its data from a claim of another template than the
+	// StatefulSet's (a volume change in flight): deleting it brings it back on a new, empty
+	// claim, so its data does not come back with it.
+	NewVolume bool
 	Container ContainerClass
 	Role      Role
 	// Member is what the etcd member said about itself over mTLS; the zero value when it was
@@ -174,13 +178,17 @@ const (
 	RuleNonParticipatingTransient RuleID = "non-participating/transient"
 	RuleNonParticipatingUnknown   RuleID = "non-participating/unknown"
 	RuleNonParticipatingAlive     RuleID = "non-participating/alive-unready"
-	RulePodTerminating            RuleID = "wait/pod-terminating"
-	RulePodMissing                RuleID = "wait/pod-missing"
-	RuleUpdatedNotParticipating   RuleID = "wait/updated-not-participating"
-	RuleScaleDown                 RuleID = "wait/scale-down"
-	RuleParticipatingFollower     RuleID = "participating/follower"
-	RuleParticipatingUnknownRole  RuleID = "participating/unknown-role"
-	RuleParticipatingLeader       RuleID = "participating/leader"
+	// RuleNewVolumeNoQuorum keeps a non-participating member whose pod would come back on a new,
+	// empty volume while the participating voters are no quorum: its data may be what brings
+	// the quorum back.
+	RuleNewVolumeNoQuorum        RuleID = "wait/new-volume-no-quorum"
+	RulePodTerminating           RuleID = "wait/pod-terminating"
+	RulePodMissing               RuleID = "wait/pod-missing"
+	RuleUpdatedNotParticipating  RuleID = "wait/updated-not-participating"
+	RuleScaleDown                RuleID = "wait/scale-down"
+	RuleParticipatingFollower    RuleID = "participating/follower"
+	RuleParticipatingUnknownRole RuleID = "participating/unknown-role"
+	RuleParticipatingLeader      RuleID = "participating/leader"
 	// RuleQuorumHeadroom waits while the voters already unavailable use up the quorum's
 	// headroom (or the cluster has none, as an even count of two).
 	RuleQuorumHeadroom RuleID = "wait/quorum-headroom"

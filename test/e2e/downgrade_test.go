@@ -39,14 +39,20 @@ func TestRolloutDowngradeFiveMembers(t *testing.T) {
 }
 
 func runDowngrade(t *testing.T, replicas int32, before func(ctx context.Context, e *env), events ...string) {
-	run(t, scenario{
+	run(t, downgradeScenario(replicas, before, events...))
+}
+
+// downgradeScenario is the downgrade 3.7.3 → 3.6.8 on replicas members with before run first,
+// checked by downgraded, with the Events the downgrade records and events.
+func downgradeScenario(replicas int32, before func(ctx context.Context, e *env), events ...string) scenario {
+	return scenario{
 		name: fmt.Sprintf("downgrade-%d", replicas), replicas: replicas,
 		fromImage: framework.EtcdImage(toVersion), bumpImage: framework.EtcdImage(fromVersion),
 		promise:    scenariopkg.Handover,
 		beforeBump: before,
 		wantEvents: append([]string{"DowngradeEnable", "DowngradeReplaceMembers"}, events...),
 		verify:     downgraded,
-	})
+	}
 }
 
 // refusedTwoMinors asks for 3.5 on the 3.7 cluster and checks that nothing moves.

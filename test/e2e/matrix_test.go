@@ -13,9 +13,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 )
@@ -216,24 +218,141 @@ func rolloutCell(fault string, promise scenariopkg.Promise) matrixCell {
 // learner in the member list (scale-out), the first member removed or the condition set
 // (scale-in). The victim is a member that stays, and not the leader.
 func scaleCell(from, to int32, fault string, promise scenariopkg.Promise) matrixCell {
+	sc := scaleScenario{name: fmt.Sprintf("matrix-%d-to-%d-%s", from, to, fault), from: from, to: to, promise: promise}
+	return membershipCell(fault, sc, func(ctx context.Context, e *env) {
+		if to > from {
+			e.waitLearner(ctx)
+		} else {
+			e.waitScaleInUnderWay(ctx, int(from))
+		}
+		injectFault(ctx, e, fault, e.followerAmong(ctx, 1, 2, 0))
+	})
+}
+
+// replacedOrdinal is the member whose volume the member-replacement row loses.
+const replacedOrdinal = 2
+
+// replacementCell is TestMemberVolumeLost's replacement (etcd-2's volume lost on 3 members: the
+// operator removes the member and adds it again through a learner) with fault injected once the
+// replacement is under way: the new member in the member list, a learner unless it was promoted
+// before it was seen. The victim is a member that stays, and not the leader.
+func replacementCell(fault string, promise scenariopkg.Promise) matrixCell {
+	sc := scaleScenario{name: "matrix-replacement-" + fault, from: 3, to: 3, skipScale: true, promise: promise}
+	return membershipCell(fault, sc, func(ctx context.Context, e *env) {
+		name := e.cluster.PodName(replacedOrdinal)
+		old := memberID(ctx, e, name)
+		loseVolumeWith(replacedOrdinal, func(ctx context.Context, e *env) {
+			var state string
+			e.waitFor(ctx, "the replacement under way (a learner, or "+name+" under a new ID)", func(ctx context.Context) (bool, error) {
+				members, err := memberList(ctx, e)
+				for _, m := range members {
+					if m.IsLearner || (m.Name == name && m.ID != old) {
+						state = fmt.Sprintf("member %q %x learner=%v started=%v (was %x)", m.Name, m.ID, m.IsLearner, len(m.ClientURLs) > 0, old)
+						return true, nil
+					}
+				}
+				return false, err
+			})
+			e.t.Logf("replacement under way: %s", state)
+			injectFault(ctx, e, fault, e.followerAmong(ctx, 0, 1))
+		})(ctx, e)
+	})
+}
+
+// membershipCell runs sc on runScaleWith with during acting while it runs, on an operator of
+// its own (behind a link to the apiserver for the apiserver fault), the cluster backed up for
+// the store fault.
+func membershipCell(fault string, sc scaleScenario, during func(ctx context.Context, e *env)) matrixCell {
 	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
 		opts := operatorDefaults
 		if fault == faultAPIServer {
 			opts.APIServerLink = framework.NewAPIServerLink()
 		}
 		op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), opts)
-		runScaleWith(t, scaleScenario{name: fmt.Sprintf("matrix-%d-to-%d-%s", from, to, fault), from: from, to: to,
-			promise: promise, opts: &opts, record: record, backup: fault == faultStore,
-			during: func(ctx context.Context, e *env) {
-				e.apiLink = opts.APIServerLink
-				if to > from {
-					e.waitLearner(ctx)
-				} else {
-					e.waitScaleInUnderWay(ctx, int(from))
-				}
-				injectFault(ctx, e, fault, e.followerAmong(ctx, 1, 2, 0))
-			}}, op)
+		sc.opts, sc.record, sc.backup = &opts, record, fault == faultStore
+		sc.during = func(ctx context.Context, e *env) {
+			e.apiLink = opts.APIServerLink
+			during(ctx, e)
+		}
+		runScaleWith(t, sc, op)
 	}}
+}
+
+// downgradeCell is TestRolloutDowngrade (3.7.3 → 3.6.8 on 3 members) with fault injected once
+// the first member runs the old version (the new revision), on the member replaced next.
+func downgradeCell(fault string, promise scenariopkg.Promise, events ...string) matrixCell {
+	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
+		sc := downgradeScenario(3, nil, events...)
+		sc.name, sc.promise, sc.record = "matrix-downgrade-"+fault, promise, record
+		sc.backup, sc.apiLink = fault == faultStore, fault == faultAPIServer
+		sc.afterBump = func(ctx context.Context, e *env) {
+			e.waitUpdated(ctx, 1)
+			injectFault(ctx, e, fault, e.outdatedVictim(ctx))
+		}
+		run(t, sc)
+	}}
+}
+
+// volumeMoveCell is TestStorageClassChanged (3 members to volumes of another class and size)
+// with fault injected once the first member is on its new volume, on the member moved next.
+func volumeMoveCell(fault string, promise scenariopkg.Promise) matrixCell {
+	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
+		runVolumeMove(t, volumeMove{name: "matrix-volume-" + fault, replicas: 3, promise: promise, record: record,
+			backup: fault == faultStore, apiLink: fault == faultAPIServer,
+			during: func(ctx context.Context, e *env) {
+				e.waitFor(ctx, "a member on its new volume", func(ctx context.Context) (bool, error) {
+					moved, _, err := e.onNewClaims(ctx)
+					return len(moved) > 0, err
+				})
+				injectFault(ctx, e, fault, e.unmovedVictim(ctx))
+			}})
+	}}
+}
+
+// onNewClaims are the ordinals whose pod mounts the claim of the Etcd's claim template
+// (resources.DesiredClaims), and those whose pod, not being deleted, does not.
+func (e *env) onNewClaims(ctx context.Context) (moved, unmoved []int, err error) {
+	etcd, err := e.cluster.Get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	claim := resources.DesiredClaims(etcd).Name
+	pods, err := e.cluster.Pods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range e.cluster.Replicas {
+		name := e.cluster.PodName(i)
+		for _, p := range pods {
+			if p.Name != name {
+				continue
+			}
+			on := slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim+"-"+name
+			})
+			switch {
+			case on:
+				moved = append(moved, i)
+			case p.DeletionTimestamp == nil:
+				unmoved = append(unmoved, i)
+			}
+		}
+	}
+	return moved, unmoved, nil
+}
+
+// unmovedVictim is the highest ordinal still on its old volume, avoiding the leader where
+// another is left: the member the move takes next.
+func (e *env) unmovedVictim(ctx context.Context) int {
+	_, unmoved, err := e.onNewClaims(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(unmoved) == 0 {
+		return 0
+	}
+	slices.Reverse(unmoved)
+	return e.followerAmong(ctx, unmoved...)
 }
 
 // waitScaleInUnderWay waits until the scale-in has begun: a member removed, or
@@ -317,6 +436,14 @@ var (
 		Waived: "a membership change moves leadership only when the leader is removed; the fault is on a follower"}
 )
 
+// matrixMemberAway: a member fault while the member being replaced (a replacement, a volume
+// move) is not a serving voter takes a second member of three away.
+func matrixMemberAway(what string) scenariopkg.Promise {
+	return scenariopkg.Promise{LeaderChanges: scenariopkg.AnyLeaderChanges,
+		Waived: "the fault takes a second member of three away while " + what + " is not a serving voter: " +
+			"the quorum is lost until one of them serves again, and the leader may step down (an election)"}
+}
+
 // matrixRows is the whole matrix, in the table's order.
 func matrixRows() []matrixOperation {
 	return []matrixOperation{
@@ -350,9 +477,27 @@ func matrixRows() []matrixOperation {
 			faultAPIServer: restoreCell(faultAPIServer, 1),
 			faultStore:     restoreCell(faultStore, 1),
 		}},
-		{id: "member-replacement", cells: map[string]matrixCell{}},
-		{id: "downgrade", cells: map[string]matrixCell{}},
-		{id: "volume-move", cells: map[string]matrixCell{}},
+		{id: "member-replacement", cells: map[string]matrixCell{
+			faultKill:      replacementCell(faultKill, matrixMemberAway("the replaced member")),
+			faultPartition: replacementCell(faultPartition, matrixMemberAway("the replaced member")),
+			faultOperator:  replacementCell(faultOperator, scaleNoQuorumLoss),
+			faultAPIServer: replacementCell(faultAPIServer, scaleNoQuorumLoss),
+			faultStore:     replacementCell(faultStore, scaleNoQuorumLoss),
+		}},
+		{id: "downgrade", cells: map[string]matrixCell{
+			faultKill:      downgradeCell(faultKill, matrixKillRollout),
+			faultPartition: downgradeCell(faultPartition, matrixPartitionRollout),
+			faultOperator:  downgradeCell(faultOperator, scenariopkg.Handover, "LeadershipHandedOver"),
+			faultAPIServer: downgradeCell(faultAPIServer, scenariopkg.Handover, "LeadershipHandedOver"),
+			faultStore:     downgradeCell(faultStore, scenariopkg.Handover, "LeadershipHandedOver"),
+		}},
+		{id: "volume-move", cells: map[string]matrixCell{
+			faultKill:      volumeMoveCell(faultKill, matrixMemberAway("the member being moved")),
+			faultPartition: volumeMoveCell(faultPartition, matrixMemberAway("the member being moved")),
+			faultOperator:  volumeMoveCell(faultOperator, volumeMoveNoQuorumLoss),
+			faultAPIServer: volumeMoveCell(faultAPIServer, volumeMoveNoQuorumLoss),
+			faultStore:     volumeMoveCell(faultStore, volumeMoveNoQuorumLoss),
+		}},
 		{id: "ca-rotation", cells: map[string]matrixCell{
 			faultKill:      caRotationCell(faultKill, matrixKillRollout),
 			faultPartition: caRotationCell(faultPartition, matrixPartitionRollout),

@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
 	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
@@ -56,7 +57,7 @@ func restoreThroughOutage(t *testing.T, outage time.Duration) {
 	defer cancel()
 	e := &env{t: t, stack: s, opts: operatorDefaults, operator: op}
 	var throttle *s3server.Throttle
-	b := createBackedUpClusterWith(ctx, e, namespace, 1, func(srv *s3server.Server, secret map[string][]byte, backup *druidv1alpha1.BackupSpec) {
+	b := createBackedUpClusterWith(ctx, e, namespace, framework.EtcdImage(fromVersion), 1, func(srv *s3server.Server, secret map[string][]byte, backup *druidv1alpha1.BackupSpec) {
 		var err error
 		if throttle, err = s3server.NewThrottle(srv, s.Network.GatewayIP()); err != nil {
 			t.Fatal(err)

@@ -40,20 +40,21 @@ type backupEnv struct {
 // it has converged.
 func createBackedUpCluster(ctx context.Context, e *env, prefix string, replicas int32) *backupEnv {
 	e.t.Helper()
-	return createBackedUpClusterWith(ctx, e, prefix, replicas, nil)
+	return createBackedUpClusterWith(ctx, e, prefix, framework.EtcdImage(fromVersion), replicas, nil)
 }
 
-// createBackedUpClusterWith is createBackedUpCluster with tune applied to the members' backup
-// Secret and backup spec before the Etcd is created (a throttle in front of the server, another
-// schedule). The test's own view of the store (b.store) reaches the server directly.
-func createBackedUpClusterWith(ctx context.Context, e *env, prefix string, replicas int32,
+// createBackedUpClusterWith is createBackedUpCluster with members that run image and tune
+// applied to the members' backup Secret and backup spec before the Etcd is created (a throttle
+// in front of the server, another schedule). The test's own view of the store (b.store) reaches
+// the server directly.
+func createBackedUpClusterWith(ctx context.Context, e *env, prefix, image string, replicas int32,
 	tune func(srv *s3server.Server, secret map[string][]byte, backup *druidv1alpha1.BackupSpec)) *backupEnv {
 	t := e.t
 	t.Helper()
 	srv := s3server.StartT(t, e.stack.Network.GatewayIP(), backupBucket)
 	b := &backupEnv{env: e, s3: srv, lostEarlier: map[string]bool{}}
 	var storePrefix string
-	createClusterWith(ctx, e, prefix, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
+	createClusterNamed(ctx, e, prefix, etcdName, image, replicas, func(ctx context.Context, ns string, etcd *druidv1alpha1.Etcd) error {
 		storePrefix = ns + "/" + etcd.Name
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup"}, Data: srv.SecretData()}
 		etcd.Spec.Backup = backupSpec(storePrefix, secret.Name)

@@ -428,6 +428,13 @@ func (e *env) waitReplaced(ctx context.Context, i int, old uint64) {
 // loseVolume deletes member i's claim and pod, as after a disk failure: the StatefulSet
 // controller recreates both, the new volume empty.
 func loseVolume(i int) func(ctx context.Context, e *env) {
+	return loseVolumeWith(i, nil)
+}
+
+// loseVolumeWith is loseVolume with mid called right after the claim and pod are deleted (a
+// fault injected while the replacement is under way); the member must still be replaced once it
+// returns.
+func loseVolumeWith(i int, mid func(ctx context.Context, e *env)) func(ctx context.Context, e *env) {
 	return func(ctx context.Context, e *env) {
 		old := memberID(ctx, e, e.cluster.PodName(i))
 		if old == 0 {
@@ -439,6 +446,9 @@ func loseVolume(i int) func(ctx context.Context, e *env) {
 		}
 		if err := e.stack.Kube.CoreV1().Pods(e.cluster.Namespace).Delete(ctx, e.cluster.PodName(i), metav1.DeleteOptions{}); err != nil {
 			e.t.Fatalf("deleting pod: %v", err)
+		}
+		if mid != nil {
+			mid(ctx, e)
 		}
 		e.waitReplaced(ctx, i, old)
 	}

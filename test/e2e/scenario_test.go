@@ -171,10 +171,7 @@ func run(t *testing.T, sc scenario) {
 	}
 	var cluster *stack.EtcdCluster
 	if sc.backup {
-		if sc.fromImage != "" {
-			t.Fatalf("scenario %s: a backed-up cluster starts at %s", sc.name, fromVersion)
-		}
-		e.backup = createBackedUpCluster(ctx, e, "e2e-"+sc.name+"-", replicas)
+		e.backup = createBackedUpClusterWith(ctx, e, "e2e-"+sc.name+"-", fromImage, replicas, nil)
 		cluster = e.cluster
 		e.waitFor(ctx, "BackupReady True before the rollout", backupReadyIs(cluster, druidv1alpha1.ConditionTrue))
 	} else {

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/ruleid"
 	"github.com/etcd-conductor/etcd-conductor/internal/volumechange"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
+	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 )
 
@@ -34,13 +35,52 @@ func TestStorageClassChanged(t *testing.T) { runStorageClassChange(t, 3) }
 // TestStorageClassChangedFiveMembers is TestStorageClassChanged on five members.
 func TestStorageClassChangedFiveMembers(t *testing.T) { runStorageClassChange(t, 5) }
 
+// volumeMoveNoQuorumLoss is the promise of a move to new volumes no fault disturbs.
+var volumeMoveNoQuorumLoss = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: scenariopkg.AnyLeaderChanges,
+	Waived: "every member, the leader last, comes back on an empty volume: leadership moves with the members and the count is not the move's promise"}
+
+// volumeMove moves a cluster of replicas members to volumes of another class and size
+// (runVolumeMove).
+type volumeMove struct {
+	name     string
+	replicas int32
+	promise  scenariopkg.Promise
+	// during acts once the StatefulSet is created again on the new claim template (the move
+	// under way); the move must still complete once it returns.
+	during func(ctx context.Context, e *env)
+	// backup backs the cluster up to a real S3 server (e.backup); apiLink starts the operator
+	// behind a link to the apiserver a fault can cut (e.apiLink).
+	backup, apiLink bool
+	// record, when set, receives the figures (the operation × fault matrix's table).
+	record func(matrixFigures)
+}
+
 func runStorageClassChange(t *testing.T, replicas int32) {
+	runVolumeMove(t, volumeMove{name: fmt.Sprintf("volume-%d", replicas), replicas: replicas, promise: volumeMoveNoQuorumLoss})
+}
+
+func runVolumeMove(t *testing.T, vm volumeMove) {
+	if err := vm.promise.Validate(); err != nil {
+		t.Fatalf("volume move %s: %v", vm.name, err)
+	}
+	replicas := vm.replicas
 	s := sharedStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	framework.StartOperator(t, s.Cluster.RESTConfig(), operatorDefaults)
-	e := &env{t: t, stack: s}
-	cluster := createCluster(ctx, e, fmt.Sprintf("e2e-volume-%d-", replicas), replicas)
+	e := &env{t: t, stack: s, opts: operatorDefaults}
+	if vm.apiLink {
+		e.apiLink = framework.NewAPIServerLink()
+		e.opts.APIServerLink = e.apiLink
+	}
+	e.operator = framework.StartOperator(t, s.Cluster.RESTConfig(), e.opts)
+	prefix := "e2e-" + vm.name + "-"
+	var cluster *stack.EtcdCluster
+	if vm.backup {
+		e.backup = createBackedUpCluster(ctx, e, prefix, replicas)
+		cluster = e.cluster
+	} else {
+		cluster = createCluster(ctx, e, prefix, replicas)
+	}
 	image := framework.EtcdImage(fromVersion)
 	idsBefore := map[string]uint64{}
 	for i := range cluster.Replicas {
@@ -70,20 +110,28 @@ func runStorageClassChange(t *testing.T, replicas int32) {
 	})
 	rolloutCtx, cancelRollout := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancelRollout()
+	if vm.during != nil {
+		vm.during(rolloutCtx, e)
+	}
 	if err := cluster.WaitConverged(rolloutCtx, image); err != nil {
 		t.Fatalf("the members did not move to the new volumes: %v", err)
 	}
 	moved := time.Since(changed)
 	time.Sleep(time.Second)
 	report, recErr := rec.Stop(ctx)
-	t.Logf("figures volume-change-%d: moved=%s %s", replicas, moved.Round(100*time.Millisecond), report.Summary())
+	t.Logf("figures %s: moved=%s %s", vm.name, moved.Round(100*time.Millisecond), report.Summary())
 	fmt.Printf("e2e %-28s moved=%-6s quorumLossMs=%-6d longestWriteGapMs=%-6d failedWrites=%-4d ackedWrites=%-5d lost=%d leaderChanges=%d\n",
-		fmt.Sprintf("storage-class-changed-%d", replicas), moved.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
+		vm.name, moved.Round(100*time.Millisecond), report.QuorumLossMs, report.LongestWriteGapMs, report.FailedWrites,
 		report.AckedWrites, report.LostAckedWrites, report.LeaderChanges)
-	checkWrites(t, report, recErr)
-	if report.QuorumLossMs != 0 {
-		t.Errorf("quorum lost for %d ms while moving to new volumes", report.QuorumLossMs)
+	if vm.record != nil {
+		vm.record(matrixFigures{quorumLossMs: report.QuorumLossMs, lost: report.LostAckedWrites, leaderChanges: report.LeaderChanges,
+			took: moved, linearizable: report.LinearizabilityError == "", completed: true})
 	}
+	checkWrites(t, report, recErr)
+	for _, q := range report.QuorumLosses {
+		t.Logf("quorum loss from %s for %dms", q.Start.Sub(changed).Round(10*time.Millisecond), q.Ms)
+	}
+	checkPromise(t, vm.promise, report)
 	if report.LinearizabilityError != "" {
 		t.Errorf("history not linearizable: %s", report.LinearizabilityError)
 	}
