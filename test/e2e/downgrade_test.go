@@ -33,6 +33,7 @@ func TestRolloutDowngrade(t *testing.T) {
 
 // TestRolloutDowngradeFiveMembers is TestRolloutDowngrade on five members.
 func TestRolloutDowngradeFiveMembers(t *testing.T) {
+	soakOnly(t, "TestRolloutDowngrade on five members; the batch on five members is TestRolloutFiveMembersOneDead's")
 	// A five-member rollout records more Events on the Etcd than client-go's default per-object
 	// burst (25) let through: the handover's is asked for all the same (operator.eventSpamLimits).
 	runDowngrade(t, 5, nil, "LeadershipHandedOver")

@@ -68,6 +68,18 @@ func (b *backgroundTeardowns) wait() error {
 	return errors.Join(b.errs...)
 }
 
+// soakEnv, set by make soak, runs the variants make test leaves out to stay within its time: the
+// same runner on more members, where the shorter one already covers the path.
+const soakEnv = "E2E_SOAK"
+
+// soakOnly skips t unless soakEnv is set; why names what covers its path in make test.
+func soakOnly(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(soakEnv) == "" {
+		t.Skipf("soak only (%s=1, make soak): %s", soakEnv, why)
+	}
+}
+
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()

@@ -33,7 +33,10 @@ import (
 func TestStorageClassChanged(t *testing.T) { runStorageClassChange(t, 3) }
 
 // TestStorageClassChangedFiveMembers is TestStorageClassChanged on five members.
-func TestStorageClassChangedFiveMembers(t *testing.T) { runStorageClassChange(t, 5) }
+func TestStorageClassChangedFiveMembers(t *testing.T) {
+	soakOnly(t, "TestStorageClassChanged on five members")
+	runStorageClassChange(t, 5)
+}
 
 // volumeMoveNoQuorumLoss is the promise of a move to new volumes no fault disturbs.
 var volumeMoveNoQuorumLoss = scenariopkg.Promise{NoQuorumLoss: true, LeaderChanges: scenariopkg.AnyLeaderChanges,
