@@ -72,6 +72,9 @@ type Pod struct {
 	ProvedEmpty, AwaitsBackup bool
 	// HasData: this incarnation's init step found valid data.
 	HasData bool
+	// PastInit: this incarnation's init step is over (and the pod is not being deleted): its
+	// etcd runs, or the kubelet restarts it, on whatever data that step left.
+	PastInit bool
 	// State says what is known of it, for reasons.
 	State string
 }
@@ -278,16 +281,29 @@ func planInProgress(o Observed, s State) Decision {
 		return d
 	}
 	for _, p := range o.Pods {
-		// Only a pod whose etcd says it belongs to another cluster: one that does not answer may
-		// be a learner of the new cluster that is still starting.
-		if p.Name == s.Member || !p.EtcdRunning || p.ClusterID == "" || p.ClusterID == o.LeaderClusterID {
+		if p.Name == s.Member {
+			continue
+		}
+		// A pod whose etcd says it belongs to another cluster runs the old one. So does one past
+		// its init step that does not answer: until the recovery finishes the new cluster has no
+		// member but the restorer (learners are added after it), so no init step could have
+		// joined it, and a member of the old cluster restarted by its kubelet (killed, crashed)
+		// cannot serve without the quorum it lost. A pod still in its init step decides again
+		// at its next poll, with the new cluster in view: it is left alone.
+		var why string
+		switch {
+		case p.EtcdRunning && p.ClusterID != "" && p.ClusterID != o.LeaderClusterID:
+			why = fmt.Sprintf("it runs a member of cluster %s", p.ClusterID)
+		case p.PastInit && p.ClusterID == "":
+			why = fmt.Sprintf("its init step is over and its etcd does not answer (%s): it runs, or its kubelet restarts it, on the data it had before the restore, cluster %s's", orNone(p.State), s.old())
+		default:
 			continue
 		}
 		// Its restart lets the init step keep its data aside and join the new cluster as a
 		// learner.
 		d := decide(ActionReplacePod, RuleReplaceOldPod,
-			"deleting pod %s: it runs a member of cluster %s, which lost quorum for good; its init step keeps its data aside and it joins the new cluster %s as a learner",
-			p.Name, p.ClusterID, o.LeaderClusterID)
+			"deleting pod %s: %s, which lost quorum for good; its init step keeps its data aside and it joins the new cluster %s as a learner",
+			p.Name, why, o.LeaderClusterID)
 		d.Pod = p.Name
 		return d
 	}

@@ -188,6 +188,24 @@ func TestPlan(t *testing.T) {
 					t.Errorf("pod %q, want etcd-0", d.Pod)
 				}
 			}},
+		{name: "in progress, recorded: replace a pod past its init step that does not answer (the old cluster's member, restarted by its kubelet)",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3)}), func(o *Observed) {
+				o.Pods[1].EtcdRunning, o.Pods[1].ClusterID, o.Pods[1].PastInit = true, "new", true
+				o.Pods[0].PastInit, o.Pods[0].EtcdRunning = true, true
+				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID, o.RecordedClusterID = inProgress, true, "etcd-1", "new", "new"
+			}),
+			action: ActionReplacePod, rule: RuleReplaceOldPod, reason: []string{"deleting pod etcd-0: its init step is over and its etcd does not answer"}},
+		{name: "in progress, recorded: a pod past its init step whose etcd is down (restarting) is replaced too",
+			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3)}), func(o *Observed) {
+				o.Pods[1].EtcdRunning, o.Pods[1].ClusterID, o.Pods[1].PastInit = true, "new", true
+				o.Pods[2].PastInit = true
+				o.InProgress, o.LeaderAnswered, o.LeaderName, o.LeaderClusterID, o.RecordedClusterID = inProgress, true, "etcd-1", "new", "new"
+			}),
+			action: ActionReplacePod, rule: RuleReplaceOldPod, check: func(t *testing.T, d Decision) {
+				if d.Pod != "etcd-2" {
+					t.Errorf("pod %q, want etcd-2", d.Pod)
+				}
+			}},
 		{name: "in progress, no old member left: finish",
 			o: with(lost(Observed{Voters: voters(3, 1, 2), Pods: pods(3)}), func(o *Observed) {
 				o.Pods[1].EtcdRunning, o.Pods[1].ClusterID = true, "new"

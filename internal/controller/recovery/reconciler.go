@@ -388,6 +388,7 @@ func podEvidence(etcd *druidv1alpha1.Etcd, p *corev1.Pod, lease *coordinationv1.
 		Name: p.Name, UID: string(p.UID), Ordinal: ordinal, ClusterID: clusterID, StartDecision: startDecision(lease),
 		EtcdRunning: containerRunning(p.Status.ContainerStatuses, resources.EtcdContainerName),
 		NoSpace:     noSpace(p, lease),
+		PastInit:    p.DeletionTimestamp == nil && initSucceeded(p),
 	}
 	report, ok := currentReport(p, lease)
 	switch {
@@ -446,6 +447,17 @@ func backupConfigured(e *druidv1alpha1.Etcd) bool {
 
 func initRunning(p *corev1.Pod) bool {
 	return containerRunning(p.Status.InitContainerStatuses, resources.MemberInitContainerName)
+}
+
+// initSucceeded: the pod's init step ended with success, so the kubelet runs (and restarts) its
+// etcd on what the step left and never runs the step again for this incarnation.
+func initSucceeded(p *corev1.Pod) bool {
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == resources.MemberInitContainerName {
+			return s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+		}
+	}
+	return false
 }
 
 func containerRunning(statuses []corev1.ContainerStatus, name string) bool {
