@@ -74,7 +74,7 @@ func TestThrottleRefusesThenLifts(t *testing.T) {
 			t.Fatalf("put %s through the throttle: %v", key, err)
 		}
 	}
-	throttle.SlowDown(func(key string) bool { return strings.Contains(key, "Incr-") }, 1)
+	throttle.SlowDown(func(key, _ string) bool { return strings.Contains(key, "Incr-") }, 1)
 	read := func(key string) error {
 		r, err := s.Get(ctx, key)
 		if err != nil {

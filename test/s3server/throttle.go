@@ -25,8 +25,8 @@ type Throttle struct {
 	srv    *http.Server
 
 	mu sync.Mutex
-	// match selects the reads to throttle (by object key); nil: none.
-	match func(key string) bool
+	// match selects the reads to throttle (by object key and the client's IP); nil: none.
+	match func(key, client string) bool
 	// allow is how many matching reads still pass before the rest are refused.
 	allow int
 	// refused counts the reads answered 503.
@@ -60,8 +60,9 @@ func NewThrottle(target *Server, host string) (*Throttle, error) {
 	return t, nil
 }
 
-// SlowDown refuses object reads whose key match selects, after the next allow of them pass.
-func (t *Throttle) SlowDown(match func(key string) bool, allow int) {
+// SlowDown refuses object reads that match selects (by key and client IP), after the next allow
+// of them pass.
+func (t *Throttle) SlowDown(match func(key, client string) bool, allow int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.match, t.allow = match, allow
@@ -110,9 +111,10 @@ func (t *Throttle) refuse(r *http.Request) bool {
 	if key == "" {
 		return false
 	}
+	client, _, _ := net.SplitHostPort(r.RemoteAddr)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.match == nil || !t.match(key) {
+	if t.match == nil || !t.match(key, client) {
 		return false
 	}
 	if t.allow > 0 {
