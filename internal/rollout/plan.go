@@ -87,6 +87,9 @@ type view struct {
 	// condemned pods lie outside [0, replicas): a scale-down will remove them.
 	condemned     []PodState
 	participating int
+	// participatingVoters counts the participating pods that vote: in range, not terminating, not
+	// learners. Whether they are a quorum is what a volume move may cost (ruleNonParticipatingFirst).
+	participatingVoters int
 	// rejoinProven names the participating pods known so by their own read (RejoinProven).
 	rejoinProven []string
 	// unheard are the pods a failed handover went to that did not serve a read (Unheard).
@@ -125,6 +128,9 @@ func newView(o Observed) *view {
 		}
 		if p.Participating {
 			v.participating++
+			if v.inRange(p) && !p.Member.Learner {
+				v.participatingVoters++
+			}
 		}
 		if p.RejoinProven {
 			v.rejoinProven = append(v.rejoinProven, p.Name)

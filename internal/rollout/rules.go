@@ -103,7 +103,7 @@ func ruleSingleNode(v *view) verdict {
 // the next one's, until no member holds any (wait/new-volume-no-quorum).
 func ruleNonParticipatingFirst(v *view) verdict {
 	var candidates, kept []PodState
-	quorate := v.participatingVoters() >= v.quorum()
+	quorate := v.participatingVoters >= v.quorum()
 	for _, p := range v.pods {
 		switch {
 		case !v.candidate(p) || p.Participating:
@@ -118,7 +118,7 @@ func ruleNonParticipatingFirst(v *view) verdict {
 			n := names(kept)
 			return wait(RuleNewVolumeNoQuorum, n, "not deleting %s: outdated and not participating, but each would come back on a new, empty volume "+
 				"and %d participating voters are no quorum (%d): their data may be what brings the quorum back; %s",
-				strings.Join(n, ", "), v.participatingVoters(), v.quorum(), v.summary())
+				strings.Join(n, ", "), v.participatingVoters, v.quorum(), v.summary())
 		}
 		return verdict{}
 	}
@@ -126,18 +126,6 @@ func ruleNonParticipatingFirst(v *view) verdict {
 	return deletePod(nonParticipatingRule(p.Container), p.Name,
 		"deleting %s: outdated and not participating, etcd container %s; %d outdated non-participating, %s",
 		p.Name, describeClass(p.Container), len(candidates), v.summary())
-}
-
-// participatingVoters counts the pods in range, not terminating and not learners that
-// participate.
-func (v *view) participatingVoters() int {
-	n := 0
-	for _, p := range v.pods {
-		if v.inRange(p) && !p.Terminating && p.Participating && !p.Member.Learner {
-			n++
-		}
-	}
-	return n
 }
 
 func nonParticipatingRule(c ContainerClass) RuleID {
