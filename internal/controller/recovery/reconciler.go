@@ -452,21 +452,23 @@ func initRunning(p *corev1.Pod) bool {
 // initSucceeded: the pod's init step ended with success, so the kubelet runs (and restarts) its
 // etcd on what the step left and never runs the step again for this incarnation.
 func initSucceeded(p *corev1.Pod) bool {
-	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name == resources.MemberInitContainerName {
-			return s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
-		}
-	}
-	return false
+	s := containerState(p.Status.InitContainerStatuses, resources.MemberInitContainerName)
+	return s.Terminated != nil && s.Terminated.ExitCode == 0
 }
 
 func containerRunning(statuses []corev1.ContainerStatus, name string) bool {
+	return containerState(statuses, name).Running != nil
+}
+
+// containerState is the named container's state; the zero state (none of running, waiting,
+// terminated) when the kubelet has not reported it.
+func containerState(statuses []corev1.ContainerStatus, name string) corev1.ContainerState {
 	for _, s := range statuses {
 		if s.Name == name {
-			return s.State.Running != nil
+			return s.State
 		}
 	}
-	return false
+	return corev1.ContainerState{}
 }
 
 func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o recovery.Observed, d *recovery.Decision) error {
