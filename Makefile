@@ -84,13 +84,13 @@ generate: ## Regenerate deepcopy code, the CRD and the RBAC rules (committed und
 	$(BIN)/controller-gen object paths=./internal/api/...
 	$(BIN)/controller-gen crd paths=./internal/api/druid/... output:crd:artifacts:config=charts/etcd-conductor/files/crds
 	@# Controllers: a ClusterRole, or a Role in each watched namespace.
-	$(BIN)/controller-gen rbac:roleName=manager paths=./internal/controller/... output:rbac:artifacts:config=$(RBAC_DIR)/manager
+	$(BIN)/controller-gen rbac:roleName=manager paths=./internal/operator/controller/... output:rbac:artifacts:config=$(RBAC_DIR)/manager
 	@# Leader election: a Role in the release namespace.
 	$(BIN)/controller-gen rbac:roleName=leader-election paths=./internal/operator output:rbac:artifacts:config=$(RBAC_DIR)/leader-election
 	@# Metrics authentication and authorization: cluster-scoped reviews, always a ClusterRole.
-	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
+	$(BIN)/controller-gen rbac:roleName=metrics-auth paths=./internal/operator/metricsserving output:rbac:artifacts:config=$(RBAC_DIR)/metrics-auth
 	@# The member report policy's check: cluster-scoped reads, always a ClusterRole.
-	$(BIN)/controller-gen rbac:roleName=report-auth paths=./internal/reportauth output:rbac:artifacts:config=$(RBAC_DIR)/report-auth
+	$(BIN)/controller-gen rbac:roleName=report-auth paths=./internal/operator/reportauth output:rbac:artifacts:config=$(RBAC_DIR)/report-auth
 
 verify-generate: generate ## Fail when the committed generated files are stale.
 	git diff --exit-code -- internal/api charts/etcd-conductor/files/crds $(RBAC_DIR)
@@ -192,11 +192,11 @@ bench-smoke: tools build ## The benchmark's path end to end in ~3 min: 3 members
 	@$(STAGE) bench-smoke go run ./test/bench -reps 1 -idle 2s -scenarios 3-one-dead -strategies rolling-update,ondelete-direct -out $(BENCH_SMOKE_OUT)
 
 bench-go: tools ## Go benchmarks: the planner (3/5/7 members), member queries, a warm reconcile (0 handshakes), restore throughput.
-	go test -run '^$$' -bench . -benchtime 100x ./internal/rollout/ ./etcdclient/ ./test/bench/reconcile/
+	go test -run '^$$' -bench . -benchtime 100x ./internal/decide/rollout/ ./etcdclient/ ./test/bench/reconcile/
 	@# Restore throughput (MB/s) and peak disk against the keyspace size (64 MiB, 256 MiB, 1 GiB;
 	@# uncompressed and gzip); each run restores a real snapshot. 1 GiB fills for minutes and needs
 	@# ~10 GB of disk. RESTORE_BENCH narrows it, e.g. RESTORE_BENCH='Restore/keyspace=64MiB'.
-	go test -run '^$$' -bench '$(or $(RESTORE_BENCH),.)' -benchtime 3x -timeout 90m ./internal/restore/
+	go test -run '^$$' -bench '$(or $(RESTORE_BENCH),.)' -benchtime 3x -timeout 90m ./internal/member/restore/
 
 # Full snapshot throughput in MB/s against the keyspace size (4, 16, 64 MiB; the restore
 # benchmark's 64 MiB reads beside it): a real etcd member over mTLS and a real S3 server (versitygw); under a minute.

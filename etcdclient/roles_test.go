@@ -11,9 +11,9 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decision"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/decision"
 )
 
 // TestStaleLeaseLosesToTheMembers is DEP-07's known limitation, replayed on a real cluster: the

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
 )
 
 // ErrCompacted says the revisions asked for are gone from the member's history: a delta cannot

@@ -16,10 +16,10 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberpod"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberpod"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
 )
 
 // runMemberAgent is the sidecar: it renews its pod's member Lease while the local etcd answers.
@@ -29,7 +29,7 @@ func runMemberAgent(args []string) int {
 		return runMemberInit(args[1:])
 	}
 	fs := flag.NewFlagSet("member-agent", flag.ContinueOnError)
-	var cfg memberagent.Config
+	var cfg agent.Config
 	var kubeconfig string
 	var development bool
 	fs.StringVar(&cfg.Endpoint, "endpoint", "", "client URL of the local member, https://$(POD_IP):2379 (http:// with --plaintext)")
@@ -38,7 +38,7 @@ func runMemberAgent(args []string) int {
 	fs.StringVar(&cfg.Lease, "lease", "", "name of this member's Lease, $(POD_NAME)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease, $(POD_NAMESPACE)")
 	fs.DurationVar(&cfg.Interval, "interval", memberlease.DefaultRenewInterval, "how often to renew the Lease")
-	fs.DurationVar(&cfg.CallTimeout, "call-timeout", memberagent.DefaultCallTimeout, "bound on each status call to the member")
+	fs.DurationVar(&cfg.CallTimeout, "call-timeout", agent.DefaultCallTimeout, "bound on each status call to the member")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
 	fs.BoolVar(&development, "development", false, "human-readable logs")
 	var backupOpts backupOptions
@@ -68,7 +68,7 @@ func runMemberAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: kubernetes client: %v\n", err)
 		return 1
 	}
-	agent, err := memberagent.New(cfg, leases, log)
+	agent, err := agent.New(cfg, leases, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 		return 2
@@ -109,7 +109,7 @@ func kubeRESTConfig(kubeconfig string) (*rest.Config, error) {
 // the member's etcd flags; shared settings come from the ETCD_* environment.
 func runMemberInit(args []string) int {
 	fs := flag.NewFlagSet("member-agent init", flag.ContinueOnError)
-	var cfg memberagent.InitConfig
+	var cfg agent.InitConfig
 	var kubeconfig string
 	var development bool
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "where to write the etcd configuration")
@@ -118,7 +118,7 @@ func runMemberInit(args []string) int {
 	fs.StringVar(&cfg.Lease, "lease", "", "this member's Lease, where the decision is reported (optional)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Lease")
 	fs.StringVar(&cfg.PodUID, "pod-uid", "", "this pod's UID, $(POD_UID): a restore order names the pod incarnation it is for")
-	fs.DurationVar(&cfg.PollInterval, "poll-interval", memberagent.DefaultInitPollInterval, "how often a waiting init step asks again")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", agent.DefaultInitPollInterval, "how often a waiting init step asks again")
 	fs.StringVar(&cfg.AdditionalPeerURLs, memberpod.AdditionalPeerURLsFlag, "",
 		"every member's additional peer URLs, name=url,name=url: this member advertises its own after its --initial-advertise-peer-urls")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use instead of the in-cluster configuration")
@@ -166,7 +166,7 @@ func runMemberInit(args []string) int {
 			return 1
 		}
 	}
-	init, err := memberagent.NewInitializer(cfg, leases, etcds, log)
+	init, err := agent.NewInitializer(cfg, leases, etcds, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent init: %v\n", err)
 		return 2

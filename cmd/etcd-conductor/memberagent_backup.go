@@ -15,11 +15,11 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberpod"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 // backupOptions are the member-agent's backup flags; without --backup-provider the agent takes
@@ -38,7 +38,7 @@ func (o *backupOptions) register(fs *flag.FlagSet) {
 	o.store.Register(fs)
 	fs.StringVar(&c.SpoolDir, "backup-spool-dir", "", "scratch directory for full snapshots")
 	fs.StringVar(&o.compression, "compression-policy", "", "compress full and delta snapshots with gzip, lzw or zlib (spec.backup.compression); empty: none")
-	fs.StringVar(&c.FullSchedule, "full-snapshot-schedule", resources.DefaultFullSnapshotSchedule, "cron schedule of full snapshots")
+	fs.StringVar(&c.FullSchedule, "full-snapshot-schedule", memberpod.DefaultFullSnapshotSchedule, "cron schedule of full snapshots")
 	fs.DurationVar(&c.DeltaPeriod, "delta-snapshot-period", 20*time.Second, "period of delta snapshots (0: none)")
 	fs.DurationVar(&c.GCPeriod, "garbage-collection-period", time.Minute, "period of garbage collection (0: none)")
 	fs.StringVar(&o.gcPolicy, "garbage-collection-policy", "LimitBased", "LimitBased or Exponential")
@@ -72,7 +72,7 @@ func (o *backupOptions) config(namespace string) (backup.Config, error) {
 
 // startBackup runs the backup loop (and its metrics endpoint) beside the Lease renewal, on its
 // own connection to the member: a snapshot stream must not hold up the renewals.
-func startBackup(ctx context.Context, cfg backup.Config, agent memberagent.Config, metricsAddr string, leases coordinationv1client.LeasesGetter, log logr.Logger) error {
+func startBackup(ctx context.Context, cfg backup.Config, agent agent.Config, metricsAddr string, leases coordinationv1client.LeasesGetter, log logr.Logger) error {
 	creds, err := agent.ClientFiles.Load()
 	if err != nil {
 		return fmt.Errorf("backup: load client certificates: %w", err)

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
 )
 
 // TestBackupCompressionFlag: the flag the operator sets from spec.backup.compression reaches the

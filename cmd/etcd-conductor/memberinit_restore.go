@@ -4,11 +4,11 @@ import (
 	"context"
 	"flag"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 // restoreOptions are the init step's backup store flags: backupstore.Flags, the member-agent's
-// very set (internal/resources copies every one of them), so a restore reads the store the
+// very set (internal/operator/resources copies every one of them), so a restore reads the store the
 // backups went to. Without --backup-provider the member never restores.
 type restoreOptions struct {
 	store backupstore.Flags

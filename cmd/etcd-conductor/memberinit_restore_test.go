@@ -21,11 +21,11 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/restore"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 

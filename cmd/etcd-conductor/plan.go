@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator"
-	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/plancmd"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 

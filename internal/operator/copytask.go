@@ -6,8 +6,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupcopy"
-	copytaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/copytask"
+	copytaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/copytask"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupcopy"
 )
 
 // registerCopyTasks adds the EtcdCopyBackupsTask controller when the configuration enables it

@@ -8,8 +8,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 )
 
 // registerDefrag adds the defragmentation controller, sharing the member client pool and the
@@ -26,7 +26,7 @@ func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, 
 		Members:  pool,
 		Metrics:  metrics,
 		Access:   access,
-		// controllers.etcd.waitForBackupReady, left out true (internal/backupgate).
+		// controllers.etcd.waitForBackupReady, left out true (internal/decide/backupgate).
 		WaitForBackupReady: ptr.Deref(o.Config.Controllers.Etcd.WaitForBackupReady, true),
 	})
 	if err := r.RegisterWithManager(mgr, o.Config.Controllers.Etcd.ConcurrentSyncs); err != nil {

@@ -26,16 +26,16 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
-	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/metricsserving"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/etcd"
+	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/metricsserving"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -144,7 +144,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation: &o.AllowSeveralInProcess,
 			// Clusters with work in flight go ahead of restart no-ops and periodic checks
-			// (internal/priority). It is controller-runtime's default; written out so
+			// (internal/operator/priority). It is controller-runtime's default; written out so
 			// an upgrade that changed it would not silently put a rollout behind a whole fleet.
 			UsePriorityQueue: ptr.To(true),
 		},
@@ -169,7 +169,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		DefaultClientTLS: defaultClientTLS(cfg.MemberClientTLS), StatefulSets: mgr.GetClient()})
 
 	// controllers.etcd.waitForBackupReady: voluntary disruptions wait while BackupReady is False
-	// (internal/backupgate); left out (a configuration not passed through Decode), true.
+	// (internal/decide/backupgate); left out (a configuration not passed through Decode), true.
 	waitForBackup := ptr.Deref(cfg.Controllers.Etcd.WaitForBackupReady, true)
 	var unknownGrace, notReadyGrace time.Duration
 	if m := cfg.Controllers.Etcd.EtcdMember; m != nil {

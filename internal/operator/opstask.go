@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	opstaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/opstask"
+	opstaskcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/opstask"
 )
 
 // registerOpsTasks adds the EtcdOpsTask controller when the apiserver serves EtcdOpsTasks.

@@ -8,9 +8,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
-	"github.com/etcd-conductor/etcd-conductor/internal/reportauth"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/reportauth"
 )
 
 // registerRecovery adds the recovery controller (quorum lost with a majority of members without

@@ -14,7 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"

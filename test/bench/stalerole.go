@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/bench/report"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"

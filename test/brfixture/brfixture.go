@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 // Chains names the fixture directories: one chain per compression, and a final full snapshot

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -88,7 +88,7 @@ func TestBackupsToObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(etcd.DeepCopy())
-	metav1.SetMetaDataAnnotation(&etcd.ObjectMeta, backup.AnnotationFullSnapshot, request)
+	metav1.SetMetaDataAnnotation(&etcd.ObjectMeta, resources.AnnotationFullSnapshot, request)
 	requested := time.Now()
 	if err := s.Client.Patch(ctx, etcd, patch); err != nil {
 		t.Fatal(err)

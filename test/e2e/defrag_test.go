@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"

@@ -16,12 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
+	recoverycontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 )
@@ -283,7 +283,7 @@ var restoreCalledOff = scaleScenario{name: "restore-called-off", promise: scenar
 		if err != nil {
 			return false, err
 		}
-		return strings.HasPrefix(lease.Annotations[memberlease.AnnotationStartDecision], memberagent.StartRuleRestoreFailed), nil
+		return strings.HasPrefix(lease.Annotations[memberlease.AnnotationStartDecision], agent.StartRuleRestoreFailed), nil
 	})
 	if err := os.Rename(hidden, dir+"/new.etcd"); err != nil {
 		e.t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
@@ -169,7 +169,7 @@ func restoreHeld(ctx context.Context, b *backupEnv, oldID string) (bool, string)
 		return true, ""
 	}
 	decision := lease.Annotations[memberlease.AnnotationStartDecision]
-	if restoredRevision.MatchString(decision) && !strings.HasPrefix(decision, memberagent.StartRuleRestoreFailed) {
+	if restoredRevision.MatchString(decision) && !strings.HasPrefix(decision, agent.StartRuleRestoreFailed) {
 		return false, "the member reports a restore done: " + decision
 	}
 	return true, ""

@@ -21,10 +21,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/seeding"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/seeding"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -571,7 +571,7 @@ func TestScaleOut3To5With200MB(t *testing.T) {
 
 // TestScaleOut3To5Seeded: a scale-out 3→5 of a backed-up cluster (a full snapshot a minute) with
 // 10 MiB in it, started once a full snapshot holds them: each new member's init step asks
-// internal/seeding and reports its rule on the member's Lease: seeded (seeding.RuleSeed, not a
+// internal/decide/seeding and reports its rule on the member's Lease: seeded (seeding.RuleSeed, not a
 // decline), since the snapshot is within the leader's log at the e2e's write rate; the operator
 // compares each seeded learner's keyspace with the leader's before promoting it; the scale-out
 // settles and no acknowledged write is lost. It mostly waits for the snapshot, so it runs beside the other

@@ -11,7 +11,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -136,7 +136,7 @@ func runCARotationThroughBundle(t *testing.T, run caRotationRun) {
 // in one step, as a user regenerating the cluster's PKI would, with the writer, the quorum monitor
 // and the linearizability check on. Mounted as they are, the new certificates would reach every
 // pod within seconds while the members not restarted yet trust only the old CA: the cluster would
-// split. The operator instead (internal/trustchange) trusts old+new first (one rolling restart),
+// split. The operator instead (internal/decide/trustchange) trusts old+new first (one rolling restart),
 // then copies the new certificates once every member trusts them (no restart), then, once the
 // kubelet has put them into every pod, drops the old CA (a second rolling restart).
 //

@@ -4,7 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 )
 
 // PodReady reports the pod's Ready condition.

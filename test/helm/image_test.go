@@ -92,7 +92,7 @@ func TestDockerfileBaseImagesPinnedByDigest(t *testing.T) {
 // TestManagerRunsTheImagesEntrypoint: the manager container sets args only, so the image's
 // ENTRYPOINT runs (Kubernetes: no command, the ENTRYPOINT; args replace CMD) wherever the image
 // keeps the binary; its first arg picks the role. The member pods follow the same rule
-// (internal/resources TestOurContainersNameNoCommand).
+// (internal/operator/resources TestOurContainersNameNoCommand).
 func TestManagerRunsTheImagesEntrypoint(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

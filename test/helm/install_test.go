@@ -15,7 +15,7 @@ import (
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -74,7 +74,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"patch", "druid.gardener.cloud", "etcds", "status", true},
 			{"update", "druid.gardener.cloud", "etcds", "finalizers", true},
 			{"update", "druid.gardener.cloud", "etcds", "", false},
-			// patch: only to remove a consumed druid.gardener.cloud/operation annotation (internal/specgate)
+			// patch: only to remove a consumed druid.gardener.cloud/operation annotation (internal/decide/specgate)
 			{"patch", "druid.gardener.cloud", "etcds", "", true},
 			{"delete", "druid.gardener.cloud", "etcds", "", false},
 			{"create", "druid.gardener.cloud", "etcds", "", false},
@@ -98,7 +98,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 			{"get", "", "secrets", "", true},
 			{"list", "", "secrets", "", false},
 			{"watch", "", "secrets", "", false},
-			// Its own member TLS Secret per Etcd (internal/controller/etcd/trust.go); still no list
+			// Its own member TLS Secret per Etcd (internal/operator/controller/etcd/trust.go); still no list
 			// or watch, so it never holds the Secrets in reach.
 			{"create", "", "secrets", "", true},
 			{"update", "", "secrets", "", true},

@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
 
 func TestMemberLeasePolicyRendering(t *testing.T) {

@@ -23,11 +23,11 @@ import (
 	_ "go.etcd.io/etcd/server/v3/etcdserver"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/defrag"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/ondelete"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/ondelete"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
 
 // managerDownAlert fires when no manager is scraped.

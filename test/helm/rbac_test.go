@@ -20,10 +20,10 @@ type rbacSet struct {
 }
 
 var rbacSets = []rbacSet{
-	{name: "manager", paths: "./internal/controller/..."},
+	{name: "manager", paths: "./internal/operator/controller/..."},
 	{name: "leader-election", paths: "./internal/operator"},
-	{name: "metrics-auth", paths: "./internal/metricsserving"},
-	{name: "report-auth", paths: "./internal/reportauth"},
+	{name: "metrics-auth", paths: "./internal/operator/metricsserving"},
+	{name: "report-auth", paths: "./internal/operator/reportauth"},
 }
 
 func (s rbacSet) generateArgs(outDir string) []string {

@@ -23,10 +23,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/restore"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )

@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )

@@ -16,10 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 
@@ -151,7 +150,7 @@ func TestBackupWiringAndBadStoresReported(t *testing.T) {
 
 	// On demand: the annotation reaches the full snapshot Lease.
 	patch := client.MergeFrom(got.DeepCopy())
-	metav1.SetMetaDataAnnotation(&got.ObjectMeta, backup.AnnotationFullSnapshot, "request-1")
+	metav1.SetMetaDataAnnotation(&got.ObjectMeta, resources.AnnotationFullSnapshot, "request-1")
 	if err := c.Patch(ctx, got, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 // backupLoop is a real one-member etcd cluster named name and the backup loop its member-agent

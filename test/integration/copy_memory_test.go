@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupcopy"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupcopy"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 

@@ -17,7 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -51,7 +51,7 @@ func (r apiRequest) uncachedRead() bool {
 }
 
 // startupCheck: the operator's one look at start whether the member report admission policy and
-// its binding are installed (internal/reportauth), so a missing one is logged before a cluster
+// its binding are installed (internal/operator/reportauth), so a missing one is logged before a cluster
 // needs a restore: two reads per start whatever the number of Etcds, none for any Etcd.
 func (r apiRequest) startupCheck() bool {
 	for _, kind := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {

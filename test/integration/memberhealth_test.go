@@ -17,8 +17,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberhealth"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
+	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 

@@ -16,15 +16,15 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
+	membershipcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/tls/testpki"
 )
 
 // TestClusterIDFromLeasesWithoutAPathToTheMembers: a real 3-member cluster with mTLS behind an
-// Etcd on a real apiserver, each member's sidecar (memberagent.Agent) renewing its Lease, but no
+// Etcd on a real apiserver, each member's sidecar (agent.Agent) renewing its Lease, but no
 // network path from the operator to the members (the pods' addresses answer nothing). With one
 // of three Leases renewed the membership controller records no cluster ID; once a second
 // member's sidecar renews, a majority of spec.replicas' Leases report the cluster's ID and it is
@@ -70,7 +70,7 @@ func TestClusterIDFromLeasesWithoutAPathToTheMembers(t *testing.T) {
 	sidecar := func(i int) {
 		t.Helper()
 		m := cluster.Members[i]
-		a, err := memberagent.New(memberagent.Config{Endpoint: m.ClientURL, ServerName: m.ServerName, ClientFiles: memberagent.ClientFiles{CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key},
+		a, err := agent.New(agent.Config{Endpoint: m.ClientURL, ServerName: m.ServerName, ClientFiles: agent.ClientFiles{CAFile: files.CA, CertFile: files.Cert, KeyFile: files.Key},
 			Lease: m.Name, Namespace: etcd.Namespace, Interval: 200 * time.Millisecond, CallTimeout: time.Second}, env.Clientset().CoordinationV1(), testr.New(t))
 		if err != nil {
 			t.Fatal(err)

@@ -21,10 +21,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	"github.com/etcd-conductor/etcd-conductor/internal/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/restore/seedtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore/seedtest"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 

@@ -12,11 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
-	"github.com/etcd-conductor/etcd-conductor/internal/operation"
-	"github.com/etcd-conductor/etcd-conductor/internal/plancmd"
-	"github.com/etcd-conductor/etcd-conductor/internal/roles"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/plancmd"
 )
 
 // TestANewOperationHoldsTheRollout: an operation kind added to package operation's table, and

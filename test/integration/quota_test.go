@@ -12,8 +12,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/controller/etcd"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberaccess"
+	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/etcd"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 )
 
 // TestQuotaBelowTheDatabaseIsRefused lowers spec.etcd.quota below the members' database size

@@ -22,13 +22,13 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/reportauth"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/reportauth"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 	"github.com/etcd-conductor/etcd-conductor/test/stack"
@@ -180,9 +180,9 @@ func TestForgedDataLossReports(t *testing.T) {
 	}
 	// report writes onto lease's Lease what the init step of pod reporter would write, as who.
 	report := func(who kubernetes.Interface, lease, reporter string, dryRun bool) error {
-		r := memberlease.StartReport{PodUID: string(pods[reporter].UID), Rule: memberagent.StartRuleClusterUnknown, Data: memberlease.DataEmpty}
+		r := memberlease.StartReport{PodUID: string(pods[reporter].UID), Rule: agent.StartRuleClusterUnknown, Data: memberlease.DataEmpty}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`, memberlease.AnnotationStartReport, r.Annotation(),
-			memberlease.AnnotationStartDecision, memberagent.StartRuleClusterUnknown+": no data, no leader answers")
+			memberlease.AnnotationStartDecision, agent.StartRuleClusterUnknown+": no data, no leader answers")
 		opts := metav1.PatchOptions{}
 		if dryRun {
 			opts.DryRun = []string{metav1.DryRunAll}

@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 )
 
 // TestIncompleteRestoreStaysUntilAcknowledged: a restore that started the cluster without every

@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
 )
 
 // TestRecoveryShowsARestoreShortOfSpace: the member ordered to restore reports that the restore
@@ -35,7 +35,7 @@ func TestRecoveryShowsARestoreShortOfSpace(t *testing.T) {
 	}
 	shortOfSpace := func(podUID string) {
 		t.Helper()
-		d := memberagent.StartDecision{Rule: memberagent.StartRuleRestoreNoSpace, Reason: "restore needs 2147483648 bytes (2.0 GiB), the volume of /var/etcd/data has 1073741824 bytes (1.0 GiB) free",
+		d := agent.StartDecision{Rule: agent.StartRuleRestoreNoSpace, Reason: "restore needs 2147483648 bytes (2.0 GiB), the volume of /var/etcd/data has 1073741824 bytes (1.0 GiB) free",
 			NoSpace: &memberlease.SpaceShortage{Dir: "/var/etcd/data", Need: 2 << 30, Free: 1 << 30}}
 		raw, err := json.Marshal(memberlease.StartReport{PodUID: podUID, Rule: d.Rule, Data: memberlease.DataEmpty, NoSpace: d.NoSpace})
 		if err != nil {

@@ -20,14 +20,14 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/membership"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberagent"
-	"github.com/etcd-conductor/etcd-conductor/internal/memberlease"
-	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/reportauth"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	recoveryplan "github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/agent"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/reportauth"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
 )
@@ -131,13 +131,13 @@ func (r *recoveryRig) initWaiting(name string) *corev1.Pod {
 // has none yet), as the init step of incarnation podUID would.
 func (r *recoveryRig) report(name, podUID string, data memberlease.DataState) {
 	r.t.Helper()
-	raw, err := json.Marshal(memberlease.StartReport{PodUID: podUID, Rule: memberagent.StartRuleClusterUnknown, Data: data})
+	raw, err := json.Marshal(memberlease.StartReport{PodUID: podUID, Rule: agent.StartRuleClusterUnknown, Data: data})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.annotate(name, map[string]any{
 		memberlease.AnnotationStartReport:   string(raw),
-		memberlease.AnnotationStartDecision: memberagent.StartRuleClusterUnknown + ": no data, no leader answers",
+		memberlease.AnnotationStartDecision: agent.StartRuleClusterUnknown + ": no data, no leader answers",
 	})
 }
 

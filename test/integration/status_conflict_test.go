@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/controller/status"
-	"github.com/etcd-conductor/etcd-conductor/internal/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/status"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 )
 

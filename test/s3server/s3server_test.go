@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore/storetest"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore/storetest"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 // Throttle stands in front of a Server and answers some object reads 503 SlowDown, as S3 does

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
-	"github.com/etcd-conductor/etcd-conductor/internal/resources"
-	"github.com/etcd-conductor/etcd-conductor/internal/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/workload"
 )

@@ -1,12 +1,17 @@
-// Package structure checks the shape of the code that docs/architecture.md draws: the pure
-// planners below every package that does I/O, no controller importing another, the member-agent
-// sidecar imported by the binary alone, and every package on the map. It reads the import graph
-// with `go list`, as a newcomer's tools would.
+// Package structure checks the shape of the code that docs/architecture.md draws, by path: what
+// lies under internal/decide decides and does no I/O; the manager (internal/operator) and the
+// member pod (internal/member) never import each other and meet only in internal/contract, which
+// depends on neither; the store (internal/store) serves both and imports neither; no controller
+// imports another; every package is on the map. It reads the import graph with `go list`, as a
+// newcomer's tools would, and each rule is also run on a copy of the graph with a violation planted,
+// so a rule that stopped seeing anything would fail too.
 package structure
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,29 +23,41 @@ import (
 
 const module = "github.com/etcd-conductor/etcd-conductor"
 
-// pure are the packages that decide: no I/O, no clock. A planner that reached an I/O package,
-// even through another of ours, could no longer be run on a saved state or property-tested.
-var pure = []string{
-	"internal/rollout", "internal/membership", "internal/memberhealth", "internal/recovery", "internal/defrag",
-	"internal/updatestrategy", "internal/roles", "internal/operation", "internal/quorum", "internal/ruleid",
-	"internal/specgate", "internal/snapshot", "internal/opstask", "internal/copytask", "internal/transport",
-	"internal/backupgate", "internal/seeding", "internal/versionchange", "internal/volumechange", "internal/trustchange",
-}
+// The groups of the tree, by path below the module.
+const (
+	decideDir   = "internal/decide/"
+	operatorDir = "internal/operator"
+	memberDir   = "internal/member/"
+	contractDir = "internal/contract/"
+	storeDir    = "internal/store/"
+	apiDir      = "internal/api/"
+	controllers = "internal/operator/controller/"
+	sidecar     = "internal/member/agent"
+	binary      = "cmd/etcd-conductor"
+)
 
 // ioImports are the imports that make a package one that does I/O: it talks to the apiserver, to
-// members, to a store, to files or the network, or reads the clock's side (a process).
+// members, to a store, to files or the network, or starts processes.
 var ioImports = []string{
 	"os", "net", "net/http", "crypto/tls", "os/exec",
 	"sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/kubernetes", "k8s.io/client-go/rest",
 	"go.etcd.io/etcd/client/v3", "google.golang.org/grpc", "github.com/minio/minio-go/v7",
 }
 
+// contractLibraries are the only imports outside the standard library a contract package may
+// have: the object metadata its Lease formats are written on, and the parser of the one schedule
+// format both sides read (memberpod.ParseSchedule).
+var contractLibraries = []string{"k8s.io/apimachinery/pkg/apis/meta/v1", "github.com/robfig/cron/v3"}
+
 type pkg struct {
 	ImportPath string
 	Imports    []string
 }
 
-func listPackages(t *testing.T) map[string]pkg {
+// graph is the project's packages by path below the module.
+type graph map[string]pkg
+
+func listPackages(t *testing.T) graph {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
 	cmd.Dir = repoRoot(t)
@@ -50,7 +67,7 @@ func listPackages(t *testing.T) map[string]pkg {
 	if err != nil {
 		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
-	pkgs := map[string]pkg{}
+	pkgs := graph{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkg
@@ -86,7 +103,7 @@ func ours(p pkg) []string {
 }
 
 // path returns a chain of imports from "from" to a package for which stop is true, or nil.
-func path(pkgs map[string]pkg, from string, stop func(string) bool) []string {
+func (g graph) path(from string, stop func(string) bool) []string {
 	seen := map[string]bool{}
 	var walk func(string) []string
 	walk = func(name string) []string {
@@ -97,7 +114,7 @@ func path(pkgs map[string]pkg, from string, stop func(string) bool) []string {
 		if stop(name) {
 			return []string{name}
 		}
-		for _, next := range ours(pkgs[name]) {
+		for _, next := range ours(g[name]) {
 			if rest := walk(next); rest != nil {
 				return append([]string{name}, rest...)
 			}
@@ -107,49 +124,174 @@ func path(pkgs map[string]pkg, from string, stop func(string) bool) []string {
 	return walk(from)
 }
 
-func TestPlannersAreBelowEveryIOPackage(t *testing.T) {
-	pkgs := listPackages(t)
-	doesIO := func(name string) bool {
-		return slices.ContainsFunc(pkgs[name].Imports, func(imp string) bool { return slices.Contains(ioImports, imp) })
-	}
-	for _, name := range pure {
-		t.Run(name, func(t *testing.T) {
-			if _, ok := pkgs[name]; !ok {
-				t.Fatalf("package %s not found", name)
+// under says whether name is the package dir or below it ("internal/operator" holds the manager's
+// assembly itself).
+func under(name, dir string) bool {
+	d := strings.TrimSuffix(dir, "/")
+	return name == d || strings.HasPrefix(name, d+"/")
+}
+
+func (g graph) sorted() []string {
+	return slices.Sorted(maps.Keys(g))
+}
+
+func standardLibrary(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	return !strings.Contains(first, ".")
+}
+
+// rule is one structural rule: the violations it finds in a graph, each a sentence.
+type rule struct {
+	name  string
+	check func(graph) []string
+	// plant adds a violation to a copy of the real graph.
+	plant func(graph)
+}
+
+var rules = []rule{
+	{
+		name: "decide does no I/O",
+		// A planner that reached an I/O package, even through another of ours, could no longer
+		// be run on a saved state (plan) or property-tested.
+		check: func(g graph) []string {
+			doesIO := func(name string) bool {
+				return slices.ContainsFunc(g[name].Imports, func(imp string) bool { return slices.Contains(ioImports, imp) })
 			}
-			if chain := path(pkgs, name, doesIO); chain != nil {
-				t.Fatalf("reaches I/O: %s", strings.Join(chain, " → "))
+			var out []string
+			for _, name := range g.sorted() {
+				if !under(name, decideDir) && !under(name, contractDir) {
+					continue
+				}
+				if chain := g.path(name, doesIO); chain != nil {
+					out = append(out, "reaches I/O: "+strings.Join(chain, " → "))
+				}
+			}
+			return out
+		},
+		plant: func(g graph) { g.addImport("internal/decide/rollout", "os") },
+	},
+	{
+		name: "decide imports neither side, the store nor the member client",
+		check: func(g graph) []string {
+			return g.forbidden(decideDir, operatorDir, memberDir, storeDir, "etcdclient", "tls")
+		},
+		plant: func(g graph) { g.addImport("internal/decide/recovery", module+"/internal/operator/resources") },
+	},
+	{
+		name: "the manager never imports the member pod's code",
+		check: func(g graph) []string { return g.forbidden(operatorDir, memberDir) },
+		plant: func(g graph) { g.addImport("internal/operator/controller/etcd", module+"/internal/member/backup") },
+	},
+	{
+		name: "the member pod's code never imports the manager's",
+		check: func(g graph) []string { return g.forbidden(memberDir, operatorDir) },
+		plant: func(g graph) { g.addImport("internal/member/backup", module+"/internal/operator/resources") },
+	},
+	{
+		name: "the store imports neither side",
+		check: func(g graph) []string { return g.forbidden(storeDir, operatorDir, memberDir) },
+		plant: func(g graph) { g.addImport("internal/store/backupcopy", module+"/internal/member/restore") },
+	},
+	{
+		name: "the contract imports only the standard library, the API and itself",
+		check: func(g graph) []string {
+			var out []string
+			for _, name := range g.sorted() {
+				if !under(name, contractDir) {
+					continue
+				}
+				for _, imp := range g[name].Imports {
+					rest, project := strings.CutPrefix(imp, module+"/")
+					switch {
+					case project && (under(rest, contractDir) || under(rest, apiDir)):
+					case !project && (standardLibrary(imp) || slices.Contains(contractLibraries, imp)):
+					default:
+						out = append(out, fmt.Sprintf("%s imports %s", name, imp))
+					}
+				}
+			}
+			return out
+		},
+		plant: func(g graph) { g.addImport("internal/contract/memberlease", "k8s.io/client-go/kubernetes") },
+	},
+	{
+		name: "no controller imports another",
+		check: func(g graph) []string {
+			var out []string
+			for _, name := range g.sorted() {
+				if !under(name, controllers) {
+					continue
+				}
+				for _, imp := range ours(g[name]) {
+					if under(imp, controllers) && !under(imp, name) {
+						out = append(out, fmt.Sprintf("controller %s imports controller %s", name, imp))
+					}
+				}
+			}
+			return out
+		},
+		plant: func(g graph) {
+			g.addImport("internal/operator/controller/recovery", module+"/internal/operator/controller/membership")
+		},
+	},
+	{
+		name: "only the binary imports the sidecar",
+		check: func(g graph) []string {
+			var out []string
+			for _, name := range g.sorted() {
+				if name == binary || strings.HasPrefix(name, "test/") || under(name, sidecar) {
+					continue
+				}
+				if slices.Contains(ours(g[name]), sidecar) {
+					out = append(out, fmt.Sprintf("%s imports the sidecar package %s", name, sidecar))
+				}
+			}
+			return out
+		},
+		plant: func(g graph) { g.addImport("internal/operator", module+"/"+sidecar) },
+	},
+}
+
+// forbidden lists the imports, even through other project packages, from a package under from
+// of a package under any of the dirs.
+func (g graph) forbidden(from string, dirs ...string) []string {
+	in := func(name string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return under(name, d) })
+	}
+	var out []string
+	for _, name := range g.sorted() {
+		if !under(name, from) {
+			continue
+		}
+		for _, next := range ours(g[name]) {
+			if chain := g.path(next, in); chain != nil {
+				out = append(out, strings.Join(append([]string{name}, chain...), " → "))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (g graph) addImport(name, imp string) {
+	p := g[name]
+	p.Imports = append(slices.Clone(p.Imports), imp)
+	g[name] = p
+}
+
+func TestLayout(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			for _, v := range r.check(pkgs) {
+				t.Error(v)
+			}
+			planted := maps.Clone(pkgs)
+			r.plant(planted)
+			if len(r.check(planted)) == 0 {
+				t.Errorf("a planted violation went unseen: the rule checks nothing")
 			}
 		})
-	}
-}
-
-func TestNoControllerImportsAnother(t *testing.T) {
-	pkgs := listPackages(t)
-	controller := func(name string) bool { return strings.HasPrefix(name, "internal/controller/") }
-	for name, p := range pkgs {
-		if !controller(name) {
-			continue
-		}
-		for _, imp := range ours(p) {
-			if controller(imp) && !strings.HasPrefix(imp, name+"/") {
-				t.Errorf("controller %s imports controller %s", name, imp)
-			}
-		}
-	}
-}
-
-// TestOnlyTheBinaryImportsTheSidecar: what the operator and the member agent agree on lives in a
-// package of its own; the operator's packages never import the sidecar's.
-func TestOnlyTheBinaryImportsTheSidecar(t *testing.T) {
-	pkgs := listPackages(t)
-	for name, p := range pkgs {
-		if name == "cmd/etcd-conductor" || strings.HasPrefix(name, "test/") || strings.HasPrefix(name, "internal/memberagent") {
-			continue
-		}
-		if slices.Contains(ours(p), "internal/memberagent") {
-			t.Errorf("%s imports the sidecar package internal/memberagent", name)
-		}
 	}
 }
 
@@ -163,7 +305,7 @@ func TestEveryPackageIsOnTheMap(t *testing.T) {
 	}
 	var missing []string
 	for name := range pkgs {
-		if strings.HasPrefix(name, "test/") || strings.Contains(name, "/testdata") || strings.HasPrefix(name, "internal/api/") {
+		if strings.HasPrefix(name, "test/") || strings.Contains(name, "/testdata") || strings.HasPrefix(name, apiDir) {
 			continue
 		}
 		if !bytes.Contains(doc, []byte("`"+name+"`")) {

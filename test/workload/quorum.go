@@ -15,7 +15,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/quorum"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 

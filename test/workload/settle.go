@@ -8,7 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/quorum"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/quorum"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 

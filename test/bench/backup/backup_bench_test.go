@@ -1,7 +1,7 @@
 // Package backup measures backup throughput against the keyspace size: a full snapshot streamed
 // from a real etcd member over mTLS, spooled, uploaded to a real S3 server (versitygw) and
 // verified there, exactly as the member-agent does it (backup.UploadFull). Restore throughput
-// is measured beside it (internal/restore BenchmarkRestore), from 64 MiB up.
+// is measured beside it (internal/member/restore BenchmarkRestore), from 64 MiB up.
 package backup
 
 import (
@@ -14,14 +14,14 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	internalbackup "github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	internalbackup "github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 )
 
 // KeyspaceSizesMiB are the keyspace sizes the backup benchmark runs at (the restore benchmark in
-// internal/restore runs 64 MiB, 256 MiB and 1 GiB; 64 MiB reads side by side).
+// internal/member/restore runs 64 MiB, 256 MiB and 1 GiB; 64 MiB reads side by side).
 var KeyspaceSizesMiB = []int{4, 16, 64}
 
 // BenchmarkSnapshot reports MB/s (database bytes per second of stream + spool + upload + verify,

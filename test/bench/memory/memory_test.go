@@ -3,7 +3,7 @@
 // spool, upload to S3, verify; the delta as its backup loop takes one) and a restore of both (the
 // init step: restore.FromStore from S3 into a data dir, the delta replayed). Each runs alone in a
 // child process, this test binary started again, so its peak resident set is its own: the limits
-// in internal/resources/statefulset.go come from these figures.
+// in internal/operator/resources/statefulset.go come from these figures.
 //
 // A 256 MiB keyspace is written, snapshotted, uploaded and restored: 15 s on an idle 2-core
 // machine, much more under load, so it runs only when asked:
@@ -32,10 +32,10 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	"github.com/etcd-conductor/etcd-conductor/internal/backup"
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
-	"github.com/etcd-conductor/etcd-conductor/internal/restore"
-	"github.com/etcd-conductor/etcd-conductor/internal/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/backup"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 	"github.com/etcd-conductor/etcd-conductor/test/s3server"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )

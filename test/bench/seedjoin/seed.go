@@ -24,7 +24,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore"
 )
 
 // SeedDBOnly copies the snapshot database into dataDir as the member's backend and nothing

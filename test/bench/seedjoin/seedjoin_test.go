@@ -20,7 +20,7 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
-	"github.com/etcd-conductor/etcd-conductor/internal/restore"
+	"github.com/etcd-conductor/etcd-conductor/internal/member/restore"
 )
 
 var (

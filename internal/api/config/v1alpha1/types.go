@@ -19,7 +19,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcd-conductor/etcd-conductor/internal/backupstore"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
 )
 
 const (
@@ -139,14 +139,14 @@ type EtcdControllerConfiguration struct {
 
 	// EnableEtcdSpecAutoReconcile is etcd-druid's switch between applying every change of an
 	// Etcd's spec (true) and only those marked with druid.gardener.cloud/operation=reconcile
-	// (false, etcd-druid's default). Left out, true (internal/specgate).
+	// (false, etcd-druid's default). Left out, true (internal/decide/specgate).
 	EnableEtcdSpecAutoReconcile *bool `json:"enableEtcdSpecAutoReconcile,omitempty"`
 	// RequireTLS refuses Etcds without clientUrlTls or peerUrlTls (ERR_MISSING_TLS) instead of
 	// running their members on plain HTTP, as etcd-druid does. etcd-conductor's own key; left
 	// out, false.
 	RequireTLS *bool `json:"requireTLS,omitempty"`
 	// WaitForBackupReady postpones voluntary disruptions of an Etcd with a backup store while
-	// its BackupReady condition is False (DEP-01, internal/backupgate): no new rollout step,
+	// its BackupReady condition is False (DEP-01, internal/decide/backupgate): no new rollout step,
 	// scheduled defragmentation step or scale-in step starts, and its PodDisruptionBudget
 	// allows no eviction. Recovery, scale-out and the replacement of lost members go on.
 	// etcd-conductor's own key; left out, true.
@@ -159,7 +159,7 @@ type EtcdControllerConfiguration struct {
 	// EtcdMember holds etcd-druid's member thresholds: unknownThreshold (default 1m) is how long
 	// a member stays Unknown (Lease expired) before it turns NotReady (the status controller);
 	// notReadyThreshold (default 5m) how long a minority member stays NotReady before its pod is
-	// deleted so it restarts (internal/memberhealth). Left out or zero, the defaults.
+	// deleted so it restarts (internal/decide/memberhealth). Left out or zero, the defaults.
 	EtcdMember *EtcdMemberConfiguration `json:"etcdMember,omitempty"`
 }
 
@@ -255,7 +255,7 @@ type BackupStoreEndpoint struct {
 	AllowInsecure bool   `json:"allowInsecure,omitempty"`
 }
 
-// Reach is the allow-list as internal/backupstore checks it.
+// Reach is the allow-list as internal/store/backupstore checks it.
 func (b BackupStoresConfiguration) Reach() backupstore.Reach {
 	r := backupstore.Reach{LocalRoots: b.LocalRoots, AllowInsecureEndpoints: b.AllowInsecureEndpoints}
 	for _, e := range b.Endpoints {

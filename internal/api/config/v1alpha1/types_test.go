@@ -258,7 +258,7 @@ featureGates:
 	runDecodeCases(t, tests)
 }
 
-// TestBackupStores: backupStores decodes into the allow-list internal/backupstore checks, and one
+// TestBackupStores: backupStores decodes into the allow-list internal/store/backupstore checks, and one
 // that cannot be used stops the manager at start-up with the field named.
 func TestBackupStores(t *testing.T) {
 	head := "apiVersion: config.druid.gardener.cloud/v1alpha1\nkind: OperatorConfiguration\n"

@@ -8,7 +8,7 @@ import (
 
 // This file declares the parts of etcd-druid's Etcd API that etcd-conductor accepts so that
 // etcd-druid manifests apply unchanged under kubectl's strict field validation. The JSON names and
-// types are etcd-druid's; whether a field acts is decided in internal/compat and documented in the
+// types are etcd-druid's; whether a field acts is decided in internal/decide/compat and documented in the
 // compatibility table in docs/etcd.md. Schema validation stays loose where etcd-druid's is loose: every
 // manifest etcd-druid accepts must be accepted here, and the operator reports what it cannot use.
 
@@ -77,7 +77,7 @@ type ClientService struct {
 
 // BackupSpec is etcd-druid's backup configuration. The member-agent acts on store,
 // fullSnapshotSchedule, deltaSnapshotPeriod, garbageCollectionPolicy, maxBackupsLimitBasedGC and
-// garbageCollectionPeriod; the other fields are accepted and ignored (internal/compat).
+// garbageCollectionPeriod; the other fields are accepted and ignored (internal/decide/compat).
 type BackupSpec struct {
 	// +optional
 	Port *int32 `json:"port,omitempty"`

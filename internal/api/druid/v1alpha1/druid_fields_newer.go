@@ -6,7 +6,7 @@ import (
 
 // This file declares the types of the fields etcd-druid added in v0.35 to v0.38, with etcd-druid's
 // JSON names and bounds, so that its current manifests apply under strict field validation. What
-// each one does here is in internal/compat (accepted and ignored), internal/resources (acted on
+// each one does here is in internal/decide/compat (accepted and ignored), internal/operator/resources (acted on
 // or refused) and docs/druid-compatibility.md.
 
 // BboltFreelistType is the freelist type of etcd's bbolt backend.

@@ -378,7 +378,7 @@ const (
 	// etcd-druid condition).
 	ConditionTypeTLSEnabled ConditionType = "TLSEnabled"
 	// ConditionTypeMemberRestart says what the membership controller last decided about members
-	// NotReady longer than notReadyThreshold (DEP-01 operator scenario 9, internal/memberhealth):
+	// NotReady longer than notReadyThreshold (DEP-01 operator scenario 9, internal/decide/memberhealth):
 	// True while such a member exists (its pod deleted, or why not), False once none is left; its
 	// reason is the rule. Absent on an Etcd none of whose members ever was (not an etcd-druid
 	// condition).
@@ -388,7 +388,7 @@ const (
 	// the members are held back, since joining is not supported yet.
 	ConditionTypeBootstrappedWithExistingCluster ConditionType = "BootstrappedWithExistingCluster"
 	// ConditionTypeVersionChange says what the Etcd reconciler decided about a change of the etcd
-	// version (internal/versionchange): True while a downgrade is prepared or under way, or a
+	// version (internal/decide/versionchange): True while a downgrade is prepared or under way, or a
 	// change etcd cannot make is refused; False once the members run what the spec names. Its
 	// reason is the rule, its message the members' versions. Absent on an Etcd whose version never
 	// changed by a minor (not an etcd-druid condition).
@@ -401,14 +401,14 @@ const (
 	// False, reason Acknowledged. Written by the recovery controller (not an etcd-druid condition).
 	ConditionTypeRestoreIncomplete ConditionType = "RestoreIncomplete"
 	// ConditionTypeVolumeChange says what the Etcd reconciler decided about a change of the data
-	// volumes (spec.storageClass, spec.storageCapacity; internal/volumechange): True while the
+	// volumes (spec.storageClass, spec.storageCapacity; internal/decide/volumechange): True while the
 	// change is made or waits (the members moving to new claims, or the claims growing in place),
 	// or is refused; False once done, its message naming the old claims kept with their data. Its
 	// reason is the rule. Absent on an Etcd whose volumes never changed (not an etcd-druid
 	// condition).
 	ConditionTypeVolumeChange ConditionType = "VolumeChange"
 	// ConditionTypeTrustChange says what the Etcd reconciler decided about a change of the TLS
-	// material in the Etcd's Secrets (internal/trustchange): True while a CA is added or dropped,
+	// material in the Etcd's Secrets (internal/decide/trustchange): True while a CA is added or dropped,
 	// a renewed certificate waits or is held back (one the members do not trust, or one failing a
 	// check: its key, valid now, the members' names, its key usages); False once the members mount
 	// what the Secrets hold. Its reason is the rule, its message names the Secret and the check.

@@ -7,7 +7,7 @@ import (
 // EtcdCopyBackupsTask is etcd-druid's order to copy the backups of one store to another, for a
 // control-plane migration: the Etcd that will use the target store then restores from them.
 // etcd-druid runs a Job (etcd-backup-restore's copy command); etcd-conductor's manager copies
-// the objects itself (internal/backupcopy), each one verified, and a run that stopped half-way
+// the objects itself (internal/store/backupcopy), each one verified, and a run that stopped half-way
 // finishes on the next without copying again what the target already holds.
 //
 // +kubebuilder:object:root=true

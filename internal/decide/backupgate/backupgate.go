@@ -1,0 +1,73 @@
+// Package backupgate is the one definition of "voluntary disruptions wait for the backup": DEP-01
+// ("BackupReady") postpones potentially disruptive maintenance (rolling updates, vertical
+// scaling, evictions for node roll-outs) while the Etcd's BackupReady condition is False, so a
+// cascade of failures on top of a failing backup loses no more data than the backup schedule
+// says. Every planner that starts a voluntary disruption (internal/decide/rollout, internal/decide/defrag,
+// internal/decide/membership's scale-in) and the PodDisruptionBudget (internal/operator/resources) read the same
+// Gate and name the same rule. Recovery, the replacement of lost members and scale-out never
+// wait on it: they restore safety. Pure: no I/O, no clock.
+package backupgate
+
+import (
+	"fmt"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
+)
+
+// Rule is the id under which the rollout and membership planners wait while the gate holds;
+// CamelCase (WaitBackupNotReady) is the condition and Event reason.
+const Rule ruleid.ID = "wait/backup-not-ready"
+
+// DefragRule is the same wait in the defragmentation planner, whose ids all start "defrag/".
+const DefragRule ruleid.ID = "defrag/" + Rule
+
+// Gate is whether voluntary disruptions of one Etcd wait for its backup now.
+type Gate struct {
+	// Holds: waiting is configured (controllers.etcd.waitForBackupReady), the Etcd has a backup
+	// store, and its BackupReady condition is False. Unknown (no snapshot reported yet, a
+	// status not computed yet) does not hold: DEP-01 postpones on False only.
+	Holds bool `json:"holds,omitempty"`
+	// Reason and Message are the BackupReady condition's, shown in the waits it causes.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Enabled is the operator-wide switch for etcd: configured on, and a backup store to wait for.
+func Enabled(etcd *druidv1alpha1.Etcd, waitForBackupReady bool) bool {
+	if !waitForBackupReady || etcd == nil || etcd.Spec.Backup == nil || etcd.Spec.Backup.Store == nil {
+		return false
+	}
+	p := etcd.Spec.Backup.Store.Provider
+	return p != nil && string(*p) != ""
+}
+
+// Of reads the gate from etcd's status. waitForBackupReady is the operator's switch; a nil etcd
+// (a saved state without one) never holds.
+func Of(etcd *druidv1alpha1.Etcd, waitForBackupReady bool) Gate {
+	if !Enabled(etcd, waitForBackupReady) {
+		return Gate{}
+	}
+	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeBackupReady)
+	if c == nil || c.Status != druidv1alpha1.ConditionFalse {
+		return Gate{}
+	}
+	return Gate{Holds: true, Reason: c.Reason, Message: c.Message}
+}
+
+// Describe says why the gate holds, for a planner's reason.
+func (g Gate) Describe() string {
+	s := "BackupReady is False"
+	if g.Reason != "" {
+		s += " (" + g.Reason + ")"
+	}
+	if g.Message != "" {
+		s += ": " + g.Message
+	}
+	return s
+}
+
+// Waiting is the planners' wait reason: what waits, why, and how to lift it.
+func (g Gate) Waiting(what string) string {
+	return fmt.Sprintf("%s waits while %s; it goes on once a backup succeeds (controllers.etcd.waitForBackupReady: false lifts this)", what, g.Describe())
+}

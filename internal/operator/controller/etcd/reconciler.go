@@ -1,0 +1,855 @@
+// Package etcd holds the Etcd reconciler: it writes the desired state of every object an Etcd owns
+// and relies on each object's own controller to act on it. It never touches pods: under
+// RollingUpdate the StatefulSet controller replaces them, under OnDelete the ondelete controller.
+package etcd
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/specgate"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/transport"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/updatestrategy"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
+	"github.com/etcd-conductor/etcd-conductor/internal/features"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
+	"github.com/etcd-conductor/etcd-conductor/internal/store/backupstore"
+)
+
+// invalidInputRetry is how soon an Etcd with bad input (say, a Secret not yet created) is looked at
+// again; Secrets are neither watched nor cached. Config.InvalidInputRetry overrides it.
+const invalidInputRetry = 30 * time.Second
+
+// lingeringLeaseRecheck is how soon the Lease of a removed member that still runs or votes is
+// looked at again: pods are not watched by this reconciler.
+const lingeringLeaseRecheck = 10 * time.Second
+
+// holdRecheck is how soon a StatefulSet kept on OnDelete against the gate is looked at again:
+// pods are not watched by this reconciler, and the hand-over should follow the step's end closely.
+const holdRecheck = time.Second
+
+// Reconciler converges the objects an Etcd owns.
+type Reconciler struct {
+	client client.Client
+	// apiReader reads from the API server, uncached (Config.SecretReader): the Secrets an Etcd
+	// names, the member pods while the gate is off and the StatefulSet still OnDelete, and an
+	// object of one of the Etcd's names the cache does not hold (apply).
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	settings  resources.Settings
+	dbSizes   DBSizes
+	gateOn    bool
+	// autoReconcile is etcd-druid's enableEtcdSpecAutoReconcile (internal/decide/specgate).
+	autoReconcile bool
+	// requireTLS refuses Etcds whose members would run on plain HTTP.
+	requireTLS bool
+	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
+	waitForBackup bool
+	// members asks the members and gives them orders (versions, downgrade, leadership); nil: what
+	// needs their word waits (a downgrade, a volume change).
+	members MemberCalls
+	// trustRecheck: how soon a settled Etcd with TLS is reconciled again to read its CA Secrets.
+	trustRecheck time.Duration
+	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
+	trustMu      sync.Mutex
+	trustChecked map[string]time.Time
+	// secretPropagation: Config.SecretPropagation, or the constant.
+	secretPropagation time.Duration
+	// invalidInputRetry: Config.InvalidInputRetry, or the constant.
+	invalidInputRetry time.Duration
+	// startGrace: Config.StartFailureGrace, or memberhealth.DefaultNotReadyGrace.
+	startGrace time.Duration
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// Config is what the reconciler needs beyond the manager.
+type Config struct {
+	// SecretReader reads the TLS Secrets an Etcd names, straight from the API server (the
+	// manager's APIReader). Through the cached client the first read would start an informer
+	// listing and watching every Secret in reach; the operator is granted only get on Secrets.
+	// Member pods are read through it too when the gate is off (see syncStatefulSet), so the
+	// hand-over to RollingUpdate is decided on what the apiserver holds now, and an object of
+	// one of the Etcd's names the cache does not hold (apply).
+	SecretReader     client.Reader
+	Gates            features.Gates
+	MemberAgentImage string
+	// MemberAgentInterval overrides the sidecar's renew interval (tests and demos shorten it).
+	MemberAgentInterval string
+	// DBSizes asks the members for their database sizes, to refuse a quota below them; nil
+	// skips that check.
+	DBSizes DBSizes
+	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile: false, a
+	// changed spec waits for the druid.gardener.cloud/operation=reconcile annotation. nil: true.
+	SpecAutoReconcile *bool
+	// RequireTLS is the operator's controllers.etcd.requireTLS.
+	RequireTLS bool
+	// BackupReach is the operator's backupStores: where an Etcd's store may be (Local roots, S3
+	// endpoints); one elsewhere is ERR_BACKUP_STORE and, for Local, mounts nothing.
+	BackupReach backupstore.Reach
+	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
+	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
+	WaitForBackupReady bool
+	// Members asks the members and gives them orders (internal/decide/versionchange,
+	// internal/decide/volumechange); nil: what needs their word waits.
+	Members MemberCalls
+	// TrustRecheck is how often the TLS Secrets of an Etcd are read again (planTrust);
+	// 0: defaultTrustRecheck.
+	TrustRecheck time.Duration
+	// SecretPropagation bounds how long the kubelet takes to refresh a changed Secret in the
+	// pods (planTrust); 0: defaultSecretPropagation.
+	SecretPropagation time.Duration
+	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
+	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
+	InvalidInputRetry time.Duration
+	// StartFailureGrace is how long a member pod on a downgrade's target may stay not Ready after
+	// its creation before it counts as failing to start, which rolls the downgrade back
+	// (internal/decide/versionchange): controllers.etcd.etcdMember.notReadyThreshold, the bound after
+	// which a NotReady member is restarted; 0: memberhealth.DefaultNotReadyGrace. A container
+	// the kubelet gives up on (ImagePullBackOff, CrashLoopBackOff, …) counts at once.
+	StartFailureGrace time.Duration
+}
+
+// NewReconciler builds the reconciler from explicit dependencies.
+func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *Reconciler {
+	strategy := appsv1.RollingUpdateStatefulSetStrategyType
+	if cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
+		strategy = appsv1.OnDeleteStatefulSetStrategyType
+	}
+	return &Reconciler{
+		client:            c,
+		apiReader:         cfg.SecretReader,
+		recorder:          recorder,
+		dbSizes:           cfg.DBSizes,
+		gateOn:            cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
+		autoReconcile:     cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
+		requireTLS:        cfg.RequireTLS,
+		waitForBackup:     cfg.WaitForBackupReady,
+		members:           cfg.Members,
+		trustRecheck:      cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
+		trustChecked:      map[string]time.Time{},
+		secretPropagation: cmp.Or(cfg.SecretPropagation, defaultSecretPropagation),
+		invalidInputRetry: cmp.Or(max(cfg.InvalidInputRetry, 0), invalidInputRetry),
+		startGrace:        cmp.Or(max(cfg.StartFailureGrace, 0), memberhealth.DefaultNotReadyGrace),
+		settings: resources.Settings{
+			UpdateStrategy:      strategy,
+			MemberAgentImage:    cfg.MemberAgentImage,
+			MemberAgentInterval: cfg.MemberAgentInterval,
+			BackupReach:         cfg.BackupReach,
+		},
+	}
+}
+
+// RBAC: exactly the calls below. Owned objects are read through the cache (get, list, watch) and
+// written only when they differ from the desired state (create, update); the garbage collector
+// deletes them with the Etcd, so only member Leases of removed members are deleted here.
+// patch: only to remove the druid.gardener.cloud/operation annotation once its order is carried
+// out (consumeOrder).
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
+// SetControllerReference sets blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
+// admission plugin allows only to those who may update the owner's finalizers.
+// +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// patch on owned objects: only to mirror the protection annotation (syncProtection).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;services,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch
+// The member-agent Role grants patch on member Leases; RBAC lets the operator create that Role only
+// if it holds patch there itself (no escalate verb).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
+// Pods are listed uncached to decide when a StatefulSet may leave OnDelete, while a downgrade is
+// under way to find a member that fails to start on its target (planVersion), and during a
+// volume change or with the StatefulSet missing to know which claims they mount (the cache keeps
+// no pod spec); from the cache to know whether a move to TLS has rolled out and whether a removed
+// member's pod is gone.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile brings an Etcd's objects to their desired state:
+//  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
+//     and change nothing, so a bad edit never deletes or restarts a member;
+//  2. converge, in order: ServiceAccount, member-agent Role and RoleBinding, ConfigMap, peer and
+//     client Services, member Leases, PodDisruptionBudget, StatefulSet. An object that exists
+//     under one of these names but is not controlled by this Etcd is never adopted: it is left as
+//     it is and reported (ERR_FOREIGN_OBJECT, a ForeignObject Event), the other objects are still
+//     converged so every such object is reported at once, and the StatefulSet, which needs all
+//     of them, is not synced until they are ours; the reconcile then retries with backoff;
+//  3. record observedGeneration and clear lastErrors.
+//
+// The StatefulSet's spec.updateStrategy.type is written on every pass from the feature gate, so a
+// gate flip (config change + restart) flips it on the next reconcile, deleting no pod; except that
+// a gate turned off mid-rollout keeps OnDelete until the step in flight has finished
+// (internal/decide/updatestrategy), rechecked every holdRecheck.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	etcd := &druidv1alpha1.Etcd{}
+	if err := r.client.Get(ctx, req.NamespacedName, etcd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetTrust(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !etcd.DeletionTimestamp.IsZero() {
+		// Owned objects go with the Etcd through their owner references.
+		return ctrl.Result{}, nil
+	}
+	if err := r.syncProtection(ctx, etcd); err != nil {
+		return ctrl.Result{}, err
+	}
+	gate := specgate.Decide(etcd, r.autoReconcile)
+	if !gate.Apply {
+		log.Info("Spec not applied", "rule", gate.Rule, "reason", gate.Reason)
+		r.recorder.Event(etcd, corev1.EventTypeNormal, gate.Rule.CamelCase(), gate.Reason)
+		// The PDB follows the members' health, not the spec: it keeps doing so meanwhile.
+		return ctrl.Result{}, r.followHealthOnly(ctx, etcd)
+	}
+
+	move, err := r.planTransport(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	version, err := r.planVersion(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordVersion(ctx, etcd, version); err != nil {
+		return ctrl.Result{}, err
+	}
+	volumes, running, err := r.planVolumes(ctx, etcd)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	problems := r.validate(ctx, etcd)
+	if move.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
+	}
+	if version.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrVersionChange, Message: version.Reason})
+	}
+	if volumes.Refused {
+		problems = append(problems, resources.Problem{Code: resources.ErrVolumeChange, Message: volumes.Reason})
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
+			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
+		}
+		// A refused volume change is the condition's to say too; a change held back by another
+		// problem is not under way, so it is not recorded as such.
+		if volumes.Refused {
+			if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
+	}
+	// Before the StatefulSet is touched: a recreation is recorded as under way before it is made.
+	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reportIgnoredFields(ctx, etcd)
+	r.reportPlaintext(ctx, etcd)
+	var warnings []resources.Problem
+	if !secretsValidated(etcd) {
+		// The backup Secret too is read only when the spec changed or a problem was recorded
+		// (see secretsValidated).
+		warnings = r.checkBackupStore(ctx, etcd)
+	}
+	for _, p := range warnings {
+		log.Info("Backup store unusable; the cluster is reconciled without working backups", "code", p.Code, "problem", p.Message)
+		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonInvalidBackupStore, p.Message)
+	}
+
+	r.actOnVersion(ctx, etcd, version)
+
+	var foreign []resources.Problem
+	held := false
+	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
+			return err
+		}
+		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version, volumes, running)
+		return err
+	}
+	leasesLingering := false
+	syncMemberLeases := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+		leasesLingering, err = r.syncMemberLeases(ctx, etcd)
+		return err
+	}
+	syncConfigMap := func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+		return r.syncConfigMap(ctx, etcd, move.Render)
+	}
+	for _, step := range []struct {
+		name string
+		fn   func(context.Context, *druidv1alpha1.Etcd) error
+		// needsAllBefore: the step relies on every object synced before it, so it waits until
+		// they are ours: the RoleBinding grants the ServiceAccount's holder our Leases, the pods
+		// mount the ConfigMap, run as the ServiceAccount and renew the Leases.
+		needsAllBefore bool
+	}{
+		{"ServiceAccount", r.syncServiceAccount, false},
+		{"MemberAgentRBAC", r.syncMemberAgentRBAC, true},
+		{"ConfigMap", syncConfigMap, false},
+		{"Services", r.syncServices, false},
+		{"MemberLeases", syncMemberLeases, false},
+		{"SnapshotLeases", r.syncSnapshotLeases, false},
+		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
+		{"StatefulSet", syncStatefulSet, true},
+	} {
+		if step.needsAllBefore && len(foreign) > 0 {
+			log.Info("Not syncing a step while objects it needs belong to something else", "step", step.name)
+			continue
+		}
+		err := step.fn(ctx, etcd)
+		var foreignErr *foreignObjectError
+		switch {
+		case errors.As(err, &foreignErr):
+			log.Info("Leaving an object this Etcd does not control as it is", "step", step.name, "problem", foreignErr.Error())
+			r.recorder.Event(etcd, corev1.EventTypeWarning, "ForeignObject", foreignErr.Error())
+			foreign = append(foreign, resources.Problem{Code: resources.ErrForeignObject, Message: foreignErr.Error()})
+		case err != nil:
+			err = fmt.Errorf("syncing %s of Etcd %s: %w", step.name, req.NamespacedName, err)
+			problem := resources.Problem{Code: "ERR_SYNC_" + step.name, Message: err.Error()}
+			if recErr := r.recordOutcome(ctx, etcd, append(foreign, problem)); recErr != nil {
+				log.Error(recErr, "Recording the sync error on the Etcd status failed")
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	if len(foreign) > 0 {
+		if err := r.recordOutcome(ctx, etcd, foreign); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Deleting the foreign object is no event of ours (it has no owner reference to this
+		// Etcd), so only a retry notices it: the error makes the retries back off.
+		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
+			req.NamespacedName, len(foreign), foreign[0].Message)
+	}
+	r.reportTransportMove(ctx, etcd, move)
+	result := ctrl.Result{}
+	if move.Render != resources.TransportOf(etcd) {
+		result.RequeueAfter = transportMoveRecheck
+	}
+	if versionWaits(version) {
+		result.RequeueAfter = versionChangeRecheck
+	}
+	if volumes.Waiting && result.RequeueAfter == 0 {
+		result.RequeueAfter = volumeChangeRecheck
+	}
+	if leasesLingering && result.RequeueAfter == 0 {
+		result.RequeueAfter = lingeringLeaseRecheck
+	}
+	if resources.UsesTLS(etcd) {
+		// TLS Secrets are not watched: read again for a change (planTrust), soon while one is
+		// carried out.
+		if after := r.trustRequeue(etcd); result.RequeueAfter == 0 || after < result.RequeueAfter {
+			result.RequeueAfter = after
+		}
+	}
+	if held {
+		result.RequeueAfter = holdRecheck
+	}
+	if len(warnings) > 0 {
+		// Converged, with backups that cannot work: say so, and look again (Secrets are not
+		// watched).
+		result.RequeueAfter = r.invalidInputRetry
+		if held {
+			result.RequeueAfter = holdRecheck
+		}
+		if err := r.recordOutcomeConverged(ctx, etcd, warnings); err != nil {
+			return result, err
+		}
+		return result, r.consumeOrder(ctx, etcd, gate)
+	}
+	if err := r.recordOutcome(ctx, etcd, nil); err != nil {
+		return result, err
+	}
+	return result, r.consumeOrder(ctx, etcd, gate)
+}
+
+// consumeOrder removes the druid.gardener.cloud/operation=reconcile annotation once the spec it
+// ordered is applied, as etcd-druid does: the next change waits for a new order.
+func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd, gate specgate.Decision) error {
+	if !gate.ConsumeOrder {
+		return nil
+	}
+	remove := map[string]any{}
+	for _, a := range specgate.OrderAnnotations(etcd) {
+		remove[a] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": remove}})
+	if err != nil {
+		return err
+	}
+	if err := r.client.Patch(ctx, etcd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("removing the reconcile order %v after applying the spec: %w", specgate.OrderAnnotations(etcd), err)
+	}
+	return nil
+}
+
+func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	problems := resources.ValidateSpec(etcd)
+	problems = append(problems, resources.ValidateTransport(etcd, r.requireTLS)...)
+	if !secretsValidated(etcd) {
+		problems = append(problems, r.validateSecrets(ctx, etcd)...)
+	}
+	if len(problems) == 0 {
+		problems = r.checkQuotaAgainstDB(ctx, etcd)
+	}
+	return problems
+}
+
+// validateSecrets reads the TLS Secrets the Etcd names, uncached, and checks them.
+func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+	var problems []resources.Problem
+	for _, want := range resources.RequiredSecrets(etcd) {
+		secret := &corev1.Secret{}
+		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: want.Name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			secret = nil
+		case err != nil:
+			problems = append(problems, resources.Problem{Code: resources.ErrSecretMissing,
+				Message: fmt.Sprintf("reading Secret %s/%s: %v", etcd.Namespace, want.Name, err)})
+			continue
+		}
+		problems = append(problems, resources.ValidateSecret(etcd.Namespace, want, secret)...)
+	}
+	return problems
+}
+
+// secretsValidated tells whether the TLS Secrets this generation of the Etcd names were already
+// read and found valid: the Etcd reconciler recorded the generation as observed with no error,
+// which it does only after validate passed. What validation checks depends on the Secrets' names
+// (spec, so the generation), so reading them again to validate is skipped. Two reads remain: the
+// CA bundles, whose content restarts the members when it changes (planTrust, every trustRecheck),
+// and the Local backup provider's hostPath key, read at every StatefulSet sync of an Etcd with
+// that provider alone (localBackupRoot).
+//
+// Why not a cache: the operator may only get Secrets (least privilege, no list or watch), so
+// it cannot learn cheaply that one changed; an uncached read per reconcile costs five GETs per
+// Etcd, on every restart of the manager for the whole fleet. A changed spec, a recorded error or
+// a new generation reads them again; a Secret broken later is reported by what uses it (the
+// members fail their TLS handshake, the controllers that dial them record it).
+func secretsValidated(etcd *druidv1alpha1.Etcd) bool {
+	s := etcd.Status
+	return s.ObservedGeneration != nil && *s.ObservedGeneration == etcd.Generation && len(s.LastErrors) == 0
+}
+
+// recordOutcome writes the status fields this reconciler owns (etcdstatus.WriterEtcd:
+// observedGeneration, lastErrors) with one merge patch.
+func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
+	return r.writeOutcome(ctx, etcd, problems, len(problems) == 0)
+}
+
+// recordOutcomeConverged records a converged spec that still has problems which block nothing
+// (a backup store the members cannot use).
+func (r *Reconciler) recordOutcomeConverged(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
+	return r.writeOutcome(ctx, etcd, problems, true)
+}
+
+func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem, converged bool) error {
+	now := metav1.Now()
+	return etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		var lastErrors []druidv1alpha1.LastError
+		for _, p := range problems {
+			observedAt := now
+			// A problem still there keeps when it was first seen: a retry rewrites nothing.
+			for _, prev := range s.LastErrors {
+				if prev.Code == p.Code && prev.Description == p.Message {
+					observedAt = prev.ObservedAt
+				}
+			}
+			lastErrors = append(lastErrors, druidv1alpha1.LastError{Code: p.Code, Description: p.Message, ObservedAt: observedAt})
+		}
+		s.LastErrors = lastErrors
+		if converged {
+			generation := etcd.Generation
+			s.ObservedGeneration = &generation
+		}
+	})
+}
+
+// apply creates obj or updates it with mutate, owned by the Etcd. It never adopts: an object that
+// already exists and is not controlled by this Etcd (by UID; a deleted Etcd of the same name
+// counts as another) is left untouched and a *foreignObjectError returned. Taking it over would
+// overwrite what its owner put there, and garbage collection would delete it with the Etcd.
+//
+// An object that already holds what mutate writes is not sent at all (resources.UpToDate, with
+// the hash of desired, what mutate writes, recorded on the object): a reconcile with nothing to
+// change, such as every reconcile of a fleet after an operator restart, writes nothing. The
+// object is read from the informer cache, as before.
+func (r *Reconciler) apply(ctx context.Context, etcd *druidv1alpha1.Etcd, obj client.Object, desired any, mutate func()) error {
+	hash, err := resources.DesiredHash(desired)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		mutate()
+		resources.SetAppliedHash(obj, hash)
+		// Created already marked, so an unprotected Etcd's new object is never protected.
+		resources.MarkProtection(etcd, obj)
+		if err := controllerutil.SetControllerReference(etcd, obj, r.client.Scheme()); err != nil {
+			return err
+		}
+		err := r.client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache holds only the pods and Leases the operator made (operator.cacheOptions):
+			// one of this name it does not see is someone else's; read uncached to say whose.
+			found := obj.DeepCopyObject().(client.Object)
+			if getErr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), found); getErr == nil && !metav1.IsControlledBy(found, etcd) {
+				return r.foreignObject(found)
+			}
+		}
+		return err
+	}
+	if !metav1.IsControlledBy(obj, etcd) {
+		return r.foreignObject(obj)
+	}
+	before := obj.DeepCopyObject()
+	mutate()
+	resources.SetAppliedHash(obj, hash)
+	if resources.UpToDate(before, obj) {
+		return nil
+	}
+	return r.client.Update(ctx, obj)
+}
+
+// foreignObjectError reports an object that carries one of the Etcd's names but is not its own.
+type foreignObjectError struct {
+	kind, namespace, name string
+	// controller is its controller reference ("Kind name uid …"), or "" when it has none.
+	controller string
+}
+
+func (e *foreignObjectError) Error() string {
+	owner := "it has no controller"
+	if e.controller != "" {
+		owner = "it is controlled by " + e.controller
+	}
+	return fmt.Sprintf("%s %s/%s exists and is not controlled by this Etcd (%s); it is left unchanged: delete or rename it so the Etcd can create its own",
+		e.kind, e.namespace, e.name, owner)
+}
+
+func (r *Reconciler) foreignObject(obj client.Object) *foreignObjectError {
+	e := &foreignObjectError{kind: fmt.Sprintf("%T", obj), namespace: obj.GetNamespace(), name: obj.GetName()}
+	if gvk, err := apiutil.GVKForObject(obj, r.client.Scheme()); err == nil {
+		e.kind = gvk.Kind
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		e.controller = fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	}
+	return e
+}
+
+func (r *Reconciler) syncServiceAccount(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.ServiceAccount(etcd)
+	obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	return r.apply(ctx, etcd, obj, desired, func() { obj.Labels = desired.Labels })
+}
+
+func (r *Reconciler) syncMemberAgentRBAC(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	role := resources.MemberAgentRole(etcd)
+	roleObj := role.DeepCopy()
+	if err := r.apply(ctx, etcd, roleObj, role, func() { roleObj.Labels = role.Labels; roleObj.Rules = role.Rules }); err != nil {
+		return err
+	}
+	binding := resources.MemberAgentRoleBinding(etcd)
+	bindingObj := binding.DeepCopy()
+	return r.apply(ctx, etcd, bindingObj, binding, func() {
+		bindingObj.Labels = binding.Labels
+		bindingObj.RoleRef = binding.RoleRef // immutable, and never changes for an Etcd
+		bindingObj.Subjects = binding.Subjects
+	})
+}
+
+func (r *Reconciler) syncConfigMap(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages) error {
+	desired := resources.ConfigMap(etcd, stages)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	return r.apply(ctx, etcd, obj, desired, func() { obj.Labels = desired.Labels; obj.Data = desired.Data })
+}
+
+func (r *Reconciler) syncServices(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	for _, desired := range []*corev1.Service{resources.PeerService(etcd), resources.ClientService(etcd)} {
+		obj := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		err := r.apply(ctx, etcd, obj, desired, func() {
+			obj.Labels = desired.Labels
+			// Merged, not replaced: others (kubectl, cloud controllers) annotate Services too.
+			obj.Annotations = resources.MergeAnnotations(obj.Annotations, desired.Annotations)
+			obj.Spec.TrafficDistribution = desired.Spec.TrafficDistribution
+			// clusterIP is allocated by the apiserver and immutable: keep what it chose.
+			if obj.Spec.ClusterIP == "" || desired.Spec.ClusterIP == corev1.ClusterIPNone {
+				obj.Spec.ClusterIP = desired.Spec.ClusterIP
+			}
+			obj.Spec.Type = desired.Spec.Type
+			obj.Spec.Selector = desired.Spec.Selector
+			obj.Spec.Ports = desired.Spec.Ports
+			obj.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncMemberLeases creates a Lease per desired member and removes those of members scaled away.
+// Only labels and the duration are reconciled: holderIdentity and renewTime belong to the agents.
+// syncMemberLeases creates the wanted members' Leases and deletes those no member uses any more;
+// lingering is true while a Lease beyond spec.replicas is kept for a member still a voter or
+// whose pod still exists (neither is an event of this controller: the caller looks again).
+func (r *Reconciler) syncMemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) (lingering bool, err error) {
+	for _, pod := range resources.PodNames(etcd) {
+		desired := resources.MemberLease(etcd, pod)
+		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+		if err := r.apply(ctx, etcd, obj, desired, func() {
+			obj.Labels = desired.Labels
+			obj.Spec.LeaseDurationSeconds = desired.Spec.LeaseDurationSeconds
+		}); err != nil {
+			return false, err
+		}
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := r.client.List(ctx, leases, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return false, fmt.Errorf("listing member leases: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return false, fmt.Errorf("listing member pods: %w", err)
+	}
+	var leaseNames, podNames []string
+	byName := map[string]*coordinationv1.Lease{}
+	for i := range leases.Items {
+		if l := &leases.Items[i]; metav1.IsControlledBy(l, etcd) {
+			leaseNames = append(leaseNames, l.Name)
+			byName[l.Name] = l
+		}
+	}
+	for i := range pods.Items {
+		podNames = append(podNames, pods.Items[i].Name)
+	}
+	// A removed member's Lease goes only once the member has left the cluster and its pod is
+	// gone: until then it still says how the member is.
+	unused := resources.MemberLeasesUnused(etcd, leaseNames, podNames)
+	for _, name := range unused {
+		if err := r.client.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting lease %s of a removed member: %w", name, err)
+		}
+	}
+	return len(leaseNames)-len(unused) > len(resources.PodNames(etcd)), nil
+}
+
+func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
+	obj := desired.DeepCopy()
+	obj.Spec = desired.Spec
+	return r.apply(ctx, etcd, obj, desired, func() {
+		obj.Labels = desired.Labels
+		obj.Spec.MinAvailable = desired.Spec.MinAvailable
+		obj.Spec.Selector = desired.Spec.Selector
+		obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+	})
+}
+
+// followHealthOnly brings an existing PDB's minAvailable (and unhealthyPodEvictionPolicy) to
+// the members' health while the spec is not applied; its labels and selector, which follow the
+// spec, are left as they are, and no PDB is created.
+func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	desired := resources.PodDisruptionBudget(etcd, r.waitForBackup)
+	obj := &policyv1.PodDisruptionBudget{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, etcd) {
+		return nil
+	}
+	before := obj.DeepCopy()
+	obj.Spec.MinAvailable = desired.Spec.MinAvailable
+	obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+	if equality.Semantic.DeepEqual(before.Spec, obj.Spec) {
+		return nil
+	}
+	return r.client.Update(ctx, obj)
+}
+
+// syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
+// gate (the caller rechecks soon). volumes is planVolumes' decision on running, the StatefulSet
+// it read; version is planVersion's decision (the etcd image, the downgrade record).
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, version versionchange.Decision,
+	volumes volumechange.Decision, running *appsv1.StatefulSet) (held bool, err error) {
+	strategy, err := r.decideStrategy(ctx, etcd)
+	if err != nil {
+		return false, err
+	}
+	holdBefore := ""
+	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld); c != nil && c.Status == druidv1alpha1.ConditionTrue {
+		holdBefore = c.Message
+	}
+	if strategy.Held() {
+		// Recorded before the StatefulSet is written: the OnDelete controller reads it afresh
+		// right before each deletion and starts no step while it holds (package operation).
+		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
+			return false, err
+		}
+	}
+	settings := r.settings
+	settings.UpdateStrategy = strategy.Type
+	settings.Transport = &stages
+	settings.EtcdImage = version.Render
+	settings.DowngradeSource, settings.DowngradeFailedTarget = version.Source, version.FailedTarget
+	if settings.TrustTemplate, err = r.planTrust(ctx, etcd); err != nil {
+		return false, err
+	}
+	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
+		return false, err
+	}
+	settings.DataVolume = volumes.Name
+	r.moveLeaderFirst(ctx, etcd, running, volumes)
+	// The claims grow first: should the apiserver refuse, the StatefulSet still asks for what they
+	// hold.
+	if err := r.expandClaims(ctx, etcd, volumes); err != nil {
+		return false, err
+	}
+	if volumes.Recreate {
+		if err := r.recreateStatefulSet(ctx, etcd, running); err != nil {
+			return false, err
+		}
+	}
+	desired, err := resources.StatefulSet(etcd, settings)
+	if err != nil {
+		return false, err
+	}
+	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	before := ""
+	// Replicas and the fields immutable after creation are written only at creation: a change of
+	// spec.replicas alone is the membership controller's to carry out and rewrites nothing here.
+	written := struct {
+		Labels, Annotations map[string]string
+		Template            corev1.PodTemplateSpec
+		UpdateStrategy      appsv1.StatefulSetUpdateStrategy
+	}{desired.Labels, desired.Annotations, desired.Spec.Template, desired.Spec.UpdateStrategy}
+	if err := r.apply(ctx, etcd, obj, written, func() {
+		before = string(obj.Spec.UpdateStrategy.Type)
+		resources.ApplyMutableStatefulSetSpec(obj, desired)
+		// Where releases before the condition recorded the hold.
+		delete(obj.Annotations, resources.AnnotationLegacyUpdateStrategyHold)
+	}); err != nil {
+		return false, err
+	}
+	if !strategy.Held() && holdBefore != "" {
+		// Cleared only now that the StatefulSet is switched: until then the OnDelete controller
+		// must keep holding.
+		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
+			return false, err
+		}
+	}
+	r.reportStrategyHold(ctx, etcd, holdBefore, strategy)
+	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
+	return strategy.Held(), nil
+}
+
+// decideStrategy reads what internal/decide/updatestrategy needs. Pods are read only when the gate is off
+// and the StatefulSet is still OnDelete: everything else is decided by the gate alone.
+func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etcd) (updatestrategy.Decision, error) {
+	in := updatestrategy.Input{GateOn: r.gateOn}
+	sts := &appsv1.StatefulSet{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return updatestrategy.Decide(in), nil
+	case err != nil:
+		return updatestrategy.Decision{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	}
+	in.Current = sts.Spec.UpdateStrategy.Type
+	if in.GateOn || in.Current != appsv1.OnDeleteStatefulSetStrategyType || !metav1.IsControlledBy(sts, etcd) {
+		return updatestrategy.Decide(in), nil
+	}
+	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld)
+	in.HoldRecorded = c != nil && c.Status == druidv1alpha1.ConditionTrue
+	in.UpdateRevision = sts.Status.UpdateRevision
+	in.Name, in.Replicas = sts.Name, ptr.Deref(sts.Spec.Replicas, 0)
+	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
+	if err != nil {
+		return updatestrategy.Decision{}, err
+	}
+	for i := range pods {
+		p := &pods[i]
+		in.Pods = append(in.Pods, updatestrategy.Pod{Name: p.Name, Revision: p.Labels[appsv1.StatefulSetRevisionLabel],
+			Terminating: !p.DeletionTimestamp.IsZero(), Ready: etcdstatus.PodReady(p)})
+	}
+	return updatestrategy.Decide(in), nil
+}
+
+// recordStrategyHold sets UpdateStrategyHeld from d: True with its reason while the StatefulSet is
+// kept on OnDelete, False once it is not. The status patch's optimistic lock makes a write
+// decided on a stale Etcd fail (and the reconcile retry) rather than overwrite another's.
+func (r *Reconciler) recordStrategyHold(ctx context.Context, etcd *druidv1alpha1.Etcd, d updatestrategy.Decision) error {
+	now := metav1.Now()
+	c := druidv1alpha1.Condition{Type: druidv1alpha1.ConditionTypeUpdateStrategyHeld, Status: druidv1alpha1.ConditionFalse,
+		Reason: d.Rule.CamelCase(), Message: d.Reason, LastTransitionTime: now, LastUpdateTime: now}
+	if d.Held() {
+		c.Status = druidv1alpha1.ConditionTrue
+	}
+	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
+	}); err != nil {
+		return fmt.Errorf("recording the update strategy hold: %w", err)
+	}
+	return nil
+}
+
+// reportStrategyHold logs and records an Event when a hold starts or its reason changes.
+func (r *Reconciler) reportStrategyHold(ctx context.Context, etcd *druidv1alpha1.Etcd, before string, d updatestrategy.Decision) {
+	if !d.Held() || before == d.Reason {
+		return
+	}
+	logr.FromContextOrDiscard(ctx).Info("Keeping the StatefulSet on OnDelete until the rollout step in flight has finished",
+		"gate", features.QuorumAwareUpdatesWithOnDelete, "rule", d.Rule, "reason", d.Reason)
+	r.recorder.Event(etcd, corev1.EventTypeNormal, d.Rule.CamelCase(), d.Reason)
+}
+
+func (r *Reconciler) reportStrategyChange(ctx context.Context, etcd *druidv1alpha1.Etcd, before, after string) {
+	if before == "" || before == after {
+		return
+	}
+	logr.FromContextOrDiscard(ctx).Info("StatefulSet update strategy switched by feature gate",
+		"gate", features.QuorumAwareUpdatesWithOnDelete, "from", before, "to", after)
+	r.recorder.Eventf(etcd, corev1.EventTypeNormal, "UpdateStrategyChanged",
+		"StatefulSet update strategy changed from %s to %s (feature gate %s); no pod was deleted",
+		before, after, features.QuorumAwareUpdatesWithOnDelete)
+}
