@@ -358,36 +358,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			req.NamespacedName, len(foreign), foreign[0].Message)
 	}
 	r.reportTransportMove(ctx, etcd, move)
-	result := ctrl.Result{}
+	var again []recheck
 	if move.Render != resources.TransportOf(etcd) {
-		result.RequeueAfter = transportMoveRecheck
+		again = append(again, recheck{transportMoveRecheck, "transport move"})
 	}
 	if versionWaits(version) {
-		result.RequeueAfter = versionChangeRecheck
+		again = append(again, recheck{versionChangeRecheck, "version change"})
 	}
-	if volumes.Waiting && result.RequeueAfter == 0 {
-		result.RequeueAfter = volumeChangeRecheck
+	if volumes.Waiting {
+		again = append(again, recheck{volumeChangeRecheck, "volume change"})
 	}
-	if leasesLingering && result.RequeueAfter == 0 {
-		result.RequeueAfter = lingeringLeaseRecheck
+	if leasesLingering {
+		again = append(again, recheck{lingeringLeaseRecheck, "lingering Lease"})
 	}
 	if resources.UsesTLS(etcd) {
 		// TLS Secrets are not watched: read again for a change (planTrust), soon while one is
 		// carried out.
-		if after := r.trustRequeue(etcd); result.RequeueAfter == 0 || after < result.RequeueAfter {
-			result.RequeueAfter = after
-		}
+		again = append(again, recheck{r.trustRequeue(etcd), "TLS Secrets"})
 	}
 	if held {
-		result.RequeueAfter = holdRecheck
+		again = append(again, recheck{holdRecheck, "update strategy held"})
 	}
 	if len(warnings) > 0 {
 		// Converged, with backups that cannot work: say so, and look again (Secrets are not
 		// watched).
-		result.RequeueAfter = r.invalidInputRetry
-		if held {
-			result.RequeueAfter = holdRecheck
-		}
+		again = append(again, recheck{r.invalidInputRetry, "warnings"})
+	}
+	next := soonest(again)
+	if next.after > 0 {
+		log.V(1).Info("Looking again without an event", "after", next.after, "why", next.why)
+	}
+	result := ctrl.Result{RequeueAfter: next.after}
+	if len(warnings) > 0 {
 		if err := r.recordOutcomeConverged(ctx, etcd, warnings); err != nil {
 			return result, err
 		}
