@@ -178,17 +178,17 @@ var rules = []rule{
 		plant: func(g graph) { g.addImport("internal/decide/recovery", module+"/internal/operator/resources") },
 	},
 	{
-		name: "the manager never imports the member pod's code",
+		name:  "the manager never imports the member pod's code",
 		check: func(g graph) []string { return g.forbidden(operatorDir, memberDir) },
 		plant: func(g graph) { g.addImport("internal/operator/controller/etcd", module+"/internal/member/backup") },
 	},
 	{
-		name: "the member pod's code never imports the manager's",
+		name:  "the member pod's code never imports the manager's",
 		check: func(g graph) []string { return g.forbidden(memberDir, operatorDir) },
 		plant: func(g graph) { g.addImport("internal/member/backup", module+"/internal/operator/resources") },
 	},
 	{
-		name: "the store imports neither side",
+		name:  "the store imports neither side",
 		check: func(g graph) []string { return g.forbidden(storeDir, operatorDir, memberDir) },
 		plant: func(g graph) { g.addImport("internal/store/backupcopy", module+"/internal/member/restore") },
 	},

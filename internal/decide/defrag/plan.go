@@ -74,8 +74,8 @@ type Member struct {
 type Observed struct {
 	// Due is set while a scheduled run is in progress.
 	Due bool
-	// Replicas is the desired member count (spec.replicas).
-	Replicas int
+	// Desired is the Etcd's spec.replicas, the desired member count.
+	Desired int
 	// Members holds one entry per member pod that exists.
 	Members []Member
 	// RolloutInFlight: some member pod is not at the StatefulSet's update revision, or one is
@@ -186,10 +186,10 @@ func ruleBackupReady(o Observed) (Decision, bool) {
 }
 
 func ruleAllMembersPresent(o Observed) (Decision, bool) {
-	if len(o.Members) == o.Replicas {
+	if len(o.Members) == o.Desired {
 		return Decision{}, false
 	}
-	return wait(RuleMemberNotInPlace, "%d member pods for %d replicas; %s", len(o.Members), o.Replicas, summary(o)), true
+	return wait(RuleMemberNotInPlace, "%d member pods for %d replicas; %s", len(o.Members), o.Desired, summary(o)), true
 }
 
 // ruleAllHealthy: a run goes on only while every member is ready and answers. A member that is

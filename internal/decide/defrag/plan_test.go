@@ -26,71 +26,71 @@ func TestPlan(t *testing.T) {
 		wantRule   RuleID
 		wantMember string
 	}{
-		{name: "not due", o: Observed{Replicas: 3, Members: three()}, wantAction: ActionNone, wantRule: RuleNotDue},
+		{name: "not due", o: Observed{Desired: 3, Members: three()}, wantAction: ActionNone, wantRule: RuleNotDue},
 		{
 			name:       "follower with the most to reclaim first",
-			o:          Observed{Due: true, Replicas: 3, Members: three()},
+			o:          Observed{Due: true, Desired: 3, Members: three()},
 			wantAction: ActionDefragment, wantRule: RuleFollower, wantMember: "etcd-2",
 		},
 		{
 			name:       "then the other follower",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Handled: map[string]bool{"etcd-2": true}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Handled: map[string]bool{"etcd-2": true}},
 			wantAction: ActionDefragment, wantRule: RuleFollower, wantMember: "etcd-0",
 		},
 		{
 			name:       "leader last",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-2": true}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-2": true}},
 			wantAction: ActionDefragment, wantRule: RuleLeader, wantMember: "etcd-1",
 		},
 		{
 			name:       "done",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-1": true, "etcd-2": true}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-1": true, "etcd-2": true}},
 			wantAction: ActionDone, wantRule: RuleDone,
 		},
 		{
 			name:       "rollout in flight",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), RolloutInFlight: true},
+			o:          Observed{Due: true, Desired: 3, Members: three(), RolloutInFlight: true},
 			wantAction: ActionWait, wantRule: RuleRolloutInFlight,
 		},
 		{
 			name:       "scale in flight",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), ScaleInFlight: true},
+			o:          Observed{Due: true, Desired: 3, Members: three(), ScaleInFlight: true},
 			wantAction: ActionWait, wantRule: RuleScaleInFlight,
 		},
 		{
 			name:       "recovery in flight",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindRecovery}}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindRecovery}}},
 			wantAction: ActionWait, wantRule: operation.WaitRule(operation.KindRecovery),
 		},
 		{
 			name:       "its own operation is not waited on",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindDefragmentation}}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindDefragmentation}}},
 			wantAction: ActionDefragment, wantRule: RuleFollower, wantMember: "etcd-2",
 		},
 		{
 			name:       "backup not ready: the run waits",
-			o:          Observed{Due: true, Replicas: 3, Members: three(), Backup: backupgate.Gate{Holds: true, Reason: "UploadFailed"}},
+			o:          Observed{Due: true, Desired: 3, Members: three(), Backup: backupgate.Gate{Holds: true, Reason: "UploadFailed"}},
 			wantAction: ActionWait, wantRule: RuleBackupNotReady,
 		},
 		{
 			name: "backup not ready mid-run: the leader waits too",
-			o: Observed{Due: true, Replicas: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-2": true},
+			o: Observed{Due: true, Desired: 3, Members: three(), Handled: map[string]bool{"etcd-0": true, "etcd-2": true},
 				Backup: backupgate.Gate{Holds: true}},
 			wantAction: ActionWait, wantRule: RuleBackupNotReady,
 		},
 		{
 			name:       "backup not ready but not due: nothing to say",
-			o:          Observed{Replicas: 3, Members: three(), Backup: backupgate.Gate{Holds: true}},
+			o:          Observed{Desired: 3, Members: three(), Backup: backupgate.Gate{Holds: true}},
 			wantAction: ActionNone, wantRule: RuleNotDue,
 		},
 		{
 			name:       "a member pod missing",
-			o:          Observed{Due: true, Replicas: 3, Members: three()[:2]},
+			o:          Observed{Due: true, Desired: 3, Members: three()[:2]},
 			wantAction: ActionWait, wantRule: RuleMemberNotInPlace,
 		},
 		{
 			name: "a member not ready",
-			o: Observed{Due: true, Replicas: 3, Members: func() []Member {
+			o: Observed{Due: true, Desired: 3, Members: func() []Member {
 				m := three()
 				m[0].Ready = false
 				return m
@@ -99,7 +99,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a member unreachable",
-			o: Observed{Due: true, Replicas: 3, Members: func() []Member {
+			o: Observed{Due: true, Desired: 3, Members: func() []Member {
 				m := three()
 				m[2].Reachable = false
 				return m
@@ -108,7 +108,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "no leader",
-			o: Observed{Due: true, Replicas: 3, Members: func() []Member {
+			o: Observed{Due: true, Desired: 3, Members: func() []Member {
 				m := three()
 				m[1].Leader = false
 				return m
@@ -117,7 +117,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "two leaders",
-			o: Observed{Due: true, Replicas: 3, Members: func() []Member {
+			o: Observed{Due: true, Desired: 3, Members: func() []Member {
 				m := three()
 				m[0].Leader = true
 				return m
@@ -126,12 +126,12 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:       "single member has no headroom",
-			o:          Observed{Due: true, Replicas: 1, Members: []Member{healthy("etcd-0", true, 100, 10)}},
+			o:          Observed{Due: true, Desired: 1, Members: []Member{healthy("etcd-0", true, 100, 10)}},
 			wantAction: ActionSkip, wantRule: RuleNoHeadroom,
 		},
 		{
 			name: "a learner does not add headroom",
-			o: Observed{Due: true, Replicas: 2, Members: []Member{
+			o: Observed{Due: true, Desired: 2, Members: []Member{
 				healthy("etcd-0", true, 100, 10), {Name: "etcd-1", Ready: true, Reachable: true, Learner: true},
 			}},
 			wantAction: ActionSkip, wantRule: RuleNoHeadroom,
@@ -152,7 +152,7 @@ func TestPlan(t *testing.T) {
 func randomObserved(r *rand.Rand) Observed {
 	o := Observed{
 		Due:             r.IntN(8) != 0,
-		Replicas:        r.IntN(6),
+		Desired:         r.IntN(6),
 		RolloutInFlight: r.IntN(6) == 0,
 		ScaleInFlight:   r.IntN(6) == 0,
 		Handled:         map[string]bool{},
@@ -161,7 +161,7 @@ func randomObserved(r *rand.Rand) Observed {
 		kinds := []operation.Kind{operation.KindScale, operation.KindRecovery, operation.KindDefragmentation, operation.KindStrategyHold}
 		o.Operations = operation.Set{{Kind: kinds[r.IntN(len(kinds))]}}
 	}
-	n := o.Replicas
+	n := o.Desired
 	if r.IntN(6) == 0 {
 		n = r.IntN(6)
 	}

@@ -38,24 +38,24 @@ func planBootstrap(o Observed) (Decision, bool) {
 	b := o.bootstrapTally()
 	if len(b.blocking) > 0 {
 		return decide(ActionWait, RuleBootstrapWait, "the cluster never formed and its backup store holds a backup, but %s: nothing is restored while a member may hold data or runs etcd; %s",
-			strings.Join(b.blocking, "; "), b.counts(o.Replicas)), true
+			strings.Join(b.blocking, "; "), b.counts(o.Desired)), true
 	}
 	if !o.BackupConfigured {
 		return decide(ActionWait, RuleNoBackup, "the cluster never formed and members wait to bootstrap from their backup store, but spec.backup names no store now; %s; a person must decide",
-			b.counts(o.Replicas)), true
+			b.counts(o.Desired)), true
 	}
-	if len(b.ready) < o.Replicas || o.Replicas == 0 {
+	if len(b.ready) < o.Desired || o.Desired == 0 {
 		return decide(ActionWait, RuleBootstrapWait, "the cluster never formed and its backup store holds a backup; %s; awaiting %s",
-			b.counts(o.Replicas), b.awaited(o.Replicas)), true
+			b.counts(o.Desired), b.awaited(o.Desired)), true
 	}
 	if o.ProofUnauthenticated != "" {
 		return decide(ActionWait, RuleProofUnauthenticated, "the cluster never formed and its backup store holds a backup; %s, but these reports are not authenticated: %s; nothing is restored on reports anyone with Lease write access may have written",
-			b.counts(o.Replicas), o.ProofUnauthenticated), true
+			b.counts(o.Desired), o.ProofUnauthenticated), true
 	}
 	first := b.ready[0]
 	d := decide(ActionStart, RuleBootstrapFromBackup,
 		"the cluster never formed (no cluster ID, no voters recorded) and its backup store holds a backup; %s: restoring %s from the backup as a new single-member cluster, then growing it to %d through learners",
-		b.counts(o.Replicas), first.Name, o.Replicas)
+		b.counts(o.Desired), first.Name, o.Desired)
 	d.State = &State{Member: first.Name, PodUID: first.UID, Token: o.NewToken}
 	return d, true
 }
@@ -98,7 +98,7 @@ func (o Observed) bootstrapTally() bootstrapTally {
 		case p.EtcdRunning || p.ClusterID != "":
 			b.blocking = append(b.blocking, fmt.Sprintf("%s runs etcd", p.Name))
 		}
-		if p.Ordinal < 0 || p.Ordinal >= o.Replicas {
+		if p.Ordinal < 0 || p.Ordinal >= o.Desired {
 			continue
 		}
 		b.byOrdinal[p.Ordinal] = p

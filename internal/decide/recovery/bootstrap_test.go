@@ -20,7 +20,7 @@ func awaitingPods(n int) []Pod {
 
 func TestPlanBootstrap(t *testing.T) {
 	fresh := func(f func(o *Observed)) Observed {
-		o := Observed{Replicas: 3, BackupConfigured: true, NewToken: "tok", Pods: awaitingPods(3)}
+		o := Observed{Desired: 3, BackupConfigured: true, NewToken: "tok", Pods: awaitingPods(3)}
 		if f != nil {
 			f(&o)
 		}
@@ -39,14 +39,14 @@ func TestPlanBootstrap(t *testing.T) {
 		{name: "the member 0 pod first in the list or not: lowest ordinal restores", o: fresh(func(o *Observed) {
 			o.Pods[0], o.Pods[2] = o.Pods[2], o.Pods[0]
 		}), action: ActionStart, rule: RuleBootstrapFromBackup, member: "etcd-0"},
-		{name: "a single-member Etcd", o: fresh(func(o *Observed) { o.Replicas, o.Pods = 1, awaitingPods(1) }),
+		{name: "a single-member Etcd", o: fresh(func(o *Observed) { o.Desired, o.Pods = 1, awaitingPods(1) }),
 			action: ActionStart, rule: RuleBootstrapFromBackup, member: "etcd-0"},
 		{name: "all proved empty, but the reports are not authenticated: wait", o: fresh(func(o *Observed) { o.ProofUnauthenticated = "no policy" }),
 			action: ActionWait, rule: RuleProofUnauthenticated, reasons: []string{"3 of 3 members proved", "not authenticated: no policy"}},
 		{name: "one member has not reported yet: wait, naming it", o: fresh(func(o *Observed) {
 			o.Pods[2].ProvedEmpty, o.Pods[2].AwaitsBackup, o.Pods[2].State = false, false, "init step of this pod has not reported yet"
 		}), action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"2 of 3 members", "etcd-2: init step of this pod has not reported yet"}},
-		{name: "spec.replicas past any Etcd's size: wait, promptly", o: fresh(func(o *Observed) { o.Replicas = 2147483647 }),
+		{name: "spec.replicas past any Etcd's size: wait, promptly", o: fresh(func(o *Observed) { o.Desired = 2147483647 }),
 			action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"spec.replicas 2147483647: an Etcd has at most 9 members", "member 8: no pod"}},
 		{name: "one member has no pod: wait", o: fresh(func(o *Observed) { o.Pods = o.Pods[:2] }),
 			action: ActionWait, rule: RuleBootstrapWait, reasons: []string{"member 2: no pod"}},
@@ -126,7 +126,7 @@ func TestPlanBootstrapProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	ordered := 0
 	for range 100000 {
-		o := Observed{Replicas: 1 + rng.IntN(5), BackupConfigured: rng.IntN(8) > 0, LeaderAnswered: rng.IntN(8) == 0, NewToken: "tok",
+		o := Observed{Desired: 1 + rng.IntN(5), BackupConfigured: rng.IntN(8) > 0, LeaderAnswered: rng.IntN(8) == 0, NewToken: "tok",
 			LeaderName: "etcd-0", LeaderClusterID: "c1"}
 		if rng.IntN(8) == 0 {
 			o.RecordedClusterID = "c1"
@@ -134,7 +134,7 @@ func TestPlanBootstrapProperties(t *testing.T) {
 		if rng.IntN(8) == 0 {
 			o.Voters = voters(1 + rng.IntN(3))
 		}
-		for i := range o.Replicas + rng.IntN(2) - rng.IntN(2) {
+		for i := range o.Desired + rng.IntN(2) - rng.IntN(2) {
 			p := Pod{Name: fmt.Sprintf("etcd-%d", i), Ordinal: i, UID: fmt.Sprintf("uid-%d", i), ProvedEmpty: rng.IntN(10) > 0, AwaitsBackup: rng.IntN(10) > 0,
 				HasData: rng.IntN(20) == 0, EtcdRunning: rng.IntN(20) == 0}
 			if rng.IntN(20) == 0 {
@@ -174,7 +174,7 @@ func checkBootstrapOrder(t *testing.T, o Observed, d Decision, where string) {
 			proven[p.Ordinal] = p
 		}
 	}
-	for i := range o.Replicas {
+	for i := range o.Desired {
 		if _, ok := proven[i]; !ok {
 			t.Fatalf("bootstrap from the backup ordered without member %d's proof: %s", i, where)
 		}

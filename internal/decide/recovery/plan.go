@@ -105,8 +105,8 @@ type Observed struct {
 	Voters []Voter
 	// Pods are the member pods (for replacing those still running the old cluster).
 	Pods []Pod
-	// Replicas is the desired number of members (for reasons).
-	Replicas int
+	// Desired is the Etcd's spec.replicas, the desired number of members (for reasons).
+	Desired int
 	// QuorumLost: the Ready condition says the voters lost quorum; QuorumLostFor since when.
 	QuorumLost    bool
 	QuorumLostFor time.Duration
@@ -242,7 +242,7 @@ func Plan(o Observed) Decision {
 	candidate := t.gone[0]
 	d := decide(ActionStart, RuleStart,
 		"quorum lost for %s (grace %s) and %s: the old cluster %s cannot come back; restoring %s from the backup as a new single-member cluster, then replacing the old members (allowed only because quorum is already lost; their data is kept aside) and growing back to %d through learners",
-		lost, o.Grace, t.counts(), orNone(o.RecordedClusterID), candidate.Name, o.Replicas)
+		lost, o.Grace, t.counts(), orNone(o.RecordedClusterID), candidate.Name, o.Desired)
 	d.State = &State{Member: candidate.Name, PodUID: candidate.PodUID, Token: o.NewToken, OldClusterID: o.RecordedClusterID, QuorumLostFor: o.QuorumLostFor}
 	return d
 }
@@ -308,7 +308,7 @@ func planInProgress(o Observed, s State) Decision {
 		return d
 	}
 	return decide(ActionFinish, RuleFinish, "%s leads the new cluster %s restored from the backup; no pod runs the old cluster %s; the membership controller grows it back to %d through learners",
-		s.Member, o.LeaderClusterID, s.old(), o.Replicas)
+		s.Member, o.LeaderClusterID, s.old(), o.Desired)
 }
 
 // callOff calls off a recovery the old cluster may survive, at any point before the restored

@@ -43,8 +43,8 @@ func pods(n int, oldCluster ...int) []Pod {
 func TestPlan(t *testing.T) {
 	lost := func(o Observed) Observed {
 		o.QuorumLost, o.QuorumLostFor, o.Grace, o.BackupConfigured, o.RecordedClusterID, o.NewToken = true, time.Minute, 30*time.Second, true, "old", "tok"
-		if o.Replicas == 0 {
-			o.Replicas = len(o.Voters)
+		if o.Desired == 0 {
+			o.Desired = len(o.Voters)
 		}
 		return o
 	}
@@ -67,7 +67,7 @@ func TestPlan(t *testing.T) {
 			o:      with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) { o.LeaderAnswered = true }),
 			action: ActionNone, rule: RuleLeaderAnswers},
 		{name: "voters never recorded: nothing is restored, whatever the pods say",
-			o:      lost(Observed{Pods: pods(3), Replicas: 3}),
+			o:      lost(Observed{Pods: pods(3), Desired: 3}),
 			action: ActionWait, rule: RuleNoVoters, reason: []string{"never saw the voting membership"}},
 		{name: "one of three voters without data: the others bring quorum back",
 			o:      lost(Observed{Voters: voters(3, 2)}),
@@ -77,7 +77,7 @@ func TestPlan(t *testing.T) {
 			// 3 voters, the StatefulSet at 4: etcd-3 has no data and waits; etcd-2 lost its
 			// volume; etcd-1 is down with its volume intact. 2 of 4 pods are without data, but
 			// only 1 of the 3 voters is.
-			o:      lost(Observed{Voters: voters(3, 2), Pods: pods(4), Replicas: 5}),
+			o:      lost(Observed{Voters: voters(3, 2), Pods: pods(4), Desired: 5}),
 			action: ActionWait, rule: RuleDataRemains},
 		{name: "a voter whose pod reported no data but has no pod now proves nothing",
 			o: with(lost(Observed{Voters: voters(3, 1, 2)}), func(o *Observed) {
@@ -241,7 +241,7 @@ func TestPlanProperties(t *testing.T) {
 	ids := []string{"", "old", "new", "other"}
 	for range 200000 {
 		n := rng.IntN(8)
-		o := Observed{Replicas: 1 + rng.IntN(7), QuorumLost: rng.IntN(3) > 0, QuorumLostFor: time.Duration(rng.IntN(90)) * time.Second,
+		o := Observed{Desired: 1 + rng.IntN(7), QuorumLost: rng.IntN(3) > 0, QuorumLostFor: time.Duration(rng.IntN(90)) * time.Second,
 			Grace: 30 * time.Second, LeaderAnswered: rng.IntN(2) == 0, BackupConfigured: rng.IntN(4) > 0,
 			RecordedClusterID: ids[rng.IntN(len(ids))], LeaderClusterID: ids[rng.IntN(len(ids))], NewToken: "tok"}
 		if rng.IntN(4) == 0 {

@@ -72,7 +72,7 @@ func (b *podBuilder) notReady(c ContainerClass) *podBuilder {
 func (b *podBuilder) build() PodState { return b.p }
 
 func observed(replicas int, pods ...*podBuilder) Observed {
-	o := Observed{UpdateRevision: newRev, Replicas: replicas}
+	o := Observed{UpdateRevision: newRev, StatefulSetReplicas: replicas}
 	for _, b := range pods {
 		o.Pods = append(o.Pods, b.build())
 	}

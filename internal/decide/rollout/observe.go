@@ -20,11 +20,11 @@ func Observe(sts *appsv1.StatefulSet, pods []corev1.Pod, roles map[string]Role) 
 	o := Observed{
 		UpdateRevision: sts.Status.UpdateRevision,
 		// The API server defaults spec.replicas to 1; nil only shows up in hand-made objects.
-		Replicas: 1,
-		Pods:     make([]PodState, 0, len(pods)),
+		StatefulSetReplicas: 1,
+		Pods:                make([]PodState, 0, len(pods)),
 	}
 	if sts.Spec.Replicas != nil {
-		o.Replicas = int(*sts.Spec.Replicas)
+		o.StatefulSetReplicas = int(*sts.Spec.Replicas)
 	}
 	templates := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
 	for _, c := range sts.Spec.VolumeClaimTemplates {
@@ -178,7 +178,7 @@ func (o Observed) awaitingRejoin(p PodState) bool {
 		!slices.ContainsFunc(o.Pods, func(q PodState) bool { return IsOutdated(q, o.UpdateRevision) }) {
 		return false
 	}
-	return p.Ordinal >= 0 && p.Ordinal < o.Replicas && !p.Terminating && !p.Participating && !p.Member.Learner &&
+	return p.Ordinal >= 0 && p.Ordinal < o.StatefulSetReplicas && !p.Terminating && !p.Participating && !p.Member.Learner &&
 		p.Container == ContainerAlive
 }
 
@@ -202,7 +202,7 @@ func (o Observed) WithRejoinProven(served []string) Observed {
 func HandoverSuspects(o Observed) []string { return o.namesOf(o.handoverSuspect) }
 
 func (o Observed) handoverSuspect(p PodState) bool {
-	if p.Ordinal < 0 || p.Ordinal >= o.Replicas || p.Terminating || !p.Participating || p.Member.Learner {
+	if p.Ordinal < 0 || p.Ordinal >= o.StatefulSetReplicas || p.Terminating || !p.Participating || p.Member.Learner {
 		return false
 	}
 	return slices.ContainsFunc(o.Pods, func(q PodState) bool { return slices.Contains(q.HandoverFailedTo, p.Name) })

@@ -88,13 +88,13 @@ func TestObserve(t *testing.T) {
 	}
 	got := Observe(sts, pods, map[string]Role{"etcd-main-0": RoleLeader, "etcd-main-1": RoleFollower})
 
-	want := Observed{UpdateRevision: newRev, Replicas: 3, Pods: []PodState{
+	want := Observed{UpdateRevision: newRev, StatefulSetReplicas: 3, Pods: []PodState{
 		{Name: "other-pod", Ordinal: -1, UID: "uid-xother-pod", ResourceVersion: "42", Container: ContainerUnknown, Role: RoleUnknown},
 		{Name: "etcd-main-0", Ordinal: 0, UID: "uid-xetcd-main-0", ResourceVersion: "42", Revision: oldRev, Participating: true, Container: ContainerAlive, Role: RoleLeader},
 		{Name: "etcd-main-1", Ordinal: 1, UID: "uid-xetcd-main-1", ResourceVersion: "42", Revision: oldRev, Terminating: true, Participating: true, Container: ContainerAlive, Role: RoleFollower},
 		{Name: "etcd-main-2", Ordinal: 2, UID: "uid-xetcd-main-2", ResourceVersion: "42", Revision: newRev, Container: ContainerDead, Role: RoleUnknown},
 	}}
-	if got.UpdateRevision != want.UpdateRevision || got.Replicas != want.Replicas || len(got.Pods) != len(want.Pods) {
+	if got.UpdateRevision != want.UpdateRevision || got.StatefulSetReplicas != want.StatefulSetReplicas || len(got.Pods) != len(want.Pods) {
 		t.Fatalf("Observe() = %+v, want %+v", got, want)
 	}
 	for i := range want.Pods {
@@ -157,7 +157,7 @@ func TestPodOrdinal(t *testing.T) {
 
 func TestObserveDefaultsReplicas(t *testing.T) {
 	got := Observe(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd-main"}}, nil, nil)
-	if got.Replicas != 1 || len(got.Pods) != 0 {
+	if got.StatefulSetReplicas != 1 || len(got.Pods) != 0 {
 		t.Fatalf("Observe(empty) = %+v, want 1 replica and no pods", got)
 	}
 }

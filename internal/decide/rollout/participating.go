@@ -148,7 +148,7 @@ func ruleQuorumHeadroom(v *view) verdict {
 	}
 	return wait(RuleQuorumHeadroom, v.unavailableNames,
 		"waiting: %d of %d voters unavailable (%s) and quorum %d leaves a headroom of %d, concurrency limit %d; %s",
-		v.unavailable, v.o.Replicas, joinOrNone(v.unavailableNames), v.quorum(), v.headroom(), v.limit(), v.summary())
+		v.unavailable, v.o.StatefulSetReplicas, joinOrNone(v.unavailableNames), v.quorum(), v.headroom(), v.limit(), v.summary())
 }
 
 // ruleCatchUp: a participating member goes only if every voter that remains is within the
@@ -213,7 +213,7 @@ func ruleHandoverTargetsHeard(v *view) verdict {
 	}
 	return wait(RuleHandoverTargetUnheard, unheard,
 		"waiting for %s: a handover to it failed and it did not serve a linearizable read now, so the leader may not hear it although it is ready; deleting %s would leave %d of %d voters known to be heard (quorum %d); %s",
-		strings.Join(unheard, ", "), strings.Join(deleted, ", "), heard, v.o.Replicas, v.quorum(), v.summary())
+		strings.Join(unheard, ", "), strings.Join(deleted, ", "), heard, v.o.StatefulSetReplicas, v.quorum(), v.summary())
 }
 
 // catchUpNote says, for a deletion's reason, what the catch-up gate saw.
@@ -252,7 +252,7 @@ func ruleReplaceParticipating(v *view) verdict {
 	}
 	return deletePods(participatingRule(p.Role), names(c.pods),
 		"deleting %s (%s, outdated): %d at once within the quorum's headroom (concurrency %d, %d voters, quorum %d, headroom %d, %d already unavailable); %s%s",
-		strings.Join(names(c.pods), ", "), describeRoles(c.pods), len(c.pods), v.limit(), v.o.Replicas, v.quorum(), v.headroom(), v.unavailable,
+		strings.Join(names(c.pods), ", "), describeRoles(c.pods), len(c.pods), v.limit(), v.o.StatefulSetReplicas, v.quorum(), v.headroom(), v.unavailable,
 		v.summary(), v.catchUpNote(c))
 }
 

@@ -147,7 +147,7 @@ func newView(o Observed) *view {
 		}
 	}
 	base := baseName(v.pods)
-	for i := 0; i < o.Replicas; i++ {
+	for i := 0; i < o.StatefulSetReplicas; i++ {
 		if !present[i] {
 			v.missing = append(v.missing, memberName(base, i))
 		}
@@ -160,8 +160,8 @@ func newView(o Observed) *view {
 // outOfBounds describes the first way o exceeds what the planner accepts, or returns "".
 func outOfBounds(o Observed) string {
 	switch {
-	case o.Replicas < 0 || o.Replicas > MaxMembers:
-		return fmt.Sprintf("the StatefulSet asks for %d replicas; at most %d members are supported", o.Replicas, MaxMembers)
+	case o.StatefulSetReplicas < 0 || o.StatefulSetReplicas > MaxMembers:
+		return fmt.Sprintf("the StatefulSet asks for %d replicas; at most %d members are supported", o.StatefulSetReplicas, MaxMembers)
 	case len(o.Pods) > MaxMembers:
 		return fmt.Sprintf("%d member pods observed; at most %d members are supported", len(o.Pods), MaxMembers)
 	}
@@ -174,7 +174,7 @@ func outOfBounds(o Observed) string {
 	return ""
 }
 
-func (v *view) inRange(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < v.o.Replicas }
+func (v *view) inRange(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < v.o.StatefulSetReplicas }
 
 // candidate is an outdated pod the planner may delete.
 func (v *view) candidate(p PodState) bool {
@@ -182,7 +182,7 @@ func (v *view) candidate(p PodState) bool {
 }
 
 func (v *view) summary() string {
-	s := fmt.Sprintf("%d/%d participating, %d outdated", v.participating, v.o.Replicas, v.outdated)
+	s := fmt.Sprintf("%d/%d participating, %d outdated", v.participating, v.o.StatefulSetReplicas, v.outdated)
 	if len(v.rejoinProven) > 0 {
 		s += fmt.Sprintf(" (%s served a linearizable read before its readiness probe passed)", strings.Join(v.rejoinProven, ", "))
 	}
@@ -230,8 +230,8 @@ func deletePods(rule RuleID, pods []string, format string, args ...any) verdict 
 }
 
 // quorum is the number of voters that must stay participating; headroom how many may not.
-func (v *view) quorum() int   { return quorum.Of(v.o.Replicas) }
-func (v *view) headroom() int { return quorum.Headroom(v.o.Replicas) }
+func (v *view) quorum() int   { return quorum.Of(v.o.StatefulSetReplicas) }
+func (v *view) headroom() int { return quorum.Headroom(v.o.StatefulSetReplicas) }
 
 // concurrent says whether the policy allows replacing several participating members at once.
 func (v *view) concurrent() bool { return v.o.Policy.MaxConcurrent > 1 }

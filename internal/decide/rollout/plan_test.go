@@ -60,7 +60,7 @@ func runPlanCases(t *testing.T, cases []planCase) {
 // Plan list two billion missing pods and the manager die of out-of-memory).
 func TestRuleWithinBounds(t *testing.T) {
 	huge := observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-1"), pod("etcd-main-2"))
-	huge.Replicas = math.MaxInt32
+	huge.StatefulSetReplicas = math.MaxInt32
 	tooMany := observed(MaxMembers)
 	for i := 0; i <= MaxMembers; i++ {
 		tooMany.Pods = append(tooMany.Pods, pod("etcd-main-"+strconv.Itoa(i)).outdated().build())
@@ -76,7 +76,7 @@ func TestRuleWithinBounds(t *testing.T) {
 		{"more pods than the bound", tooMany, "10 member pods observed; at most 9"},
 		{"huge ordinal parsed from a name", observed(3, pod("etcd-main-0").outdated(), pod("etcd-main-2147483646")),
 			"pod etcd-main-2147483646 has ordinal 2147483646"},
-		{"huge ordinal without a revision", Observed{Replicas: 3, Pods: []PodState{pod("etcd-main-2147483646").build()}},
+		{"huge ordinal without a revision", Observed{StatefulSetReplicas: 3, Pods: []PodState{pod("etcd-main-2147483646").build()}},
 			"has ordinal 2147483646"},
 	}
 	for _, tc := range cases {
@@ -105,7 +105,7 @@ func TestRuleUpdateRevisionKnown(t *testing.T) {
 	o.UpdateRevision = ""
 	runPlanCases(t, []planCase{
 		{name: "no update revision yet", in: o, action: ActionWait, rule: RuleNoUpdateRevision},
-		{name: "no pods and no revision", in: Observed{Replicas: 3}, action: ActionWait, rule: RuleNoUpdateRevision},
+		{name: "no pods and no revision", in: Observed{StatefulSetReplicas: 3}, action: ActionWait, rule: RuleNoUpdateRevision},
 	})
 }
 

@@ -21,7 +21,7 @@ func observedFromBytes(data []byte) Observed {
 	revisions := []string{newRev, oldRev, "etcd-main-mid"}
 	classes := []ContainerClass{ContainerDead, ContainerTransient, ContainerAlive, ContainerUnknown}
 	roles := []Role{RoleFollower, RoleLeader, RoleUnknown}
-	o := Observed{Replicas: int(next() % 8), UpdateRevision: newRev}
+	o := Observed{StatefulSetReplicas: int(next() % 8), UpdateRevision: newRev}
 	if next()%16 == 0 {
 		o.UpdateRevision = ""
 	}
@@ -65,7 +65,7 @@ func observedFromBytes(data []byte) Observed {
 	huge := []int{MaxMembers, MaxMembers + 2, math.MaxInt32, -1}
 	switch b := next(); b % 32 {
 	case 1:
-		o.Replicas = huge[int(b>>5)%len(huge)]
+		o.StatefulSetReplicas = huge[int(b>>5)%len(huge)]
 	case 2:
 		n := huge[int(b>>5)%(len(huge)-1)]
 		o.Pods = append(o.Pods, PodState{Name: fmt.Sprintf("etcd-main-%d", n), Ordinal: n, Revision: oldRev,
@@ -130,7 +130,7 @@ func byteSource(data []byte) func() byte {
 // beyondBounds says whether o holds a number the planner must refuse, computed independently of
 // the planner's own check.
 func beyondBounds(o Observed) bool {
-	if o.Replicas < 0 || o.Replicas > MaxMembers || len(o.Pods) > MaxMembers {
+	if o.StatefulSetReplicas < 0 || o.StatefulSetReplicas > MaxMembers || len(o.Pods) > MaxMembers {
 		return true
 	}
 	return slices.ContainsFunc(o.Pods, func(p PodState) bool { return p.Ordinal >= MaxMembers })
@@ -168,7 +168,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 	if d.Rule == RuleOutOfBounds {
 		return fail("refused an observation within bounds")
 	}
-	if again := plan(Observed{UpdateRevision: o.UpdateRevision, Replicas: o.Replicas, Pods: reversed(o.Pods), Policy: o.Policy, Operations: o.Operations, Backup: o.Backup}); again.Action != d.Action ||
+	if again := plan(Observed{UpdateRevision: o.UpdateRevision, StatefulSetReplicas: o.StatefulSetReplicas, Pods: reversed(o.Pods), Policy: o.Policy, Operations: o.Operations, Backup: o.Backup}); again.Action != d.Action ||
 		!slices.Equal(again.Pods, d.Pods) || again.Rule != d.Rule || again.HandoverTo != d.HandoverTo {
 		return fail("decision depends on pod order: %+v", again)
 	}
@@ -192,7 +192,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 			}
 		}
 	}
-	inRange := func(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < o.Replicas }
+	inRange := func(p PodState) bool { return p.Ordinal >= 0 && p.Ordinal < o.StatefulSetReplicas }
 	present := map[int]bool{}
 	var terminating, updatedNotParticipating, condemned, unavailable int
 	for _, p := range o.Pods {
@@ -210,13 +210,13 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		}
 	}
 	missing := 0
-	for i := 0; i < o.Replicas; i++ {
+	for i := 0; i < o.StatefulSetReplicas; i++ {
 		if !present[i] {
 			missing++
 		}
 	}
 	unavailable += missing
-	headroom := quorum.Headroom(o.Replicas)
+	headroom := quorum.Headroom(o.StatefulSetReplicas)
 	concurrent := o.Policy.MaxConcurrent > 1
 	byName := func(name string) (PodState, bool) {
 		i := slices.IndexFunc(o.Pods, func(p PodState) bool { return p.Name == name })
@@ -239,7 +239,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		}
 		// The headroom property: the voters not participating afterwards never exceed it.
 		if after := unavailable + len(taken); after > headroom {
-			return fail("%d voters not participating afterwards (%d before, %d taken), headroom %d of %d", after, unavailable, len(taken), headroom, o.Replicas)
+			return fail("%d voters not participating afterwards (%d before, %d taken), headroom %d of %d", after, unavailable, len(taken), headroom, o.StatefulSetReplicas)
 		}
 		for _, q := range o.Pods {
 			if IsOutdated(q, o.UpdateRevision) && !q.Participating && !q.Terminating && inRange(q) {
@@ -323,7 +323,7 @@ func planInvariantViolation(plan func(Observed) Decision, o Observed) error {
 		if d.Rule == RuleSingleNode {
 			// DEP-07's one exception: a single member has no quorum to keep and no one to
 			// hand leadership to.
-			if o.Replicas != 1 || len(o.Pods) != 1 || len(d.Pods) != 1 || d.Pods[0] != o.Pods[0].Name || !IsOutdated(o.Pods[0], o.UpdateRevision) || o.Pods[0].Terminating {
+			if o.StatefulSetReplicas != 1 || len(o.Pods) != 1 || len(d.Pods) != 1 || d.Pods[0] != o.Pods[0].Name || !IsOutdated(o.Pods[0], o.UpdateRevision) || o.Pods[0].Terminating {
 				return fail("single-node rule outside a single-node cluster")
 			}
 			return nil
@@ -408,7 +408,7 @@ func bestTransferee(o Observed, failedTo []string) (PodState, bool) {
 			(p.Member.AppliedIndex == than.Member.AppliedIndex && p.Ordinal < than.Ordinal)
 	}
 	for _, p := range o.Pods {
-		if IsOutdated(p, o.UpdateRevision) || p.Ordinal < 0 || p.Ordinal >= o.Replicas || !p.Participating || p.Terminating ||
+		if IsOutdated(p, o.UpdateRevision) || p.Ordinal < 0 || p.Ordinal >= o.StatefulSetReplicas || !p.Participating || p.Terminating ||
 			!p.Member.Reported || p.Member.Learner || p.Unheard {
 			continue
 		}
@@ -438,9 +438,9 @@ func reversed(pods []PodState) []PodState {
 // catch-up bounds, learners, failed handovers and every policy.
 func settledFromBytes(data []byte) Observed {
 	next := byteSource(data)
-	o := Observed{Replicas: []int{3, 5, 7, 9, 2, 4, 1, 5}[int(next())%8], UpdateRevision: newRev, Policy: policyFromByte(next())}
-	leader := int(next()) % (o.Replicas + 1)
-	for ordinal := 0; ordinal < o.Replicas; ordinal++ {
+	o := Observed{StatefulSetReplicas: []int{3, 5, 7, 9, 2, 4, 1, 5}[int(next())%8], UpdateRevision: newRev, Policy: policyFromByte(next())}
+	leader := int(next()) % (o.StatefulSetReplicas + 1)
+	for ordinal := 0; ordinal < o.StatefulSetReplicas; ordinal++ {
 		b, c := next(), next()
 		if b%32 == 0 {
 			continue // missing
@@ -508,7 +508,7 @@ func TestRejoinProvenOnlyAddsUpdatedRunningMembers(t *testing.T) {
 		for k, before := range o.Pods {
 			after := got.Pods[k]
 			eligible := o.Policy.RejoinByRead && o.UpdateRevision != "" && outdatedLeft && !IsOutdated(before, o.UpdateRevision) &&
-				before.Ordinal >= 0 && before.Ordinal < o.Replicas && !before.Terminating && before.Container == ContainerAlive &&
+				before.Ordinal >= 0 && before.Ordinal < o.StatefulSetReplicas && !before.Terminating && before.Container == ContainerAlive &&
 				!before.Participating && !before.Member.Learner && slices.Contains(served, before.Name)
 			if after.Participating != (before.Participating || eligible) || after.RejoinProven != eligible {
 				t.Fatalf("pod %+v became %+v (served %v, policy %+v, update revision %q)", before, after, served, o.Policy, o.UpdateRevision)
@@ -541,7 +541,7 @@ func TestUnheardOnlyMarksHandoverSuspects(t *testing.T) {
 			for k, before := range o.Pods {
 				after := got.Pods[k]
 				named := slices.ContainsFunc(o.Pods, func(q PodState) bool { return slices.Contains(q.HandoverFailedTo, before.Name) })
-				suspect := named && before.Participating && !before.Terminating && !before.Member.Learner && before.Ordinal >= 0 && before.Ordinal < o.Replicas
+				suspect := named && before.Participating && !before.Terminating && !before.Member.Learner && before.Ordinal >= 0 && before.Ordinal < o.StatefulSetReplicas
 				if suspect != slices.Contains(suspects, before.Name) {
 					t.Fatalf("HandoverSuspects(%+v) = %v, disagrees on %s", o, suspects, before.Name)
 				}

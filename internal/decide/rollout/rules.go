@@ -33,7 +33,7 @@ func ruleAllUpToDate(v *view) verdict {
 	}
 	return verdict{
 		action: ActionDone, rule: RuleDone,
-		reason: fmt.Sprintf("all %d pods run revision %s; %d/%d participating", len(v.pods), v.o.UpdateRevision, v.participating, v.o.Replicas),
+		reason: fmt.Sprintf("all %d pods run revision %s; %d/%d participating", len(v.pods), v.o.UpdateRevision, v.participating, v.o.StatefulSetReplicas),
 	}
 }
 
@@ -83,7 +83,7 @@ func ruleBackupReady(v *view) verdict {
 // so its only pod is replaced whatever its health (DEP-07 "Single-Node Clusters"). The wait
 // afterwards comes from the step 3 rules.
 func ruleSingleNode(v *view) verdict {
-	if v.o.Replicas != 1 || len(v.pods) != 1 {
+	if v.o.StatefulSetReplicas != 1 || len(v.pods) != 1 {
 		return verdict{}
 	}
 	p := v.pods[0]
@@ -194,7 +194,7 @@ func ruleNoScaleDownInFlight(v *view) verdict {
 	}
 	n := names(v.condemned)
 	return wait(RuleScaleDown, n, "waiting for the scale-down to %d replicas to remove %s; %s",
-		v.o.Replicas, strings.Join(n, ", "), v.summary())
+		v.o.StatefulSetReplicas, strings.Join(n, ", "), v.summary())
 }
 
 func participatingRule(r Role) RuleID {

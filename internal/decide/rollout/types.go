@@ -131,8 +131,8 @@ const (
 type Observed struct {
 	// UpdateRevision is the StatefulSet's status.updateRevision.
 	UpdateRevision string
-	// Replicas is the StatefulSet's spec.replicas.
-	Replicas int
+	// StatefulSetReplicas is the StatefulSet's spec.replicas.
+	StatefulSetReplicas int
 	// Pods are the pods that exist; a missing ordinal is simply absent.
 	Pods []PodState
 	// Policy is configuration, not observation; it travels with the observation so Plan stays

@@ -154,9 +154,9 @@ type Observed struct {
 	// Desired is the spec's image; Running the image the StatefulSet's template renders, empty
 	// before the StatefulSet exists.
 	Desired, Running string
-	// Replicas is the StatefulSet's spec.replicas: the number of members that must answer
+	// StatefulSetReplicas is the StatefulSet's spec.replicas: the number of members that must answer
 	// before a downgrade starts.
-	Replicas int
+	StatefulSetReplicas int
 	// Members are the answers of the member pods; asked only when NeedsMembers says so.
 	Members []Member
 	// Source is the image the members ran before a downgrade's target was rendered, as the
@@ -367,9 +367,9 @@ func planDowngrade(o Observed, desired, running Version, enabled bool, target Ve
 			silent = append(silent, m.Name)
 		}
 	}
-	if answered < o.Replicas || len(silent) > 0 {
+	if answered < o.StatefulSetReplicas || len(silent) > 0 {
 		return hold(RuleWaitMembers, false, "a downgrade to %s starts only when every member answers: %d of %d did%s",
-			desired.MinorString(), answered, o.Replicas, namesSuffix(" (silent: ", silent))
+			desired.MinorString(), answered, o.StatefulSetReplicas, namesSuffix(" (silent: ", silent))
 	}
 	atDesired := true
 	for _, m := range o.Members {

@@ -75,71 +75,71 @@ func TestPlan(t *testing.T) {
 		inReason []string
 	}{
 		{name: "no StatefulSet yet", o: Observed{Desired: img36}, rule: "version/new", render: img36},
-		{name: "digest only: not judged", o: Observed{Desired: "quay.io/coreos/etcd@sha256:abcd", Running: img37, Replicas: 3},
+		{name: "digest only: not judged", o: Observed{Desired: "quay.io/coreos/etcd@sha256:abcd", Running: img37, StatefulSetReplicas: 3},
 			rule: "version/not-judged", render: "quay.io/coreos/etcd@sha256:abcd"},
-		{name: "wrapper tag: not judged", o: Observed{Desired: "example.com/etcd-wrapper:v0.4.2", Running: img37, Replicas: 3},
+		{name: "wrapper tag: not judged", o: Observed{Desired: "example.com/etcd-wrapper:v0.4.2", Running: img37, StatefulSetReplicas: 3},
 			rule: "version/not-judged", render: "example.com/etcd-wrapper:v0.4.2"},
-		{name: "patch change within a minor", o: Observed{Desired: "quay.io/coreos/etcd:v3.6.5", Running: img36, Replicas: 3},
+		{name: "patch change within a minor", o: Observed{Desired: "quay.io/coreos/etcd:v3.6.5", Running: img36, StatefulSetReplicas: 3},
 			rule: "version/steady", render: "quay.io/coreos/etcd:v3.6.5"},
-		{name: "upgrade by one minor", o: Observed{Desired: img37, Running: img36, Replicas: 3, Members: three("3.6.8", "3.6.0")},
+		{name: "upgrade by one minor", o: Observed{Desired: img37, Running: img36, StatefulSetReplicas: 3, Members: three("3.6.8", "3.6.0")},
 			rule: "version/upgrade", render: img37},
-		{name: "upgrade skipping a minor refused", o: Observed{Desired: img38, Running: img36, Replicas: 3},
+		{name: "upgrade skipping a minor refused", o: Observed{Desired: img38, Running: img36, StatefulSetReplicas: 3},
 			rule: "version/refuse-upgrade-skipping-minor", render: img36, refused: true, inReason: []string{"3.7 first"}},
-		{name: "downgrade by two minors refused", o: Observed{Desired: img35, Running: img37, Replicas: 3, Members: three("3.7.3", "3.7.0")},
+		{name: "downgrade by two minors refused", o: Observed{Desired: img35, Running: img37, StatefulSetReplicas: 3, Members: three("3.7.3", "3.7.0")},
 			rule: "downgrade/refuse-more-than-one-minor", render: img37, refused: true, inReason: []string{"3.7 → 3.5", "3.6 first"}},
-		{name: "downgrade waits for every member", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: silent},
+		{name: "downgrade waits for every member", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: silent},
 			rule: "downgrade/wait-members", render: img37, inReason: []string{"2 of 3", "etcd-2"}},
-		{name: "downgrade waits for members not yet asked", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: three("3.7.3", "3.7.0")[:2]},
+		{name: "downgrade waits for members not yet asked", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: three("3.7.3", "3.7.0")[:2]},
 			rule: "downgrade/wait-members", render: img37, inReason: []string{"2 of 3"}},
-		{name: "downgrade refused while an upgrade is under way", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: mixed},
+		{name: "downgrade refused while an upgrade is under way", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: mixed},
 			rule: "downgrade/refuse-cluster-not-at-source", render: img37, refused: true, inReason: []string{"etcd-1 runs 3.6.8"}},
-		{name: "downgrade enabled first", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: three("3.7.3", "3.7.0")},
+		{name: "downgrade enabled first", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: three("3.7.3", "3.7.0")},
 			rule: "downgrade/enable", render: img37, action: ActionEnable, target: "3.6"},
-		{name: "another target cancelled first", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: allEnabled(three("3.7.3", "3.7.0"), "3.5.0")},
+		{name: "another target cancelled first", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: allEnabled(three("3.7.3", "3.7.0"), "3.5.0")},
 			rule: "downgrade/cancel-other-target", render: img37, action: ActionCancel},
-		{name: "storage version awaited", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: storageBehind},
+		{name: "storage version awaited", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: storageBehind},
 			rule: "downgrade/wait-storage-version", render: img37, inReason: []string{"etcd-0"}},
-		{name: "members replaced once storage is at the target: the source recorded", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
+		{name: "members replaced once storage is at the target: the source recorded", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
 			rule: "downgrade/replace-members", render: img36, source: img37},
-		{name: "in progress once the template is at the target", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: halfway, Source: img37},
+		{name: "in progress once the template is at the target", o: Observed{Desired: img36, Running: img36, StatefulSetReplicas: 3, Members: halfway, Source: img37},
 			rule: "downgrade/in-progress", render: img36, source: img37},
-		{name: "in progress: a failure on another image is not the target's", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: halfway, Source: img37,
+		{name: "in progress: a failure on another image is not the target's", o: Observed{Desired: img36, Running: img36, StatefulSetReplicas: 3, Members: halfway, Source: img37,
 			Failed: []Failure{failure("etcd-0", img37)}},
 			rule: "downgrade/in-progress", render: img36, source: img37},
-		{name: "member failed on the target: cancelled, source rendered, target recorded as failed", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+		{name: "member failed on the target: cancelled, source rendered, target recorded as failed", o: Observed{Desired: img36bad, Running: img36bad, StatefulSetReplicas: 3,
 			Members: oneFailed, Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad,
 			inReason: []string{"etcd-0 (ImagePullBackOff)", "3.6", img37}},
-		{name: "member failed after another moved: rolled forward all the same", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+		{name: "member failed after another moved: rolled forward all the same", o: Observed{Desired: img36bad, Running: img36bad, StatefulSetReplicas: 3,
 			Members: []Member{{Name: "etcd-0"}, enabled(member("etcd-1", "3.6.8", "3.6.0"), "3.6.0"), enabled(member("etcd-2", "3.7.3", "3.6.0"), "3.6.0")},
 			Source:  img37, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad},
-		{name: "member failed, no member answers (no quorum): source rendered, nothing called", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 1,
+		{name: "member failed, no member answers (no quorum): source rendered, nothing called", o: Observed{Desired: img36bad, Running: img36bad, StatefulSetReplicas: 1,
 			Members: []Member{{Name: "etcd-0"}}, Source: img37, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/roll-forward-member-failed", render: img37, failedTarget: img36bad},
-		{name: "member failed, source not recorded: nothing more replaced, refused", o: Observed{Desired: img36bad, Running: img36bad, Replicas: 3,
+		{name: "member failed, source not recorded: nothing more replaced, refused", o: Observed{Desired: img36bad, Running: img36bad, StatefulSetReplicas: 3,
 			Members: oneFailed, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/member-failed-source-unknown", render: img36bad, refused: true, inReason: []string{"spec.etcd.image back"}},
-		{name: "rolled back, downgrade still enabled: cancelled again", o: Observed{Desired: img36bad, Running: img37, Replicas: 3,
+		{name: "rolled back, downgrade still enabled: cancelled again", o: Observed{Desired: img36bad, Running: img37, StatefulSetReplicas: 3,
 			Members: oneFailed, FailedTarget: img36bad, Failed: []Failure{failure("etcd-0", img36bad)}},
 			rule: "downgrade/roll-forward-member-failed", render: img37, action: ActionCancel, failedTarget: img36bad},
-		{name: "rolled back: the failed target refused while the spec names it", o: Observed{Desired: img36bad, Running: img37, Replicas: 3,
+		{name: "rolled back: the failed target refused while the spec names it", o: Observed{Desired: img36bad, Running: img37, StatefulSetReplicas: 3,
 			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
 			rule: "downgrade/refuse-failed-target", render: img37, refused: true, failedTarget: img36bad, inReason: []string{img36bad, "spec.etcd.image changes"}},
-		{name: "rolled back, spec back at the source: steady, record cleared", o: Observed{Desired: img37, Running: img37, Replicas: 3,
+		{name: "rolled back, spec back at the source: steady, record cleared", o: Observed{Desired: img37, Running: img37, StatefulSetReplicas: 3,
 			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
 			rule: "version/steady", render: img37},
-		{name: "rolled back, spec at another target: a new downgrade, record cleared", o: Observed{Desired: img36, Running: img37, Replicas: 3,
+		{name: "rolled back, spec at another target: a new downgrade, record cleared", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3,
 			Members: three("3.7.3", "3.7.0"), FailedTarget: img36bad},
 			rule: "downgrade/enable", render: img37, action: ActionEnable, target: "3.6"},
-		{name: "upgrade called off before the cluster version rose", o: Observed{Desired: img36, Running: img37, Replicas: 3, Members: []Member{
+		{name: "upgrade called off before the cluster version rose", o: Observed{Desired: img36, Running: img37, StatefulSetReplicas: 3, Members: []Member{
 			member("etcd-0", "3.6.8", "3.6.0"), member("etcd-1", "3.6.8", "3.6.0"), member("etcd-2", "3.7.3", "3.6.0")}},
 			rule: "version/revert-upgrade", render: img36},
-		{name: "done: etcd ended the downgrade", o: Observed{Desired: img36, Running: img36, Replicas: 3, Members: three("3.6.8", "3.6.0")},
+		{name: "done: etcd ended the downgrade", o: Observed{Desired: img36, Running: img36, StatefulSetReplicas: 3, Members: three("3.6.8", "3.6.0")},
 			rule: "version/steady", render: img36},
-		{name: "spec back up before the template moved: cancelled", o: Observed{Desired: img37, Running: img37, Replicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
+		{name: "spec back up before the template moved: cancelled", o: Observed{Desired: img37, Running: img37, StatefulSetReplicas: 3, Members: allEnabled(three("3.7.3", "3.6.0"), "3.6.0")},
 			rule: "downgrade/cancel-roll-forward", render: img37, action: ActionCancel},
-		{name: "spec back up after some members moved: cancelled, rolled forward", o: Observed{Desired: img37, Running: img36, Replicas: 3, Members: halfway},
+		{name: "spec back up after some members moved: cancelled, rolled forward", o: Observed{Desired: img37, Running: img36, StatefulSetReplicas: 3, Members: halfway},
 			rule: "downgrade/cancel-roll-forward", render: img37, action: ActionCancel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,11 +225,11 @@ func TestPlanProperties(t *testing.T) {
 	storages := []string{"", "3.5.0", "3.6.0", "3.7.0"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
-		o := Observed{Desired: images[rng.IntN(len(images))], Running: images[rng.IntN(len(images))], Replicas: 1 + rng.IntN(5)}
+		o := Observed{Desired: images[rng.IntN(len(images))], Running: images[rng.IntN(len(images))], StatefulSetReplicas: 1 + rng.IntN(5)}
 		if rng.IntN(10) == 0 {
 			o.Running = ""
 		}
-		n := rng.IntN(o.Replicas + 2)
+		n := rng.IntN(o.StatefulSetReplicas + 2)
 		for j := 0; j < n; j++ {
 			m := Member{Name: fmt.Sprintf("etcd-%d", j)}
 			if rng.IntN(8) != 0 {
@@ -247,7 +247,7 @@ func TestPlanProperties(t *testing.T) {
 			o.FailedTarget = images[rng.IntN(len(images))]
 		}
 		for j := rng.IntN(3); j > 0; j-- {
-			o.Failed = append(o.Failed, failure(fmt.Sprintf("etcd-%d", rng.IntN(o.Replicas)), images[rng.IntN(len(images))]))
+			o.Failed = append(o.Failed, failure(fmt.Sprintf("etcd-%d", rng.IntN(o.StatefulSetReplicas)), images[rng.IntN(len(images))]))
 		}
 		if rng.IntN(4) == 0 {
 			// The interesting case, more often than chance: the target rendered, a member on it
@@ -323,7 +323,7 @@ func allAnswered(o Observed) bool {
 		}
 		n++
 	}
-	return n >= o.Replicas
+	return n >= o.StatefulSetReplicas
 }
 
 func allStorageAt(ms []Member, v Version) bool {

@@ -84,9 +84,9 @@ type Observed struct {
 	Desired Claims
 	// DefaultName is the claim template name of a new Etcd.
 	DefaultName string
-	// Replicas is spec.replicas; Ready tells whether every member is ready.
-	Replicas int
-	Ready    bool
+	// DesiredReplicas is the Etcd's spec.replicas (Desired is the claims); Ready tells whether every member is ready.
+	DesiredReplicas int
+	Ready           bool
 	// LeaderOrdinal is the ordinal of the leader's pod, -1 when no member said; asked only once the
 	// change can be made.
 	LeaderOrdinal int
@@ -187,15 +187,15 @@ func plan(o Observed, run Claims) Decision {
 		why = " (" + notExpandable(o.Class) + ")"
 	}
 	switch {
-	case o.Replicas < MinMembers:
+	case o.DesiredReplicas < MinMembers:
 		return Decision{Name: run.Name, MoveLeaderTo: -1, Rule: RuleRefuseFew, Refused: true, Reason: fmt.Sprintf(
 			"volume change %s not made: %d member(s); a member moved to a new volume starts empty and joins the others, at least %d are needed (back up and restore onto the new volumes instead)%s",
-			change, o.Replicas, MinMembers, why)}
+			change, o.DesiredReplicas, MinMembers, why)}
 	case !o.Ready:
 		return Decision{Name: run.Name, MoveLeaderTo: -1, Rule: RuleWaitReady, Waiting: true, Reason: fmt.Sprintf(
 			"volume change %s waits until every member is ready: each member moved starts empty and needs the others' data and quorum%s", change, why)}
 	}
-	last := o.Replicas - 1
+	last := o.DesiredReplicas - 1
 	switch o.LeaderOrdinal {
 	case last:
 	case -1:

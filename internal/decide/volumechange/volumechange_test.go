@@ -19,21 +19,21 @@ func TestPlan(t *testing.T) {
 		recreate bool
 		refused  bool
 	}{
-		{"new Etcd", Observed{Desired: standard, DefaultName: "data", Replicas: 3}, "volume/new", "data", false, false},
-		{"StatefulSet gone, pods run: their claims", Observed{PodClaims: "data-1a2b3c4d", Desired: standard, DefaultName: "data", Replicas: 3},
+		{"new Etcd", Observed{Desired: standard, DefaultName: "data", DesiredReplicas: 3}, "volume/new", "data", false, false},
+		{"StatefulSet gone, pods run: their claims", Observed{PodClaims: "data-1a2b3c4d", Desired: standard, DefaultName: "data", DesiredReplicas: 3},
 			"volume/claims-of-running-pods", "data-1a2b3c4d", false, false},
-		{"steady", Observed{Running: &standard, Desired: standard, DefaultName: "data", Replicas: 3, Ready: true}, "volume/steady", "data", false, false},
-		{"class changed, all ready, leader on the last ordinal: recreate", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 3, Ready: true, LeaderOrdinal: 2},
+		{"steady", Observed{Running: &standard, Desired: standard, DefaultName: "data", DesiredReplicas: 3, Ready: true}, "volume/steady", "data", false, false},
+		{"class changed, all ready, leader on the last ordinal: recreate", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 3, Ready: true, LeaderOrdinal: 2},
 			"volume/recreate-statefulset", "data-1a2b3c4d", true, false},
-		{"class changed, leader on ordinal 0: leadership moved first", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 3, Ready: true},
+		{"class changed, leader on ordinal 0: leadership moved first", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 3, Ready: true},
 			"volume/move-leader-to-last-ordinal", "data", false, false},
-		{"class changed, no leader answered: wait", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 3, Ready: true, LeaderOrdinal: -1},
+		{"class changed, no leader answered: wait", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 3, Ready: true, LeaderOrdinal: -1},
 			"volume/wait-leader", "data", false, false},
-		{"class changed, a member not ready: wait", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 3},
+		{"class changed, a member not ready: wait", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 3},
 			"volume/wait-members-ready", "data", false, false},
-		{"one member: refused", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 1, Ready: true},
+		{"one member: refused", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 1, Ready: true},
 			"volume/refuse-fewer-than-three-members", "data", false, true},
-		{"hibernated: refused", Observed{Running: &standard, Desired: fast, DefaultName: "data", Replicas: 0, Ready: true},
+		{"hibernated: refused", Observed{Running: &standard, Desired: fast, DefaultName: "data", DesiredReplicas: 0, Ready: true},
 			"volume/refuse-fewer-than-three-members", "data", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestPlanProperties(t *testing.T) {
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
 	for i := 0; i < 20000; i++ {
 		o := Observed{Desired: Claims{Name: pick(names), Class: pick(classes), Capacity: pick(sizes)}, DefaultName: "data",
-			Replicas: rng.IntN(6), Ready: rng.IntN(2) == 0, LeaderOrdinal: rng.IntN(7) - 1}
+			DesiredReplicas: rng.IntN(6), Ready: rng.IntN(2) == 0, LeaderOrdinal: rng.IntN(7) - 1}
 		if rng.IntN(4) != 0 {
 			o.Running = &Claims{Name: pick(names), Class: pick(classes), Capacity: pick(sizes)}
 		} else if rng.IntN(2) == 0 {
@@ -66,7 +66,7 @@ func TestPlanProperties(t *testing.T) {
 		o.Class = Class{Name: pick(classes), Read: rng.IntN(3) != 0, AllowExpansion: rng.IntN(2) == 0}
 		o.Recorded = pick([]string{"", RuleExpandClaims.CamelCase(), RuleWaitExpanded.CamelCase(), RuleRecreate.CamelCase(), RuleWaitMoved.CamelCase()})
 		o.Mounted = map[string]string{}
-		for i := range o.Replicas {
+		for i := range o.DesiredReplicas {
 			pod := fmt.Sprintf("etcd-%d", i)
 			o.Members = append(o.Members, pod)
 			if rng.IntN(5) != 0 {
@@ -86,7 +86,7 @@ func TestPlanProperties(t *testing.T) {
 		if o.Running != nil && d.Name != o.Running.Name && !d.Recreate {
 			t.Fatalf("claims changed without recreating the StatefulSet: %s", where)
 		}
-		if d.Recreate && d.Name != o.Running.Name && (!o.Ready || o.Replicas < MinMembers || o.LeaderOrdinal != o.Replicas-1 ||
+		if d.Recreate && d.Name != o.Running.Name && (!o.Ready || o.DesiredReplicas < MinMembers || o.LeaderOrdinal != o.DesiredReplicas-1 ||
 			(o.Running.Class == o.Desired.Class && o.Running.Capacity == o.Desired.Capacity)) {
 			t.Fatalf("moved to new claims without every member ready, three members and a change: %s", where)
 		}
@@ -158,7 +158,7 @@ func TestPlanExpand(t *testing.T) {
 	allows := Class{Name: "standard", Read: true, AllowExpansion: true}
 	pods, mounted := membersOn("data", 3)
 	observed := func(running Claims, desired Claims, class Class, claims []Claim, recorded string) Observed {
-		return Observed{Running: &running, Desired: desired, DefaultName: "data", Replicas: 3, Ready: true, LeaderOrdinal: 2,
+		return Observed{Running: &running, Desired: desired, DefaultName: "data", DesiredReplicas: 3, Ready: true, LeaderOrdinal: 2,
 			Class: class, Members: pods, Mounted: mounted, Claims: claims, Recorded: recorded}
 	}
 	for _, tc := range []struct {
@@ -173,10 +173,10 @@ func TestPlanExpand(t *testing.T) {
 			observed(small, big, allows, claimsOf("data", 3, "16Gi", "16Gi"), ""),
 			"volume/expand-claims", "data", true, []string{"data-etcd-0", "data-etcd-1", "data-etcd-2"}},
 		{"growth on one member: grown too (nothing is taken from it)",
-			Observed{Running: &small, Desired: big, Replicas: 1, Class: allows, Claims: claimsOf("data", 1, "16Gi", "16Gi")},
+			Observed{Running: &small, Desired: big, DesiredReplicas: 1, Class: allows, Claims: claimsOf("data", 1, "16Gi", "16Gi")},
 			"volume/expand-claims", "data", true, []string{"data-etcd-0"}},
 		{"growth, a member not ready: grown anyway (online)",
-			Observed{Running: &small, Desired: big, Replicas: 3, Class: allows, Claims: claimsOf("data", 3, "16Gi", "16Gi")},
+			Observed{Running: &small, Desired: big, DesiredReplicas: 3, Class: allows, Claims: claimsOf("data", 3, "16Gi", "16Gi")},
 			"volume/expand-claims", "data", true, []string{"data-etcd-0", "data-etcd-1", "data-etcd-2"}},
 		{"growth, class does not allow: members move",
 			observed(small, big, Class{Name: "standard", Read: true}, claimsOf("data", 3, "16Gi", "16Gi"), ""),
@@ -215,14 +215,14 @@ func TestPlanExpand(t *testing.T) {
 			observed(grown, big, allows, claimsOf("data", 3, "20Gi", "20Gi"), "VolumeWaitClaimsExpanded"),
 			"volume/claims-expanded", "data", false, nil},
 		{"moved, a member still on the old claims: wait",
-			Observed{Running: &big, Desired: big, Replicas: 3, Ready: true, Members: pods,
+			Observed{Running: &big, Desired: big, DesiredReplicas: 3, Ready: true, Members: pods,
 				Mounted: map[string]string{"etcd-0": "data-9f9f9f9f", "etcd-1": "data-9f9f9f9f", "etcd-2": "data"}, Recorded: "VolumeRecreateStatefulset"},
 			"volume/wait-members-moved", "data-9f9f9f9f", false, nil},
 		{"moved on the StatefulSet, the pods still mount the old claims: wait",
 			observed(big, big, Class{}, append(claimsOf("data", 3, "16Gi", "16Gi"), claimsOf("data-9f9f9f9f", 3, "20Gi", "20Gi")...), "VolumeRecreateStatefulset"),
 			"volume/wait-members-moved", "data-9f9f9f9f", false, nil},
 		{"settled, nothing recorded: steady, nothing read",
-			Observed{Running: &big, Desired: big, Replicas: 3, Ready: true},
+			Observed{Running: &big, Desired: big, DesiredReplicas: 3, Ready: true},
 			"volume/steady", "data-9f9f9f9f", false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,7 +240,7 @@ func TestPlanDoneNamesKeptClaims(t *testing.T) {
 	big := Claims{Name: "data-9f9f9f9f", Class: "fast", Capacity: "20Gi"}
 	pods, mounted := membersOn("data-9f9f9f9f", 3)
 	claims := append(claimsOf("data", 3, "16Gi", "16Gi"), claimsOf("data-9f9f9f9f", 4, "20Gi", "20Gi")...)
-	d := Plan(Observed{Running: &big, Desired: big, Replicas: 3, Ready: true, Members: pods, Mounted: mounted, Claims: claims,
+	d := Plan(Observed{Running: &big, Desired: big, DesiredReplicas: 3, Ready: true, Members: pods, Mounted: mounted, Claims: claims,
 		Recorded: RuleWaitMoved.CamelCase()})
 	want := []string{"data-etcd-0", "data-etcd-1", "data-etcd-2"}
 	if d.Rule != RuleDone || !d.Done || d.InFlight || !slices.Equal(d.Kept, want) {

@@ -287,7 +287,7 @@ func StatusByMember(cs etcdclient.ClusterStatus) map[string]etcdclient.MemberSta
 // observation on a saved state and saved member answers.
 func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool, waitForBackupReady bool) defrag.Observed {
 	rolled := rollout.Observe(sts, pods, nil)
-	o := defrag.Observed{Due: true, Replicas: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd),
+	o := defrag.Observed{Due: true, Desired: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd),
 		Backup: backupgate.Of(etcd, waitForBackupReady)}
 	var revisions []operation.Pod
 	for _, p := range rolled.Pods {

@@ -69,7 +69,7 @@ func ObserveVersion(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (versionc
 		return in, false
 	}
 	in.Running = resources.RunningEtcdImage(sts)
-	in.Replicas = int(ptr.Deref(sts.Spec.Replicas, 0))
+	in.StatefulSetReplicas = int(ptr.Deref(sts.Spec.Replicas, 0))
 	in.Source, in.FailedTarget = resources.DowngradeRecord(sts)
 	recorded := in.Source != ""
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange); c != nil && c.Status == druidv1alpha1.ConditionTrue {

@@ -46,7 +46,7 @@ const statefulSetGone = 20 * time.Second
 // StorageClass are read only while a change is in view or recorded in flight (the VolumeChange
 // condition True): a settled Etcd costs no read beyond the StatefulSet from the cache.
 func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) (volumechange.Decision, *appsv1.StatefulSet, error) {
-	in := volumechange.Observed{Desired: resources.DesiredClaims(etcd), DefaultName: resources.DefaultDataVolume, Replicas: int(etcd.Spec.Replicas)}
+	in := volumechange.Observed{Desired: resources.DesiredClaims(etcd), DefaultName: resources.DefaultDataVolume, DesiredReplicas: int(etcd.Spec.Replicas)}
 	sts, err := r.runningStatefulSet(ctx, etcd)
 	if err != nil {
 		return volumechange.Decision{}, nil, err

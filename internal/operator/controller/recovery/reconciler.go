@@ -286,7 +286,7 @@ const ReasonForgedRestoreOrder = "ForgedRestoreOrderIgnored"
 // state and saved member answers.
 func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus, grace time.Duration, now time.Time) recovery.Observed {
 	o := recovery.Observed{
-		Replicas:          int(etcd.Spec.Replicas),
+		Desired:           int(etcd.Spec.Replicas),
 		Grace:             grace,
 		RecordedClusterID: etcd.Status.ClusterID,
 		BackupConfigured:  backupConfigured(etcd),
