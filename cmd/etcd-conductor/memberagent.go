@@ -68,7 +68,7 @@ func runMemberAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: kubernetes client: %v\n", err)
 		return 1
 	}
-	agent, err := agent.New(cfg, leases, log)
+	sidecar, err := agent.New(cfg, leases, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "etcd-conductor member-agent: %v\n", err)
 		return 2
@@ -82,7 +82,7 @@ func runMemberAgent(args []string) int {
 			return 1
 		}
 	}
-	if err := agent.Run(ctx); err != nil {
+	if err := sidecar.Run(ctx); err != nil {
 		log.Error(err, "Member agent failed")
 		return 1
 	}

@@ -72,13 +72,13 @@ func (o *backupOptions) config(namespace string) (backup.Config, error) {
 
 // startBackup runs the backup loop (and its metrics endpoint) beside the Lease renewal, on its
 // own connection to the member: a snapshot stream must not hold up the renewals.
-func startBackup(ctx context.Context, cfg backup.Config, agent agent.Config, metricsAddr string, leases coordinationv1client.LeasesGetter, log logr.Logger) error {
-	creds, err := agent.ClientFiles.Load()
+func startBackup(ctx context.Context, cfg backup.Config, sidecar agent.Config, metricsAddr string, leases coordinationv1client.LeasesGetter, log logr.Logger) error {
+	creds, err := sidecar.ClientFiles.Load()
 	if err != nil {
 		return fmt.Errorf("backup: load client certificates: %w", err)
 	}
-	member, err := etcdclient.DialMember(creds, etcdclient.Target{Name: agent.Lease, Address: agent.Endpoint, ServerName: agent.ServerName},
-		etcdclient.Options{DialTimeout: agent.CallTimeout, CallTimeout: 10 * time.Second})
+	member, err := etcdclient.DialMember(creds, etcdclient.Target{Name: sidecar.Lease, Address: sidecar.Endpoint, ServerName: sidecar.ServerName},
+		etcdclient.Options{DialTimeout: sidecar.CallTimeout, CallTimeout: 10 * time.Second})
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
