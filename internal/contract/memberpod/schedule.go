@@ -15,8 +15,9 @@ const DefaultFullSnapshotSchedule = "0 */24 * * *"
 // etcd-druid documents, plus descriptors such as @daily.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseSchedule parses a schedule the way the member pods run it: the operator refuses, at
-// validation, what a member could not parse.
+// ParseSchedule parses a cron schedule of the Etcd's spec. The member pods parse their full
+// snapshot schedule with it and the operator validates every schedule with it (the defragmentation
+// schedule, which it runs itself, included), so the operator refuses what a member could not run.
 func ParseSchedule(spec string) (cron.Schedule, error) {
 	sched, err := cronParser.Parse(spec)
 	if err != nil {
