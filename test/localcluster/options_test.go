@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcd-conductor/etcd-conductor/etcdclient/etcdtest"
 )
 
 func TestControllerFlag(t *testing.T) {
@@ -114,6 +116,7 @@ func TestSkipWithoutBinaries(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		ci         string
+		binDirEnv  string
 		binDir     string
 		wantSkip   bool
 		wantFail   bool
@@ -121,10 +124,13 @@ func TestSkipWithoutBinaries(t *testing.T) {
 	}{
 		{name: "missing locally skips", ci: "", binDir: t.TempDir(), wantSkip: true, wantInText: "make tools"},
 		{name: "missing under CI fails", ci: "true", binDir: t.TempDir(), wantFail: true, wantInText: "make tools"},
+		{name: "missing with the bin dir named fails", binDirEnv: "/named", binDir: t.TempDir(), wantFail: true, wantInText: "make tools"},
 		{name: "present runs", ci: "true", binDir: fakeBinDir(t)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// make exports both; each case sets its own so it tests what it names wherever it runs.
 			t.Setenv("CI", tc.ci)
+			t.Setenv(etcdtest.BinDirEnv, tc.binDirEnv)
 			rec := &recordingTB{TB: t}
 			SkipWithoutBinaries(rec, tc.binDir)
 			if (rec.skipped != "") != tc.wantSkip || (rec.failed != "") != tc.wantFail {
