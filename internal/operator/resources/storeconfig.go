@@ -3,6 +3,7 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"k8s.io/utils/ptr"
@@ -22,7 +23,8 @@ import (
 // where the manager runs: an Etcd's own Local store is below <hostPath>/<namespace>/<name>
 // (LocalBackupHostDir), so a task names it with that in the container, and a task of namespace
 // reaches only the directories of that namespace's Etcds: the container must start with
-// "<namespace>/".
+// "<namespace>/<etcd>/". The Config's LocalRoot is then that Etcd's directory and its Container
+// the rest.
 func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte, reach backupstore.Reach, namespace string) (backupstore.Config, error) {
 	cfg := backupstore.Config{
 		Provider: string(ptr.Deref(store.Provider, "")), Container: ptr.Deref(store.Container, ""), Prefix: store.Prefix,
@@ -42,6 +44,10 @@ func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte, reach 
 		if err := localInNamespace(cfg.Container, cfg.Prefix, namespace); err != nil {
 			return backupstore.Config{}, err
 		}
+		// The Etcd's directory is the boundary the store is opened within (backupstore.Local):
+		// its pods can write below it, not it, so no link they plant leads out of it.
+		parts := strings.SplitN(strings.Trim(cfg.Container, "/"), "/", 3)
+		cfg.LocalRoot, cfg.Container = path.Join(cfg.LocalRoot, parts[0], parts[1]), parts[2]
 		return cfg, nil
 	}
 	if secret == nil {
@@ -58,16 +64,19 @@ func StoreConfig(store druidv1alpha1.StoreSpec, secret map[string][]byte, reach 
 	return cfg, nil
 }
 
-// localInNamespace refuses a Local container that does not lie in namespace's directory
-// (<namespace>/…, no "..", no empty or "." element): below an allowed root, the namespace's
-// Etcds alone have their directories there.
+// localInNamespace refuses a Local container that does not lie in the directory of one of
+// namespace's Etcds (<namespace>/<etcd>/…, no "..", no empty or "." element): below an allowed
+// root, the namespace's Etcds alone have their directories there.
 func localInNamespace(container, prefix, namespace string) error {
 	parts := strings.Split(strings.Trim(container, "/"), "/")
-	if len(parts) < 2 || parts[0] != namespace {
+	if len(parts) < 3 || parts[0] != namespace {
 		return fmt.Errorf("container %q: a Local store of a task in namespace %s is a directory below %s/ (<namespace>/<etcd name>/<container>, where that Etcd's store is)", container, namespace, namespace)
 	}
-	for _, p := range append(parts, strings.Split(strings.Trim(prefix, "/"), "/")...) {
-		if p == ".." || p == "." || (p == "" && prefix != "") {
+	if prefix = strings.Trim(prefix, "/"); prefix != "" {
+		parts = append(parts, strings.Split(prefix, "/")...)
+	}
+	for _, p := range parts {
+		if p == ".." || p == "." || p == "" {
 			return fmt.Errorf("container %q, prefix %q: no \"..\", \".\" or empty path element", container, prefix)
 		}
 	}

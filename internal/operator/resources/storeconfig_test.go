@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -21,17 +22,24 @@ func TestStoreConfig(t *testing.T) {
 		secret    map[string][]byte
 		reach     backupstore.Reach
 		wantErr   string
-		wantLocal string
+		wantLocal string // the boundary the Local store is opened within
+		wantDir   string // the container below it
 	}{
 		{name: "aws", store: spec("aws", "bucket"), secret: s3},
-		{name: "Local without a Secret: etcd-druid's host directory", store: spec("Local", "shoot/etcd-main/dir"), wantLocal: backupstore.DefaultLocalHostPath},
+		{name: "Local without a Secret: etcd-druid's host directory", store: spec("Local", "shoot/etcd-main/dir"),
+			wantLocal: backupstore.DefaultLocalHostPath + "/shoot/etcd-main", wantDir: "dir"},
 		{name: "Local with an allowed hostPath", store: spec("Local", "shoot/etcd-main/dir"), secret: map[string][]byte{backupstore.KeyHostPath: []byte("/data/backups")},
-			reach: backupstore.Reach{LocalRoots: []string{"/data/backups"}}, wantLocal: "/data/backups"},
+			reach: backupstore.Reach{LocalRoots: []string{"/data/backups"}}, wantLocal: "/data/backups/shoot/etcd-main", wantDir: "dir"},
+		{name: "Local deeper below an Etcd's directory", store: spec("Local", "/shoot/etcd-main/dir/sub/"), wantLocal: backupstore.DefaultLocalHostPath + "/shoot/etcd-main", wantDir: "dir/sub"},
 		{name: "Local with a hostPath the operator does not allow", store: spec("Local", "shoot/etcd-main/dir"), secret: map[string][]byte{backupstore.KeyHostPath: []byte("/data/backups")},
 			wantErr: "key hostPath of the Secret: \"/data/backups\" is not one of the host directories"},
 		{name: "Local with a relative hostPath", store: spec("Local", "shoot/etcd-main/dir"), secret: map[string][]byte{backupstore.KeyHostPath: []byte("data")}, wantErr: "key hostPath of the Secret"},
 		{name: "Local in another namespace's directory", store: spec("Local", "other/etcd-main/dir"), wantErr: `container "other/etcd-main/dir": a Local store of a task in namespace shoot is a directory below shoot/`},
 		{name: "Local as the namespace's whole directory", store: spec("Local", "shoot"), wantErr: "below shoot/"},
+		// An Etcd's directory is where its pods write: a link they plant must not lead to a
+		// sibling's, so the store is one of its containers, never the directory itself.
+		{name: "Local as an Etcd's whole directory", store: spec("Local", "shoot/etcd-main"), wantErr: "below shoot/"},
+		{name: "Local with an empty element", store: spec("Local", "shoot//etcd-main"), wantErr: "empty path element"},
 		{name: "Local escaping by ..", store: spec("Local", "shoot/../other/etcd"), wantErr: "no \"..\""},
 		{name: "S3 over http refused by default", store: spec("S3", "bucket"), secret: map[string][]byte{backupstore.KeyAccessKeyID: []byte("id"), backupstore.KeySecretAccessKey: []byte("key"),
 			backupstore.KeyEndpoint: []byte("http://10.0.0.1:9000")}, wantErr: "key endpoint of the Secret: http://10.0.0.1:9000 is plain http"},
@@ -54,7 +62,8 @@ func TestStoreConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Container != *tt.store.Container || cfg.Prefix != tt.store.Prefix || cfg.LocalRoot != tt.wantLocal {
+			wantContainer := cmp.Or(tt.wantDir, *tt.store.Container)
+			if cfg.Container != wantContainer || cfg.Prefix != tt.store.Prefix || cfg.LocalRoot != tt.wantLocal {
 				t.Errorf("config %+v", cfg)
 			}
 			// An S3 store opens without contacting the server (a Local one would create its directory).

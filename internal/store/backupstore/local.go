@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,49 +24,76 @@ const tmpPrefix = ".tmp-"
 
 // Local is a store in a directory: <root>/<container>/<prefix>/<key>. A Put writes a temporary
 // file, syncs it and renames it into place, so an object is never seen half-written.
+//
+// root is the boundary: every file is opened through an os.Root of it, so no symbolic link below
+// it leads out. Whoever can write the store's directory (a member pod, for its own Etcd's
+// directory) could otherwise plant a link to any file of whoever reads the store, the manager
+// copying a task's backups included (its ServiceAccount token, another tenant's snapshots), and
+// have it read back as an object. The caller passes the deepest directory it trusts: a member
+// pod its mount of the Etcd's own host directory, the manager that Etcd's directory below an
+// allowed root (resources.StoreConfig), never a directory pods can replace with a link.
 type Local struct {
-	dir  string
+	root string
+	dir  string // below root, slash-separated
 	name string
 }
 
 var _ Store = (*Local)(nil)
 
-// NewLocal creates the store's directory if needed.
+// NewLocal creates the store's directory below root if needed.
 func NewLocal(root, container, prefix string) (*Local, error) {
 	for _, part := range []string{container, prefix} {
 		if strings.Contains(part, "..") {
 			return nil, fmt.Errorf("local backup store: %q must not contain ..", part)
 		}
 	}
-	dir := filepath.Join(root, container, prefix)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	l := &Local{root: root, dir: path.Join(".", container, prefix), name: fmt.Sprintf("Local %s (prefix %q)", filepath.Join(root, container), prefix)}
+	// The boundary and what leads to it are the caller's to trust; below it, the root's.
+	err := os.MkdirAll(root, 0o750)
+	if err == nil {
+		err = l.within(func(r *os.Root) error { return r.MkdirAll(l.dir, 0o750) })
+	}
+	if err != nil {
 		return nil, fmt.Errorf("local backup store: %w", err)
 	}
-	return &Local{dir: dir, name: fmt.Sprintf("Local %s (prefix %q)", filepath.Join(root, container), prefix)}, nil
+	return l, nil
 }
 
 func (l *Local) String() string { return l.name }
+
+// within runs f on an os.Root of l.root, opened for this call alone (a store holds no open
+// descriptor between calls; a file f opens stays usable after it returns).
+func (l *Local) within(f func(*os.Root) error) error {
+	r, err := os.OpenRoot(l.root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return f(r)
+}
 
 func (l *Local) path(key string) (string, error) {
 	if key == "" || strings.Contains(key, "..") || strings.HasPrefix(key, "/") {
 		return "", fmt.Errorf("invalid object key %q", key)
 	}
-	return filepath.Join(l.dir, filepath.FromSlash(key)), nil
+	return path.Join(l.dir, key), nil
 }
 
 func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, sha256Hex string) (Object, error) {
-	path, err := l.path(key)
+	name, err := l.path(key)
 	if err != nil {
 		return Object{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return Object{}, fmt.Errorf("put %s: %w", key, err)
-	}
-	if err := writeAtomically(path+checksumSuffix, strings.NewReader(sha256Hex)); err != nil {
-		return Object{}, fmt.Errorf("put %s: checksum: %w", key, err)
-	}
-	check := newCheckingReader(&ctxReader{ctx: ctx, r: r}, key, size, sha256Hex)
-	if err := writeAtomically(path, check); err != nil {
+	err = l.within(func(root *os.Root) error {
+		if err := root.MkdirAll(path.Dir(name), 0o750); err != nil {
+			return err
+		}
+		if err := writeAtomically(root, name+checksumSuffix, strings.NewReader(sha256Hex)); err != nil {
+			return fmt.Errorf("checksum: %w", err)
+		}
+		return writeAtomically(root, name, newCheckingReader(&ctxReader{ctx: ctx, r: r}, key, size, sha256Hex))
+	})
+	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	obj, err := l.Stat(ctx, key)
@@ -78,21 +106,22 @@ func (l *Local) Put(ctx context.Context, key string, r io.Reader, size int64, sh
 	return obj, nil
 }
 
-// writeAtomically copies r into a temporary file beside path, syncs it and renames it to path.
-func writeAtomically(path string, r io.Reader) (err error) {
+// writeAtomically copies r into a temporary file beside name (below root), syncs it and renames
+// it to name.
+func writeAtomically(root *os.Root, name string, r io.Reader) (err error) {
 	suffix := make([]byte, 6)
 	if _, err := rand.Read(suffix); err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path)+"-"+hex.EncodeToString(suffix))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	tmp := path.Join(path.Dir(name), tmpPrefix+path.Base(name)+"-"+hex.EncodeToString(suffix))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = os.Remove(tmp)
+			_ = root.Remove(tmp)
 		}
 	}()
 	if _, err = io.Copy(f, r); err != nil {
@@ -104,7 +133,7 @@ func writeAtomically(path string, r io.Reader) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return root.Rename(tmp, name)
 }
 
 func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -112,57 +141,66 @@ func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, _ := l.path(key)
-	f, err := os.Open(path)
-	if err != nil {
+	name, _ := l.path(key)
+	var f *os.File
+	if err := l.within(func(r *os.Root) (err error) { f, err = r.Open(name); return err }); err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
 	return readCloser{Reader: newCheckingReader(f, key, obj.Size, obj.SHA256), Closer: f}, nil
 }
 
 func (l *Local) Stat(_ context.Context, key string) (Object, error) {
-	path, err := l.path(key)
+	name, err := l.path(key)
 	if err != nil {
 		return Object{}, err
 	}
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	var obj Object
+	err = l.within(func(r *os.Root) error {
+		info, err := r.Stat(name)
+		if err != nil {
+			return err
+		}
+		sum, err := r.ReadFile(name + checksumSuffix)
+		if err != nil {
+			return fmt.Errorf("checksum: %w", err)
+		}
+		obj = Object{Key: key, Size: info.Size(), SHA256: strings.TrimSpace(string(sum)), LastModified: info.ModTime()}
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return Object{}, fmt.Errorf("stat %s: %w", key, ErrNotFound)
-	}
-	if err != nil {
+	case err != nil:
 		return Object{}, fmt.Errorf("stat %s: %w", key, err)
 	}
-	sum, err := os.ReadFile(path + checksumSuffix)
-	if err != nil {
-		return Object{}, fmt.Errorf("stat %s: checksum: %w", key, err)
-	}
-	return Object{Key: key, Size: info.Size(), SHA256: strings.TrimSpace(string(sum)), LastModified: info.ModTime()}, nil
+	return obj, nil
 }
 
 func (l *Local) List(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
-	err := filepath.WalkDir(l.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() || strings.HasPrefix(name, tmpPrefix) || strings.HasSuffix(name, checksumSuffix) {
+	err := l.within(func(r *os.Root) error {
+		return fs.WalkDir(r.FS(), l.dir, func(name string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			base := d.Name()
+			if d.IsDir() || strings.HasPrefix(base, tmpPrefix) || strings.HasSuffix(base, checksumSuffix) {
+				return nil
+			}
+			key := strings.TrimPrefix(name, l.dir+"/")
+			if l.dir == "." {
+				key = name
+			}
+			if !strings.HasPrefix(key, prefix) {
+				return nil
+			}
+			obj, err := l.Stat(ctx, key)
+			if err != nil {
+				return err
+			}
+			out = append(out, obj)
 			return nil
-		}
-		rel, err := filepath.Rel(l.dir, path)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) {
-			return nil
-		}
-		obj, err := l.Stat(ctx, key)
-		if err != nil {
-			return err
-		}
-		out = append(out, obj)
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %q: %w", prefix, err)
@@ -172,16 +210,18 @@ func (l *Local) List(ctx context.Context, prefix string) ([]Object, error) {
 }
 
 func (l *Local) Delete(_ context.Context, key string) error {
-	path, err := l.path(key)
+	name, err := l.path(key)
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{path, path + checksumSuffix} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete %s: %w", key, err)
+	return l.within(func(r *os.Root) error {
+		for _, p := range []string{name, name + checksumSuffix} {
+			if err := r.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delete %s: %w", key, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ctxReader stops a long copy when its context ends.
