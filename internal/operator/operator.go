@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -188,6 +189,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
 		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
 		BackupReach:        cfg.BackupStores.Reach(),
+		MemberFence:        memberFence(cfg.MemberNetworkPolicy),
 		WaitForBackupReady: waitForBackup,
 		Members:            memberaccess.Calls{Access: access, Members: pool},
 		InvalidInputRetry:  o.InvalidInputRetry,
@@ -316,6 +318,15 @@ func withClientConnection(restCfg *rest.Config, c configv1alpha1.ClientConnectio
 //
 // Pods are cached as metadata and status only (memberPodView): no controller reads a member pod's
 // spec, and at 1,000 Etcds the cached pod specs were half the manager's live heap.
+// memberFence is the operator's memberNetworkPolicy as the Etcd reconciler renders it; nil when
+// none is wanted.
+func memberFence(c *configv1alpha1.MemberNetworkPolicyConfiguration) *resources.MemberFence {
+	if c == nil || !c.Enabled {
+		return nil
+	}
+	return &resources.MemberFence{ClientFrom: c.ClientFrom, MetricsFrom: c.MetricsFrom}
+}
+
 func cacheOptions(watchNamespaces []string) cache.Options {
 	// Only the pods and Leases the operator made (every one carries the managed-by label) are
 	// cached: the manager's memory follows its Etcds, not the cluster's pods and Leases (every
@@ -328,6 +339,8 @@ func cacheOptions(watchNamespaces []string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:           {Label: ours, Transform: memberPodView},
 			&coordinationv1.Lease{}: {Label: ours},
+			// Other controllers and tenants write NetworkPolicies too; only each Etcd's fence is ours.
+			&networkingv1.NetworkPolicy{}: {Label: ours},
 		},
 	}
 	if len(watchNamespaces) == 0 {

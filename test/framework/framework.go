@@ -77,9 +77,11 @@ type OperatorOptions struct {
 	// BackupStores is the operator's allow-list of store locations; nil: the tests' own, any
 	// endpoint over http too (the test stores are versitygw over plain http) and the default
 	// Local root.
-	BackupStores     *configv1alpha1.BackupStoresConfiguration
-	MemberRoleSource configv1alpha1.MemberRoleSource
-	MemberAgentImage string
+	BackupStores *configv1alpha1.BackupStoresConfiguration
+	// MemberNetworkPolicy is the operator's memberNetworkPolicy; nil: none is made.
+	MemberNetworkPolicy *configv1alpha1.MemberNetworkPolicyConfiguration
+	MemberRoleSource    configv1alpha1.MemberRoleSource
+	MemberAgentImage    string
 	// RequeueInterval of the ondelete controller (default 1s in tests).
 	RequeueInterval time.Duration
 	// MemberAgentInterval is the sidecar's lease renewal period (default 1s in tests).
@@ -189,6 +191,7 @@ func RunOperator(restCfg *rest.Config, o OperatorOptions) (*RunningOperator, err
 	if o.BackupStores != nil {
 		cfg.BackupStores = *o.BackupStores
 	}
+	cfg.MemberNetworkPolicy = o.MemberNetworkPolicy
 	cfg.MetricsBindAddress = "0"
 	cfg.HealthProbeBindAddress = "0"
 	cfg.Default()

@@ -604,8 +604,10 @@ func TestClusterRoleIsLeastPrivilege(t *testing.T) {
 		"rbac.authorization.k8s.io/rolebindings":           owned,
 		"coordination.k8s.io/leases":                       owned + ",delete",
 		"policy/poddisruptionbudgets":                      owned,
-		"core/events":                                      "create,patch",
-		"core/secrets":                                     "get,create,update",
+		// Each Etcd's member NetworkPolicy; delete: once memberNetworkPolicy is turned off.
+		"networking.k8s.io/networkpolicies": owned + ",delete",
+		"core/events":                       "create,patch",
+		"core/secrets":                      "get,create,update",
 		// A volume change: claims listed and grown in place, the class asked whether it allows it.
 		"core/persistentvolumeclaims":   "list,patch",
 		"storage.k8s.io/storageclasses": "get",

@@ -106,6 +106,14 @@ func TestSecretOwnershipPolicyOnAPIServer(t *testing.T) {
 		refused(t, "create a member TLS Secret no Etcd controls", err)
 		_, err = operator.CoreV1().Secrets(ns).Create(ctx, owned("other-member-tls"), metav1.CreateOptions{})
 		refused(t, "create the member TLS Secret of another Etcd than its owner", err)
+		// Under its own name, a Secret of a type the cluster acts on: a service-account token
+		// Secret would be filled with a token of the ServiceAccount it names.
+		token := owned(resources.MemberTLSSecretName(etcd))
+		token.Type = corev1.SecretTypeServiceAccountToken
+		token.Annotations = map[string]string{corev1.ServiceAccountNameKey: "default"}
+		token.Data = nil
+		_, err = operator.CoreV1().Secrets(ns).Create(ctx, token, metav1.CreateOptions{})
+		refused(t, "create a service-account token Secret under its member TLS Secret's name", err)
 	})
 	t.Run("the operator writes its own member TLS Secret", func(t *testing.T) {
 		mine := owned(resources.MemberTLSSecretName(etcd))

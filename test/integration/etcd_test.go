@@ -14,12 +14,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	"github.com/etcd-conductor/etcd-conductor/test/localcluster"
@@ -157,4 +160,72 @@ func TestInvalidSecretIsReportedAndNothingIsCreated(t *testing.T) {
 	if _, err := getStatefulSet(ctx, env.Client(), ns, "etcd-main"); err == nil {
 		t.Fatal("a StatefulSet was created although its Secrets are missing")
 	}
+}
+
+// TestMemberNetworkPolicyBesideEveryEtcd: with the manager watching every namespace (the chart's
+// default, where no chart can know the namespaces), each Etcd gets its member NetworkPolicy in
+// its own namespace as soon as it is created, put back if someone edits it, and removed once the
+// operator is configured to make none.
+func TestMemberNetworkPolicyBesideEveryEtcd(t *testing.T) {
+	env := sharedControlPlane(t)
+	fence := &configv1alpha1.MemberNetworkPolicyConfiguration{Enabled: true, MetricsFrom: []networkingv1.NetworkPolicyPeer{
+		{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}}
+	op := framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true), MemberNetworkPolicy: fence})
+	c := env.Client()
+	var etcds []*druidv1alpha1.Etcd
+	for _, ns := range []string{testNamespace("fence-a"), testNamespace("fence-b")} {
+		ctx := setup(t, env, ns, "etcd-main")
+		etcd := framework.NewEtcd(ns, "etcd-main", 3, framework.EtcdImage("3.6.8"))
+		if err := c.Create(ctx, etcd); err != nil {
+			t.Fatal(err)
+		}
+		etcds = append(etcds, etcd)
+	}
+	fenced := func(t *testing.T, etcd *druidv1alpha1.Etcd) {
+		t.Helper()
+		key := types.NamespacedName{Namespace: etcd.Namespace, Name: etcd.Name + "-members"}
+		framework.Eventually(t, timeout, "NetworkPolicy "+key.String(), func(ctx context.Context) (bool, string) {
+			np := &networkingv1.NetworkPolicy{}
+			if err := c.Get(ctx, key, np); err != nil {
+				return false, err.Error()
+			}
+			if !metav1.IsControlledBy(np, etcd) {
+				return false, "not controlled by the Etcd"
+			}
+			if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/instance"] != etcd.Name || len(np.Spec.Ingress) != 3 {
+				return false, fmt.Sprintf("spec %+v", np.Spec)
+			}
+			return true, ""
+		})
+	}
+	for _, etcd := range etcds {
+		fenced(t, etcd)
+	}
+
+	t.Run("an edit is put back", func(t *testing.T) {
+		etcd := etcds[0]
+		np := &networkingv1.NetworkPolicy{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: etcd.Namespace, Name: etcd.Name + "-members"}, np); err != nil {
+			t.Fatal(err)
+		}
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} // open to all
+		if err := c.Update(context.Background(), np); err != nil {
+			t.Fatal(err)
+		}
+		fenced(t, etcd)
+	})
+
+	t.Run("turned off, the fences go", func(t *testing.T) {
+		if err := op.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		framework.StartOperator(t, env.RESTConfig(), framework.OperatorOptions{FeatureGates: gate(true)})
+		for _, etcd := range etcds {
+			key := types.NamespacedName{Namespace: etcd.Namespace, Name: etcd.Name + "-members"}
+			framework.Eventually(t, timeout, "NetworkPolicy "+key.String()+" removed", func(ctx context.Context) (bool, string) {
+				err := c.Get(ctx, key, &networkingv1.NetworkPolicy{})
+				return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+			})
+		}
+	})
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -235,6 +236,63 @@ func TestForgedDataLossReports(t *testing.T) {
 		refused(t, report(asPod("etcd-main-0"), "etcd-main-1", "etcd-main-1", false))
 		refused(t, report(asPod("etcd-main-1"), "etcd-main-1", "etcd-main-2", false))
 		noOrder(t, decides(t, recoveryplan.RuleDataRemains, "0 of 3 recorded voters proved"))
+	})
+
+	t.Run("only a Lease's own member pods and the operator say who holds it", func(t *testing.T) {
+		// holderIdentity and renewTime say which member a pod runs, of which cluster, whether it
+		// leads and answers; the rollout orders pods by them, the cluster ID is recorded from them.
+		holderRefused := func(t *testing.T, err error) {
+			t.Helper()
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may say which member holds it") {
+				t.Fatalf("err = %v, want Forbidden by the member report policy", err)
+			}
+			t.Log(err)
+		}
+		renew := func(who kubernetes.Interface, lease, holder string) error {
+			patch := fmt.Sprintf(`{"spec":{"holderIdentity":%q,"renewTime":%q}}`, holder, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+			_, err := who.CoordinationV1().Leases(ns).Patch(ctx, lease, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		}
+		leader := memberlease.HolderIdentity(0x101, 0xc1, true)
+		holderRefused(t, renew(asUser, "etcd-main-1", leader))
+		holderRefused(t, renew(asPod("etcd-main-0"), "etcd-main-1", leader))
+		if err := renew(asPod("etcd-main-1"), "etcd-main-1", leader); err != nil {
+			t.Fatalf("etcd-main-1 renewing its own Lease: %v", err)
+		}
+		// Only the renewal is guarded: a user may still annotate an unprotected Lease.
+		if _, err := asUser.CoordinationV1().Leases(ns).Patch(ctx, "etcd-main-1", types.MergePatchType, []byte(`{"metadata":{"annotations":{"note":"looked at"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("a user's note on an unprotected Lease: %v", err)
+		}
+
+		// A snapshot Lease is renewed by whichever member leads: any member pod, nobody else.
+		snap := resources.SnapshotLease(etcd, memberlease.FullSnapshotLeaseName(etcd))
+		if err := controllerutil.SetControllerReference(etcd, snap, c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		holderRefused(t, renew(asUser, snap.Name, "999999"))
+		if err := renew(asPod("etcd-main-2"), snap.Name, "1200"); err != nil {
+			t.Fatalf("a member pod recording a full snapshot: %v", err)
+		}
+
+		// Nor by creating an Etcd's Lease that already says who holds it, or labelling one into it.
+		forged := resources.MemberLease(etcd, resources.PodName(etcd, 3))
+		forged.Spec.HolderIdentity = &leader
+		_, err := asUser.CoordinationV1().Leases(ns).Create(ctx, forged, metav1.CreateOptions{})
+		holderRefused(t, err)
+		plain := forged.DeepCopy()
+		plain.Labels = nil
+		if _, err := asUser.CoordinationV1().Leases(ns).Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("a Lease of the user's own: %v", err)
+		}
+		relabel, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": forged.Labels}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = asUser.CoordinationV1().Leases(ns).Patch(ctx, plain.Name, types.MergePatchType, relabel, metav1.PatchOptions{})
+		holderRefused(t, err)
 	})
 
 	binding, err := env.Clientset().AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, framework.StackMemberReportPolicy, metav1.GetOptions{})

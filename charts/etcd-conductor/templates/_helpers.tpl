@@ -123,6 +123,27 @@ backupStores:
   {{- end }}
 {{- end }}
 {{- end }}
+{{- with .Values.memberNetworkPolicy }}
+{{- if .enabled }}
+memberNetworkPolicy:
+  enabled: true
+  {{- with .clientFrom }}
+  clientFrom:
+    {{- toYaml . | nindent 4 }}
+    # The operator talks to every member.
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ $.Release.Namespace }}
+      podSelector:
+        matchLabels:
+          {{- include "etcd-conductor.selectorLabels" $ | nindent 10 }}
+  {{- end }}
+  {{- with .metricsFrom }}
+  metricsFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
 {{- with .Values.watchNamespaces }}
 watchNamespaces:
   {{- toYaml . | nindent 2 }}

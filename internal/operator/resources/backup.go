@@ -210,7 +210,7 @@ func applyBackup(pod *corev1.PodSpec, e *druidv1alpha1.Etcd, localRoot string, r
 		flags.LocalRoot = backupLocalPath
 	}
 	agent.Args = slices.Concat(agent.Args, flags.Args(), args)
-	agent.Ports = append(agent.Ports, corev1.ContainerPort{Name: "backup-metrics", ContainerPort: BackupMetricsPort, Protocol: corev1.ProtocolTCP})
+	agent.Ports = append(agent.Ports, corev1.ContainerPort{Name: portNameBackupMetrics, ContainerPort: BackupMetricsPort, Protocol: corev1.ProtocolTCP})
 }
 
 // snapshotLeaseRule lets the member-agents read and patch the two snapshot Leases (the leading

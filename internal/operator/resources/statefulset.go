@@ -475,9 +475,9 @@ func etcdContainer(e *druidv1alpha1.Etcd, s Settings, st transport.Stages) corev
 		Args:    []string{"--config-file=" + EtcdConfigFile},
 		Env:     podEnv(),
 		Ports: []corev1.ContainerPort{
-			{Name: "client", ContainerPort: ClientPort(e), Protocol: corev1.ProtocolTCP},
-			{Name: "peer", ContainerPort: ServerPort(e), Protocol: corev1.ProtocolTCP},
-			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: portNameClient, ContainerPort: ClientPort(e), Protocol: corev1.ProtocolTCP},
+			{Name: portNamePeer, ContainerPort: ServerPort(e), Protocol: corev1.ProtocolTCP},
+			{Name: portNameMetrics, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

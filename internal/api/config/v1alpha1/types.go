@@ -13,6 +13,7 @@ import (
 	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -62,6 +63,9 @@ type OperatorConfiguration struct {
 	// BackupStores says where the backup stores an Etcd or an EtcdCopyBackupsTask names may be
 	// (etcd-conductor's own; etcd-druid takes any).
 	BackupStores BackupStoresConfiguration `json:"backupStores,omitempty"`
+	// MemberNetworkPolicy fences every Etcd's member ports with a NetworkPolicy the operator makes
+	// in the Etcd's namespace (etcd-conductor's own). Left out: none is made.
+	MemberNetworkPolicy *MemberNetworkPolicyConfiguration `json:"memberNetworkPolicy,omitempty"`
 
 	// etcd-druid's keys with no field of etcd-conductor's own (druid_types.go), so that its
 	// files load: server.metrics becomes metricsBindAddress unless that is set; the rest are
@@ -247,6 +251,20 @@ type BackupStoresConfiguration struct {
 	// MaxCopyObjectBytes is the largest object an EtcdCopyBackupsTask copies (0: 64 GiB, at most
 	// backupstore.MaxPutSize); a larger one fails the task before a byte of it is read.
 	MaxCopyObjectBytes int64 `json:"maxCopyObjectBytes,omitempty"`
+}
+
+// MemberNetworkPolicyConfiguration says who may reach an Etcd's member ports: the peer port is
+// open to the Etcd's own member pods alone, whatever is set here.
+type MemberNetworkPolicyConfiguration struct {
+	// Enabled makes the NetworkPolicy <etcd>-members beside every Etcd (and removes the ones it
+	// made once false).
+	Enabled bool `json:"enabled"`
+	// ClientFrom may reach the client port (mTLS); empty: anyone. List the operator's own pods
+	// here too: it talks to every member.
+	ClientFrom []networkingv1.NetworkPolicyPeer `json:"clientFrom,omitempty"`
+	// MetricsFrom may reach the plain-HTTP metrics ports (etcd's 2381, the member-agent's 2382);
+	// empty: nobody but the node's kubelet probes.
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // BackupStoreEndpoint allows one S3 endpoint pattern.

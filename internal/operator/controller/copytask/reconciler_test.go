@@ -233,7 +233,8 @@ func TestCopyRunsOffTheReconcile(t *testing.T) {
 	g.r.cfg.Copies, g.r.copies = 1, newCopies(1)
 	g.r.cfg.OpenStore = func(cfg backupstore.Config) (backupstore.Store, error) {
 		s, err := backupstore.New(cfg)
-		if err != nil || !strings.Contains(cfg.Container, "/src") {
+		// A Local store is opened within its Etcd's directory: the container is what lies below it.
+		if err != nil || cfg.Container != "src" {
 			return s, err
 		}
 		return blockingStore{Store: s, release: release, gets: gets}, nil

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ func managedObjects(e *druidv1alpha1.Etcd) []client.Object {
 		&corev1.Service{ObjectMeta: meta(resources.PeerServiceName(e))},
 		&corev1.Service{ObjectMeta: meta(resources.ClientServiceName(e))},
 		&policyv1.PodDisruptionBudget{ObjectMeta: meta(resources.PodDisruptionBudgetName(e))},
+		&networkingv1.NetworkPolicy{ObjectMeta: meta(resources.MemberNetworkPolicyName(e))},
 		&appsv1.StatefulSet{ObjectMeta: meta(resources.StatefulSetName(e))},
 		// Looked for even with backups off: ones left from when they were on are still ours.
 		&coordinationv1.Lease{ObjectMeta: meta(memberlease.FullSnapshotLeaseName(e))},

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,8 @@ type Reconciler struct {
 	requireTLS bool
 	// waitForBackup: the PDB allows no eviction while BackupReady is False (Config.WaitForBackupReady).
 	waitForBackup bool
+	// fence: Config.MemberFence.
+	fence *resources.MemberFence
 	// members asks the members and gives them orders (versions, downgrade, leadership); nil: what
 	// needs their word waits (a downgrade, a volume change).
 	members MemberCalls
@@ -114,6 +117,10 @@ type Config struct {
 	// BackupReach is the operator's backupStores: where an Etcd's store may be (Local roots, S3
 	// endpoints); one elsewhere is ERR_BACKUP_STORE and, for Local, mounts nothing.
 	BackupReach backupstore.Reach
+	// MemberFence is the operator's memberNetworkPolicy: who may reach each Etcd's member
+	// ports (resources.MemberNetworkPolicy). Nil: no NetworkPolicy is made, and those made
+	// before are removed.
+	MemberFence *resources.MemberFence
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
@@ -152,6 +159,7 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 		autoReconcile:     cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:        cfg.RequireTLS,
 		waitForBackup:     cfg.WaitForBackupReady,
+		fence:             cfg.MemberFence,
 		members:           cfg.Members,
 		trustRecheck:      cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
 		trustChecked:      map[string]time.Time{},
@@ -185,6 +193,8 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // if it holds patch there itself (no escalate verb).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch
+// delete: the member NetworkPolicy of an Etcd once memberNetworkPolicy is turned off (syncNetworkPolicy).
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
 // Pods are listed uncached to decide when a StatefulSet may leave OnDelete, while a downgrade is
 // under way to find a member that fails to start on its target (planVersion), and during a
@@ -326,6 +336,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		{"MemberLeases", syncMemberLeases, false},
 		{"SnapshotLeases", r.syncSnapshotLeases, false},
 		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
+		{"NetworkPolicy", r.syncNetworkPolicy, false},
 		{"StatefulSet", syncStatefulSet, true},
 	} {
 		if step.needsAllBefore && len(foreign) > 0 {
@@ -685,6 +696,28 @@ func (r *Reconciler) syncPodDisruptionBudget(ctx context.Context, etcd *druidv1a
 		obj.Spec.MinAvailable = desired.Spec.MinAvailable
 		obj.Spec.Selector = desired.Spec.Selector
 		obj.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+	})
+}
+
+// syncNetworkPolicy fences the Etcd's member ports as the operator is configured to (r.fence),
+// or, configured not to, deletes the fence it made before (only one this Etcd controls).
+func (r *Reconciler) syncNetworkPolicy(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+	if r.fence == nil {
+		obj := &networkingv1.NetworkPolicy{}
+		err := r.client.Get(ctx, client.ObjectKey{Namespace: etcd.Namespace, Name: resources.MemberNetworkPolicyName(etcd)}, obj)
+		if err != nil || !metav1.IsControlledBy(obj, etcd) {
+			return client.IgnoreNotFound(err)
+		}
+		if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NetworkPolicy %s, memberNetworkPolicy being off: %w", obj.Name, err)
+		}
+		return nil
+	}
+	desired := resources.MemberNetworkPolicy(etcd, *r.fence)
+	obj := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
+	return r.apply(ctx, etcd, obj, desired, func() {
+		obj.Labels = desired.Labels
+		obj.Spec = desired.Spec
 	})
 }
 
