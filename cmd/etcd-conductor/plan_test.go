@@ -36,6 +36,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 	defragctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
@@ -199,7 +200,7 @@ func TestPlanReadsStdin(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	got := decodeOneObject(t, stdout.Bytes())
-	if got["action"] != "delete" || got["rule"] != "participating/follower" || got["roleSource"] != "lease" {
+	if got["action"] != "delete" || got["rule"] != string(rollout.RuleParticipatingFollower) || got["roleSource"] != "lease" {
 		t.Fatalf("unexpected decision %v", got)
 	}
 }
@@ -357,7 +358,7 @@ func TestPlanLive(t *testing.T) {
 		if leader == "etcd-main-0" {
 			wantPod = "etcd-main-1"
 		}
-		if got["roleSource"] != "direct" || leader == "" || got["rule"] != "participating/follower" ||
+		if got["roleSource"] != "direct" || leader == "" || got["rule"] != string(rollout.RuleParticipatingFollower) ||
 			!reflect.DeepEqual(got["pods"], []any{wantPod}) || got["memberQueryError"] != nil {
 			t.Fatalf("with reachable members: %s", stdout.String())
 		}
@@ -793,8 +794,8 @@ func TestPlanText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Etcd shoot--dev--alpha/etcd-main, StatefulSet shoot--dev--alpha/etcd-main",
-		"rollout: wait [wait/backup-not-ready]\n  replacing the next member waits while BackupReady is False",
-		"membership: wait [wait/members-unknown]",
+		"rollout: wait [rollout/wait/backup-not-ready]\n  replacing the next member waits while BackupReady is False",
+		"membership: wait [membership/wait/members-unknown]",
 		"recovery: none",
 		"defragmentation: ",
 	} {

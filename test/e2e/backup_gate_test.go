@@ -7,7 +7,7 @@ import (
 	"time"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
 )
@@ -41,7 +41,7 @@ func TestRolloutWaitsForBackupStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	bumped := time.Now()
-	reason := string(backupgate.Rule.CamelCase())
+	reason := rollout.RuleBackupNotReady.CamelCase()
 	e.waitFor(ctx, "AllMembersUpdated "+reason, func(ctx context.Context) (bool, error) {
 		c, err := e.allMembersUpdated(ctx)
 		return err == nil && c != nil && c.Reason == reason, err

@@ -11,6 +11,8 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
@@ -120,7 +122,7 @@ func holdThenBringStoreBack(ctx context.Context, e *env, op heldOperation, stopp
 			break
 		}
 		if time.Since(heldFrom) > storeWaitBound {
-			t.Errorf("%s did not say it waits for the backup (%s) within %s of BackupReady False", op.what, backupgate.Rule, storeWaitBound)
+			t.Errorf("%s did not say it waits for the backup (%s) within %s of BackupReady False", op.what, backupgate.Wait, storeWaitBound)
 			break
 		}
 		if ok, err := backupReadyIs(e.cluster, druidv1alpha1.ConditionFalse)(ctx); !ok && err != nil {
@@ -139,7 +141,7 @@ func holdThenBringStoreBack(ctx context.Context, e *env, op heldOperation, stopp
 // update revision and not terminating (a deletion takes one away), its wait AllMembersUpdated's
 // reason.
 func rolloutHeld(e *env, what string) heldOperation {
-	reason := string(backupgate.Rule.CamelCase())
+	reason := rollout.RuleBackupNotReady.CamelCase()
 	return heldOperation{what: what,
 		step: func(ctx context.Context) (string, bool, error) {
 			sts, err := e.cluster.StatefulSet(ctx)
@@ -248,7 +250,7 @@ func defragHeld(e *env) heldOperation {
 		waiting: func(ctx context.Context) (bool, error) {
 			evs, err := readDefragEvents(ctx, e.stack, e.cluster.Namespace)
 			for _, w := range evs.waits {
-				if strings.Contains(w, "["+string(backupgate.DefragRule)+"]") {
+				if strings.Contains(w, "["+string(defrag.RuleBackupNotReady)+"]") {
 					return true, nil
 				}
 			}
@@ -265,7 +267,7 @@ func defragHeld(e *env) heldOperation {
 func scaleInStoreCell() matrixCell {
 	return matrixCell{run: func(t *testing.T, record func(matrixFigures)) {
 		op := framework.StartOperator(t, sharedStack(t).Cluster.RESTConfig(), operatorDefaults)
-		reason := string(backupgate.Rule.CamelCase())
+		reason := membership.RuleBackupNotReady.CamelCase()
 		var stopped time.Time
 		runScaleWith(t, scaleScenario{name: "matrix-5-to-3-" + faultStore, from: 5, to: 3,
 			promise: scaleNoQuorumLoss, record: record, backup: true,

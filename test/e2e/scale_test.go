@@ -23,6 +23,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/snapshot"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/seeding"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
@@ -704,7 +705,7 @@ func TestScaleInLeaderRemoved(t *testing.T) {
 	runScale(t, scaleScenario{name: "5-to-3-leader-last", promise: scaleNoQuorumLoss, from: 5, to: 3, beforeScale: func(ctx context.Context, e *env) {
 		leadOn(ctx, e, 4)
 	}, after: func(ctx context.Context, e *env) {
-		if len(scenariopkg.EventsWithin(ctx, e.cluster, "ScaleInMoveLeader", scenariopkg.EventDelivery)) == 0 {
+		if len(scenariopkg.EventsWithin(ctx, e.cluster, membership.RuleMoveLeader.CamelCase(), scenariopkg.EventDelivery)) == 0 {
 			t.Errorf("no ScaleInMoveLeader Event within %s: leadership was not moved off the member removed first", scenariopkg.EventDelivery)
 		}
 	}})
@@ -826,7 +827,7 @@ func TestScaleIn5To3TwoCutOff(t *testing.T) {
 				return false, err
 			}
 			c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeScaleOperationInProgress)
-			if c == nil || c.Reason != "WaitRemoveQuorum" {
+			if c == nil || c.Reason != membership.RuleRemoveUnsafe.CamelCase() {
 				return false, fmt.Errorf("condition %+v", c)
 			}
 			cond = *c

@@ -15,6 +15,7 @@ import (
 
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	"github.com/etcd-conductor/etcd-conductor/test/framework"
 	scenariopkg "github.com/etcd-conductor/etcd-conductor/test/scenario"
@@ -246,7 +247,7 @@ func TestRolloutHandoverFails(t *testing.T) {
 			// Events stay; lastOperation moves on with the next decision, so the check reads them.
 			e.waitFor(ctx, "the leader deleted after the failed handover (a LeaderDeleted Event naming participating/leader-handover-failed)", func(ctx context.Context) (bool, error) {
 				for _, ev := range e.eventsWithReasonPrefix(ctx, "LeaderDeleted") {
-					if strings.Contains(ev, "participating/leader-handover-failed") {
+					if strings.Contains(ev, string(rollout.RuleLeaderHandoverFailed)) {
 						return true, nil
 					}
 				}
@@ -327,7 +328,7 @@ func TestRolloutHandoverPartitioned(t *testing.T) {
 			e.waitFor(ctx, "the old leader's deletion held for "+muted, func(ctx context.Context) (bool, error) {
 				c, err := e.allMembersUpdated(ctx)
 				if err != nil || c == nil || !strings.Contains(c.Message, muted) ||
-					(c.Reason != "WaitHandoverTargetUnheard" && c.Reason != "WaitUpdatedNotParticipating") {
+					(c.Reason != rollout.RuleHandoverTargetUnheard.CamelCase() && c.Reason != rollout.RuleUpdatedNotParticipating.CamelCase()) {
 					return false, err
 				}
 				t.Logf("status: %s: %s", c.Reason, c.Message)
@@ -453,7 +454,7 @@ func (e *env) waitCatchUp(ctx context.Context, pod string) {
 	other := ""
 	e.waitFor(ctx, fmt.Sprintf("the catch-up gate waiting for %s over %d decisions (AllMembersUpdated reason WaitCatchUp)", pod, catchUpHolds), func(ctx context.Context) (bool, error) {
 		c, err := e.allMembersUpdated(ctx)
-		if err != nil || c == nil || c.Reason != "WaitCatchUp" || (len(holds) > 0 && c.Message == holds[len(holds)-1]) {
+		if err != nil || c == nil || c.Reason != rollout.RuleCatchUp.CamelCase() || (len(holds) > 0 && c.Message == holds[len(holds)-1]) {
 			return false, err
 		}
 		if !strings.Contains(c.Message, pod) {

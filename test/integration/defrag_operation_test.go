@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
+	defragplan "github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 )
 
@@ -70,8 +71,8 @@ func TestDefragmentationTakesTurnsThroughItsCondition(t *testing.T) {
 	if n := defragmented(); n != 0 {
 		t.Fatalf("%v members defragmented while a recovery was in flight", n)
 	}
-	if n := counted(t, metrics.Decisions, "rule", string(operation.WaitRule(operation.KindRecovery))); n != 1 {
-		t.Errorf("decisions under %s = %v, want 1", operation.WaitRule(operation.KindRecovery), n)
+	if n := counted(t, metrics.Decisions, "rule", string(operation.WaitRule(defragplan.Planner, operation.KindRecovery))); n != 1 {
+		t.Errorf("decisions under %s = %v, want 1", operation.WaitRule(defragplan.Planner, operation.KindRecovery), n)
 	}
 	setCondition(druidv1alpha1.ConditionTypeRecoveryInProgress, druidv1alpha1.ConditionFalse, clock)
 

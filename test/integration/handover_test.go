@@ -181,7 +181,7 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	if _, alive := rig.pod(t, oldLeader); !alive {
 		t.Fatalf("the leader's pod %s was deleted before leadership moved", oldLeader)
 	}
-	if op := rig.lastOperation(t); !strings.Contains(op, "[handover/move-leader]") || !strings.Contains(op, "to "+newLeader) {
+	if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/handover/move-leader]") || !strings.Contains(op, "to "+newLeader) {
 		t.Errorf("lastOperation %q, want the handover to %s", op, newLeader)
 	}
 	got := drainEvents(events)
@@ -196,7 +196,7 @@ func TestHandoverMovesLeadershipBeforeDeletingTheLeader(t *testing.T) {
 	if _, alive := rig.pod(t, oldLeader); alive {
 		t.Fatalf("old leader %s not deleted after the handover; last operation %q", oldLeader, rig.lastOperation(t))
 	}
-	if op := rig.lastOperation(t); !strings.Contains(op, "[participating/follower]") {
+	if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/participating/follower]") {
 		t.Errorf("old leader deleted by %q, want participating/follower", op)
 	}
 	if n := counted(t, metrics.LeaderDeletions, "rule", string(rollout.RuleParticipatingFollower)); n != 0 {
@@ -251,7 +251,7 @@ func TestHandoverRetriesAnotherTransferee(t *testing.T) {
 	if _, alive := rig.pod(t, leader); !alive {
 		t.Fatalf("old leader %s deleted while %s was still cut off; last operation %q", leader, muted, rig.lastOperation(t))
 	}
-	if op := rig.lastOperation(t); !strings.Contains(op, "[wait/handover-target-unheard]") || !strings.Contains(op, "would leave 1 of 3 voters known to be heard (quorum 2)") {
+	if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/wait/handover-target-unheard]") || !strings.Contains(op, "would leave 1 of 3 voters known to be heard (quorum 2)") {
 		t.Errorf("lastOperation %q, want the wait for %s with its numbers", op, muted)
 	}
 
@@ -264,7 +264,7 @@ func TestHandoverRetriesAnotherTransferee(t *testing.T) {
 		_, alive := rig.pod(t, leader)
 		return !alive, rig.lastOperation(t)
 	})
-	if op := rig.lastOperation(t); !strings.Contains(op, "[participating/follower]") {
+	if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/participating/follower]") {
 		t.Errorf("old leader deleted by %q, want participating/follower", op)
 	}
 }
@@ -316,7 +316,7 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	if _, alive := rig.pod(t, leader); !alive {
 		t.Fatalf("leader %s deleted while %v were cut off; last operation %q", leader, targets, rig.lastOperation(t))
 	}
-	if op := rig.lastOperation(t); !strings.Contains(op, "[wait/handover-target-unheard]") || !strings.Contains(op, "would leave 2 of 5 voters known to be heard (quorum 3)") {
+	if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/wait/handover-target-unheard]") || !strings.Contains(op, "would leave 2 of 5 voters known to be heard (quorum 3)") {
 		t.Errorf("lastOperation %q, want the wait for %v with its numbers", op, targets)
 	}
 
@@ -332,7 +332,7 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 	})
 	op := rig.lastOperation(t)
 	switch {
-	case strings.Contains(op, "[participating/leader-handover-failed]"):
+	case strings.Contains(op, "[rollout/participating/leader-handover-failed]"):
 		if !strings.Contains(op, "after 2 failed handovers (at most 2)") {
 			t.Errorf("lastOperation %q does not explain the fallback", op)
 		}
@@ -342,7 +342,7 @@ func TestHandoverFailuresFallBackToDeletingTheLeader(t *testing.T) {
 		if !hasEvent(drainEvents(events), "Warning LeaderDeleted deleting "+leader+" while it leads") {
 			t.Errorf("no LeaderDeleted event")
 		}
-	case strings.Contains(op, "[participating/follower]"):
+	case strings.Contains(op, "[rollout/participating/follower]"):
 		t.Logf("the healed members' raised term moved leadership first; %s went as a follower", leader)
 	default:
 		t.Errorf("leader deleted by %q, want the fallback or, once it lost leadership, as a follower", op)
@@ -425,7 +425,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 
 	t.Run("without the read, the readiness probe decides", func(t *testing.T) {
 		rig.reconcile(t, rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, withoutRead))
-		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
+		if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/wait/updated-not-participating]") {
 			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
 		}
 	})
@@ -437,7 +437,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 	watched := rig.reconciler(rig.pool, record.NewFakeRecorder(100), metrics, rollout.DefaultPolicy())
 	t.Run("a member that cannot serve holds the rollout and is watched", func(t *testing.T) {
 		rig.reconcile(t, watched)
-		if op := rig.lastOperation(t); !strings.Contains(op, "[wait/updated-not-participating]") {
+		if op := rig.lastOperation(t); !strings.Contains(op, "[rollout/wait/updated-not-participating]") {
 			t.Fatalf("lastOperation %q, want a wait for %s", op, replaced)
 		}
 		if n := testutil.ToFloat64(metrics.RejoinReads.WithLabelValues(rig.etcd.Namespace, rig.etcd.Name, "not-yet")); n != 1 {
@@ -472,7 +472,7 @@ func TestReplacedMemberCountsBackOnceItServesARead(t *testing.T) {
 		framework.Eventually(t, timeout, "the next follower deleted", func(context.Context) (bool, string) {
 			rig.reconcile(t, rec)
 			op := rig.lastOperation(t)
-			return strings.Contains(op, "[participating/follower]"), op
+			return strings.Contains(op, "[rollout/participating/follower]"), op
 		})
 		if op := rig.lastOperation(t); !strings.Contains(op, replaced+" served a linearizable read before its readiness probe passed") {
 			t.Errorf("lastOperation %q does not say that %s counted by its read", op, replaced)

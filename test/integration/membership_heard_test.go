@@ -84,7 +84,7 @@ func TestScaleInWaitsUntilTheLeaderHearsAQuorum(t *testing.T) {
 	})
 	c := scaleCondition(t, env, etcd)
 	for _, want := range []string{"not removing etcd-main-4 (", "(beyond the desired 3 members): 2 of 4 remaining voters heard by the leader, quorum 3",
-		"3/5 voters heard by the leader (quorum 3), 5/5 answered", "[wait/remove-quorum]"} {
+		"3/5 voters heard by the leader (quorum 3), 5/5 answered", "[membership/wait/remove-quorum]"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("condition message %q does not say %q", c.Message, want)
 		}

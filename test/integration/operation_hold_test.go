@@ -29,7 +29,7 @@ func TestANewOperationHoldsTheRollout(t *testing.T) {
 	saved := slices.Clone(operation.Holds)
 	operation.Holds = append(operation.Holds, operation.Hold{Condition: exampleCondition, Kind: exampleKind, Holder: "example controller"})
 	t.Cleanup(func() { operation.Holds = saved })
-	wantRule := operation.WaitRule(exampleKind)
+	wantRule := operation.WaitRule(rollout.Planner, exampleKind)
 
 	rig := newHandoverRig(t, testNamespace("operation-hold"), 3, followersUpdated)
 	ctx := context.Background()

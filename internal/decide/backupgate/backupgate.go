@@ -12,15 +12,12 @@ import (
 	"fmt"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 )
 
-// Rule is the id under which the rollout and membership planners wait while the gate holds;
-// CamelCase (WaitBackupNotReady) is the condition and Event reason.
-const Rule ruleid.ID = "wait/backup-not-ready"
-
-// DefragRule is the same wait in the defragmentation planner, whose ids all start "defrag/".
-const DefragRule ruleid.ID = "defrag/" + Rule
+// Wait is the wait every planner that reads the gate names while it holds, each under its own
+// qualifier: rollout's rule is "rollout/" + Wait, whose CamelCase (RolloutWaitBackupNotReady) is
+// the condition and Event reason.
+const Wait = "wait/backup-not-ready"
 
 // Gate is whether voluntary disruptions of one Etcd wait for its backup now.
 type Gate struct {

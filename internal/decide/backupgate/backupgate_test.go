@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 )
 
 func etcdWith(store bool, backup druidv1alpha1.ConditionStatus) *druidv1alpha1.Etcd {
@@ -54,10 +55,7 @@ func TestOf(t *testing.T) {
 }
 
 func TestRuleReasons(t *testing.T) {
-	if got := Rule.CamelCase(); got != "WaitBackupNotReady" {
-		t.Errorf("Rule reason %q", got)
-	}
-	if got := DefragRule.CamelCase(); got != "DefragWaitBackupNotReady" {
-		t.Errorf("DefragRule reason %q", got)
+	if got := ruleid.ID("defrag/" + Wait).CamelCase(); got != "DefragWaitBackupNotReady" {
+		t.Errorf("defrag's reason %q", got)
 	}
 }

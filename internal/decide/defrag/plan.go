@@ -23,21 +23,24 @@ import (
 // metrics.
 type RuleID = ruleid.ID
 
+// Planner qualifies every rule id of this planner ("defrag/leader").
+const Planner = "defrag"
+
 const (
-	RuleNotDue           RuleID = "defrag/not-due"
-	RuleRolloutInFlight  RuleID = "defrag/wait/rollout-in-flight"
-	RuleScaleInFlight    RuleID = "defrag/wait/scale-in-flight"
-	RuleMemberUnhealthy  RuleID = "defrag/wait/member-unhealthy"
-	RuleNoLeader         RuleID = "defrag/wait/no-leader"
-	RuleNoHeadroom       RuleID = "defrag/skip/no-headroom"
-	RuleFollower         RuleID = "defrag/follower"
-	RuleLeader           RuleID = "defrag/leader"
-	RuleDone             RuleID = "defrag/done"
-	RuleInvalidObserved  RuleID = "defrag/wait/invalid-observation"
-	RuleMemberNotInPlace RuleID = "defrag/wait/member-missing"
+	RuleNotDue           RuleID = Planner + "/not-due"
+	RuleRolloutInFlight  RuleID = Planner + "/wait/rollout-in-flight"
+	RuleScaleInFlight    RuleID = Planner + "/wait/scale-in-flight"
+	RuleMemberUnhealthy  RuleID = Planner + "/wait/member-unhealthy"
+	RuleNoLeader         RuleID = Planner + "/wait/no-leader"
+	RuleNoHeadroom       RuleID = Planner + "/skip/no-headroom"
+	RuleFollower         RuleID = Planner + "/follower"
+	RuleLeader           RuleID = Planner + "/leader"
+	RuleDone             RuleID = Planner + "/done"
+	RuleInvalidObserved  RuleID = Planner + "/wait/invalid-observation"
+	RuleMemberNotInPlace RuleID = Planner + "/wait/member-missing"
 	// RuleBackupNotReady postpones the run's next member while the Etcd's BackupReady is False
 	// and waiting for it is configured (package backupgate, DEP-01).
-	RuleBackupNotReady RuleID = backupgate.DefragRule
+	RuleBackupNotReady RuleID = Planner + "/" + backupgate.Wait
 )
 
 // Action is what the controller does next.
@@ -172,7 +175,7 @@ func ruleNoOtherOperation(o Observed) (Decision, bool) {
 	if len(ops) == 0 {
 		return Decision{}, false
 	}
-	return wait(operation.WaitRule(ops[0].Kind), "waiting for the %s to finish; %s", ops.Describe(), summary(o)), true
+	return wait(operation.WaitRule(Planner, ops[0].Kind), "waiting for the %s to finish; %s", ops.Describe(), summary(o)), true
 }
 
 // ruleBackupReady is DEP-01's "postpone potentially disruptive maintenance operations when the

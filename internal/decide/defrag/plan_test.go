@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 		{
 			name:       "recovery in flight",
 			o:          Observed{Due: true, Desired: 3, Members: three(), Operations: operation.Set{{Kind: operation.KindRecovery}}},
-			wantAction: ActionWait, wantRule: operation.WaitRule(operation.KindRecovery),
+			wantAction: ActionWait, wantRule: operation.WaitRule(Planner, operation.KindRecovery),
 		},
 		{
 			name:       "its own operation is not waited on",

@@ -70,15 +70,19 @@ const (
 // RuleID names a rule; ids are stable (Events, conditions, logs).
 type RuleID = ruleid.ID
 
+// Planner qualifies every rule id of this planner ("member-health/restart/participating"), so an
+// Event reason says which planner wrote it (MemberHealthRestartParticipating).
+const Planner = "member-health"
+
 const (
-	RuleDone              RuleID = "done"
-	RuleMembersUnknown    RuleID = "wait/members-unknown"
-	RuleHeardUnknown      RuleID = "wait/heard-unknown"
-	RuleQuorumLost        RuleID = "wait/quorum-lost"
-	RuleMajorityNotReady  RuleID = "wait/majority-not-ready"
-	RuleRestartUnsafe     RuleID = "wait/restart-quorum"
-	RuleRestartNonVoting  RuleID = "restart/non-participating"
-	RuleRestartHeardVoter RuleID = "restart/participating"
+	RuleDone              RuleID = Planner + "/done"
+	RuleMembersUnknown    RuleID = Planner + "/wait/members-unknown"
+	RuleHeardUnknown      RuleID = Planner + "/wait/heard-unknown"
+	RuleQuorumLost        RuleID = Planner + "/wait/quorum-lost"
+	RuleMajorityNotReady  RuleID = Planner + "/wait/majority-not-ready"
+	RuleRestartUnsafe     RuleID = Planner + "/wait/restart-quorum"
+	RuleRestartNonVoting  RuleID = Planner + "/restart/non-participating"
+	RuleRestartHeardVoter RuleID = Planner + "/restart/participating"
 )
 
 // Decision is Plan's answer.
@@ -134,10 +138,10 @@ func Plan(o Observed) Decision {
 		return Decision{Action: ActionWait, Rule: rule, Stuck: true, Reason: fmt.Sprintf(format, args...) + "; " + counts}
 	}
 	if o.RolloutInFlight {
-		return wait(operation.WaitRule(operation.KindRollout), "a member pod is outdated or terminating (rollout, or a restart in flight): no pod deleted")
+		return wait(operation.WaitRule(Planner, operation.KindRollout), "a member pod is outdated or terminating (rollout, or a restart in flight): no pod deleted")
 	}
 	if len(o.Operations) > 0 {
-		return wait(operation.WaitRule(o.Operations[0].Kind), "waiting for the %s to finish: no pod deleted", o.Operations.Describe())
+		return wait(operation.WaitRule(Planner, o.Operations[0].Kind), "waiting for the %s to finish: no pod deleted", o.Operations.Describe())
 	}
 	if 2*len(notReady) >= n {
 		return wait(RuleMajorityNotReady, "%d NotReady members of %d are no minority: restarting any is no scenario 9 (a majority NotReady is recovery's to judge)", len(notReady), n)

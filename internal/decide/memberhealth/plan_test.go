@@ -63,10 +63,10 @@ func TestPlan(t *testing.T) {
 		{name: "quorum lost", o: obs(healthy("etcd-main-0"), func() Member { m := healthy("etcd-main-1"); m.Heard = false; return m }(),
 			stuckFor("etcd-main-2", time.Hour, false)), want: RuleQuorumLost, inReason: []string{"hears 1 of 3 voters, a quorum is 2"}},
 		{name: "rollout in flight", o: obs(healthy("etcd-main-0"), healthy("etcd-main-1"), stuckFor("etcd-main-2", time.Hour, false)).with(func(o *Observed) { o.RolloutInFlight = true }),
-			want: operation.WaitRule(operation.KindRollout)},
+			want: operation.WaitRule(Planner, operation.KindRollout)},
 		{name: "defragmentation in flight", o: obs(healthy("etcd-main-0"), healthy("etcd-main-1"), stuckFor("etcd-main-2", time.Hour, false)).with(func(o *Observed) {
 			o.Operations = operation.Set{{Kind: operation.KindDefragmentation}}
-		}), want: operation.WaitRule(operation.KindDefragmentation)},
+		}), want: operation.WaitRule(Planner, operation.KindDefragmentation)},
 		{name: "members unknown", o: obs(healthy("etcd-main-0"), healthy("etcd-main-1"), stuckFor("etcd-main-2", time.Hour, false)).with(func(o *Observed) { o.MembersKnown = false }),
 			want: RuleMembersUnknown},
 		{name: "heard unknown", o: obs(healthy("etcd-main-0"), healthy("etcd-main-1"), stuckFor("etcd-main-2", time.Hour, false)).with(func(o *Observed) { o.HeardKnown = false }),

@@ -302,7 +302,7 @@ func ruleNoOtherOperation(v *view) *Decision {
 	if len(v.o.Operations) == 0 {
 		return nil
 	}
-	return decide(ActionWait, operation.WaitRule(v.o.Operations[0].Kind), "waiting for the %s to finish before changing the membership; %s",
+	return decide(ActionWait, operation.WaitRule(Planner, v.o.Operations[0].Kind), "waiting for the %s to finish before changing the membership; %s",
 		v.o.Operations.Describe(), v.summary())
 }
 

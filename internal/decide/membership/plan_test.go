@@ -546,11 +546,11 @@ func TestPeerURLFollowsPod(t *testing.T) {
 }
 
 // TestBackupWaitIsAScaleInProgress: a scale-in waiting for the backup is a membership change in
-// progress, so ScaleOperationInProgress stays True and carries WaitBackupNotReady.
+// progress, so ScaleOperationInProgress stays True and carries MembershipWaitBackupNotReady.
 func TestBackupWaitIsAScaleInProgress(t *testing.T) {
 	d := Plan(Observed{Desired: 3, StatefulSetReplicas: 5, Bootstrapped: true, MembersKnown: true, HeardKnown: true,
 		Backup: backupgate.Gate{Holds: true}, Members: []Member{leader(voter(0)), voter(1), voter(2), voter(3), voter(4)}})
-	if d.Rule != RuleBackupNotReady || !d.InProgress() || d.Rule.CamelCase() != "WaitBackupNotReady" {
+	if d.Rule != RuleBackupNotReady || !d.InProgress() || d.Rule.CamelCase() != "MembershipWaitBackupNotReady" {
 		t.Fatalf("Plan = %s (in progress %v), want %s in progress", d.Rule, d.InProgress(), RuleBackupNotReady)
 	}
 }

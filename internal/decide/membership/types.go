@@ -118,46 +118,50 @@ const (
 )
 
 // RuleID names the rule behind a decision; ids are stable (events, conditions, logs). CamelCase
-// (package ruleid) turns one into a condition or Event reason ("scale-out/add-learner" →
-// "ScaleOutAddLearner"), as for every planner's rules.
+// (package ruleid) turns one into a condition or Event reason ("membership/scale-out/add-learner" →
+// "MembershipScaleOutAddLearner"), as for every planner's rules.
 type RuleID = ruleid.ID
 
+// Planner qualifies every rule id of this planner ("membership/scale-out/add-learner"), so an
+// Event reason says which planner wrote it (MembershipScaleOutAddLearner).
+const Planner = "membership"
+
 const (
-	RuleHibernate         RuleID = "hibernate/set-replicas"
-	RuleWake              RuleID = "wake/set-replicas"
-	RuleMembersUnknown    RuleID = "wait/members-unknown"
-	RuleHeardUnknown      RuleID = "wait/heard-unknown"
-	RuleBootstrapReplicas RuleID = "bootstrap/set-replicas"
-	RuleLearnerUnwanted   RuleID = "learner/remove-unwanted"
-	RulePromote           RuleID = "learner/promote"
-	RulePromoteUnsafe     RuleID = "wait/promote-quorum"
-	RuleLearnerPod        RuleID = "scale-out/create-pod"
-	RuleLearnerStarting   RuleID = "wait/learner-starting"
-	RuleReplaceDataLost   RuleID = "replace/remove-data-lost"
-	RuleReplaceUnsafe     RuleID = "wait/replace-quorum"
-	RuleRolloutInFlight   RuleID = "wait/rollout-in-flight"
-	RuleMoveLeader        RuleID = "scale-in/move-leader"
-	RuleNoLeaderTarget    RuleID = "wait/no-leader-target"
-	RuleRemove            RuleID = "scale-in/remove-member"
-	RuleRemoveUnsafe      RuleID = "wait/remove-quorum"
-	RuleShrink            RuleID = "scale-in/shrink-statefulset"
-	RuleAddLearner        RuleID = "scale-out/add-learner"
-	RuleAddUnsafe         RuleID = "wait/add-quorum"
-	RuleSuperfluousGrace  RuleID = "wait/superfluous-grace"
-	RuleSettleReplicas    RuleID = "settle/set-replicas"
-	RuleDone              RuleID = "done"
-	RuleUpdatePeerURL     RuleID = "peer-url/follow-pod"
+	RuleHibernate         RuleID = Planner + "/hibernate/set-replicas"
+	RuleWake              RuleID = Planner + "/wake/set-replicas"
+	RuleMembersUnknown    RuleID = Planner + "/wait/members-unknown"
+	RuleHeardUnknown      RuleID = Planner + "/wait/heard-unknown"
+	RuleBootstrapReplicas RuleID = Planner + "/bootstrap/set-replicas"
+	RuleLearnerUnwanted   RuleID = Planner + "/learner/remove-unwanted"
+	RulePromote           RuleID = Planner + "/learner/promote"
+	RulePromoteUnsafe     RuleID = Planner + "/wait/promote-quorum"
+	RuleLearnerPod        RuleID = Planner + "/scale-out/create-pod"
+	RuleLearnerStarting   RuleID = Planner + "/wait/learner-starting"
+	RuleReplaceDataLost   RuleID = Planner + "/replace/remove-data-lost"
+	RuleReplaceUnsafe     RuleID = Planner + "/wait/replace-quorum"
+	RuleRolloutInFlight   RuleID = Planner + "/wait/rollout-in-flight"
+	RuleMoveLeader        RuleID = Planner + "/scale-in/move-leader"
+	RuleNoLeaderTarget    RuleID = Planner + "/wait/no-leader-target"
+	RuleRemove            RuleID = Planner + "/scale-in/remove-member"
+	RuleRemoveUnsafe      RuleID = Planner + "/wait/remove-quorum"
+	RuleShrink            RuleID = Planner + "/scale-in/shrink-statefulset"
+	RuleAddLearner        RuleID = Planner + "/scale-out/add-learner"
+	RuleAddUnsafe         RuleID = Planner + "/wait/add-quorum"
+	RuleSuperfluousGrace  RuleID = Planner + "/wait/superfluous-grace"
+	RuleSettleReplicas    RuleID = Planner + "/settle/set-replicas"
+	RuleDone              RuleID = Planner + "/done"
+	RuleUpdatePeerURL     RuleID = Planner + "/peer-url/follow-pod"
 	// RuleSeedUnverified: a seeded learner is not promoted before its keyspace is compared with
 	// the leader's at one revision (Member.Keyspace unknown or not comparable).
-	RuleSeedUnverified RuleID = "wait/seed-unverified"
+	RuleSeedUnverified RuleID = Planner + "/wait/seed-unverified"
 	// RuleSeedMismatch: a seeded learner's keyspace differs from the leader's at the same
 	// revision: the seed was not this cluster's data (a snapshot planted in the bucket). It is
 	// removed (a learner: no quorum is lost) and its pod restarted, which moves its data aside;
 	// it joins again, unseeded (internal/decide/seeding: data kept aside).
-	RuleSeedMismatch RuleID = "learner/remove-seed-mismatch"
+	RuleSeedMismatch RuleID = Planner + "/learner/remove-seed-mismatch"
 	// RuleBackupNotReady holds a scale-in while the Etcd's BackupReady is False and waiting for
 	// it is configured (package backupgate, DEP-01).
-	RuleBackupNotReady RuleID = backupgate.Rule
+	RuleBackupNotReady RuleID = Planner + "/" + backupgate.Wait
 )
 
 // Decision is Plan's answer.

@@ -27,7 +27,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 )
 
-// Kind names an operation. It becomes part of rule ids (wait/operation-in-flight/<kind>), so it
+// Kind names an operation. It becomes part of rule ids (<planner>/wait/operation-in-flight/<kind>), so it
 // is stable.
 type Kind string
 
@@ -122,15 +122,17 @@ func (s Set) Describe() string {
 	return strings.Join(parts, "; ")
 }
 
-// WaitRule is the rule id of a wait on operation kind k, the same in every planner:
-// wait/operation-in-flight/<kind>.
-func WaitRule(k Kind) ruleid.ID { return ruleid.ID(waitRulePrefix + string(k)) }
+// WaitRule is the rule id of planner's wait on operation kind k, spelled alike in every planner
+// and qualified by it: <planner>/wait/operation-in-flight/<kind>.
+func WaitRule(planner string, k Kind) ruleid.ID {
+	return ruleid.ID(planner + "/" + waitRuleInfix + string(k))
+}
 
-const waitRulePrefix = "wait/operation-in-flight/"
+const waitRuleInfix = "wait/operation-in-flight/"
 
 // IsWaitRule tells whether id is a wait on another operation (WaitRule): such a wait is not a
 // step of the waiting controller's own operation.
-func IsWaitRule(id ruleid.ID) bool { return strings.HasPrefix(string(id), waitRulePrefix) }
+func IsWaitRule(id ruleid.ID) bool { return strings.Contains(string(id), "/"+waitRuleInfix) }
 
 // Pod is what RolloutInFlight needs of a member pod.
 type Pod struct {

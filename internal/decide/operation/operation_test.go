@@ -59,10 +59,10 @@ func TestSet(t *testing.T) {
 	if !s.Has(KindRecovery) || s.Has(KindDefragmentation) {
 		t.Fatalf("Has is wrong on %v", s)
 	}
-	if id := WaitRule(KindDefragmentation); id != "wait/operation-in-flight/defragmentation" || !IsWaitRule(id) {
+	if id := WaitRule("rollout", KindDefragmentation); id != "rollout/wait/operation-in-flight/defragmentation" || !IsWaitRule(id) {
 		t.Fatalf("WaitRule = %q", id)
 	}
-	if IsWaitRule("wait/rollout-in-flight") {
+	if IsWaitRule("defrag/wait/rollout-in-flight") {
 		t.Fatal("a planner's own wait taken for a wait on another operation")
 	}
 }

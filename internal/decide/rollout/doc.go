@@ -6,8 +6,8 @@
 //
 // # Rules
 //
-// Plan runs an ordered list of small named rules; the first rule that does not pass decides. In
-// order:
+// Plan runs an ordered list of small named rules; the first rule that does not pass decides. Each
+// id below is qualified by the planner, "rollout/" (Planner) first: "rollout/done". In order:
 //
 //   - refuse/out-of-bounds: replicas, the number of pods or a pod's ordinal exceeds MaxMembers
 //     (the Etcd API's bound on spec.replicas). Such input is corrupt or hostile: nothing is

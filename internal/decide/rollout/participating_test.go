@@ -165,7 +165,7 @@ func TestConcurrentRolloutSequence(t *testing.T) {
 
 func TestDecisionJSONReadsTheOnePodForm(t *testing.T) {
 	var d Decision
-	if err := json.Unmarshal([]byte(`{"action":"delete","pod":"etcd-main-1","rule":"participating/follower","reason":"r"}`), &d); err != nil {
+	if err := json.Unmarshal([]byte(`{"action":"delete","pod":"etcd-main-1","rule":"rollout/participating/follower","reason":"r"}`), &d); err != nil {
 		t.Fatal(err)
 	}
 	if d.Action != ActionDelete || !slices.Equal(d.Pods, []string{"etcd-main-1"}) || d.Rule != RuleParticipatingFollower {

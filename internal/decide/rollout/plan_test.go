@@ -144,7 +144,7 @@ func TestRuleNoOtherOperation(t *testing.T) {
 			in: rolling.WithOperations(operation.Set{{Kind: operation.KindRollout}})},
 		{name: "done is done whatever is in flight", action: ActionDone, rule: RuleDone,
 			in: with(observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1"), pod("etcd-main-2")), operation.KindScale)},
-		{name: "a kind added later is waited on under its own id", action: ActionWait, rule: operation.WaitRule("example-maintenance"),
+		{name: "a kind added later is waited on under its own id", action: ActionWait, rule: operation.WaitRule(Planner, "example-maintenance"),
 			in: with(rolling, "example-maintenance")},
 	})
 	t.Run("HeldByOperation re-asks the rule alone", func(t *testing.T) {
@@ -351,17 +351,17 @@ func TestRuleReasons(t *testing.T) {
 		rule RuleID
 		want string
 	}{
-		{RuleDone, "Done"},
-		{RuleNonParticipatingDead, "NonParticipatingDead"},
-		{RuleNonParticipatingAlive, "NonParticipatingAliveUnready"},
-		{RuleUpdatedNotParticipating, "WaitUpdatedNotParticipating"},
-		{RuleParticipatingUnknownRole, "ParticipatingUnknownRole"},
-		{RuleSingleNode, "SingleNode"},
-		{RuleNoUpdateRevision, "WaitNoUpdateRevision"},
-		{RuleQuorumHeadroom, "WaitQuorumHeadroom"},
-		{RuleHandover, "HandoverMoveLeader"},
-		{RuleScaleInFlight, "WaitOperationInFlightScale"},
-		{RuleStrategyHoldInFlight, "WaitOperationInFlightStrategyHold"},
+		{RuleDone, "RolloutDone"},
+		{RuleNonParticipatingDead, "RolloutNonParticipatingDead"},
+		{RuleNonParticipatingAlive, "RolloutNonParticipatingAliveUnready"},
+		{RuleUpdatedNotParticipating, "RolloutWaitUpdatedNotParticipating"},
+		{RuleParticipatingUnknownRole, "RolloutParticipatingUnknownRole"},
+		{RuleSingleNode, "RolloutSingleNode"},
+		{RuleNoUpdateRevision, "RolloutWaitNoUpdateRevision"},
+		{RuleQuorumHeadroom, "RolloutWaitQuorumHeadroom"},
+		{RuleHandover, "RolloutHandoverMoveLeader"},
+		{RuleScaleInFlight, "RolloutWaitOperationInFlightScale"},
+		{RuleStrategyHoldInFlight, "RolloutWaitOperationInFlightStrategyHold"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.rule), func(t *testing.T) {

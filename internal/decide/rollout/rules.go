@@ -45,7 +45,7 @@ func ruleNoOtherOperation(v *view) verdict {
 	if len(v.o.Operations) == 0 {
 		return verdict{}
 	}
-	return wait(operation.WaitRule(v.o.Operations[0].Kind), nil, "waiting for the %s to finish before replacing pods; %s",
+	return wait(operation.WaitRule(Planner, v.o.Operations[0].Kind), nil, "waiting for the %s to finish before replacing pods; %s",
 		v.o.Operations.Describe(), v.summary())
 }
 

@@ -167,59 +167,63 @@ const (
 // reasons.
 type RuleID = ruleid.ID
 
+// Planner qualifies every rule id of this planner ("rollout/wait/catch-up"), so an Event reason
+// says which planner wrote it (RolloutWaitCatchUp).
+const Planner = "rollout"
+
 const (
 	// RuleOutOfBounds refuses an observation larger than any cluster the operator runs (replicas,
 	// pod count or a pod ordinal beyond MaxMembers): it is bad input, never a reason to act.
-	RuleOutOfBounds               RuleID = "refuse/out-of-bounds"
-	RuleNoUpdateRevision          RuleID = "wait/no-update-revision"
-	RuleDone                      RuleID = "done"
-	RuleSingleNode                RuleID = "single-node"
-	RuleNonParticipatingDead      RuleID = "non-participating/dead"
-	RuleNonParticipatingTransient RuleID = "non-participating/transient"
-	RuleNonParticipatingUnknown   RuleID = "non-participating/unknown"
-	RuleNonParticipatingAlive     RuleID = "non-participating/alive-unready"
+	RuleOutOfBounds               RuleID = Planner + "/refuse/out-of-bounds"
+	RuleNoUpdateRevision          RuleID = Planner + "/wait/no-update-revision"
+	RuleDone                      RuleID = Planner + "/done"
+	RuleSingleNode                RuleID = Planner + "/single-node"
+	RuleNonParticipatingDead      RuleID = Planner + "/non-participating/dead"
+	RuleNonParticipatingTransient RuleID = Planner + "/non-participating/transient"
+	RuleNonParticipatingUnknown   RuleID = Planner + "/non-participating/unknown"
+	RuleNonParticipatingAlive     RuleID = Planner + "/non-participating/alive-unready"
 	// RuleNewVolumeNoQuorum keeps a non-participating member whose pod would come back on a new,
 	// empty volume while the participating voters are no quorum: its data may be what brings
 	// the quorum back.
-	RuleNewVolumeNoQuorum        RuleID = "wait/new-volume-no-quorum"
-	RulePodTerminating           RuleID = "wait/pod-terminating"
-	RulePodMissing               RuleID = "wait/pod-missing"
-	RuleUpdatedNotParticipating  RuleID = "wait/updated-not-participating"
-	RuleScaleDown                RuleID = "wait/scale-down"
-	RuleParticipatingFollower    RuleID = "participating/follower"
-	RuleParticipatingUnknownRole RuleID = "participating/unknown-role"
-	RuleParticipatingLeader      RuleID = "participating/leader"
+	RuleNewVolumeNoQuorum        RuleID = Planner + "/wait/new-volume-no-quorum"
+	RulePodTerminating           RuleID = Planner + "/wait/pod-terminating"
+	RulePodMissing               RuleID = Planner + "/wait/pod-missing"
+	RuleUpdatedNotParticipating  RuleID = Planner + "/wait/updated-not-participating"
+	RuleScaleDown                RuleID = Planner + "/wait/scale-down"
+	RuleParticipatingFollower    RuleID = Planner + "/participating/follower"
+	RuleParticipatingUnknownRole RuleID = Planner + "/participating/unknown-role"
+	RuleParticipatingLeader      RuleID = Planner + "/participating/leader"
 	// RuleQuorumHeadroom waits while the voters already unavailable use up the quorum's
 	// headroom (or the cluster has none, as an even count of two).
-	RuleQuorumHeadroom RuleID = "wait/quorum-headroom"
+	RuleQuorumHeadroom RuleID = Planner + "/wait/quorum-headroom"
 	// RuleCatchUp waits for a voter that would remain to come within the applied-index bound.
-	RuleCatchUp RuleID = "wait/catch-up"
+	RuleCatchUp RuleID = Planner + "/wait/catch-up"
 	// RuleHandoverTargetUnheard holds a participating deletion while a member a handover failed
 	// to reach looks ready but cannot serve a linearizable read: the leader may not hear it.
-	RuleHandoverTargetUnheard RuleID = "wait/handover-target-unheard"
+	RuleHandoverTargetUnheard RuleID = Planner + "/wait/handover-target-unheard"
 	// RuleHandover moves leadership off the leader before its pod is deleted.
-	RuleHandover RuleID = "handover/move-leader"
+	RuleHandover RuleID = Planner + "/handover/move-leader"
 	// RuleLeaderNoTransferee deletes the leader without a handover: no updated voter that
 	// answered could take over (or the leader itself did not answer).
-	RuleLeaderNoTransferee RuleID = "participating/leader-no-transferee"
+	RuleLeaderNoTransferee RuleID = Planner + "/participating/leader-no-transferee"
 	// RuleLeaderHandoverFailed deletes the leader after the bounded handover attempts failed.
-	RuleLeaderHandoverFailed RuleID = "participating/leader-handover-failed"
+	RuleLeaderHandoverFailed RuleID = Planner + "/participating/leader-handover-failed"
 	// RuleNoCandidate is a safety net: no rule matched although the rollout is not done. The rule
 	// set is built so that this cannot happen; if it does, waiting is the safe answer.
-	RuleNoCandidate RuleID = "wait/no-candidate"
+	RuleNoCandidate RuleID = Planner + "/wait/no-candidate"
 	// RuleBackupNotReady waits while the Etcd's BackupReady is False and waiting for it is
 	// configured (package backupgate); outdated members that do not participate are still
 	// replaced, which costs the quorum nothing.
-	RuleBackupNotReady RuleID = backupgate.Rule
+	RuleBackupNotReady RuleID = Planner + "/" + backupgate.Wait
 )
 
 // The operation rules wait while another operation is in flight on the Etcd (package
 // operation): one id per kind of operation, operation.WaitRule(kind).
 var (
-	RuleScaleInFlight           = operation.WaitRule(operation.KindScale)
-	RuleRecoveryInFlight        = operation.WaitRule(operation.KindRecovery)
-	RuleDefragmentationInFlight = operation.WaitRule(operation.KindDefragmentation)
-	RuleStrategyHoldInFlight    = operation.WaitRule(operation.KindStrategyHold)
+	RuleScaleInFlight           = operation.WaitRule(Planner, operation.KindScale)
+	RuleRecoveryInFlight        = operation.WaitRule(Planner, operation.KindRecovery)
+	RuleDefragmentationInFlight = operation.WaitRule(Planner, operation.KindDefragmentation)
+	RuleStrategyHoldInFlight    = operation.WaitRule(Planner, operation.KindStrategyHold)
 )
 
 // Decision is the planner's answer for one observation.

@@ -21,13 +21,13 @@ func TestRolloutOperationRoundTrip(t *testing.T) {
 		state       string
 	}{
 		{"wait", rollout.Decision{Action: rollout.ActionWait, Rule: rollout.RuleUpdatedNotParticipating, Reason: "waiting for etcd-main-2 (updated)"}, roles.Resolution{Source: roles.SourceNone}, false,
-			"waiting for etcd-main-2 (updated) [wait/updated-not-participating]", OperationProcessing},
+			"waiting for etcd-main-2 (updated) [rollout/wait/updated-not-participating]", OperationProcessing},
 		{"delete with direct roles", rollout.Decision{Action: rollout.ActionDelete, Rule: rollout.RuleParticipatingFollower, Reason: "deleting etcd-main-0"}, roles.Resolution{Source: roles.SourceDirect}, true,
-			"deleting etcd-main-0 [participating/follower] (roles: direct)", OperationProcessing},
+			"deleting etcd-main-0 [rollout/participating/follower] (roles: direct)", OperationProcessing},
 		{"delete with lease roles", rollout.Decision{Action: rollout.ActionDelete, Rule: rollout.RuleParticipatingLeader, Reason: "deleting etcd-main-0"}, roles.Resolution{Source: roles.SourceLease, Detail: "members not asked: x [y]"}, true,
-			"deleting etcd-main-0 [participating/leader] (roles: lease: members not asked: x [y])", OperationProcessing},
+			"deleting etcd-main-0 [rollout/participating/leader] (roles: lease: members not asked: x [y])", OperationProcessing},
 		{"done", rollout.Decision{Action: rollout.ActionDone, Rule: rollout.RuleDone, Reason: "all 3 pods run revision r"}, roles.Resolution{Source: roles.SourceNone}, false,
-			"all 3 pods run revision r [done]", OperationSucceeded},
+			"all 3 pods run revision r [rollout/done]", OperationSucceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			op := RolloutOperation(tc.d, tc.res, tc.needs, "rev-new", at)

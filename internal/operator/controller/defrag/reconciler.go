@@ -386,7 +386,7 @@ func (r *Reconciler) hold(ctx context.Context, etcd *druidv1alpha1.Etcd, s *sche
 		return nil, err
 	}
 	if others := operation.Of(fresh).Except(operation.KindDefragmentation); len(others) > 0 {
-		return &defrag.Decision{Action: defrag.ActionWait, Rule: operation.WaitRule(others[0].Kind),
+		return &defrag.Decision{Action: defrag.ActionWait, Rule: operation.WaitRule(defrag.Planner, others[0].Kind),
 			Reason: fmt.Sprintf("waiting for the %s to finish before defragmenting %s", others.Describe(), d.Member)}, nil
 	}
 	if g := backupgate.Of(fresh, r.cfg.WaitForBackupReady); g.Holds {

@@ -254,7 +254,7 @@ func TestAllMembersUpdatedCarriesRolloutDecision(t *testing.T) {
 		member{revision: "rev-old", ready: true, leaseAge: time.Second, role: "Member"},
 		member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"})
 	o.Etcd.Status.LastOperation = &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new",
-		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [wait/updated-not-participating]"}
+		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [rollout/wait/updated-not-participating]"}
 	c := cond(Compute(o), druidv1alpha1.ConditionTypeAllMembersUpdated)
 	if !strings.Contains(c.Message, "waiting for etcd-main-2") || !strings.Contains(c.Message, "2/3") {
 		t.Errorf("message = %q", c.Message)

@@ -62,10 +62,10 @@ func TestAllMembersUpdatedCondition(t *testing.T) {
 	outdated := member{revision: "rev-old", ready: true, leaseAge: time.Second, role: "Member"}
 	rejoining := member{revision: "rev-new", ready: false, leaseAge: time.Second, role: "Member"}
 	waiting := &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new",
-		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [wait/updated-not-participating]"}
+		Description: "waiting for etcd-main-2 (updated) to rejoin the quorum [rollout/wait/updated-not-participating]"}
 	deleting := &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new",
-		Description: "deleting etcd-main-1 (follower, outdated): every updated pod participates; 3/3 participating, 1 outdated [participating/follower] (roles: direct)"}
-	staleDone := &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new", Description: "all 3 pods run revision rev-new [done]"}
+		Description: "deleting etcd-main-1 (follower, outdated): every updated pod participates; 3/3 participating, 1 outdated [rollout/participating/follower] (roles: direct)"}
+	staleDone := &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-new", Description: "all 3 pods run revision rev-new [rollout/done]"}
 	olderRevision := &druidv1alpha1.LastOperation{Type: etcdstatus.OperationRollout, RunID: "rev-old", Description: waiting.Description}
 	for _, tc := range []struct {
 		name     string
@@ -81,9 +81,9 @@ func TestAllMembersUpdatedCondition(t *testing.T) {
 		{name: "all updated", strategy: appsv1.OnDeleteStatefulSetStrategyType, members: []member{healthy, healthy, healthy}, op: staleDone,
 			status: druidv1alpha1.ConditionTrue, reason: ReasonAllMembersUpdated, message: "all 3 members run revision rev-new"},
 		{name: "waiting rule is the reason", strategy: appsv1.OnDeleteStatefulSetStrategyType, members: []member{healthy, outdated, rejoining}, op: waiting,
-			status: druidv1alpha1.ConditionFalse, reason: "WaitUpdatedNotParticipating", message: "2/3 members at revision rev-new; outdated: etcd-main-1; waiting for etcd-main-2"},
+			status: druidv1alpha1.ConditionFalse, reason: "RolloutWaitUpdatedNotParticipating", message: "2/3 members at revision rev-new; outdated: etcd-main-1; waiting for etcd-main-2"},
 		{name: "deleting rule is the reason", strategy: appsv1.OnDeleteStatefulSetStrategyType, members: []member{healthy, outdated, healthy}, op: deleting,
-			status: druidv1alpha1.ConditionFalse, reason: "ParticipatingFollower", message: "[participating/follower] (roles: direct)"},
+			status: druidv1alpha1.ConditionFalse, reason: "RolloutParticipatingFollower", message: "[rollout/participating/follower] (roles: direct)"},
 		{name: "a done recorded before the new revision holds nothing", strategy: appsv1.OnDeleteStatefulSetStrategyType, members: []member{healthy, outdated, healthy}, op: staleDone,
 			status: druidv1alpha1.ConditionFalse, reason: ReasonNotAllMembersUpdated, message: "outdated: etcd-main-1"},
 		{name: "decision for another revision is ignored", strategy: appsv1.OnDeleteStatefulSetStrategyType, members: []member{healthy, outdated, rejoining}, op: olderRevision,
