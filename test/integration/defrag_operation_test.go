@@ -14,8 +14,8 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
 	defragplan "github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 )
 

@@ -123,7 +123,7 @@ func isRuleIDType(x ast.Expr) bool {
 // so an Event reason or a metric label says which planner wrote it.
 func ruleIDProblems(ids map[string][]string) []string {
 	var problems []string
-	owner := map[string]string{}   // first element → package
+	owner := map[string]string{}    // first element → package
 	declared := map[string]string{} // id → package
 	for _, pkg := range slices.Sorted(maps.Keys(ids)) {
 		for _, id := range ids[pkg] {
