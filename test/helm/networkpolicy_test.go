@@ -44,8 +44,12 @@ func TestMemberNetworkPolicyConfiguration(t *testing.T) {
 			t.Fatalf("clientFrom %+v, want the peer given and the operator", from)
 		}
 		operator := from[1]
+		pods, err := metav1.LabelSelectorAsSelector(operator.PodSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if operator.NamespaceSelector == nil || operator.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != releaseNamespace ||
-			operator.PodSelector == nil || !mustSelector(t, operator.PodSelector).Matches(labels.Set(r.deployment.Spec.Template.Labels)) {
+			operator.PodSelector == nil || !pods.Matches(labels.Set(r.deployment.Spec.Template.Labels)) {
 			t.Errorf("clientFrom's last peer %+v does not select the manager's pods %v in %s", operator, r.deployment.Spec.Template.Labels, releaseNamespace)
 		}
 	})
@@ -55,13 +59,4 @@ func TestMemberNetworkPolicyConfiguration(t *testing.T) {
 			t.Errorf("memberNetworkPolicy %+v, want none: the operator then removes the ones it made", cfg.MemberNetworkPolicy)
 		}
 	})
-}
-
-func mustSelector(t *testing.T, s *metav1.LabelSelector) labels.Selector {
-	t.Helper()
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sel
 }
