@@ -208,7 +208,8 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 //  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
 //     and change nothing, so a bad edit never deletes or restarts a member;
 //  2. converge, in order: ServiceAccount, member-agent Role and RoleBinding, ConfigMap, peer and
-//     client Services, member Leases, PodDisruptionBudget, StatefulSet. An object that exists
+//     client Services, member Leases, PodDisruptionBudget, StatefulSet, NetworkPolicy (when the
+//     operator is configured to fence the members). An object that exists
 //     under one of these names but is not controlled by this Etcd is never adopted: it is left as
 //     it is and reported (ERR_FOREIGN_OBJECT, a ForeignObject Event), the other objects are still
 //     converged so every such object is reported at once, and the StatefulSet, which needs all
@@ -336,8 +337,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		{"MemberLeases", syncMemberLeases, false},
 		{"SnapshotLeases", r.syncSnapshotLeases, false},
 		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
-		{"NetworkPolicy", r.syncNetworkPolicy, false},
 		{"StatefulSet", syncStatefulSet, true},
+		// After the StatefulSet, which does not need it: a foreign object under its name is
+		// reported, and holds no member back. The pods it fences take seconds to start.
+		{"NetworkPolicy", r.syncNetworkPolicy, false},
 	} {
 		if step.needsAllBefore && len(foreign) > 0 {
 			log.Info("Not syncing a step while objects it needs belong to something else", "step", step.name)
