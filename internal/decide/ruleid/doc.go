@@ -1,7 +1,8 @@
 // Package ruleid is the type of a planner's rule ids and the one place an id becomes a reason.
-// Every planner (rollout, membership, memberhealth, recovery, defrag, updatestrategy) names the
-// rule behind a decision with a stable id such as "non-participating/dead": the plan command
-// prints it, metrics are labelled with it and, through CamelCase, it becomes the condition and
-// Event reason. The planners declare their ids as this type (their RuleID is an alias of ID), so
-// none has to import another planner to spell a reason. It imports nothing of the project.
+// Every planner names the rule behind a decision with a stable id such as "non-participating/dead":
+// the plan command prints it, metrics are labelled with it and, through ID.CamelCase, it becomes
+// the condition and Event reason ("NonParticipatingDead"). The planners declare their ids as ID
+// (the rollout, membership, memberhealth, recovery, defrag, updatestrategy and seeding planners
+// through an alias, RuleID), so none has to import another planner to spell a reason. It imports
+// nothing of the project.
 package ruleid

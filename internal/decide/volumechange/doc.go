@@ -6,8 +6,8 @@
 // promoted once it caught up. The old claims, and the data on them, are left where they are.
 //
 // That is only safe while the other members hold the data and a quorum: the change waits until
-// every member is ready, and is refused for fewer than three members (the one member replaced
-// would be the only one, and would start empty: a backup and restore is the way there). Before the
+// every member is ready, and is refused for fewer than three members (the one member replaced would
+// be the only one, and would start empty: a backup and restore is the way there). Before the
 // StatefulSet is created again, leadership goes to the highest ordinal, so the members move in
 // ordinal order, which the StatefulSet controller needs (see RuleLeaderLast).
 //
@@ -24,5 +24,8 @@
 // in flight (settle.go): the members on the new claims and ready, or every claim grown; then it
 // names the old claims kept with their data.
 //
-// Pure: Plan is a function of what it is given, one named rule per answer.
+// Plan returns the claim template to render, whether to create the StatefulSet again, the claims to
+// grow and, once done, the old claims kept; the Etcd reconciler (internal/operator/controller/etcd,
+// volume.go) carries it out. Pure: Plan is a function of what it is given, one named rule per
+// answer, property-tested.
 package volumechange
