@@ -1,4 +1,5 @@
-// Package version says which build of etcd-conductor runs: the release (the Helm chart's
-// appVersion, which names the image the chart installs) and the commit the binary was built
-// from, as Go records it.
+// Package version says which build of etcd-conductor runs: the release (Version, the Helm chart's
+// appVersion, which names the image the chart installs; a test holds the two together) and the
+// build (Current: the commit `make build` stamps with -ldflags -X, else what Go recorded, and
+// whether the checkout was modified), for `etcd-conductor version` and the manager's start-up log.
 package version
