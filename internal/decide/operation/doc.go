@@ -8,15 +8,15 @@
 // Every other controller reads the same conditions through Of (In for a bare list of conditions)
 // and waits, each with a named rule of its planner, while an operation not its own is in flight:
 //
-//	condition                  kind             held by                 released when
-//	ScaleOperationInProgress   scale            membership controller   the members match
-//	                                                                    spec.replicas
-//	RecoveryInProgress         recovery         recovery controller     the restored member leads, or
-//	                                                                    the restore is called off
-//	DefragmentationInProgress  defragmentation  defragmentation ctrl.   the member's defragmentation
-//	                                                                    returns (or times out)
-//	UpdateStrategyHeld         strategy-hold    Etcd reconciler         the StatefulSet is handed to
-//	                                                                    RollingUpdate
+//	condition                  kind             held by                released when
+//	ScaleOperationInProgress   scale            membership controller  the members match
+//	                                                                   spec.replicas
+//	RecoveryInProgress         recovery         recovery controller    the restored member leads, or
+//	                                                                   the restore is called off
+//	DefragmentationInProgress  defragmentation  defragmentation ctrl.  the member's defragmentation
+//	                                                                   returns (or times out)
+//	UpdateStrategyHeld         strategy-hold    Etcd reconciler        the StatefulSet is handed to
+//	                                                                   RollingUpdate
 //
 // A rollout holds no condition: it is in flight while a member pod is not at the StatefulSet's
 // update revision or is terminating (RolloutInFlight), which every controller sees in the objects
