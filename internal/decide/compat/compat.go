@@ -1,6 +1,3 @@
-// Package compat says which of etcd-druid's Etcd fields an Etcd sets that etcd-conductor accepts
-// but does not act on, and why. It is a pure function of the spec, so the reconciler's Event, the
-// table in docs/etcd.md and the tests agree.
 package compat
 
 import (

@@ -1,26 +1,3 @@
-// Package seeding decides whether a member joining a running cluster as a learner starts from the
-// latest full snapshot of its backup store (issue #28, DEP-01 "restores only the latest full
-// snapshot") instead of an empty data dir. It does no I/O and reads no clock.
-//
-// Why the rules are what they are (measured and read in etcd's source, docs/benchmarks.md,
-// "Seeding a joining member"):
-//
-//   - etcd's leader replicates by the follower's raft log, not by its database: a member whose
-//     data dir holds only a database (no WAL) has log index 0 and is sent the leader's whole
-//     database as a raft snapshot, which replaces the seed. A seed is useful only with a WAL and
-//     raft snapshot record at the database's consistent index and term, under the member ID the
-//     learner was added with and the running cluster's ID (internal/member/restore, Seed).
-//   - The leader keeps only the last --snapshot-catchup-entries entries (5000 by default; it
-//     compacts every 100 applied entries, etcd 3.6/3.7 server.go compactRaftLog). A seed further
-//     behind is replaced by the leader's snapshot all the same (safe, but the download was for
-//     nothing), so it is not fetched.
-//   - Raft trusts a follower's log up to its commit index: a seed from another raft history
-//     (another cluster, or this Etcd before a restore, which starts a new cluster ID) would be
-//     taken as this cluster's entries. Only a full snapshot whose recorded origin names the
-//     running cluster's ID (and this Etcd) is used; one without a record is not.
-//
-// A seeded learner still catches up from the leader and is promoted only through the
-// membership controller's catch-up gate, as an empty one.
 package seeding
 
 import (

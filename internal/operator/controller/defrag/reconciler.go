@@ -1,13 +1,3 @@
-// Package defrag holds the defragmentation controller: it runs spec.etcd.defragmentationSchedule.
-// At each scheduled time it starts a run and, step by step, asks the pure planner
-// (internal/decide/defrag) which member to defragment next, defragments that one member over mTLS
-// (Maintenance.Defragment, bounded by spec.etcd.etcdDefragTimeout) and looks again, so every step
-// is decided on fresh health. It reports each member's database size before and after, and the
-// duration, as an Event and metrics.
-//
-// The schedule lives in memory: after an operator restart the next run is the schedule's next time
-// from then. A schedule that does not parse keeps the previous one (the Etcd reconciler reports
-// the error).
 package defrag
 
 import (
