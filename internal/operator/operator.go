@@ -107,7 +107,8 @@ func NewScheme() (*runtime.Scheme, error) {
 // it is read again.
 const secretCacheTTL = 10 * time.Minute
 
-// New creates the manager and registers the etcd, status, ondelete and membership controllers.
+// New creates the manager and registers its controllers: etcd, status, ondelete, membership,
+// defragmentation, recovery, EtcdOpsTask and, when enabled, EtcdCopyBackupsTask.
 func New(restCfg *rest.Config, o Options) (*Operator, error) {
 	cfg := o.Config
 	scheme, err := NewScheme()

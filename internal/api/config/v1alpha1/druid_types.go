@@ -10,7 +10,7 @@ import (
 // They are declared so that a file written for etcd-druid decodes, still strictly: a misspelled
 // key inside them is an error naming it, as anywhere else. Every one is a pointer, so that
 // Ignored can tell a key written in the file from one left out. Which of them are acted on, and
-// why the others are not, is in druid_aliases.go and ignored.go.
+// why the others are not, is in druid_honoured.go and ignored.go.
 
 // ServerConfiguration is etcd-druid's server: its webhook server and its metrics endpoint.
 type ServerConfiguration struct {
