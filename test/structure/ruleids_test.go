@@ -13,26 +13,29 @@ import (
 	"testing"
 )
 
-// ruleIDs are the rule ids the planners under internal/decide declare as constants, by package
-// directory name: every const whose type is RuleID (the planners' alias) or ruleid.ID, its value
-// evaluated as the compiler would (string literals, constants of the package or of another
-// planner, +).
+// ruleIDs are the rule ids declared as constants anywhere under internal/, by the planner they
+// belong to: every const whose type is RuleID (a planner's alias: that planner), ruleid.ID (the
+// declaring package) or <planner>.RuleID (a controller's own waits: that planner), its value
+// evaluated as the compiler would (string literals, constants of the package or of another, +).
+// Packages are told apart by name, which the planners' are.
 func ruleIDs(t *testing.T) map[string][]string {
 	t.Helper()
-	root := filepath.Join(repoRoot(t), "internal", "decide")
-	entries, err := os.ReadDir(root)
+	var dirs []string
+	err := filepath.WalkDir(filepath.Join(repoRoot(t), "internal"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every string constant by package name, then by const name, as written.
 	consts := map[string]map[string]ast.Expr{}
-	typed := map[string][]string{} // package → the names of its rule id constants
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
+	type typedConst struct{ pkg, name string }
+	typed := map[string][]typedConst{} // planner → its rule id constants
+	for _, dir := range dirs {
 		fset := token.NewFileSet()
-		dir := filepath.Join(root, e.Name())
 		files, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -60,8 +63,8 @@ func ruleIDs(t *testing.T) map[string][]string {
 						if i < len(vs.Values) {
 							consts[pkg][name.Name] = vs.Values[i]
 						}
-						if isRuleIDType(vs.Type) {
-							typed[pkg] = append(typed[pkg], name.Name)
+						if planner, ok := ruleIDPlanner(pkg, vs.Type); ok {
+							typed[planner] = append(typed[planner], typedConst{pkg, name.Name})
 						}
 					}
 				}
@@ -96,28 +99,40 @@ func ruleIDs(t *testing.T) map[string][]string {
 		return "", false
 	}
 	ids := map[string][]string{}
-	for pkg, names := range typed {
-		for _, name := range names {
-			v, ok := eval(pkg, consts[pkg][name])
+	for planner, cs := range typed {
+		for _, c := range cs {
+			v, ok := eval(c.pkg, consts[c.pkg][c.name])
 			if !ok {
-				t.Fatalf("%s.%s: a rule id the test cannot evaluate (literals, constants and + only)", pkg, name)
+				t.Fatalf("%s.%s: a rule id the test cannot evaluate (literals, constants and + only)", c.pkg, c.name)
 			}
-			ids[pkg] = append(ids[pkg], v)
+			ids[planner] = append(ids[planner], v)
 		}
 	}
 	return ids
 }
 
-func isRuleIDType(x ast.Expr) bool {
+// ruleIDPlanner tells whether a const of type x, declared in package pkg, is a rule id, and whose.
+func ruleIDPlanner(pkg string, x ast.Expr) (string, bool) {
 	switch x := x.(type) {
 	case *ast.Ident:
-		return x.Name == "RuleID"
+		return pkg, x.Name == "RuleID"
 	case *ast.SelectorExpr:
-		pkg, ok := x.X.(*ast.Ident)
-		return ok && pkg.Name == "ruleid" && x.Sel.Name == "ID"
+		other, ok := x.X.(*ast.Ident)
+		switch {
+		case !ok:
+			return "", false
+		case other.Name == "ruleid" && x.Sel.Name == "ID":
+			return pkg, true
+		case x.Sel.Name == "RuleID":
+			return other.Name, true
+		}
 	}
-	return false
+	return "", false
 }
+
+// genericFirst are words that start a rule's own part ("rollout/wait/catch-up") and name no
+// planner: an id starting with one is not qualified.
+var genericFirst = map[string]bool{"wait": true, "done": true, "skip": true, "refuse": true, "retry": true, "fail": true}
 
 // ruleIDProblems: a rule id must be unique, and its first element must name one planner alone,
 // so an Event reason or a metric label says which planner wrote it.
@@ -132,7 +147,7 @@ func ruleIDProblems(ids map[string][]string) []string {
 			}
 			declared[id] = pkg
 			first, _, qualified := strings.Cut(id, "/")
-			if !qualified {
+			if !qualified || genericFirst[first] {
 				problems = append(problems, pkg+"'s rule id "+id+" is not qualified by its planner (<planner>/…)")
 				continue
 			}
@@ -161,6 +176,7 @@ func TestRuleIDsNameTheirPlanner(t *testing.T) {
 		{"an id declared twice", map[string][]string{"rollout": {"rollout/done"}, "membership": {"rollout/done"}}},
 		{"a first element shared", map[string][]string{"rollout": {"wait/catch-up"}, "membership": {"wait/remove-quorum"}}},
 		{"an unqualified id", map[string][]string{"rollout": {"done"}}},
+		{"an id starting with a rule's own word", map[string][]string{"membership": {"wait/learner-catching-up"}}},
 	} {
 		t.Run("planted: "+plant.name, func(t *testing.T) {
 			if len(ruleIDProblems(plant.ids)) == 0 {

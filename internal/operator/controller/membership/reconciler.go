@@ -271,9 +271,9 @@ func (r *Reconciler) ageForeign(key string, members []membership.Member) {
 // The controller's own waits, when etcd refuses a step the planner chose.
 const (
 	// RuleLearnerNotReady: etcd refused a promotion, the learner has not caught up.
-	RuleLearnerNotReady membership.RuleID = "wait/learner-catching-up"
+	RuleLearnerNotReady membership.RuleID = membership.Planner + "/wait/learner-catching-up"
 	// RuleClusterSettling: etcd refused a membership change while a voter is freshly connected.
-	RuleClusterSettling membership.RuleID = "wait/cluster-settling"
+	RuleClusterSettling membership.RuleID = membership.Planner + "/wait/cluster-settling"
 )
 
 func describe(m *membership.Member) string {
