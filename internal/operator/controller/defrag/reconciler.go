@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
@@ -119,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !etcd.DeletionTimestamp.IsZero() {
+	if !etcd.DeletionTimestamp.IsZero() || takeover.Decide(etcd).Held {
 		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

@@ -30,6 +30,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/specgate"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/updatestrategy"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
@@ -228,6 +229,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !etcd.DeletionTimestamp.IsZero() {
 		// Owned objects go with the Etcd through their owner references.
+		return ctrl.Result{}, nil
+	}
+	if held := takeover.Decide(etcd); held.Held {
+		// Nothing is written, the protection mark included: the objects are druid's.
+		log.Info("Etcd left alone", "rule", held.Rule, "reason", held.Reason)
+		r.recorder.Event(etcd, corev1.EventTypeWarning, held.Rule.CamelCase(), held.Reason)
 		return ctrl.Result{}, nil
 	}
 	if err := r.syncProtection(ctx, etcd); err != nil {

@@ -26,6 +26,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/priority"
@@ -143,7 +144,7 @@ func clusterKey(etcd *druidv1alpha1.Etcd) string {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	view, err := r.read(ctx, r.cfg.Client, req.NamespacedName)
-	if err != nil || view == nil {
+	if err != nil || view == nil || takeover.Decide(view.etcd).Held {
 		return ctrl.Result{}, err
 	}
 	etcd := view.etcd

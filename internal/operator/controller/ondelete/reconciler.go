@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
@@ -182,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := logr.FromContextOrDiscard(ctx)
 
 	sts, etcd, pods, err := r.read(ctx, r.cfg.Client, req)
-	if err != nil || sts == nil {
+	if err != nil || sts == nil || takeover.Decide(etcd).Held {
 		return ctrl.Result{}, err
 	}
 	if deletable(sts, pods) {

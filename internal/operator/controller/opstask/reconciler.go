@@ -18,6 +18,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/opstask"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
 
@@ -59,7 +60,8 @@ func NewReconciler(cfg Config) *Reconciler {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	observed, err := r.observe(ctx, req.NamespacedName)
-	if err != nil || observed == nil {
+	if err != nil || observed == nil || takeover.Decide(observed.Etcd).Held {
+		// A task of an Etcd druid manages is druid's to carry out.
 		return ctrl.Result{}, err
 	}
 	d := opstask.Decide(*observed)

@@ -23,6 +23,7 @@ import (
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
@@ -124,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !etcd.DeletionTimestamp.IsZero() {
+	if !etcd.DeletionTimestamp.IsZero() || takeover.Decide(etcd).Held {
 		return ctrl.Result{}, nil
 	}
 	sts := &appsv1.StatefulSet{}

@@ -18,6 +18,7 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
@@ -81,6 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if takeover.Decide(etcd).Held {
+		// Druid writes this status.
+		return ctrl.Result{}, nil
 	}
 	observed, err := r.observe(ctx, etcd)
 	if err != nil {
