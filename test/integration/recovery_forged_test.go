@@ -266,6 +266,8 @@ func TestForgedDataLossReports(t *testing.T) {
 
 		// A snapshot Lease is renewed by whichever member leads: any member pod, nobody else.
 		snap := resources.SnapshotLease(etcd, memberlease.FullSnapshotLeaseName(etcd))
+		// Unprotected as the member Leases are: what refuses the user is the report policy alone.
+		snap.Annotations = map[string]string{resources.AnnotationProtection: resources.ProtectionDisabledValue}
 		if err := controllerutil.SetControllerReference(etcd, snap, c.Scheme()); err != nil {
 			t.Fatal(err)
 		}
