@@ -1,10 +1,12 @@
 // Package etcd holds the Etcd reconciler: it writes the desired state of every object an Etcd owns
-// (internal/operator/resources builds them) and relies on each object's own controller to act on
-// it. It never touches pods: under RollingUpdate the StatefulSet controller replaces them, under
-// OnDelete the ondelete controller.
+// (internal/operator/resources builds them) and carries out the changes that start from what runs:
+// it writes the member TLS Secret, makes etcd's downgrade calls, moves leadership and recreates
+// the StatefulSet without its pods for a volume change. It never deletes pods: under
+// RollingUpdate the StatefulSet controller replaces them, under OnDelete the ondelete controller.
 //
-// A pass asks internal/decide/specgate whether the spec is applied now, validates the spec and the
-// Secrets it names, and writes every owned object; the StatefulSet's update strategy comes from the
+// A pass leaves an Etcd etcd-druid manages alone (internal/decide/takeover), asks
+// internal/decide/specgate whether the spec is applied now, validates the spec and the Secrets it
+// names, and writes every owned object, the member NetworkPolicy last; the StatefulSet's update strategy comes from the
 // feature gate through internal/decide/updatestrategy. Besides, per file: etcd-druid's component
 // protection annotation mirrored onto every owned object for the chart's admission policy
 // (protection.go); the snapshot Leases and the backup store's checks (backup.go); a lowered quota
