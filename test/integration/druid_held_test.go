@@ -86,13 +86,11 @@ func TestDruidManagedEtcdLeftAlone(t *testing.T) {
 	// passes a few seconds later (their requeues are 1–3 s in tests), and what they wrote shows.
 	held := false
 	for deadline := time.Now().Add(20 * time.Second); !held && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		events := &corev1.EventList{}
-		if err := c.List(ctx, events, client.InNamespace(ns)); err != nil {
+		e, _, err := findEvent(ctx, c, etcd, takeover.RuleHoldDruidManaged.CamelCase())
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range events.Items {
-			held = held || (e.Reason == takeover.RuleHoldDruidManaged.CamelCase() && e.InvolvedObject.Name == etcd.Name && e.Type == corev1.EventTypeWarning)
-		}
+		held = e != nil && e.Type == corev1.EventTypeWarning
 	}
 	if !held {
 		t.Errorf("no Warning %s on the Etcd within 20s", takeover.RuleHoldDruidManaged.CamelCase())

@@ -18,17 +18,27 @@ import (
 func waitForEvent(t *testing.T, c client.Client, etcd *druidv1alpha1.Etcd, reason string, message ...string) {
 	t.Helper()
 	framework.Eventually(t, timeout, fmt.Sprintf("a %s Event naming %q", reason, message), func(ctx context.Context) (bool, string) {
-		events := &corev1.EventList{}
-		if err := c.List(ctx, events, client.InNamespace(etcd.Namespace)); err != nil {
+		e, n, err := findEvent(ctx, c, etcd, reason, message...)
+		if err != nil {
 			return false, err.Error()
 		}
-		for _, e := range events.Items {
-			if e.Reason == reason && e.InvolvedObject.Kind == "Etcd" && e.InvolvedObject.Name == etcd.Name && containsAll(e.Message, message) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d events, none matching", len(events.Items))
+		return e != nil, fmt.Sprintf("%d events, none matching", n)
 	})
+}
+
+// findEvent is an Event on the Etcd with this reason whose message holds every one of the given
+// strings (nil: none), and how many Events the namespace holds.
+func findEvent(ctx context.Context, c client.Client, etcd *druidv1alpha1.Etcd, reason string, message ...string) (*corev1.Event, int, error) {
+	events := &corev1.EventList{}
+	if err := c.List(ctx, events, client.InNamespace(etcd.Namespace)); err != nil {
+		return nil, 0, err
+	}
+	for i, e := range events.Items {
+		if e.Reason == reason && e.InvolvedObject.Kind == "Etcd" && e.InvolvedObject.Name == etcd.Name && containsAll(e.Message, message) {
+			return &events.Items[i], len(events.Items), nil
+		}
+	}
+	return nil, len(events.Items), nil
 }
 
 // waitForLastErrors waits until status.lastErrors holds, for each description, an error with

@@ -59,7 +59,17 @@ type graph map[string]pkg
 
 func listPackages(t *testing.T) graph {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
+	pkgs := graph{}
+	for _, p := range goList[pkg](t, "ImportPath,Imports") {
+		pkgs[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+	}
+	return pkgs
+}
+
+// goList is `go list -json=<fields> ./...` at the repository root, each package decoded as a T.
+func goList[T any](t *testing.T, fields string) []T {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json="+fields, "./...")
 	cmd.Dir = repoRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -67,14 +77,14 @@ func listPackages(t *testing.T) graph {
 	if err != nil {
 		t.Fatalf("go list: %v: %s", err, stderr.String())
 	}
-	pkgs := graph{}
+	var pkgs []T
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
-		var p pkg
+		var p T
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("decoding go list output: %v", err)
 		}
-		pkgs[strings.TrimPrefix(p.ImportPath, module+"/")] = p
+		pkgs = append(pkgs, p)
 	}
 	return pkgs
 }

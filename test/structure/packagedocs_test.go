@@ -2,15 +2,12 @@ package structure
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -74,21 +71,8 @@ type listedPackage struct {
 func readDocsModel(t *testing.T) docsModel {
 	t.Helper()
 	root := repoRoot(t)
-	cmd := exec.Command("go", "list", "-json=ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles", "./...")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v: %s", err, stderr.String())
-	}
 	m := docsModel{product: map[string]pkgDoc{}, packages: map[string]bool{}}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var p listedPackage
-		if err := dec.Decode(&p); err != nil {
-			t.Fatalf("decoding go list output: %v", err)
-		}
+	for _, p := range goList[listedPackage](t, "ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles") {
 		name := strings.TrimPrefix(p.ImportPath, module+"/")
 		m.packages[name] = true
 		if !under(name, "test") {

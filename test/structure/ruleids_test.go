@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,31 +19,17 @@ import (
 // Packages are told apart by name, which the planners' are.
 func ruleIDs(t *testing.T) map[string][]string {
 	t.Helper()
-	var dirs []string
-	err := filepath.WalkDir(filepath.Join(repoRoot(t), "internal"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Every string constant by package name, then by const name, as written.
 	consts := map[string]map[string]ast.Expr{}
 	type typedConst struct{ pkg, name string }
 	typed := map[string][]typedConst{} // planner → its rule id constants
-	for _, dir := range dirs {
-		fset := token.NewFileSet()
-		files, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
+	for _, p := range goList[listedPackage](t, "ImportPath,Dir,GoFiles") {
+		if !under(strings.TrimPrefix(p.ImportPath, module+"/"), "internal") {
+			continue
 		}
-		for _, f := range files {
-			if !strings.HasSuffix(f.Name(), ".go") || strings.HasSuffix(f.Name(), "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(fset, filepath.Join(dir, f.Name()), nil, 0)
+		fset := token.NewFileSet()
+		for _, f := range p.GoFiles {
+			file, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

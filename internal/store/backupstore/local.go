@@ -150,51 +150,48 @@ func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 }
 
 func (l *Local) Stat(_ context.Context, key string) (Object, error) {
+	var obj Object
+	err := l.within(func(r *os.Root) (err error) { obj, err = l.stat(r, key); return err })
+	return obj, err
+}
+
+// stat is Stat within an open root: List stats every object through the one root it walks.
+func (l *Local) stat(r *os.Root, key string) (Object, error) {
 	name, err := l.path(key)
 	if err != nil {
 		return Object{}, err
 	}
-	var obj Object
-	err = l.within(func(r *os.Root) error {
-		info, err := r.Stat(name)
+	info, err := r.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Object{}, fmt.Errorf("stat %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Object{}, fmt.Errorf("stat %s: %w", key, err)
+	}
+	sum, err := r.ReadFile(name + checksumSuffix)
+	if err != nil {
+		return Object{}, fmt.Errorf("stat %s: checksum: %w", key, err)
+	}
+	return Object{Key: key, Size: info.Size(), SHA256: strings.TrimSpace(string(sum)), LastModified: info.ModTime()}, nil
+}
+
+func (l *Local) List(_ context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	err := l.within(func(r *os.Root) error {
+		dir, err := fs.Sub(r.FS(), l.dir)
 		if err != nil {
 			return err
 		}
-		sum, err := r.ReadFile(name + checksumSuffix)
-		if err != nil {
-			return fmt.Errorf("checksum: %w", err)
-		}
-		obj = Object{Key: key, Size: info.Size(), SHA256: strings.TrimSpace(string(sum)), LastModified: info.ModTime()}
-		return nil
-	})
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return Object{}, fmt.Errorf("stat %s: %w", key, ErrNotFound)
-	case err != nil:
-		return Object{}, fmt.Errorf("stat %s: %w", key, err)
-	}
-	return obj, nil
-}
-
-func (l *Local) List(ctx context.Context, prefix string) ([]Object, error) {
-	var out []Object
-	err := l.within(func(r *os.Root) error {
-		return fs.WalkDir(r.FS(), l.dir, func(name string, d fs.DirEntry, err error) error {
+		// Names in dir are the keys.
+		return fs.WalkDir(dir, ".", func(key string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			base := d.Name()
-			if d.IsDir() || strings.HasPrefix(base, tmpPrefix) || strings.HasSuffix(base, checksumSuffix) {
+			if d.IsDir() || strings.HasPrefix(base, tmpPrefix) || strings.HasSuffix(base, checksumSuffix) || !strings.HasPrefix(key, prefix) {
 				return nil
 			}
-			key := strings.TrimPrefix(name, l.dir+"/")
-			if l.dir == "." {
-				key = name
-			}
-			if !strings.HasPrefix(key, prefix) {
-				return nil
-			}
-			obj, err := l.Stat(ctx, key)
+			obj, err := l.stat(r, key)
 			if err != nil {
 				return err
 			}
