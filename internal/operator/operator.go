@@ -182,17 +182,15 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		MemberAgentInterval: o.MemberAgentInterval,
 		TrustRecheck:        o.TrustRecheck,
 		SecretPropagation:   o.SecretPropagation,
-		DBSizes: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error) {
-			return access.DBSizes(ctx, pool, etcd)
-		},
-		SpecAutoReconcile:  cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
-		RequireTLS:         ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
-		BackupReach:        cfg.BackupStores.Reach(),
-		MemberFence:        memberFence(cfg.MemberNetworkPolicy),
-		WaitForBackupReady: waitForBackup,
-		Members:            memberaccess.Calls{Access: access, Members: pool},
-		InvalidInputRetry:  o.InvalidInputRetry,
-		StartFailureGrace:  notReadyGrace,
+		SpecAutoReconcile:   cfg.Controllers.Etcd.EnableEtcdSpecAutoReconcile,
+		RequireTLS:          ptr.Deref(cfg.Controllers.Etcd.RequireTLS, false),
+		BackupReach:         cfg.BackupStores.Reach(),
+		MemberFence:         memberFence(cfg.MemberNetworkPolicy),
+		WaitForBackupReady:  waitForBackup,
+		Members:             pool,
+		Access:              access,
+		InvalidInputRetry:   o.InvalidInputRetry,
+		StartFailureGrace:   notReadyGrace,
 	})
 	if err := etcdReconciler.RegisterWithManager(mgr, cfg.Controllers.Etcd.ConcurrentSyncs); err != nil {
 		pool.Close()

@@ -13,7 +13,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	etcdcontroller "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/etcd"
-	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 )
 
 // TestQuotaBelowTheDatabaseIsRefused lowers spec.etcd.quota below the members' database size
@@ -31,9 +30,7 @@ func TestQuotaBelowTheDatabaseIsRefused(t *testing.T) {
 	r := etcdcontroller.NewReconciler(env.Client(), eventRecorder(t, env), etcdcontroller.Config{
 		SecretReader:     env.Client(),
 		MemberAgentImage: "agent",
-		DBSizes: func(ctx context.Context, e *druidv1alpha1.Etcd) (map[string]int64, error) {
-			return memberaccess.New(memberaccess.Config{Reader: env.Client()}).DBSizes(ctx, pool, e)
-		},
+		Members:          pool,
 	})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(etcd)}
 	reconcileWithQuota := func(quota string) (*druidv1alpha1.Etcd, string) {

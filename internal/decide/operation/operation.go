@@ -7,6 +7,8 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
 )
 
 // Kind names an operation. It becomes part of rule ids (<planner>/wait/operation-in-flight/<kind>), so it
@@ -19,6 +21,8 @@ const (
 	KindRecovery        Kind = "recovery"
 	KindDefragmentation Kind = "defragmentation"
 	KindStrategyHold    Kind = "strategy-hold"
+	KindVersionChange   Kind = "version-change"
+	KindVolumeChange    Kind = "volume-change"
 )
 
 // Hold ties a status condition to the operation it marks and the controller that holds it.
@@ -26,6 +30,13 @@ type Hold struct {
 	Condition druidv1alpha1.ConditionType
 	Kind      Kind
 	Holder    string
+	// Steps, when set, are the rules under which the True condition marks the operation in
+	// flight (by its reason, the rule's CamelCase): a change refused, or waiting on what the
+	// others may have to do first (every member ready, every member's word), holds nobody.
+	Steps []ruleid.ID
+	// CarriedOutBy is the operation that carries this one out and so never waits on it: the
+	// rollout replaces the members for a version or volume change.
+	CarriedOutBy Kind
 }
 
 // Holds are the conditions that mark an operation in flight. Adding one here is all it takes for
@@ -35,6 +46,10 @@ var Holds = []Hold{
 	{Condition: druidv1alpha1.ConditionTypeRecoveryInProgress, Kind: KindRecovery, Holder: "recovery controller"},
 	{Condition: druidv1alpha1.ConditionTypeDefragmentationInProgress, Kind: KindDefragmentation, Holder: "defragmentation controller"},
 	{Condition: druidv1alpha1.ConditionTypeUpdateStrategyHeld, Kind: KindStrategyHold, Holder: "Etcd reconciler"},
+	{Condition: druidv1alpha1.ConditionTypeVersionChange, Kind: KindVersionChange, Holder: "Etcd reconciler",
+		Steps: versionchange.UnderWay, CarriedOutBy: KindRollout},
+	{Condition: druidv1alpha1.ConditionTypeVolumeChange, Kind: KindVolumeChange, Holder: "Etcd reconciler",
+		Steps: volumechange.UnderWay, CarriedOutBy: KindRollout},
 }
 
 // InFlight is one operation under way.
@@ -46,6 +61,8 @@ type InFlight struct {
 	Step string `json:"step,omitempty"`
 	// Detail is the condition's message.
 	Detail string `json:"detail,omitempty"`
+	// CarriedOutBy is Hold.CarriedOutBy.
+	CarriedOutBy Kind `json:"carriedOutBy,omitempty"`
 }
 
 // Describe is one line for a wait's reason.
@@ -69,12 +86,18 @@ func In(conds []druidv1alpha1.Condition) Set {
 	var out Set
 	for _, h := range Holds {
 		c := druidv1alpha1.FindCondition(conds, h.Condition)
-		if c == nil || c.Status != druidv1alpha1.ConditionTrue {
+		if c == nil || c.Status != druidv1alpha1.ConditionTrue || !h.underWay(c.Reason) {
 			continue
 		}
-		out = append(out, InFlight{Kind: h.Kind, Condition: h.Condition, Holder: h.Holder, Step: c.Reason, Detail: c.Message})
+		out = append(out, InFlight{Kind: h.Kind, Condition: h.Condition, Holder: h.Holder, Step: c.Reason, Detail: c.Message,
+			CarriedOutBy: h.CarriedOutBy})
 	}
 	return out
+}
+
+// underWay tells whether a True condition with reason marks the operation in flight.
+func (h Hold) underWay(reason string) bool {
+	return h.Steps == nil || slices.ContainsFunc(h.Steps, func(r ruleid.ID) bool { return r.CamelCase() == reason })
 }
 
 // Of returns the operations in flight on etcd; none for a nil Etcd (a saved state without one).
@@ -85,9 +108,10 @@ func Of(etcd *druidv1alpha1.Etcd) Set {
 	return In(etcd.Status.Conditions)
 }
 
-// Except returns s without the operations of kind k: a controller never waits on itself.
+// Except returns s without the operations of kind k and those k carries out: a controller never
+// waits on itself.
 func (s Set) Except(k Kind) Set {
-	return slices.DeleteFunc(slices.Clone(s), func(f InFlight) bool { return f.Kind == k })
+	return slices.DeleteFunc(slices.Clone(s), func(f InFlight) bool { return f.Kind == k || f.CarriedOutBy == k })
 }
 
 // Has tells whether an operation of kind k is in flight.

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
 )
 
 func TestIn(t *testing.T) {
@@ -27,12 +30,22 @@ func TestIn(t *testing.T) {
 			cond(druidv1alpha1.ConditionTypeDefragmentationInProgress, druidv1alpha1.ConditionTrue),
 			cond(druidv1alpha1.ConditionTypeScaleOperationInProgress, druidv1alpha1.ConditionTrue)},
 			want: []Kind{KindScale, KindDefragmentation, KindStrategyHold}},
+		{name: "a version and a volume change under way", conds: []druidv1alpha1.Condition{
+			stepOf(druidv1alpha1.ConditionTypeVolumeChange, volumechange.RuleRecreate),
+			stepOf(druidv1alpha1.ConditionTypeVersionChange, versionchange.RuleWaitStorage)},
+			want: []Kind{KindVersionChange, KindVolumeChange}},
+		{name: "a change refused, or waiting on what others may do first, holds nobody", conds: []druidv1alpha1.Condition{
+			stepOf(druidv1alpha1.ConditionTypeVersionChange, versionchange.RuleRefuseUpgradeSkip),
+			stepOf(druidv1alpha1.ConditionTypeVolumeChange, volumechange.RuleWaitReady)}},
+		{name: "nor before a downgrade's first call", conds: []druidv1alpha1.Condition{
+			stepOf(druidv1alpha1.ConditionTypeVersionChange, versionchange.RuleWaitMembers),
+			stepOf(druidv1alpha1.ConditionTypeVolumeChange, volumechange.RuleRefuseFew)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []Kind
 			for _, f := range In(tc.conds) {
 				got = append(got, f.Kind)
-				if f.Step != "Step" || f.Detail != "detail" || f.Holder == "" {
+				if f.Step == "" || f.Detail != "detail" || f.Holder == "" {
 					t.Errorf("%s: step %q, detail %q, holder %q: the condition's reason, message and holder", f.Kind, f.Step, f.Detail, f.Holder)
 				}
 			}
@@ -46,6 +59,22 @@ func TestIn(t *testing.T) {
 			t.Fatalf("Of(nil) = %v", got)
 		}
 	})
+}
+
+// stepOf is a True condition of type ct at the step of rule.
+func stepOf(ct druidv1alpha1.ConditionType, rule ruleid.ID) druidv1alpha1.Condition {
+	return druidv1alpha1.Condition{Type: ct, Status: druidv1alpha1.ConditionTrue, Reason: rule.CamelCase(), Message: "detail"}
+}
+
+func TestExceptWhatItCarriesOut(t *testing.T) {
+	s := In([]druidv1alpha1.Condition{stepOf(druidv1alpha1.ConditionTypeVersionChange, versionchange.RuleReplace),
+		stepOf(druidv1alpha1.ConditionTypeVolumeChange, volumechange.RuleWaitMoved)})
+	if got := s.Except(KindRollout); len(got) != 0 {
+		t.Errorf("the rollout waits on the changes it carries out: %v", got)
+	}
+	if got := s.Except(KindScale); len(got) != 2 {
+		t.Errorf("a scale does not wait on a version and a volume change under way: %v", got)
+	}
 }
 
 func TestSet(t *testing.T) {

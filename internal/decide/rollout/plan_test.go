@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"math"
 	"reflect"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
 )
 
 type planCase struct {
@@ -142,6 +145,10 @@ func TestRuleNoOtherOperation(t *testing.T) {
 			in: with(rolling, operation.KindRecovery, operation.KindScale)},
 		{name: "a rollout itself is never waited on", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingDead,
 			in: rolling.WithOperations(operation.Set{{Kind: operation.KindRollout}})},
+		{name: "nor the version and volume changes it carries out", action: ActionDelete, pods: []string{"etcd-main-2"}, rule: RuleNonParticipatingDead,
+			in: rolling.WithOperations(operation.In([]druidv1alpha1.Condition{
+				{Type: druidv1alpha1.ConditionTypeVersionChange, Status: druidv1alpha1.ConditionTrue, Reason: versionchange.RuleReplace.CamelCase()},
+				{Type: druidv1alpha1.ConditionTypeVolumeChange, Status: druidv1alpha1.ConditionTrue, Reason: volumechange.RuleWaitMoved.CamelCase()}}))},
 		{name: "done is done whatever is in flight", action: ActionDone, rule: RuleDone,
 			in: with(observed(3, pod("etcd-main-0").leader(), pod("etcd-main-1"), pod("etcd-main-2")), operation.KindScale)},
 		{name: "a kind added later is waited on under its own id", action: ActionWait, rule: operation.WaitRule(Planner, "example-maintenance"),

@@ -52,6 +52,13 @@ const (
 	RuleRefuseFailedTarget ruleid.ID = "downgrade/refuse-failed-target"
 )
 
+// UnderWay are the rules under which a True VersionChange marks a downgrade in flight, which the
+// other controllers wait for (internal/decide/operation): from the call that enables it to its
+// end or roll-back. A refusal, and the wait for every member's word before the first call, hold
+// nobody: nothing has changed yet, and what the others do (a member restarted) may be what it
+// waits on.
+var UnderWay = []ruleid.ID{RuleEnable, RuleCancelOther, RuleWaitStorage, RuleReplace, RuleInProgress, RuleCancelRollForward, RuleRollForwardMemberFailed}
+
 // Version is an etcd version; only major and minor matter to etcd's cluster and storage versions.
 type Version struct {
 	Major, Minor, Patch int

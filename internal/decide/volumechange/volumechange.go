@@ -36,6 +36,13 @@ const (
 	RuleDone ruleid.ID = "volume/done"
 )
 
+// UnderWay are the rules under which a True VolumeChange marks a volume change in flight, which the
+// other controllers wait for (internal/decide/operation): from the leadership move before the
+// StatefulSet is recreated to the last member on the new claims. A refusal, and the waits for
+// every member ready and for the leader's word, hold nobody: nothing has changed yet, and what the
+// others do (a scale to spec.replicas, a member restarted) may be what it waits on.
+var UnderWay = []ruleid.ID{RuleLeaderLast, RuleRecreate, RuleExpandClaims, RuleWaitExpanded, RuleWaitMoved}
+
 // MinMembers is the smallest cluster whose members are moved to new volumes one at a time.
 const MinMembers = 3
 
@@ -50,6 +57,9 @@ type Claims struct {
 type Observed struct {
 	// Running is the StatefulSet's claim template; nil when there is no StatefulSet.
 	Running *Claims
+	// NotSingle: the StatefulSet has no single claim template of ours (created by something else,
+	// or by hand): nothing to change, it is rendered as created.
+	NotSingle bool
 	// PodClaims is the claim template the member pods mount ("" when no pod runs), read when there
 	// is no StatefulSet.
 	PodClaims string
@@ -129,6 +139,9 @@ type Decision struct {
 
 // Plan picks the claim template.
 func Plan(o Observed) Decision {
+	if o.NotSingle {
+		return Decision{Name: o.DefaultName, MoveLeaderTo: -1, Rule: RuleSteady, Reason: "no single claim template: rendered as created"}
+	}
 	if o.Running == nil {
 		if o.PodClaims != "" {
 			return Decision{Name: o.PodClaims, MoveLeaderTo: -1, Rule: RuleAdopt, Reason: fmt.Sprintf(

@@ -20,6 +20,8 @@ func TestPlan(t *testing.T) {
 		refused  bool
 	}{
 		{"new Etcd", Observed{Desired: standard, DefaultName: "data", DesiredReplicas: 3}, "volume/new", "data", false, false},
+		{"a StatefulSet without a single claim template of ours: as created", Observed{NotSingle: true, Desired: fast, DefaultName: "data", DesiredReplicas: 3},
+			"volume/steady", "data", false, false},
 		{"StatefulSet gone, pods run: their claims", Observed{PodClaims: "data-1a2b3c4d", Desired: standard, DefaultName: "data", DesiredReplicas: 3},
 			"volume/claims-of-running-pods", "data-1a2b3c4d", false, false},
 		{"steady", Observed{Running: &standard, Desired: standard, DefaultName: "data", DesiredReplicas: 3, Ready: true}, "volume/steady", "data", false, false},

@@ -18,7 +18,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/render"
 	defragctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 	etcdctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/etcd"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
@@ -34,9 +34,14 @@ type Controllers struct {
 	Membership      Step `json:"membership"`
 	Recovery        Step `json:"recovery"`
 	Defragmentation Step `json:"defragmentation"`
-	// Version is the Etcd reconciler's etcd version decision (internal/decide/versionchange): the image
-	// it renders and the downgrade call it makes.
-	Version Step `json:"version"`
+	// Transport, Version, Volumes and Trust are the Etcd reconciler's decision
+	// (internal/decide/render): the TLS stage it renders, the etcd image and the downgrade call
+	// (internal/decide/versionchange), the data claims and the volume change's next step, and the
+	// members' TLS material (read from Secrets, which plan does not read).
+	Transport Step `json:"transport"`
+	Version   Step `json:"version"`
+	Volumes   Step `json:"volumes"`
+	Trust     Step `json:"trust"`
 	// MemberRestart is the membership controller's other step once its membership plan is
 	// settled: a stuck member's pod deleted so it restarts (internal/decide/memberhealth).
 	MemberRestart Step `json:"memberRestart"`
@@ -134,7 +139,8 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 		// conditions, schedule); defaults standing in for them would be a guess.
 		why := "the state holds no Etcd owning the StatefulSet, and this controller decides on its spec and status"
 		out.Membership, out.Recovery, out.Defragmentation = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
-		out.MemberRestart, out.Version = Step{NotDecided: why}, Step{NotDecided: why}
+		out.MemberRestart = Step{NotDecided: why}
+		out.Transport, out.Version, out.Volumes, out.Trust = Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}, Step{NotDecided: why}
 		return out, nil
 	}
 	in := controllerInputs{etcd: st.Etcd, sts: st.StatefulSet, pods: memberaccess.MemberPods(st.StatefulSet, st.Pods),
@@ -152,30 +158,61 @@ func planControllers(ctx context.Context, st State, answers AnswerSource, rolled
 	out.MemberRestart = planMemberRestart(ctx, in, out.Membership)
 	out.Recovery = planRecovery(in)
 	out.Defragmentation = planDefragmentation(in)
-	out.Version = planVersion(in)
+	out.Transport, out.Version, out.Volumes, out.Trust = planRender(in)
 	return out, nil
 }
 
-// planVersion decides as the Etcd reconciler does which etcd image to render and which downgrade
-// call to make; the members' versions are what the answers say (live mode asks them).
-func planVersion(in controllerInputs) Step {
+// planRender decides as the Etcd reconciler does (internal/decide/render) on what the state holds:
+// the TLS stage to render, the etcd image and downgrade call (the members' versions are what the
+// answers say; live mode asks them), the data claims. What plan cannot observe is said: the claims
+// and StorageClass of a volume change in view, the TLS material in Secrets.
+func planRender(in controllerInputs) (transportStep, versionStep, volumeStep, trustStep Step) {
+	var o render.Observed
+	var transportNotes, versionNotes []string
+	var needsPods bool
+	o.Transport, needsPods = etcdctl.ObserveTransport(in.etcd, in.sts)
+	if needsPods {
+		o.Transport.RolledOut = etcdctl.RolledOut(in.sts, in.pods)
+	}
 	observed, needsMembers := etcdctl.ObserveVersion(in.etcd, in.sts)
-	var notes []string
 	if needsMembers {
 		cs := in.answers.answered()
 		if cs == nil {
-			cs = &etcdclient.ClusterStatus{}
-			notes = append(notes, "no member answers (live mode asks them for their versions): a downgrade waits for every member's word")
+			cs = &memberaccess.ClusterStatus{}
+			versionNotes = append(versionNotes, "no member answers (live mode asks them for their versions): a downgrade waits for every member's word")
 		}
 		observed = etcdctl.ObserveVersionMembers(observed, *cs, in.pods, in.now, memberhealth.DefaultNotReadyGrace)
-		notes = append(notes, fmt.Sprintf("a member pod not Ready is taken as failing to start after notReadyThreshold at its default, %s", memberhealth.DefaultNotReadyGrace))
+		versionNotes = append(versionNotes, fmt.Sprintf("a member pod not Ready is taken as failing to start after notReadyThreshold at its default, %s", memberhealth.DefaultNotReadyGrace))
 	}
-	d := versionchange.Plan(observed)
-	action := string(d.Action)
+	o.Version = observed
+	var volumeInView bool
+	o.Volume, volumeInView = etcdctl.ObserveVolumes(in.etcd, in.sts, in.pods)
+	if cs := in.answers.answered(); cs != nil {
+		if leader, ok := cs.Leader(); ok {
+			if ordinal, ok := resources.OrdinalOf(in.etcd, leader.Name); ok {
+				o.Volume.LeaderOrdinal = ordinal
+			}
+		}
+	}
+	d := render.Plan(o)
+
+	transportStep = Step{Action: "render " + d.Transport.Render.String(), Rule: d.Transport.Rule, Reason: d.Transport.Reason, Notes: transportNotes}
+	action := string(d.Version.Action)
 	if action == "" {
 		action = "render"
 	}
-	return Step{Action: action, Rule: d.Rule, Reason: d.Reason, Image: d.Render, Notes: notes}
+	versionStep = Step{Action: action, Rule: d.Version.Rule, Reason: d.Version.Reason, Image: d.Version.Render, Notes: versionNotes}
+	if volumeInView {
+		volumeStep = Step{NotDecided: "a volume change is in view or recorded in flight, and its claims, the pods' mounts and the StorageClass are not in the state"}
+	} else {
+		volumeStep = Step{Action: "render claims " + d.Volume.Name, Rule: d.Volume.Rule, Reason: d.Volume.Reason}
+	}
+	if resources.UsesTLS(in.etcd) {
+		trustStep = Step{NotDecided: "the members' TLS material is decided on the Etcd's TLS Secrets and the member TLS Secret, which plan does not read"}
+	} else {
+		trustStep = Step{Action: "none", Reason: "the Etcd names no TLS Secrets"}
+	}
+	return transportStep, versionStep, volumeStep, trustStep
 }
 
 // planMembership plans as the membership controller does: first without the leader's view, and

@@ -24,7 +24,8 @@ func WriteText(w io.Writer, out Output) error {
 		step Step
 	}{
 		{"rollout", c.Rollout}, {"membership", c.Membership}, {"member restart", c.MemberRestart},
-		{"recovery", c.Recovery}, {"defragmentation", c.Defragmentation}, {"etcd version", c.Version},
+		{"recovery", c.Recovery}, {"defragmentation", c.Defragmentation},
+		{"tls transport", c.Transport}, {"etcd version", c.Version}, {"volumes", c.Volumes}, {"tls material", c.Trust},
 	} {
 		writeStep(&b, s.name, s.step)
 	}

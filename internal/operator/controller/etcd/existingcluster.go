@@ -4,10 +4,7 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
@@ -21,22 +18,14 @@ const EventReasonExistingClusterNotJoined = "ExistingClusterNotJoined"
 // join an existing cluster and has no members yet. A StatefulSet that exists (created before
 // the field was set, which the CRD forbids but older objects may carry) is reconciled as usual:
 // its members already run, and holding them back would stop nothing that is safer stopped.
-func (r *Reconciler) holdsMembersBack(ctx context.Context, etcd *druidv1alpha1.Etcd) (bool, error) {
+func (r *Reconciler) holdsMembersBack(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation) bool {
 	why := resources.ExistingClusterNotJoined(etcd)
-	if why == "" {
-		return false, nil
-	}
-	sts := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
-	switch {
-	case err == nil:
-		return false, nil
-	case !apierrors.IsNotFound(err):
-		return false, err
+	if why == "" || o.stsExists {
+		return false
 	}
 	if !generationReported(etcd) {
 		logr.FromContextOrDiscard(ctx).Info("Not starting the members of an Etcd that asks to join an existing cluster", "reason", why)
 		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonExistingClusterNotJoined, why)
 	}
-	return true, nil
+	return true
 }

@@ -3,7 +3,8 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/go-logr/logr"
@@ -19,18 +20,18 @@ import (
 // NOSPACE on the first write after the restart and the cluster would stop taking writes.
 const ErrQuotaBelowDBSize = "ERR_QUOTA_BELOW_DB_SIZE"
 
-// DBSizes reports each answering member's database size in bytes.
-type DBSizes func(ctx context.Context, etcd *druidv1alpha1.Etcd) (map[string]int64, error)
-
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// checkQuotaAgainstDB refuses a lowered spec.etcd.quota that a member's database already exceeds.
-// Only a lowering can do that, so the members are asked only then: the current quota is what the
-// ConfigMap the members run with says. When no member answers the change goes ahead with a
-// warning: refusing would also hold back any fix made in the same edit.
-func (r *Reconciler) checkQuotaAgainstDB(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
-	if r.dbSizes == nil || etcd.Spec.Etcd.Quota == nil {
+// quotaLowering is a spec.etcd.quota below the one the members run with (the ConfigMap's).
+type quotaLowering struct {
+	current, want int64
+}
+
+// observeQuota tells whether spec.etcd.quota is lowered: only a lowering can leave a member's
+// database above it, so the members are asked for their sizes only then.
+func (r *Reconciler) observeQuota(ctx context.Context, etcd *druidv1alpha1.Etcd) *quotaLowering {
+	if r.pool == nil || etcd.Spec.Etcd.Quota == nil {
 		return nil
 	}
 	want := resources.Quota(etcd)
@@ -45,23 +46,36 @@ func (r *Reconciler) checkQuotaAgainstDB(ctx context.Context, etcd *druidv1alpha
 	if err != nil || want >= current {
 		return nil
 	}
-	sizes, err := r.dbSizes(ctx, etcd)
-	if err != nil || len(sizes) == 0 {
-		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "QuotaUnverified",
-			"spec.etcd.quota lowered from %d to %d bytes without checking it against the members' database sizes: %v", current, want, err)
+	return &quotaLowering{current: current, want: want}
+}
+
+// checkQuotaAgainstDB refuses a lowered spec.etcd.quota that a member's database (the backend
+// file, which etcd's quota is checked against) already exceeds. When no member answers the change
+// goes ahead with a warning: refusing would also hold back any fix made in the same edit.
+func (r *Reconciler) checkQuotaAgainstDB(etcd *druidv1alpha1.Etcd, o *observation) []resources.Problem {
+	if o.quota == nil {
 		return nil
 	}
-	names := make([]string, 0, len(sizes))
-	for name := range sizes {
-		names = append(names, name)
+	sizes := map[string]int64{}
+	if o.status != nil {
+		for _, m := range o.status.Members {
+			if m.Reachable {
+				sizes[m.Name] = m.DBSize
+			}
+		}
 	}
-	sort.Strings(names)
+	if len(sizes) == 0 {
+		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "QuotaUnverified",
+			"spec.etcd.quota lowered from %d to %d bytes without checking it against the members' database sizes: %v", o.quota.current, o.quota.want, o.membersErr)
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(sizes))
 	var problems []resources.Problem
 	for _, name := range names {
-		if size := sizes[name]; size >= want {
+		if size := sizes[name]; size >= o.quota.want {
 			problems = append(problems, resources.Problem{Code: ErrQuotaBelowDBSize, Message: fmt.Sprintf(
 				"spec.etcd.quota %s (%d bytes) is not above member %s's database size (%d bytes): etcd would raise NOSPACE and stop taking writes; defragment or delete data first, or keep the quota at %d bytes",
-				etcd.Spec.Etcd.Quota.String(), want, name, size, current)})
+				etcd.Spec.Etcd.Quota.String(), o.quota.want, name, size, o.quota.current)})
 		}
 	}
 	return problems

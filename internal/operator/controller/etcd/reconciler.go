@@ -29,12 +29,11 @@ import (
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/render"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/specgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/takeover"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/transport"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/updatestrategy"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
 	"github.com/etcd-conductor/etcd-conductor/internal/features"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
@@ -50,10 +49,6 @@ const invalidInputRetry = 30 * time.Second
 // looked at again: pods are not watched by this reconciler.
 const lingeringLeaseRecheck = 10 * time.Second
 
-// holdRecheck is how soon a StatefulSet kept on OnDelete against the gate is looked at again:
-// pods are not watched by this reconciler, and the hand-over should follow the step's end closely.
-const holdRecheck = time.Second
-
 // Reconciler converges the objects an Etcd owns.
 type Reconciler struct {
 	client client.Client
@@ -63,7 +58,6 @@ type Reconciler struct {
 	apiReader client.Reader
 	recorder  record.EventRecorder
 	settings  resources.Settings
-	dbSizes   DBSizes
 	gateOn    bool
 	// autoReconcile is etcd-druid's enableEtcdSpecAutoReconcile (internal/decide/specgate).
 	autoReconcile bool
@@ -73,9 +67,11 @@ type Reconciler struct {
 	waitForBackup bool
 	// fence: Config.MemberFence.
 	fence *resources.MemberFence
-	// members asks the members and gives them orders (versions, downgrade, leadership); nil: what
-	// needs their word waits (a downgrade, a volume change).
-	members MemberCalls
+	// pool and access reach the members (memberaccess.Cluster): their versions, who leads, their
+	// database sizes, downgrade calls and a leadership move. A nil pool: what needs their word
+	// waits (a downgrade, a volume change) and a lowered quota is not checked.
+	pool   memberaccess.Pool
+	access *memberaccess.Access
 	// trustRecheck: how soon a settled Etcd with TLS is reconciled again to read its CA Secrets.
 	trustRecheck time.Duration
 	// trustChecked is when each Etcd's CA Secrets were last read (trustDue), by namespace/name.
@@ -104,9 +100,6 @@ type Config struct {
 	MemberAgentImage string
 	// MemberAgentInterval overrides the sidecar's renew interval (tests and demos shorten it).
 	MemberAgentInterval string
-	// DBSizes asks the members for their database sizes, to refuse a quota below them; nil
-	// skips that check.
-	DBSizes DBSizes
 	// SpecAutoReconcile is etcd-druid's controllers.etcd.enableEtcdSpecAutoReconcile: false, a
 	// changed spec waits for the druid.gardener.cloud/operation=reconcile annotation. nil: true.
 	SpecAutoReconcile *bool
@@ -122,14 +115,17 @@ type Config struct {
 	// WaitForBackupReady is the operator's controllers.etcd.waitForBackupReady: the PDB then
 	// allows no eviction while the Etcd's BackupReady is False (resources.DisruptionBudget).
 	WaitForBackupReady bool
-	// Members asks the members and gives them orders (internal/decide/versionchange,
-	// internal/decide/volumechange); nil: what needs their word waits.
-	Members MemberCalls
-	// TrustRecheck is how often the TLS Secrets of an Etcd are read again (planTrust);
+	// Members is the member connection pool, Access what dials them (the Etcd's client key pair,
+	// read fresh: the answers decide what is rendered or ordered): for the version and volume
+	// changes and the quota check. A nil Members: what needs their word waits. A nil Access is
+	// built from SecretReader.
+	Members memberaccess.Pool
+	Access  *memberaccess.Access
+	// TrustRecheck is how often the TLS Secrets of an Etcd are read again (observeTrust);
 	// 0: defaultTrustRecheck.
 	TrustRecheck time.Duration
 	// SecretPropagation bounds how long the kubelet takes to refresh a changed Secret in the
-	// pods (planTrust); 0: defaultSecretPropagation.
+	// pods (copiesSettled); 0: defaultSecretPropagation.
 	SecretPropagation time.Duration
 	// InvalidInputRetry overrides how soon an Etcd with bad input, or with backups that cannot
 	// work, is looked at again (default 30s; tests shorten it, as they do MemberAgentInterval).
@@ -148,17 +144,21 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 	if cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete) {
 		strategy = appsv1.OnDeleteStatefulSetStrategyType
 	}
+	access := cfg.Access
+	if access == nil && cfg.Members != nil {
+		access = memberaccess.New(memberaccess.Config{Reader: cfg.SecretReader})
+	}
 	return &Reconciler{
 		client:            c,
 		apiReader:         cfg.SecretReader,
 		recorder:          recorder,
-		dbSizes:           cfg.DBSizes,
 		gateOn:            cfg.Gates.Enabled(features.QuorumAwareUpdatesWithOnDelete),
 		autoReconcile:     cfg.SpecAutoReconcile == nil || *cfg.SpecAutoReconcile,
 		requireTLS:        cfg.RequireTLS,
 		waitForBackup:     cfg.WaitForBackupReady,
 		fence:             cfg.MemberFence,
-		members:           cfg.Members,
+		pool:              cfg.Members,
+		access:            access,
 		trustRecheck:      cmp.Or(cfg.TrustRecheck, defaultTrustRecheck),
 		trustChecked:      map[string]time.Time{},
 		secretPropagation: cmp.Or(cfg.SecretPropagation, defaultSecretPropagation),
@@ -195,29 +195,40 @@ func NewReconciler(c client.Client, recorder record.EventRecorder, cfg Config) *
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
 // Pods are listed uncached to decide when a StatefulSet may leave OnDelete, while a downgrade is
-// under way to find a member that fails to start on its target (planVersion), and during a
+// under way to find a member that fails to start on its target (observe), and during a
 // volume change or with the StatefulSet missing to know which claims they mount (the cache keeps
 // no pod spec); from the cache to know whether a move to TLS has rolled out and whether a removed
 // member's pod is gone.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// Reconcile brings an Etcd's objects to their desired state:
-//  1. validate the spec and the TLS Secrets it names; on a problem, report it (lastErrors, Event)
-//     and change nothing, so a bad edit never deletes or restarts a member;
-//  2. converge, in order: ServiceAccount, member-agent Role and RoleBinding, ConfigMap, peer and
-//     client Services, member Leases, PodDisruptionBudget, StatefulSet, NetworkPolicy (when the
-//     operator is configured to fence the members). An object that exists
-//     under one of these names but is not controlled by this Etcd is never adopted: it is left as
-//     it is and reported (ERR_FOREIGN_OBJECT, a ForeignObject Event), the other objects are still
-//     converged so every such object is reported at once, and the StatefulSet, which needs all
-//     of them, is not synced until they are ours; the reconcile then retries with backoff;
-//  3. record observedGeneration and clear lastErrors.
+// Reconcile brings an Etcd's objects to their desired state, in five parts, each its own
+// function:
+//
+//  1. gate: an Etcd etcd-druid manages is left alone (internal/decide/takeover); a spec not to be
+//     applied now (internal/decide/specgate) leaves everything but the PDB's health as it is;
+//  2. observe, once (observe.go): the StatefulSet, what each change starts from, the members
+//     asked at most once and only when a change needs their word, the TLS material when due;
+//  3. decide, purely (internal/decide/render): the TLS transport stage, the update strategy, the
+//     version, volume and trust changes, the refusals and how soon to look again; `plan` prints
+//     the same decision;
+//  4. record: the changes' conditions, and the input's problems (the spec, the Secrets it names,
+//     a refusal, a lowered quota a member's database exceeds): with any, nothing is written, so a
+//     bad edit never deletes or restarts a member;
+//  5. act, in order (steps): the downgrade call, then ServiceAccount, member-agent Role and
+//     RoleBinding, ConfigMap, Services, member and snapshot Leases, PodDisruptionBudget, member
+//     TLS Secret, StatefulSet (leadership moved, claims grown and the StatefulSet recreated first
+//     for a volume change), NetworkPolicy. An object that exists under one of these names but is
+//     not controlled by this Etcd is never adopted: it is left as it is and reported
+//     (ERR_FOREIGN_OBJECT, a ForeignObject Event), the other objects are still converged so every
+//     such object is reported at once, and the steps that need all before them wait until they
+//     are ours; the reconcile then retries with backoff. Then observedGeneration is recorded and
+//     lastErrors cleared, and the soonest recheck asked (render.Soonest) is the requeue.
 //
 // The StatefulSet's spec.updateStrategy.type is written on every pass from the feature gate, so a
 // gate flip (config change + restart) flips it on the next reconcile, deleting no pod; except that
 // a gate turned off mid-rollout keeps OnDelete until the step in flight has finished
-// (internal/decide/updatestrategy), rechecked every holdRecheck.
+// (internal/decide/updatestrategy).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	etcd := &druidv1alpha1.Etcd{}
@@ -248,51 +259,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.followHealthOnly(ctx, etcd)
 	}
 
-	move, err := r.planTransport(ctx, etcd)
+	o, err := r.observe(ctx, etcd)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	version, err := r.planVersion(ctx, etcd)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.recordVersion(ctx, etcd, version); err != nil {
-		return ctrl.Result{}, err
-	}
-	volumes, running, err := r.planVolumes(ctx, etcd)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	problems := r.validate(ctx, etcd)
-	if move.Refused {
-		problems = append(problems, resources.Problem{Code: resources.ErrTransportChange, Message: move.Reason})
-	}
-	if version.Refused {
-		problems = append(problems, resources.Problem{Code: resources.ErrVersionChange, Message: version.Reason})
-	}
-	if volumes.Refused {
-		problems = append(problems, resources.Problem{Code: resources.ErrVolumeChange, Message: volumes.Reason})
-	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			log.Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
-			r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
-		}
-		// A refused volume change is the condition's to say too; a change held back by another
-		// problem is not under way, so it is not recorded as such.
-		if volumes.Refused {
-			if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		if err := r.recordOutcome(ctx, etcd, problems); err != nil {
+	d := render.Plan(o.Observed)
+
+	if c, ok := d.Change(render.PartVersion); ok {
+		if err := r.recordChange(ctx, etcd, c); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, nil
+	}
+	if problems := r.problems(ctx, etcd, o, d); len(problems) > 0 {
+		return ctrl.Result{RequeueAfter: r.invalidInputRetry}, r.recordProblems(ctx, etcd, d, problems)
 	}
 	// Before the StatefulSet is touched: a recreation is recorded as under way before it is made.
-	if err := r.recordVolumes(ctx, etcd, volumes); err != nil {
-		return ctrl.Result{}, err
+	if c, ok := d.Change(render.PartVolume); ok {
+		if err := r.recordChange(ctx, etcd, c); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	r.reportIgnoredFields(ctx, etcd)
 	r.reportPlaintext(ctx, etcd)
@@ -307,47 +292,133 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonInvalidBackupStore, p.Message)
 	}
 
-	r.actOnVersion(ctx, etcd, version)
+	r.actOnVersion(ctx, etcd, o, d.Version)
+	pass, err := r.act(ctx, etcd, o, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reportTransportMove(ctx, etcd, d.Transport)
 
-	var foreign []resources.Problem
-	held := false
-	syncStatefulSet := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
-		if back, err := r.holdsMembersBack(ctx, etcd); back || err != nil {
+	again := append([]render.Recheck{}, d.Rechecks...)
+	if pass.leasesLingering {
+		again = append(again, render.Recheck{After: lingeringLeaseRecheck, Why: "lingering Lease"})
+	}
+	if resources.UsesTLS(etcd) {
+		// TLS Secrets are not watched: read again for a change (observeTrust), soon while one is
+		// carried out.
+		again = append(again, render.Recheck{After: r.trustRequeue(etcd), Why: "TLS Secrets"})
+	}
+	if len(warnings) > 0 {
+		// Converged, with backups that cannot work: say so, and look again (Secrets are not
+		// watched).
+		again = append(again, render.Recheck{After: r.invalidInputRetry, Why: "warnings"})
+	}
+	next := render.Soonest(again)
+	if next.After > 0 {
+		log.V(1).Info("Looking again without an event", "after", next.After, "why", next.Why)
+	}
+	result := ctrl.Result{RequeueAfter: next.After}
+	if err := r.writeOutcome(ctx, etcd, warnings, true); err != nil {
+		return result, err
+	}
+	return result, r.consumeOrder(ctx, etcd, gate)
+}
+
+// refusalCodes are the lastErrors codes of the changes a planner refuses.
+var refusalCodes = map[render.Part]string{
+	render.PartTransport: resources.ErrTransportChange,
+	render.PartVersion:   resources.ErrVersionChange,
+	render.PartVolume:    resources.ErrVolumeChange,
+}
+
+// problems are what stops the pass: the input's (validate) and the changes refused.
+func (r *Reconciler) problems(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d render.Decision) []resources.Problem {
+	problems := r.validate(ctx, etcd, o)
+	for _, refused := range d.Refusals {
+		problems = append(problems, resources.Problem{Code: refusalCodes[refused.Part], Message: refused.Reason})
+	}
+	return problems
+}
+
+// recordProblems reports the problems that stop the pass (an Event each, lastErrors), leaving the
+// Etcd's objects as they are.
+func (r *Reconciler) recordProblems(ctx context.Context, etcd *druidv1alpha1.Etcd, d render.Decision, problems []resources.Problem) error {
+	for _, p := range problems {
+		logr.FromContextOrDiscard(ctx).Info("Etcd input is invalid; leaving its objects as they are", "code", p.Code, "problem", p.Message)
+		r.recorder.Event(etcd, corev1.EventTypeWarning, "InvalidSpec", p.Message)
+	}
+	// A refused volume change is the condition's to say too; a change held back by another
+	// problem is not under way, so it is not recorded as such.
+	if c, ok := d.Change(render.PartVolume); ok && d.Volume.Refused {
+		if err := r.recordChange(ctx, etcd, c); err != nil {
 			return err
 		}
-		held, err = r.syncStatefulSet(ctx, etcd, move.Render, version, volumes, running)
-		return err
 	}
-	leasesLingering := false
-	syncMemberLeases := func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
-		leasesLingering, err = r.syncMemberLeases(ctx, etcd)
-		return err
-	}
-	syncConfigMap := func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
-		return r.syncConfigMap(ctx, etcd, move.Render)
-	}
-	for _, step := range []struct {
-		name string
-		fn   func(context.Context, *druidv1alpha1.Etcd) error
-		// needsAllBefore: the step relies on every object synced before it, so it waits until
-		// they are ours: the RoleBinding grants the ServiceAccount's holder our Leases, the pods
-		// mount the ConfigMap, run as the ServiceAccount and renew the Leases.
-		needsAllBefore bool
-	}{
-		{"ServiceAccount", r.syncServiceAccount, false},
-		{"MemberAgentRBAC", r.syncMemberAgentRBAC, true},
-		{"ConfigMap", syncConfigMap, false},
-		{"Services", r.syncServices, false},
-		{"MemberLeases", syncMemberLeases, false},
-		{"SnapshotLeases", r.syncSnapshotLeases, false},
-		{"PodDisruptionBudget", r.syncPodDisruptionBudget, false},
-		{"StatefulSet", syncStatefulSet, true},
+	return r.recordOutcome(ctx, etcd, problems)
+}
+
+// passResult is what the acts found that the requeue depends on.
+type passResult struct {
+	// leasesLingering: a Lease beyond spec.replicas is kept for a member still a voter or whose
+	// pod still exists (neither is an event of this controller).
+	leasesLingering bool
+}
+
+// step is one act of a pass.
+type step struct {
+	name string
+	fn   func(context.Context, *druidv1alpha1.Etcd) error
+	// needsAllBefore: the step relies on every object synced before it, so it waits until they
+	// are ours: the RoleBinding grants the ServiceAccount's holder our Leases, the pods mount the
+	// ConfigMap and the member TLS Secret, run as the ServiceAccount and renew the Leases.
+	needsAllBefore bool
+	// members: the step starts or changes the members, so it waits while they are held back
+	// (an Etcd that joins an existing cluster, existingcluster.go).
+	members bool
+}
+
+// act carries out the decision, one step after the other (the table below is the order).
+func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d render.Decision) (passResult, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	var pass passResult
+	settings := r.settings
+	settings.UpdateStrategy = d.Strategy.Type
+	settings.Transport = &d.Transport.Render
+	settings.EtcdImage = d.Version.Render
+	settings.DowngradeSource, settings.DowngradeFailedTarget = d.Version.Source, d.Version.FailedTarget
+	settings.DataVolume = d.Volume.Name
+	steps := []step{
+		{name: "ServiceAccount", fn: r.syncServiceAccount},
+		{name: "MemberAgentRBAC", fn: r.syncMemberAgentRBAC, needsAllBefore: true},
+		{name: "ConfigMap", fn: func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+			return r.syncConfigMap(ctx, etcd, d.Transport.Render)
+		}},
+		{name: "Services", fn: r.syncServices},
+		{name: "MemberLeases", fn: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+			pass.leasesLingering, err = r.syncMemberLeases(ctx, etcd)
+			return err
+		}},
+		{name: "SnapshotLeases", fn: r.syncSnapshotLeases},
+		{name: "PodDisruptionBudget", fn: r.syncPodDisruptionBudget},
+		{name: "MemberTLSSecret", needsAllBefore: true, members: true, fn: func(ctx context.Context, etcd *druidv1alpha1.Etcd) (err error) {
+			settings.TrustTemplate, err = r.actOnTrust(ctx, etcd, o, d)
+			return err
+		}},
+		{name: "StatefulSet", needsAllBefore: true, members: true, fn: func(ctx context.Context, etcd *druidv1alpha1.Etcd) error {
+			return r.syncStatefulSet(ctx, etcd, o, d, settings)
+		}},
 		// After the StatefulSet, which does not need it: a foreign object under its name is
 		// reported, and holds no member back. The pods it fences take seconds to start.
-		{"NetworkPolicy", r.syncNetworkPolicy, false},
-	} {
+		{name: "NetworkPolicy", fn: r.syncNetworkPolicy},
+	}
+	var foreign []resources.Problem
+	membersBack := r.holdsMembersBack(ctx, etcd, o)
+	for _, step := range steps {
 		if step.needsAllBefore && len(foreign) > 0 {
 			log.Info("Not syncing a step while objects it needs belong to something else", "step", step.name)
+			continue
+		}
+		if step.members && membersBack {
 			continue
 		}
 		err := step.fn(ctx, etcd)
@@ -358,65 +429,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.recorder.Event(etcd, corev1.EventTypeWarning, "ForeignObject", foreignErr.Error())
 			foreign = append(foreign, resources.Problem{Code: resources.ErrForeignObject, Message: foreignErr.Error()})
 		case err != nil:
-			err = fmt.Errorf("syncing %s of Etcd %s: %w", step.name, req.NamespacedName, err)
+			err = fmt.Errorf("syncing %s of Etcd %s/%s: %w", step.name, etcd.Namespace, etcd.Name, err)
 			problem := resources.Problem{Code: "ERR_SYNC_" + step.name, Message: err.Error()}
 			if recErr := r.recordOutcome(ctx, etcd, append(foreign, problem)); recErr != nil {
 				log.Error(recErr, "Recording the sync error on the Etcd status failed")
 			}
-			return ctrl.Result{}, err
+			return pass, err
 		}
 	}
 	if len(foreign) > 0 {
 		if err := r.recordOutcome(ctx, etcd, foreign); err != nil {
-			return ctrl.Result{}, err
+			return pass, err
 		}
 		// Deleting the foreign object is no event of ours (it has no owner reference to this
 		// Etcd), so only a retry notices it: the error makes the retries back off.
-		return ctrl.Result{}, fmt.Errorf("Etcd %s: %d object(s) under its names belong to something else: %s",
-			req.NamespacedName, len(foreign), foreign[0].Message)
+		return pass, fmt.Errorf("Etcd %s/%s: %d object(s) under its names belong to something else: %s",
+			etcd.Namespace, etcd.Name, len(foreign), foreign[0].Message)
 	}
-	r.reportTransportMove(ctx, etcd, move)
-	var again []recheck
-	if move.Render != resources.TransportOf(etcd) {
-		again = append(again, recheck{transportMoveRecheck, "transport move"})
-	}
-	if versionWaits(version) {
-		again = append(again, recheck{versionChangeRecheck, "version change"})
-	}
-	if volumes.Waiting {
-		again = append(again, recheck{volumeChangeRecheck, "volume change"})
-	}
-	if leasesLingering {
-		again = append(again, recheck{lingeringLeaseRecheck, "lingering Lease"})
-	}
-	if resources.UsesTLS(etcd) {
-		// TLS Secrets are not watched: read again for a change (planTrust), soon while one is
-		// carried out.
-		again = append(again, recheck{r.trustRequeue(etcd), "TLS Secrets"})
-	}
-	if held {
-		again = append(again, recheck{holdRecheck, "update strategy held"})
-	}
-	if len(warnings) > 0 {
-		// Converged, with backups that cannot work: say so, and look again (Secrets are not
-		// watched).
-		again = append(again, recheck{r.invalidInputRetry, "warnings"})
-	}
-	next := soonest(again)
-	if next.after > 0 {
-		log.V(1).Info("Looking again without an event", "after", next.after, "why", next.why)
-	}
-	result := ctrl.Result{RequeueAfter: next.after}
-	if len(warnings) > 0 {
-		if err := r.recordOutcomeConverged(ctx, etcd, warnings); err != nil {
-			return result, err
-		}
-		return result, r.consumeOrder(ctx, etcd, gate)
-	}
-	if err := r.recordOutcome(ctx, etcd, nil); err != nil {
-		return result, err
-	}
-	return result, r.consumeOrder(ctx, etcd, gate)
+	return pass, nil
 }
 
 // consumeOrder removes the druid.gardener.cloud/operation=reconcile annotation once the spec it
@@ -439,14 +469,14 @@ func (r *Reconciler) consumeOrder(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	return nil
 }
 
-func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd) []resources.Problem {
+func (r *Reconciler) validate(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation) []resources.Problem {
 	problems := resources.ValidateSpec(etcd)
 	problems = append(problems, resources.ValidateTransport(etcd, r.requireTLS)...)
 	if !secretsValidated(etcd) {
 		problems = append(problems, r.validateSecrets(ctx, etcd)...)
 	}
 	if len(problems) == 0 {
-		problems = r.checkQuotaAgainstDB(ctx, etcd)
+		problems = r.checkQuotaAgainstDB(etcd, o)
 	}
 	return problems
 }
@@ -474,7 +504,7 @@ func (r *Reconciler) validateSecrets(ctx context.Context, etcd *druidv1alpha1.Et
 // read and found valid: the Etcd reconciler recorded the generation as observed with no error,
 // which it does only after validate passed. What validation checks depends on the Secrets' names
 // (spec, so the generation), so reading them again to validate is skipped. Two reads remain: the
-// CA bundles, whose content restarts the members when it changes (planTrust, every trustRecheck),
+// CA bundles, whose content restarts the members when it changes (observeTrust, every trustRecheck),
 // and the Local backup provider's hostPath key, read at every StatefulSet sync of an Etcd with
 // that provider alone (localBackupRoot).
 //
@@ -492,12 +522,6 @@ func secretsValidated(etcd *druidv1alpha1.Etcd) bool {
 // observedGeneration, lastErrors) with one merge patch.
 func (r *Reconciler) recordOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
 	return r.writeOutcome(ctx, etcd, problems, len(problems) == 0)
-}
-
-// recordOutcomeConverged records a converged spec that still has problems which block nothing
-// (a backup store the members cannot use).
-func (r *Reconciler) recordOutcomeConverged(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem) error {
-	return r.writeOutcome(ctx, etcd, problems, true)
 }
 
 func (r *Reconciler) writeOutcome(ctx context.Context, etcd *druidv1alpha1.Etcd, problems []resources.Problem, converged bool) error {
@@ -749,15 +773,12 @@ func (r *Reconciler) followHealthOnly(ctx context.Context, etcd *druidv1alpha1.E
 	return r.client.Update(ctx, obj)
 }
 
-// syncStatefulSet converges the StatefulSet; held is true while it is kept on OnDelete against the
-// gate (the caller rechecks soon). volumes is planVolumes' decision on running, the StatefulSet
-// it read; version is planVersion's decision (the etcd image, the downgrade record).
-func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, stages transport.Stages, version versionchange.Decision,
-	volumes volumechange.Decision, running *appsv1.StatefulSet) (held bool, err error) {
-	strategy, err := r.decideStrategy(ctx, etcd)
-	if err != nil {
-		return false, err
-	}
+// syncStatefulSet converges the StatefulSet to the decision d, rendered with settings, on the
+// observation o it was made on: the strategy hold recorded first, then, for a volume change,
+// leadership moved to the ordinal replaced last, the claims grown and the StatefulSet recreated
+// without its pods; then it is written, and a hold that ended cleared.
+func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d render.Decision, settings resources.Settings) error {
+	strategy := d.Strategy
 	holdBefore := ""
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld); c != nil && c.Status == druidv1alpha1.ConditionTrue {
 		holdBefore = c.Message
@@ -766,35 +787,27 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 		// Recorded before the StatefulSet is written: the OnDelete controller reads it afresh
 		// right before each deletion and starts no step while it holds (package operation).
 		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
-			return false, err
+			return err
 		}
 	}
-	settings := r.settings
-	settings.UpdateStrategy = strategy.Type
-	settings.Transport = &stages
-	settings.EtcdImage = version.Render
-	settings.DowngradeSource, settings.DowngradeFailedTarget = version.Source, version.FailedTarget
-	if settings.TrustTemplate, err = r.planTrust(ctx, etcd); err != nil {
-		return false, err
-	}
+	var err error
 	if settings.LocalBackupRoot, err = r.localBackupRoot(ctx, etcd); err != nil {
-		return false, err
+		return err
 	}
-	settings.DataVolume = volumes.Name
-	r.moveLeaderFirst(ctx, etcd, running, volumes)
+	r.moveLeaderFirst(ctx, etcd, o, d.Volume)
 	// The claims grow first: should the apiserver refuse, the StatefulSet still asks for what they
 	// hold.
-	if err := r.expandClaims(ctx, etcd, volumes); err != nil {
-		return false, err
+	if err := r.expandClaims(ctx, etcd, d.Volume); err != nil {
+		return err
 	}
-	if volumes.Recreate {
-		if err := r.recreateStatefulSet(ctx, etcd, running); err != nil {
-			return false, err
+	if d.Volume.Recreate && o.sts != nil {
+		if err := r.recreateStatefulSet(ctx, etcd, o.sts); err != nil {
+			return err
 		}
 	}
 	desired, err := resources.StatefulSet(etcd, settings)
 	if err != nil {
-		return false, err
+		return err
 	}
 	obj := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: desired.Name, Namespace: desired.Namespace}}
 	before := ""
@@ -811,50 +824,46 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, etcd *druidv1alpha1.Et
 		// Where releases before the condition recorded the hold.
 		delete(obj.Annotations, resources.AnnotationLegacyUpdateStrategyHold)
 	}); err != nil {
-		return false, err
+		return err
 	}
 	if !strategy.Held() && holdBefore != "" {
 		// Cleared only now that the StatefulSet is switched: until then the OnDelete controller
 		// must keep holding.
 		if err := r.recordStrategyHold(ctx, etcd, strategy); err != nil {
-			return false, err
+			return err
 		}
 	}
 	r.reportStrategyHold(ctx, etcd, holdBefore, strategy)
 	r.reportStrategyChange(ctx, etcd, before, string(desired.Spec.UpdateStrategy.Type))
-	return strategy.Held(), nil
+	return nil
 }
 
-// decideStrategy reads what internal/decide/updatestrategy needs. Pods are read only when the gate is off
-// and the StatefulSet is still OnDelete: everything else is decided by the gate alone.
-func (r *Reconciler) decideStrategy(ctx context.Context, etcd *druidv1alpha1.Etcd) (updatestrategy.Decision, error) {
+// observeStrategy is what internal/decide/updatestrategy decides on. The member pods (memberPods,
+// uncached) are read only when the gate is off and the StatefulSet still OnDelete: everything
+// else is decided by the gate alone.
+func (r *Reconciler) observeStrategy(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, memberPods func() ([]corev1.Pod, error)) (updatestrategy.Input, error) {
 	in := updatestrategy.Input{GateOn: r.gateOn}
-	sts := &appsv1.StatefulSet{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
-	switch {
-	case apierrors.IsNotFound(err):
-		return updatestrategy.Decide(in), nil
-	case err != nil:
-		return updatestrategy.Decision{}, fmt.Errorf("reading the StatefulSet: %w", err)
+	if sts == nil {
+		return in, nil
 	}
 	in.Current = sts.Spec.UpdateStrategy.Type
-	if in.GateOn || in.Current != appsv1.OnDeleteStatefulSetStrategyType || !metav1.IsControlledBy(sts, etcd) {
-		return updatestrategy.Decide(in), nil
+	if in.GateOn || in.Current != appsv1.OnDeleteStatefulSetStrategyType {
+		return in, nil
 	}
 	c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeUpdateStrategyHeld)
 	in.HoldRecorded = c != nil && c.Status == druidv1alpha1.ConditionTrue
 	in.UpdateRevision = sts.Status.UpdateRevision
 	in.Name, in.Replicas = sts.Name, ptr.Deref(sts.Spec.Replicas, 0)
-	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
+	pods, err := memberPods()
 	if err != nil {
-		return updatestrategy.Decision{}, err
+		return updatestrategy.Input{}, err
 	}
 	for i := range pods {
 		p := &pods[i]
 		in.Pods = append(in.Pods, updatestrategy.Pod{Name: p.Name, Revision: p.Labels[appsv1.StatefulSetRevisionLabel],
 			Terminating: !p.DeletionTimestamp.IsZero(), Ready: etcdstatus.PodReady(p)})
 	}
-	return updatestrategy.Decide(in), nil
+	return in, nil
 }
 
 // recordStrategyHold sets UpdateStrategyHeld from d: True with its reason while the StatefulSet is

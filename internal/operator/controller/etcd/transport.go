@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,51 +37,54 @@ func (r *Reconciler) reportPlaintext(ctx context.Context, etcd *druidv1alpha1.Et
 	r.recorder.Event(etcd, corev1.EventTypeWarning, EventReasonPlaintextTraffic, msg)
 }
 
-// transportMoveRecheck is how soon an Etcd moving to TLS is looked at again while a stage rolls
-// out: the StatefulSet's status changes wake the reconciler too, this only bounds a missed one.
-const transportMoveRecheck = 5 * time.Second
+// observeTransport is what internal/decide/transport decides on (ObserveTransport), the member
+// pods listed from the cache only while the running stages are not the spec's.
+func (r *Reconciler) observeTransport(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (transport.Observed, error) {
+	in, needsPods := ObserveTransport(etcd, sts)
+	if !needsPods {
+		return in, nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
+		return transport.Observed{}, fmt.Errorf("listing the member pods: %w", err)
+	}
+	in.RolledOut = RolledOut(sts, pods.Items)
+	return in, nil
+}
 
-// planTransport decides the client and peer stages to render (internal/decide/transport) from the
-// running StatefulSet and whether every member runs its template.
-func (r *Reconciler) planTransport(ctx context.Context, etcd *druidv1alpha1.Etcd) (transport.Decision, error) {
+// ObserveTransport is what internal/decide/transport decides on from the Etcd and its StatefulSet
+// (nil: none yet): the spec's stages and those the running template renders; and whether the
+// member pods are needed too, to tell whether every member runs that template (RolledOut): only
+// while the two differ. The plan command observes the same way.
+func ObserveTransport(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (transport.Observed, bool) {
 	in := transport.Observed{Desired: resources.TransportOf(etcd)}
-	sts, err := r.runningStatefulSet(ctx, etcd)
-	if err != nil || sts == nil {
-		return transport.Plan(in), err
+	if sts == nil {
+		return in, false
 	}
 	if running, ok := resources.RunningTransport(sts); ok {
 		in.Running = &running
 	}
-	if in.Running != nil && *in.Running != in.Desired {
-		if in.RolledOut, err = r.rolledOut(ctx, etcd, sts); err != nil {
-			return transport.Decision{}, err
-		}
-	}
-	return transport.Plan(in), nil
+	return in, in.Running != nil && *in.Running != in.Desired
 }
 
-// rolledOut tells whether every member pod runs the StatefulSet's current template and is ready:
+// RolledOut tells whether every member pod runs the StatefulSet's current template and is ready:
 // then every member holds what that template renders.
-func (r *Reconciler) rolledOut(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (bool, error) {
+func RolledOut(sts *appsv1.StatefulSet, pods []corev1.Pod) bool {
 	if sts.Status.ObservedGeneration < sts.Generation || sts.Status.UpdateRevision == "" || sts.Spec.Replicas == nil {
-		return false, nil
+		return false
 	}
-	pods := &corev1.PodList{}
-	if err := r.client.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {
-		return false, fmt.Errorf("listing the member pods: %w", err)
-	}
-	revisions := make([]operation.Pod, 0, len(pods.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	revisions := make([]operation.Pod, 0, len(pods))
+	for i := range pods {
+		p := &pods[i]
 		if !etcdstatus.PodReady(p) {
-			return false, nil
+			return false
 		}
 		revisions = append(revisions, operation.Pod{Revision: p.Labels[appsv1.StatefulSetRevisionLabel], Terminating: !p.DeletionTimestamp.IsZero()})
 	}
 	if operation.RolloutInFlight(sts.Status.UpdateRevision, revisions) {
-		return false, nil
+		return false
 	}
-	return len(revisions) == int(*sts.Spec.Replicas), nil
+	return len(revisions) == int(*sts.Spec.Replicas)
 }
 
 // reportTransportMove records each step of a move to TLS once, when its template is written.

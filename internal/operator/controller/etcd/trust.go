@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/render"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/trustchange"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
@@ -29,103 +30,95 @@ import (
 // minutes late is soon enough, at a few Secret reads per Etcd per period.
 const defaultTrustRecheck = 2 * time.Minute
 
-// trustStepRecheck is how soon the TLS Secrets are read again while a change is carried out: each
-// step waits on a rollout or on the kubelet.
-const trustStepRecheck = 3 * time.Second
-
 // defaultSecretPropagation bounds how long the kubelet takes to put a changed Secret into the
 // files of the pods that mount it: its sync period (1 minute by default) plus the time to see the
 // change. A CA leaves the members' trust only that long after the certificates it no longer signs
 // were replaced.
 const defaultSecretPropagation = 2 * time.Minute
 
-// planTrust decides the TLS material the members mount (internal/decide/trustchange), writes it into the
-// member TLS Secret when it changes, and returns the trust checksum for the pod template: a change
-// of the CA bundles restarts the members, in the rollout's quorum-safe order, so that each one
-// trusts them (etcd reads its CA files only at start).
-//
-// The Etcd's Secrets are read at most once a trustRecheck per Etcd (every trustStepRecheck while a
-// change is under way), and not at the first reconcile after the operator started when the
-// members mount the member TLS Secret already: a restart over a settled fleet then reads nothing
-// (a change made meanwhile is seen one period later).
-func (r *Reconciler) planTrust(ctx context.Context, etcd *druidv1alpha1.Etcd) (string, error) {
+// trustObservation is what the TLS material was read from: the trust checksum the running
+// template carries, the member TLS Secret, or why the material could not be read.
+type trustObservation struct {
+	running string
+	secret  *corev1.Secret
+	err     error
+}
+
+// observeTrust reads what internal/decide/trustchange decides on: the Etcd's TLS Secrets and the
+// member TLS Secret the members mount. nil when the material is not read this pass: the Etcd has
+// no TLS, or the members mount the member TLS Secret already and it is not due. The Etcd's
+// Secrets are read at most once a trustRecheck per Etcd (every render.TrustStepRecheck while a
+// change is under way), and not at the first reconcile after the operator started: a restart over
+// a settled fleet then reads nothing (a change made meanwhile is seen one period later).
+func (r *Reconciler) observeTrust(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (*trustchange.Observed, trustObservation) {
 	if !resources.UsesTLS(etcd) {
-		return "", nil
+		return nil, trustObservation{}
 	}
-	sts, err := r.runningStatefulSet(ctx, etcd)
-	if err != nil {
-		return "", err
-	}
-	running := ""
+	var t trustObservation
 	if sts != nil {
-		running = sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum]
-		if running != "" && resources.MountsMemberTLS(sts, etcd) && !r.trustDue(etcd) {
-			return running, nil
+		t.running = sts.Spec.Template.Annotations[resources.AnnotationTrustChecksum]
+		if t.running != "" && resources.MountsMemberTLS(sts, etcd) && !r.trustDue(etcd) {
+			return nil, t
 		}
 	}
-	log := logr.FromContextOrDiscard(ctx)
 	user, err := r.userTLSMaterial(ctx, etcd)
 	if err != nil {
-		if running == "" {
-			return "", err
+		if t.running == "" {
+			t.err = err
+			return nil, t
 		}
 		// The members run on what they mount; a Secret deleted or unreadable now changes nothing
 		// (what uses it reports it) and must not stop the rest of the reconcile.
-		log.Info("Cannot read the Etcd's TLS Secrets; the members' TLS material is left as it is", "error", err.Error())
-		return running, nil
+		logr.FromContextOrDiscard(ctx).Info("Cannot read the Etcd's TLS Secrets; the members' TLS material is left as it is", "error", err.Error())
+		return nil, t
 	}
-	heldSecret, err := r.memberTLSSecret(ctx, etcd)
-	if err != nil {
-		return "", err
+	if t.secret, t.err = r.memberTLSSecret(ctx, etcd); t.err != nil {
+		return nil, t
 	}
-	held := resources.MemberTLSMaterial(heldSecret)
+	held := resources.MemberTLSMaterial(t.secret)
 	replicas := int(etcd.Spec.Replicas)
 	if sts != nil {
 		replicas = max(replicas, int(ptr.Deref(sts.Spec.Replicas, 0)))
 	}
-	d := trustchange.Plan(trustchange.Observed{
+	return &trustchange.Observed{
 		User: user, Held: held,
 		MembersTrustHeld: membersRunTrust(sts, etcd, resources.TrustChecksum(held)),
-		CopiedSettled:    r.copiesSettled(heldSecret),
+		CopiedSettled:    r.copiesSettled(t.secret),
 		Now:              time.Now(),
 		Need:             resources.CertificateNeed(etcd, replicas),
 		Secrets:          resources.CertificateSecrets(etcd),
-	})
-	if d.Write {
-		if err := r.writeMemberTLS(ctx, etcd, heldSecret, d); err != nil {
+	}, t
+}
+
+// actOnTrust writes the TLS material internal/decide/trustchange decided on into the member TLS
+// Secret when it changes, records the TrustChange condition, and returns the trust checksum for the
+// pod template: a change of the CA bundles restarts the members, in the rollout's quorum-safe
+// order, so that each one trusts them (etcd reads its CA files only at start).
+func (r *Reconciler) actOnTrust(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d render.Decision) (string, error) {
+	if o.trust.err != nil {
+		return "", o.trust.err
+	}
+	if d.Trust == nil {
+		return o.trust.running, nil
+	}
+	t := *d.Trust
+	if t.Write {
+		if err := r.writeMemberTLS(ctx, etcd, o.trust.secret, t); err != nil {
 			return "", err
 		}
 	}
-	if d.Write || d.Waiting {
+	if t.Write || t.Waiting {
 		r.trustSoon(etcd)
 	}
-	if d.Warning {
-		log.Info("TLS material of the Etcd not used", "rule", d.Rule, "reason", d.Reason)
+	if t.Warning {
+		logr.FromContextOrDiscard(ctx).Info("TLS material of the Etcd not used", "rule", t.Rule, "reason", t.Reason)
 	}
-	if err := r.recordTrust(ctx, etcd, d); err != nil {
-		return "", err
+	if c, ok := d.Change(render.PartTrust); ok {
+		if err := r.recordChange(ctx, etcd, c); err != nil {
+			return "", err
+		}
 	}
-	return resources.TrustChecksum(d.Held), nil
-}
-
-// recordTrust sets the TrustChange condition from d once a change of the TLS material has been in
-// view: True while one is made, waits or is held back, False once the members mount what the
-// Secrets hold. The Event of each change of rule (recordChange) is a Warning for a pair held back,
-// naming its Secret and the failed check. A new Etcd's first write is no change, unless what it
-// mounts already fails a check.
-func (r *Reconciler) recordTrust(ctx context.Context, etcd *druidv1alpha1.Etcd, d trustchange.Decision) error {
-	inFlight := d.Write || d.Waiting || d.Warning
-	if d.Rule == trustchange.RuleNew && !d.Warning {
-		return nil
-	}
-	if !inFlight && druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeTrustChange) == nil {
-		return nil
-	}
-	status := druidv1alpha1.ConditionFalse
-	if inFlight {
-		status = druidv1alpha1.ConditionTrue
-	}
-	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeTrustChange, status, d.Rule, d.Reason, d.Warning)
+	return resources.TrustChecksum(t.Held), nil
 }
 
 // userTLSMaterial reads the Secrets the Etcd names, uncached.
@@ -235,7 +228,7 @@ func (r *Reconciler) trustDue(etcd *druidv1alpha1.Etcd) bool {
 }
 
 // trustSoon makes the Etcd's TLS Secrets due at the next look, and the next look come within
-// trustStepRecheck (trustRequeue): a change is under way.
+// render.TrustStepRecheck (trustRequeue): a change is under way.
 func (r *Reconciler) trustSoon(etcd *druidv1alpha1.Etcd) {
 	r.trustMu.Lock()
 	defer r.trustMu.Unlock()
@@ -248,7 +241,7 @@ func (r *Reconciler) trustRequeue(etcd *druidv1alpha1.Etcd) time.Duration {
 	r.trustMu.Lock()
 	defer r.trustMu.Unlock()
 	if last, ok := r.trustChecked[etcd.Namespace+"/"+etcd.Name]; ok && time.Since(last) >= r.trustRecheck {
-		return trustStepRecheck
+		return render.TrustStepRecheck
 	}
 	return r.trustRecheck
 }

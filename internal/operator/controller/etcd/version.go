@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/versionchange"
@@ -18,45 +17,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
-
-// MemberCalls are the reconciler's questions and orders to an Etcd's members (memberaccess.Calls):
-// their status (versions, leader), etcd's downgrade calls, a leadership move.
-type MemberCalls interface {
-	Statuses(ctx context.Context, etcd *druidv1alpha1.Etcd) (etcdclient.ClusterStatus, error)
-	Downgrade(ctx context.Context, etcd *druidv1alpha1.Etcd, action etcdclient.DowngradeAction, target string) error
-	MoveLeader(ctx context.Context, etcd *druidv1alpha1.Etcd, toPod string) error
-}
-
-// versionChangeRecheck is how soon an Etcd whose version change waits on its members (their
-// storage version, the downgrade's end) is looked at again: member versions are no object event.
-const versionChangeRecheck = 3 * time.Second
-
-// planVersion decides the etcd image to render and the downgrade call to make
-// (internal/decide/versionchange). The members are asked, and their pods looked at for one that fails to
-// start, only when the spec's image is another minor version than the running one, or a
-// downgrade is recorded as under way (the condition, or its source on the StatefulSet).
-func (r *Reconciler) planVersion(ctx context.Context, etcd *druidv1alpha1.Etcd) (versionchange.Decision, error) {
-	sts, err := r.runningStatefulSet(ctx, etcd)
-	if err != nil {
-		return versionchange.Decision{}, err
-	}
-	in, needsMembers := ObserveVersion(etcd, sts)
-	if !needsMembers || r.members == nil {
-		return versionchange.Plan(in), nil
-	}
-	cs, err := r.members.Statuses(ctx, etcd)
-	if err != nil {
-		// Planned without the members' word: a downgrade then waits, nothing else needs it.
-		logr.FromContextOrDiscard(ctx).Info("Cannot ask the members for their versions", "error", err.Error())
-	}
-	// Uncached: the cache keeps no pod spec (operator.memberPodView), and the image a pod was
-	// created with is in its spec alone (a waiting container's status may not name it).
-	pods, err := memberaccess.ReadMemberPods(ctx, r.apiReader, sts)
-	if err != nil {
-		return versionchange.Decision{}, fmt.Errorf("reading the member pods for failed starts: %w", err)
-	}
-	return versionchange.Plan(ObserveVersionMembers(in, cs, pods, time.Now(), r.startGrace)), nil
-}
 
 // ObserveVersion is what internal/decide/versionchange decides on from the Etcd and its StatefulSet (nil:
 // none yet), and whether the members' answers and pods are needed too (ObserveVersionMembers):
@@ -80,7 +40,7 @@ func ObserveVersion(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (versionc
 
 // ObserveVersionMembers adds the members' answers (cs) and their pods' failed starts (grace: how
 // long a pod may stay not Ready after its creation) to in.
-func ObserveVersionMembers(in versionchange.Observed, cs etcdclient.ClusterStatus, pods []corev1.Pod, now time.Time, grace time.Duration) versionchange.Observed {
+func ObserveVersionMembers(in versionchange.Observed, cs memberaccess.ClusterStatus, pods []corev1.Pod, now time.Time, grace time.Duration) versionchange.Observed {
 	in.Members = versionMembers(cs)
 	in.Failed = startFailures(pods, now, grace)
 	return in
@@ -125,7 +85,7 @@ func startFailures(pods []corev1.Pod, now time.Time, grace time.Duration) []vers
 }
 
 // versionMembers is what the members said, for the planner.
-func versionMembers(cs etcdclient.ClusterStatus) []versionchange.Member {
+func versionMembers(cs memberaccess.ClusterStatus) []versionchange.Member {
 	out := make([]versionchange.Member, 0, len(cs.Members))
 	for _, s := range cs.Members {
 		m := versionchange.Member{Name: s.Name, Answered: s.Reachable}
@@ -142,10 +102,11 @@ func versionMembers(cs etcdclient.ClusterStatus) []versionchange.Member {
 	return out
 }
 
-// actOnVersion makes the downgrade call the decision names. A failed call changes nothing (the
-// running image stays rendered while it is needed) and is retried at the next look.
-func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) {
-	if d.Action == versionchange.ActionNone || r.members == nil {
+// actOnVersion makes the downgrade call the decision names, through the leader the members named
+// when asked this pass. A failed call changes nothing (the running image stays rendered while it
+// is needed) and is retried at the next look.
+func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d versionchange.Decision) {
+	if d.Action == versionchange.ActionNone || o.members == nil {
 		return
 	}
 	target := ""
@@ -153,38 +114,12 @@ func (r *Reconciler) actOnVersion(ctx context.Context, etcd *druidv1alpha1.Etcd,
 		target = d.Target.MinorString()
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if err := r.members.Downgrade(ctx, etcd, etcdclient.DowngradeAction(d.Action), target); err != nil {
+	if err := o.members.Downgrade(ctx, o.status, memberaccess.DowngradeAction(d.Action), target); err != nil {
 		log.Info("etcd downgrade call failed; the members keep their version", "action", d.Action, "target", target, "error", err.Error())
 		r.recorder.Eventf(etcd, corev1.EventTypeWarning, "DowngradeCallFailed", "etcd downgrade %s %s failed: %v", d.Action, target, err)
 		return
 	}
-	// The rule's Event (recordVersion) says what was decided; a success needs no second one
+	// The rule's Event (recordChange) says what was decided; a success needs no second one
 	// (Events per object are rate-limited, and a rollout follows with its own).
 	log.Info("etcd downgrade call made", "action", d.Action, "target", target, "rule", d.Rule, "reason", d.Reason)
-}
-
-// recordVersion sets the VersionChange condition from d once a version change has been in view:
-// True while a downgrade is prepared or under way or a change is refused, False once steady, and
-// False too once a downgrade whose member failed was rolled back (refused until the spec changes,
-// with nothing under way). An Event marks each change of rule, a Warning for a refusal or a
-// failed member.
-func (r *Reconciler) recordVersion(ctx context.Context, etcd *druidv1alpha1.Etcd, d versionchange.Decision) error {
-	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVersionChange)
-	active := (d.Downgrading || d.Refused || d.Action != versionchange.ActionNone) && !d.RolledBack
-	if prev == nil && !active && !d.RolledBack {
-		return nil
-	}
-	status := druidv1alpha1.ConditionFalse
-	if active {
-		status = druidv1alpha1.ConditionTrue
-	}
-	warning := d.Refused || d.Rule == versionchange.RuleRollForwardMemberFailed
-	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeVersionChange, status, d.Rule, d.Reason, warning)
-}
-
-// versionWaits tells whether the decision waits on the members, so the Etcd is looked at again
-// soon.
-func versionWaits(d versionchange.Decision) bool {
-	// The downgrade's waits (members, storage version) hold with Downgrading set.
-	return d.Downgrading || d.Action != versionchange.ActionNone
 }

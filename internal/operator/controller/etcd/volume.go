@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/render"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/volumechange"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
@@ -33,69 +33,59 @@ import (
 // Whether a StorageClass allows volume expansion; read uncached, only for a growth of capacity.
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
-// volumeChangeRecheck is how soon a volume change waiting for every member to be ready is looked
-// at again: pods are not watched by this reconciler.
-const volumeChangeRecheck = 5 * time.Second
-
 // statefulSetGone bounds the wait for an orphaning delete of the StatefulSet to be carried out
 // (the garbage collector drops the orphan finalizer at once) before it is created again.
 const statefulSetGone = 20 * time.Second
 
-// planVolumes decides the data claim template to render (internal/decide/volumechange), and returns the
-// running StatefulSet the decision was made on. The claims, the member pods' mounts and the
-// StorageClass are read only while a change is in view or recorded in flight (the VolumeChange
-// condition True): a settled Etcd costs no read beyond the StatefulSet from the cache.
-func (r *Reconciler) planVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd) (volumechange.Decision, *appsv1.StatefulSet, error) {
-	in := volumechange.Observed{Desired: resources.DesiredClaims(etcd), DefaultName: resources.DefaultDataVolume, DesiredReplicas: int(etcd.Spec.Replicas)}
-	sts, err := r.runningStatefulSet(ctx, etcd)
-	if err != nil {
-		return volumechange.Decision{}, nil, err
-	}
+// observeVolumes is what internal/decide/volumechange decides on, from the running StatefulSet
+// sts (ObserveVolumes). The claims, the member pods' mounts and the StorageClass are read only
+// while a change is in view or recorded in flight (the VolumeChange condition True): a settled
+// Etcd costs no read beyond the StatefulSet from the cache. Which member leads is the members' to
+// say (observe).
+func (r *Reconciler) observeVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet) (volumechange.Observed, error) {
+	var pods []corev1.Pod
 	if sts == nil {
 		// Uncached: the cache keeps pods without their spec (memberPodView), so without their
 		// volumes. A missing StatefulSet is rare (a new Etcd, or one deleted mid-change).
-		pods, err := memberaccess.ReadLabelledPods(ctx, r.apiReader, etcd)
-		if err != nil {
-			return volumechange.Decision{}, nil, err
+		var err error
+		if pods, err = memberaccess.ReadLabelledPods(ctx, r.apiReader, etcd); err != nil {
+			return volumechange.Observed{}, err
 		}
+	}
+	in, inView := ObserveVolumes(etcd, sts, pods)
+	if inView {
+		if err := r.observeClaims(ctx, etcd, &in); err != nil {
+			return volumechange.Observed{}, err
+		}
+	}
+	return in, nil
+}
+
+// ObserveVolumes is what internal/decide/volumechange decides on from the Etcd, its StatefulSet
+// (nil: none) and, without one, the Etcd's labelled pods (the claims they mount); and whether a
+// change is in view or recorded in flight, whose claims, pods' mounts and StorageClass are then
+// needed too (observeClaims). The plan command observes the same way.
+func ObserveVolumes(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod) (volumechange.Observed, bool) {
+	in := volumechange.Observed{Desired: resources.DesiredClaims(etcd), DefaultName: resources.DefaultDataVolume,
+		DesiredReplicas: int(etcd.Spec.Replicas), LeaderOrdinal: -1}
+	if sts == nil {
 		in.PodClaims = resources.PodClaims(pods)
-		return volumechange.Plan(in), nil, nil
+		return in, false
 	}
 	running, ok := resources.RunningClaims(sts)
 	if !ok {
 		// Not a claim template of ours to change: rendered as created.
-		return volumechange.Decision{Name: resources.DefaultDataVolume, Rule: volumechange.RuleSteady, Reason: "no single claim template"}, sts, nil
+		in.NotSingle = true
+		return in, false
 	}
 	in.Running = &running
 	ready := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeAllMembersReady)
 	in.Ready = ready != nil && ready.Status == druidv1alpha1.ConditionTrue &&
 		ptr.Deref(sts.Spec.Replicas, 0) == etcd.Spec.Replicas && sts.Status.ReadyReplicas == etcd.Spec.Replicas
-	in.LeaderOrdinal = -1
 	if c := druidv1alpha1.FindCondition(etcd.Status.Conditions, druidv1alpha1.ConditionTypeVolumeChange); c != nil && c.Status == druidv1alpha1.ConditionTrue {
 		in.Recorded = c.Reason
 	}
-	if in.Recorded != "" || running.Class != in.Desired.Class || running.Capacity != in.Desired.Capacity {
-		if err := r.observeClaims(ctx, etcd, &in); err != nil {
-			return volumechange.Decision{}, nil, err
-		}
-	}
-	d := volumechange.Plan(in)
-	if d.Rule != volumechange.RuleWaitLeader || r.members == nil {
-		return d, sts, nil
-	}
-	// The change can be made: which member leads decides whether leadership moves first.
-	cs, err := r.members.Statuses(ctx, etcd)
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).Info("Cannot ask the members who leads; the volume change waits", "error", err.Error())
-		return d, sts, nil
-	}
-	if leader, ok := cs.Leader(); ok {
-		// The pool names members by their pods.
-		if ordinal, ok := resources.OrdinalOf(etcd, leader.Name); ok {
-			in.LeaderOrdinal = ordinal
-		}
-	}
-	return volumechange.Plan(in), sts, nil
+	return in, in.Recorded != "" || running.Class != in.Desired.Class || running.Capacity != in.Desired.Capacity
 }
 
 // observeClaims reads what a volume change is followed on, all uncached and only during a change:
@@ -181,58 +171,64 @@ func (r *Reconciler) expandClaims(ctx context.Context, etcd *druidv1alpha1.Etcd,
 	return nil
 }
 
-// moveLeaderFirst hands leadership to the ordinal the volume change wants last; a failure leaves
-// everything as it is until the next look.
-func (r *Reconciler) moveLeaderFirst(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, d volumechange.Decision) {
-	if d.MoveLeaderTo < 0 || r.members == nil || sts == nil {
+// moveLeaderFirst hands leadership to the ordinal the volume change wants last, through the
+// leader the members named this pass; a failure leaves everything as it is until the next look.
+func (r *Reconciler) moveLeaderFirst(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation, d volumechange.Decision) {
+	if d.MoveLeaderTo < 0 || o.members == nil || o.status == nil || o.sts == nil {
 		return
 	}
 	to := resources.PodName(etcd, d.MoveLeaderTo)
-	if err := r.members.MoveLeader(ctx, etcd, to); err != nil {
+	if err := moveLeaderTo(ctx, o.members, o.status, to); err != nil {
 		logr.FromContextOrDiscard(ctx).Info("Moving leadership for the volume change failed; trying again", "to", to, "error", err.Error())
 	}
 }
 
-// recordVolumes sets the VolumeChange condition from d once a volume change has been in view:
-// True while it is made, waits or is refused, False once done (its message naming the old claims
-// kept). A decision that is neither (steady, a new Etcd, a StatefulSet created over running pods)
-// leaves the condition as it is. An Event marks each change of rule.
-func (r *Reconciler) recordVolumes(ctx context.Context, etcd *druidv1alpha1.Etcd, d volumechange.Decision) error {
-	if !d.InFlight && !d.Done {
-		return nil
+// moveLeaderTo hands leadership to the member of pod to, from the leader of cs; nothing when that
+// member leads already.
+func moveLeaderTo(ctx context.Context, members *memberaccess.Cluster, cs *memberaccess.ClusterStatus, to string) error {
+	leader, ok := cs.Leader()
+	if !ok {
+		return memberaccess.ErrNoLeader
 	}
-	status := druidv1alpha1.ConditionFalse
-	if d.InFlight {
-		status = druidv1alpha1.ConditionTrue
+	for _, m := range cs.Members {
+		switch {
+		case m.Name != to:
+		case !m.Reachable:
+			return fmt.Errorf("moving leadership: %s did not answer", to)
+		case m.Name == leader.Name:
+			return nil
+		default:
+			return members.MoveLeader(ctx, leader.Name, m.ID)
+		}
 	}
-	return r.recordChange(ctx, etcd, druidv1alpha1.ConditionTypeVolumeChange, status, d.Rule, d.Reason, d.Refused)
+	return fmt.Errorf("moving leadership: %s is not among the members asked", to)
 }
 
-// recordChange sets a condition of a change the Etcd reconciler carries out (VersionChange,
-// VolumeChange) to the rule's CamelCase reason and message, writing only what differs, and marks
-// each change of rule with an Event (a Warning when warning), logged too.
-func (r *Reconciler) recordChange(ctx context.Context, etcd *druidv1alpha1.Etcd, conditionType druidv1alpha1.ConditionType,
-	status druidv1alpha1.ConditionStatus, rule ruleid.ID, message string, warning bool) error {
-	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, conditionType)
-	reason := rule.CamelCase()
-	if prev != nil && prev.Status == status && prev.Reason == reason && prev.Message == message {
+// recordChange sets the condition of a change the Etcd reconciler carries out (VersionChange,
+// VolumeChange, TrustChange) as internal/decide/render says, to the rule's CamelCase reason and
+// message, writing only what differs, and marks each change of rule with an Event (a Warning when
+// c.Warning), logged too.
+func (r *Reconciler) recordChange(ctx context.Context, etcd *druidv1alpha1.Etcd, c render.Change) error {
+	prev := druidv1alpha1.FindCondition(etcd.Status.Conditions, c.Condition)
+	reason := c.Rule.CamelCase()
+	if prev != nil && prev.Status == c.Status && prev.Reason == reason && prev.Message == c.Reason {
 		return nil
 	}
 	now := metav1.Now()
-	c := druidv1alpha1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message,
+	cond := druidv1alpha1.Condition{Type: c.Condition, Status: c.Status, Reason: reason, Message: c.Reason,
 		LastTransitionTime: now, LastUpdateTime: now}
 	if err := etcdstatus.Patch(ctx, r.client, etcd, etcdstatus.WriterEtcd, func(s *druidv1alpha1.EtcdStatus) {
-		s.Conditions = etcdstatus.SetCondition(s.Conditions, c)
+		s.Conditions = etcdstatus.SetCondition(s.Conditions, cond)
 	}); err != nil {
-		return fmt.Errorf("recording %s: %w", conditionType, err)
+		return fmt.Errorf("recording %s: %w", c.Condition, err)
 	}
 	if prev == nil || prev.Reason != reason {
 		eventType := corev1.EventTypeNormal
-		if warning {
+		if c.Warning {
 			eventType = corev1.EventTypeWarning
 		}
-		logr.FromContextOrDiscard(ctx).Info("Change", "condition", conditionType, "rule", rule, "reason", message)
-		r.recorder.Event(etcd, eventType, reason, message)
+		logr.FromContextOrDiscard(ctx).Info("Change", "condition", c.Condition, "rule", c.Rule, "reason", c.Reason)
+		r.recorder.Event(etcd, eventType, reason, c.Reason)
 	}
 	return nil
 }
