@@ -528,6 +528,15 @@ func readArgs(t *testing.T, base string) string {
 // as --member-status does for plan; without one, nobody reports anything.
 type recordedMembers []roles.MemberReport
 
+// Defragment and Member: plan asks neither.
+func (recordedMembers) Defragment(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, time.Duration) error {
+	panic("not asked by plan")
+}
+
+func (recordedMembers) Member(string, conductortls.ClientMaterial, []etcdclient.Target, string) (*etcdclient.MemberConn, error) {
+	panic("not asked by plan")
+}
+
 func (m recordedMembers) Query(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target) (etcdclient.ClusterStatus, error) {
 	var cs etcdclient.ClusterStatus
 	for _, r := range m {
@@ -743,8 +752,9 @@ func othersDecideLikePlan(ctx context.Context, t *testing.T, c client.Client, st
 // each status question with its round, a linearizable read by the voters it says the leader
 // hears. It changes nothing; a defragmentation is recorded and reported done.
 type savedAnswers struct {
-	answers      plancmd.Answers
-	defragmented string
+	memberaccess.Pool // what plan does not ask: a call panics
+	answers           plancmd.Answers
+	defragmented      string
 }
 
 func (a *savedAnswers) Query(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target) (etcdclient.ClusterStatus, error) {

@@ -7,14 +7,13 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 )
 
 // registerDefrag adds the defragmentation controller, sharing the member client pool and the
 // way to the members.
-func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *etcdclient.Pool, access *memberaccess.Access) error {
+func registerDefrag(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *memberaccess.ConnectionPool, access *memberaccess.Access) error {
 	metrics, err := defrag.NewMetrics(o.Registry)
 	if err != nil {
 		return fmt.Errorf("registering defrag metrics: %w", err)

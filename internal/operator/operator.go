@@ -22,7 +22,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	configv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/config/v1alpha1"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
@@ -83,7 +82,7 @@ func (stopEvents) NeedLeaderElection() bool { return false }
 // Operator is a manager with every controller registered, and the member client pool it owns.
 type Operator struct {
 	Manager ctrl.Manager
-	Pool    *etcdclient.Pool
+	Pool    *memberaccess.ConnectionPool
 }
 
 // NewScheme holds every type the operator reads or writes.
@@ -158,7 +157,7 @@ func New(restCfg *rest.Config, o Options) (*Operator, error) {
 		return nil, fmt.Errorf("adding the Event broadcaster's stop: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor("etcd-conductor") //nolint:staticcheck // core/v1 Events, shown by kubectl describe
-	pool := etcdclient.NewPool(etcdclient.Options{Logger: o.Logger.WithName("etcdclient")})
+	pool := memberaccess.NewPool(memberaccess.PoolOptions{Logger: o.Logger.WithName("etcdclient")})
 	if err := registerPoolMetrics(o.Registry, pool); err != nil {
 		pool.Close()
 		return nil, err
@@ -390,7 +389,7 @@ func durationOrNil(d time.Duration) *time.Duration {
 
 // registerPoolMetrics exposes how many member connections the pool holds: a fleet's cost in file
 // descriptors and memory grows with it, and the fleet benchmark reports it.
-func registerPoolMetrics(reg prometheus.Registerer, pool *etcdclient.Pool) error {
+func registerPoolMetrics(reg prometheus.Registerer, pool *memberaccess.ConnectionPool) error {
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "etcd_conductor", Name: "member_clients",
 		Help: "Member clients (gRPC connections) the operator's pool holds open."},
 		func() float64 { return float64(pool.Members()) })

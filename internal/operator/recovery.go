@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/controller/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/reportauth"
@@ -15,7 +14,7 @@ import (
 
 // registerRecovery adds the recovery controller (quorum lost with a majority of members without
 // data: restore from the backup), sharing the member client pool and the way to the members.
-func registerRecovery(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *etcdclient.Pool, access *memberaccess.Access) error {
+func registerRecovery(mgr ctrl.Manager, o Options, recorder record.EventRecorder, pool *memberaccess.ConnectionPool, access *memberaccess.Access) error {
 	reports := reportauth.NewChecker(reportauth.Config{
 		Reader:               mgr.GetAPIReader(),
 		AdmissionPolicy:      o.Config.MemberReports.AdmissionPolicy,

@@ -94,7 +94,7 @@ func (r *handoverRig) currentLeader(t *testing.T) string {
 	return l.Name
 }
 
-func (r *handoverRig) reconciler(members ondelete.MemberPool, recorder record.EventRecorder, metrics *ondelete.Metrics, policy rollout.Policy) *ondelete.Reconciler {
+func (r *handoverRig) reconciler(members memberaccess.Pool, recorder record.EventRecorder, metrics *ondelete.Metrics, policy rollout.Policy) *ondelete.Reconciler {
 	return ondelete.NewReconciler(ondelete.Config{
 		Client: r.env.Client(), Reader: r.env.Client(), Recorder: recorder, Members: members, Metrics: metrics,
 		Access: memberaccess.New(memberaccess.Config{Reader: r.env.Client(),

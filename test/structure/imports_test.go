@@ -32,8 +32,10 @@ const (
 	storeDir    = "internal/store"
 	apiDir      = "internal/api"
 	controllers = "internal/operator/controller"
-	sidecar     = "internal/member/agent"
-	binary      = "cmd/etcd-conductor"
+	// memberAccess is the one way the manager's side reaches the members.
+	memberAccess = "internal/operator/memberaccess"
+	sidecar      = "internal/member/agent"
+	binary       = "cmd/etcd-conductor"
 )
 
 // ioImports are the imports that make a package one that does I/O: it talks to the apiserver, to
@@ -242,6 +244,24 @@ var rules = []rule{
 		plant: func(g graph) {
 			g.addImport("internal/operator/controller/recovery", module+"/internal/operator/controller/membership")
 		},
+	},
+	{
+		name: "on the manager's side only member access imports the member client",
+		// One member API: every controller asks and orders through memberaccess.Cluster, so the
+		// pool's key, the credentials and the leader an order goes to are chosen in one place.
+		check: func(g graph) []string {
+			var out []string
+			for _, name := range g.sorted() {
+				if !under(name, operatorDir) || under(name, memberAccess) {
+					continue
+				}
+				if slices.Contains(g[name].Imports, module+"/etcdclient") {
+					out = append(out, fmt.Sprintf("%s imports etcdclient: reach the members through %s", name, memberAccess))
+				}
+			}
+			return out
+		},
+		plant: func(g graph) { g.addImport("internal/operator/controller/defrag", module+"/etcdclient") },
 	},
 	{
 		name: "only the binary imports the sidecar",

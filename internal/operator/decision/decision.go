@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
@@ -42,11 +41,11 @@ type RoleInputs interface {
 	MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error)
 	// AskMembers asks the targets (possibly none) for their status. An error means roles come
 	// from the Leases; it is reported, not fatal. It is not called in LeaseOnly mode.
-	AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error)
+	AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target) ([]roles.MemberReport, error)
 	// ServeReads has the members named (each among targets, every member's) serve a
 	// linearizable read and returns those that did; an error says why the others did not. It is
 	// not called in LeaseOnly mode.
-	ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error)
+	ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target, names []string) ([]string, error)
 }
 
 // Outcome is the pipeline's result.

@@ -117,7 +117,7 @@ func (r *recordingInputs) MemberLeases(_ context.Context, _ *druidv1alpha1.Etcd)
 
 func (r *recordingInputs) AskMembers(_ context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
 	r.asked = append(r.asked, targets)
-	r.askedForKey = memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
+	r.askedForKey = memberaccess.PoolKey(etcd.Namespace, etcd.Name, memberaccess.ForMembers)
 	return r.reports, r.askErr
 }
 

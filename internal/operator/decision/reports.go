@@ -3,9 +3,9 @@ package decision
 import (
 	"strconv"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
 
@@ -15,7 +15,7 @@ import (
 // resources.PodOfMember). A listed member of no pod of etcd is left out: roles are resolved for
 // pods only. It lives here, next to the RoleInputs its callers implement, so that roles stays
 // pure: it never sees an etcdclient type.
-func ReportsFromClusterStatus(etcd *druidv1alpha1.Etcd, cs etcdclient.ClusterStatus) []roles.MemberReport {
+func ReportsFromClusterStatus(etcd *druidv1alpha1.Etcd, cs memberaccess.ClusterStatus) []roles.MemberReport {
 	var out []roles.MemberReport
 	index := map[string]int{}
 	for _, m := range cs.MemberList {

@@ -58,11 +58,15 @@ type Pool interface {
 
 var _ Pool = (*etcdclient.Pool)(nil)
 
+// ConnectionPool is the pool the manager builds (NewPool) and closes, whose connections its
+// metrics count.
+type ConnectionPool = etcdclient.Pool
+
 // PoolOptions configures NewPool.
 type PoolOptions = etcdclient.Options
 
 // NewPool builds the member connection pool.
-func NewPool(o PoolOptions) *etcdclient.Pool { return etcdclient.NewPool(o) }
+func NewPool(o PoolOptions) *ConnectionPool { return etcdclient.NewPool(o) }
 
 // Purpose says which of an Etcd's sets of pooled connections a caller uses. The pool keeps one set
 // per key and closes the connections of members a call leaves out of its targets, so callers that

@@ -19,7 +19,12 @@
 // Which scheme the members serve clients on follows the running template's transport stage
 // (internal/decide/transport).
 //
-// Calls (calls.go) are the Etcd reconciler's questions and orders to the members: their status,
-// etcd's downgrade calls and a leadership move; DBSizes (dbsizes.go) the members' database sizes
-// for the quota check.
+// Cluster (cluster.go) is the one member API: an Etcd's members as one caller reaches them (the
+// pool's connections under one PoolKey, one key pair, the pods dialled), with the verbs the
+// planners name: statuses, move leader, add learner, promote, remove, update peer URLs, downgrade
+// (each order through the leader of the status the caller decided on), defragment, linearizable
+// reads. Pool is the one interface over the connection pool, and the etcdclient types the
+// controllers need are spelled here, so that on the manager's side only this package imports
+// etcdclient (test/structure checks it). Access.Reach builds a Cluster of every labelled member
+// pod with the key pair read fresh, for the Etcd reconciler.
 package memberaccess

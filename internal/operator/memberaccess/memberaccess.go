@@ -11,7 +11,7 @@ import (
 // Config is what an Access is built from.
 type Config struct {
 	// Reader reads from the apiserver, uncached (the manager's APIReader): the Secrets an Etcd
-	// names and, for DBSizes, its member pods.
+	// names and, for Reach, its member pods.
 	Reader client.Reader
 	// SecretTTL is how long ClientTLS goes on using a Secret it read before it reads it again
 	// (secretCache); zero reads it every time.

@@ -92,7 +92,7 @@ func ReadMemberPods(ctx context.Context, r client.Reader, sts *appsv1.StatefulSe
 
 // ReadLabelledPods lists the pods carrying etcd's member selector labels, whatever controls them
 // (ReadMemberPods keeps only the StatefulSet's own): what the defragmentation controller and
-// DBSizes dial, which need no StatefulSet to find the members.
+// the Etcd reconciler (Reach) dial, which need no StatefulSet to find the members.
 func ReadLabelledPods(ctx context.Context, r client.Reader, etcd *druidv1alpha1.Etcd) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(etcd.Namespace), client.MatchingLabels(resources.SelectorLabels(etcd))); err != nil {

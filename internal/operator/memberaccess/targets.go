@@ -15,9 +15,6 @@ import (
 // ErrNoMemberAddress is what asking members returns when no member pod can be dialled.
 var ErrNoMemberAddress = errors.New("no member pod has an address")
 
-// ClusterKey names an Etcd's connections in the member client pool.
-func ClusterKey(namespace, etcdName string) string { return namespace + "/" + etcdName }
-
 // Targets are the member pods that have an address and are not terminating, dialled at their pod
 // IP and verified against their member DNS name.
 func Targets(etcd *druidv1alpha1.Etcd, pods []corev1.Pod) []etcdclient.Target {

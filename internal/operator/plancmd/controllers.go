@@ -11,14 +11,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
-	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/render"
+	"github.com/etcd-conductor/etcd-conductor/internal/decide/ruleid"
 	defragctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/defrag"
 	etcdctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/etcd"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
@@ -89,7 +88,7 @@ type Answers struct {
 	// Asked: the members were asked, or their answers saved. Without it nothing is known of them.
 	Asked bool
 	// Status is the round of answers (nil when asked and none came).
-	Status *etcdclient.ClusterStatus
+	Status *memberaccess.ClusterStatus
 	// QueryErr says why asking live members failed; the membership and recovery controllers
 	// then take it that no member answered.
 	QueryErr error
@@ -101,7 +100,7 @@ type Answers struct {
 
 // answered is the round as the membership and recovery controllers take it: nil when no member
 // answered.
-func (a Answers) answered() *etcdclient.ClusterStatus {
+func (a Answers) answered() *memberaccess.ClusterStatus {
 	if a.QueryErr != nil {
 		return nil
 	}
@@ -319,7 +318,7 @@ func planDefragmentation(in controllerInputs) Step {
 		step.NotDecided = "a run decides on each member's health, role and database size: no member answers (--member-status, or --etcd-ca/--etcd-cert/--etcd-key live)"
 		return step
 	}
-	var status map[string]etcdclient.MemberStatus
+	var status map[string]memberaccess.MemberStatus
 	if in.answers.Status != nil {
 		status = defragctl.StatusByMember(*in.answers.Status)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
@@ -307,10 +308,11 @@ func TestAskAllMembers(t *testing.T) {
 
 // answeringQuerier answers every question with status; every voter asked serves a read.
 type answeringQuerier struct {
-	status     etcdclient.ClusterStatus
-	cluster    string
-	targets    []etcdclient.Target
-	readsAsked []string
+	memberaccess.Pool // what plan does not ask: a call panics
+	status            etcdclient.ClusterStatus
+	cluster           string
+	targets           []etcdclient.Target
+	readsAsked        []string
 }
 
 func (q *answeringQuerier) Query(_ context.Context, cluster string, _ conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error) {

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
 	membershipctl "github.com/etcd-conductor/etcd-conductor/internal/operator/controller/membership"
@@ -14,49 +13,33 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// MemberQuerier is the part of etcdclient.Pool plan uses.
-type MemberQuerier interface {
-	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-}
-
-var _ MemberQuerier = (*etcdclient.Pool)(nil)
-
 // AskMembers is a MemberSource that asks the members the pipeline chose, the way the
 // controller does. addresses overrides a target's "podIP:clientPort" by pod name, for members
 // reached through `kubectl port-forward`; the certificate is still verified against the
 // member's DNS name. When no member answers, the reports say so (all unreachable) and the
 // error is returned too, so the output shows it while roles fall back to the Leases.
-func AskMembers(q MemberQuerier, creds conductortls.ClientMaterial, addresses map[string]string) MemberSource {
-	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+func AskMembers(pool memberaccess.Pool, creds conductortls.ClientMaterial, addresses map[string]string) MemberSource {
+	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target) ([]roles.MemberReport, error) {
 		if len(targets) == 0 {
 			return nil, memberaccess.ErrNoMemberAddress
 		}
-		dialled := make([]etcdclient.Target, len(targets))
+		dialled := make([]memberaccess.Target, len(targets))
 		for i, t := range targets {
 			if address, ok := addresses[t.Name]; ok {
 				t.Address = address
 			}
 			dialled[i] = t
 		}
-		cs, err := q.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, dialled)
+		cs, err := memberaccess.NewCluster(pool, etcd, memberaccess.ForMembers, creds, dialled).Statuses(ctx)
 		return decision.ReportsFromClusterStatus(etcd, cs), err
 	}
 }
-
-// MemberAsker is the part of etcdclient.Pool asking all members takes: their status and member
-// list, and which voters serve a linearizable read.
-type MemberAsker interface {
-	MemberQuerier
-	membershipctl.LinearizableReader
-}
-
-var _ MemberAsker = (*etcdclient.Pool)(nil)
 
 // AskAllMembers is an AnswerSource that asks every member pod, as the membership, recovery and
 // defragmentation controllers do, and, when the membership plan waits on it, which voters the
 // leader hears (membershipctl.Hear). addresses overrides targets as for AskMembers. A question
 // no member answers is no error: the controllers decide on that too, and the output says why.
-func AskAllMembers(q MemberAsker, creds conductortls.ClientMaterial, addresses map[string]string) AnswerSource {
+func AskAllMembers(pool memberaccess.Pool, creds conductortls.ClientMaterial, addresses map[string]string) AnswerSource {
 	return func(ctx context.Context, etcd *druidv1alpha1.Etcd, pods []corev1.Pod) (Answers, error) {
 		targets := memberaccess.Targets(etcd, pods)
 		for i, t := range targets {
@@ -65,16 +48,16 @@ func AskAllMembers(q MemberAsker, creds conductortls.ClientMaterial, addresses m
 			}
 		}
 		// Its own connections: the target set differs from the rollout's question.
-		cluster := memberaccess.ClusterKey(etcd.Namespace, etcd.Name) + "/plan"
+		members := memberaccess.NewCluster(pool, etcd, memberaccess.ForPlan, creds, targets)
 		answers := Answers{Asked: true}
 		if len(targets) == 0 {
 			answers.QueryErr = memberaccess.ErrNoMemberAddress
 			return answers, nil
 		}
-		cs, err := q.Query(ctx, cluster, creds, targets)
+		cs, err := members.Statuses(ctx)
 		answers.Status, answers.QueryErr = &cs, err
 		answers.Heard = func(ctx context.Context) map[uint64]bool {
-			return membershipctl.Hear(ctx, q, etcd, cluster, targets, creds, answers.answered())
+			return membershipctl.Hear(ctx, members, etcd, answers.answered())
 		}
 		return answers, nil
 	}

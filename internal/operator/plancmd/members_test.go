@@ -8,12 +8,14 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 type recordingQuerier struct {
-	cluster string
-	targets []etcdclient.Target
+	memberaccess.Pool // what plan does not ask: a call panics
+	cluster           string
+	targets           []etcdclient.Target
 }
 
 func (r *recordingQuerier) Query(_ context.Context, cluster string, _ conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error) {

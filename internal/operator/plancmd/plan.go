@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/rollout"
@@ -143,14 +142,14 @@ func Plan(ctx context.Context, st State, src Sources, mode roles.SourcePolicy, p
 }
 
 // MemberSource is where plan's member reports come from: a member-status file or the members.
-type MemberSource func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error)
+type MemberSource func(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target) ([]roles.MemberReport, error)
 
 // LeaseSource reads member Leases live.
 type LeaseSource func(ctx context.Context, etcd *druidv1alpha1.Etcd) ([]coordinationv1.Lease, error)
 
 // Reports is a MemberSource for reports at hand, e.g. from --member-status.
 func Reports(reports []roles.MemberReport) MemberSource {
-	return func(context.Context, *druidv1alpha1.Etcd, []etcdclient.Target) ([]roles.MemberReport, error) {
+	return func(context.Context, *druidv1alpha1.Etcd, []memberaccess.Target) ([]roles.MemberReport, error) {
 		return reports, nil
 	}
 }
@@ -165,7 +164,7 @@ func (in roleInputs) MemberLeases(context.Context, *druidv1alpha1.Etcd) ([]coord
 	return in.st.Leases, nil
 }
 
-func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target) ([]roles.MemberReport, error) {
 	if in.members == nil {
 		return nil, nil
 	}
@@ -175,7 +174,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 // ServeReads asks no member: plan explains a recorded state, in which a replaced member that is
 // not Ready yet counts as not participating, and a member a failed handover went to as unheard,
 // as the controller decides when their reads fail.
-func (in roleInputs) ServeReads(context.Context, *druidv1alpha1.Etcd, []etcdclient.Target, []string) ([]string, error) {
+func (in roleInputs) ServeReads(context.Context, *druidv1alpha1.Etcd, []memberaccess.Target, []string) ([]string, error) {
 	return nil, nil
 }
 
@@ -350,9 +349,9 @@ func DecodeMemberStatus(data []byte) (MemberStatus, error) {
 
 // answers turns the document into the round the controllers ask for, as etcdclient returns it.
 func (doc MemberStatusDocument) answers() (Answers, error) {
-	cs := etcdclient.ClusterStatus{}
+	cs := memberaccess.ClusterStatus{}
 	for i, m := range doc.Members {
-		status := etcdclient.MemberStatus{Name: m.Name, Reachable: m.Reachable, RaftAppliedIndex: m.AppliedIndex,
+		status := memberaccess.MemberStatus{Name: m.Name, Reachable: m.Reachable, RaftAppliedIndex: m.AppliedIndex,
 			IsLearner: m.IsLearner, DBSize: m.DBSize, DBSizeInUse: m.DBSizeInUse,
 			Version: m.Version, StorageVersion: m.StorageVersion, DowngradeEnabled: m.DowngradeEnabled, DowngradeTarget: m.DowngradeTarget}
 		for _, id := range []struct {
@@ -369,14 +368,14 @@ func (doc MemberStatusDocument) answers() (Answers, error) {
 	byName := map[string]uint64{}
 	if doc.MemberList != nil {
 		// Present, even empty: the member list was answered.
-		cs.MemberList = []etcdclient.Member{}
+		cs.MemberList = []memberaccess.EtcdMember{}
 	}
 	for i, m := range doc.MemberList {
 		id, err := parseHexID(m.ID)
 		if err != nil || id == 0 {
 			return Answers{}, fmt.Errorf("member list entry %d: id %q is not a member ID in hex", i, m.ID)
 		}
-		cs.MemberList = append(cs.MemberList, etcdclient.Member{ID: id, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+		cs.MemberList = append(cs.MemberList, memberaccess.EtcdMember{ID: id, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
 		if m.Name != "" {
 			byName[m.Name] = id
 		}

@@ -40,8 +40,9 @@ const (
 // portMapper points the controller's member targets (pod IP and the Etcd's one client port) at
 // the etcdtest members, which share no port. Everything else goes to the real pool unchanged.
 type portMapper struct {
-	pool    *etcdclient.Pool
-	address map[string]string // member name → ip:port it listens on
+	memberaccess.Pool // what the benchmark's controller does not ask: a call panics
+	pool              *etcdclient.Pool
+	address           map[string]string // member name → ip:port it listens on
 }
 
 func (m portMapper) Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error) {

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/defrag"
@@ -27,7 +26,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // Event reasons.
@@ -39,18 +37,12 @@ const (
 	EventDefragmentationDone   = "DefragmentationCompleted"
 )
 
-// Members is what the controller needs of the member client pool.
-type Members interface {
-	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-	Defragment(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string, timeout time.Duration) error
-}
-
 // Config holds the controller's dependencies.
 type Config struct {
 	Client   client.Client
 	Reader   client.Reader // uncached reads of Secrets, pods and StatefulSets
 	Recorder record.EventRecorder
-	Members  Members
+	Members  memberaccess.Pool
 	Metrics  *Metrics
 	// Access reaches the members: their client key pair, read fresh for each step. Nil reads it
 	// through Reader, with no operator-wide key pair.
@@ -233,9 +225,8 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // observation is one look at the cluster, with what is needed to act on it.
 type observation struct {
 	observed defrag.Observed
-	creds    conductortls.ClientMaterial
-	targets  []etcdclient.Target
-	status   map[string]etcdclient.MemberStatus
+	members  *memberaccess.Cluster
+	status   map[string]memberaccess.MemberStatus
 }
 
 func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *schedule) (observation, error) {
@@ -251,21 +242,21 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd, s *s
 	if err != nil {
 		return observation{}, fmt.Errorf("member client TLS: %w", err)
 	}
-	targets := memberaccess.Targets(etcd, pods)
-	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	members := memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembers, creds, memberaccess.Targets(etcd, pods))
+	cs, err := members.Statuses(ctx)
 	if err != nil {
 		// Unreachable members are observed as such; the planner waits for them.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member query failed", "error", err.Error())
 	}
-	out := observation{creds: creds, targets: targets, status: StatusByMember(cs)}
+	out := observation{members: members, status: StatusByMember(cs)}
 	out.observed = Observe(etcd, sts, pods, out.status, s.handled, r.cfg.WaitForBackupReady)
 	return out, nil
 }
 
 // StatusByMember indexes the members' answers by member name; a member that was not asked is
 // absent, which Observe takes as not reachable.
-func StatusByMember(cs etcdclient.ClusterStatus) map[string]etcdclient.MemberStatus {
-	status := make(map[string]etcdclient.MemberStatus, len(cs.Members))
+func StatusByMember(cs memberaccess.ClusterStatus) map[string]memberaccess.MemberStatus {
+	status := make(map[string]memberaccess.MemberStatus, len(cs.Members))
 	for _, m := range cs.Members {
 		status[m.Name] = m
 	}
@@ -276,7 +267,7 @@ func StatusByMember(cs etcdclient.ClusterStatus) map[string]etcdclient.MemberSta
 // a run in progress (Due), with the members this run already handled; waitForBackupReady is the
 // operator's switch (package backupgate). It reads nothing itself, so `plan` runs the very same
 // observation on a saved state and saved member answers.
-func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]etcdclient.MemberStatus, handled map[string]bool, waitForBackupReady bool) defrag.Observed {
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, status map[string]memberaccess.MemberStatus, handled map[string]bool, waitForBackupReady bool) defrag.Observed {
 	rolled := rollout.Observe(sts, pods, nil)
 	o := defrag.Observed{Due: true, Desired: int(etcd.Spec.Replicas), Handled: handled, Operations: operation.Of(etcd),
 		Backup: backupgate.Of(etcd, waitForBackupReady)}
@@ -326,7 +317,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 	}
 	defer r.release(ctx, etcd, s, d.Member)
 	start := r.cfg.Now()
-	err := r.cfg.Members.Defragment(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets, d.Member, timeout)
+	err := o.members.Defragment(ctx, d.Member, timeout)
 	took := r.cfg.Now().Sub(start)
 	s.handled[d.Member] = true
 	s.lastWait = ""
@@ -339,7 +330,7 @@ func (r *Reconciler) defragment(ctx context.Context, etcd *druidv1alpha1.Etcd, s
 		return
 	}
 	after := int64(-1)
-	if cs, qerr := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), o.creds, o.targets); qerr == nil || len(cs.Members) > 0 {
+	if cs, qerr := o.members.Statuses(ctx); qerr == nil || len(cs.Members) > 0 {
 		for _, m := range cs.Members {
 			if m.Name == d.Member && m.Reachable {
 				after = m.DBSize

@@ -12,14 +12,16 @@ import (
 
 	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // readsOnly is a member pool in which only linearizable reads are asked: members in serving serve
 // one; it records who was asked.
 type readsOnly struct {
-	serving []string
-	asked   [][]string
+	memberaccess.Pool // what hear does not ask: a call panics
+	serving           []string
+	asked             [][]string
 }
 
 func (f *readsOnly) LinearizableReads(_ context.Context, _ string, _ conductortls.ClientMaterial, _ []etcdclient.Target, names []string) ([]string, error) {
@@ -34,18 +36,6 @@ func (f *readsOnly) LinearizableReads(_ context.Context, _ string, _ conductortl
 		}
 	}
 	return served, err
-}
-
-func (f *readsOnly) Query(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target) (etcdclient.ClusterStatus, error) {
-	panic("not asked by hear")
-}
-
-func (f *readsOnly) Member(string, conductortls.ClientMaterial, []etcdclient.Target, string) (*etcdclient.MemberConn, error) {
-	panic("not asked by hear")
-}
-
-func (f *readsOnly) MoveLeader(context.Context, string, conductortls.ClientMaterial, []etcdclient.Target, string, uint64) error {
-	panic("not asked by hear")
 }
 
 func (f *readsOnly) Forget(string) {}

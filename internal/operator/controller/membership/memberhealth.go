@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
@@ -99,7 +98,7 @@ func etcdStarted(p *corev1.Pod) time.Time {
 // the cached view; when a pod may be deleted, read everything again uncached, ask which voters
 // the leader hears and plan once more on that; delete at most the one pod named (UID
 // precondition: never a pod created since); report it.
-func (r *Reconciler) restartStuck(ctx context.Context, view *clusterView, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) error {
+func (r *Reconciler) restartStuck(ctx context.Context, view *clusterView, tgts []memberaccess.Target, creds conductortls.ClientMaterial, cs *memberaccess.ClusterStatus) error {
 	log := logr.FromContextOrDiscard(ctx)
 	d := r.healthPlan(view, cs, nil)
 	if d.Rule == memberhealth.RuleHeardUnknown {
@@ -131,7 +130,7 @@ func (r *Reconciler) restartStuck(ctx context.Context, view *clusterView, tgts [
 }
 
 // healthPlan observes the view for internal/decide/memberhealth and plans; heard nil is "not asked".
-func (r *Reconciler) healthPlan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool) memberhealth.Decision {
+func (r *Reconciler) healthPlan(v *clusterView, cs *memberaccess.ClusterStatus, heard map[uint64]bool) memberhealth.Decision {
 	mo := WithHeard(Observe(v.etcd, v.sts, v.pods, v.leases, cs, r.cfg.WaitForBackupReady), heard)
 	return memberhealth.Plan(HealthObserve(v.etcd, v.pods, mo, r.now(), r.cfg.NotReadyGrace))
 }

@@ -10,12 +10,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 )
 
@@ -63,7 +63,7 @@ func podPeerURLs(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pod *corev1.
 // Service is that pod's member whatever it is called, and is never taken for a foreign one. A
 // member neither way maps gets its own name (for messages only) and -1, which the planner treats
 // as standing for no pod (removed only after SuperfluousGrace, as it always was).
-func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
+func memberPod(etcd *druidv1alpha1.Etcd, m memberaccess.EtcdMember) (string, int) {
 	if pod, ok := resources.PodOfMember(etcd, m.Name); ok {
 		ordinal, _ := resources.OrdinalOf(etcd, pod)
 		return pod, ordinal
@@ -91,7 +91,7 @@ func memberPod(etcd *druidv1alpha1.Etcd, m etcdclient.Member) (string, int) {
 // SeenFor and which voters the leader hears (WithHeard) are the caller's to add: they come from
 // the controller's configuration, its memory and a further question. waitForBackupReady is the
 // operator's switch (package backupgate).
-func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus, waitForBackupReady bool) membership.Observed {
+func Observe(etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, pods []corev1.Pod, leases []coordinationv1.Lease, cs *memberaccess.ClusterStatus, waitForBackupReady bool) membership.Observed {
 	o := membership.Observed{
 		Desired:      int(etcd.Spec.Replicas),
 		Bootstrapped: etcd.Status.ClusterID != "",
@@ -169,7 +169,7 @@ func WithHeard(o membership.Observed, heard map[uint64]bool) membership.Observed
 }
 
 // clusterID is the cluster ID a reachable member reports, "" if none.
-func clusterID(cs *etcdclient.ClusterStatus) string {
+func clusterID(cs *memberaccess.ClusterStatus) string {
 	if cs == nil {
 		return ""
 	}

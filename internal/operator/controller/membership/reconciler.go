@@ -2,7 +2,6 @@ package membership
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -22,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/memberhealth"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
@@ -34,17 +32,6 @@ import (
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
-// Members is the part of the member client pool the controller uses.
-type Members interface {
-	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberConn, error)
-	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
-	// LinearizableReads has the members named (among targets, all of the cluster's) serve a
-	// linearizable read and returns those that did.
-	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
-	Forget(cluster string)
-}
-
 // Config holds the controller's dependencies.
 type Config struct {
 	// Client reads through the informer cache and writes; Reader reads uncached, before an
@@ -55,7 +42,7 @@ type Config struct {
 	// reads them through Reader on every use, with no operator-wide key pair.
 	Access   *memberaccess.Access
 	Recorder record.EventRecorder
-	Members  Members
+	Members  memberaccess.Pool
 	// StepInterval is how soon a membership change in progress is looked at again;
 	// SettledInterval how often a settled cluster is checked (superfluous members, lost data).
 	StepInterval    time.Duration
@@ -113,10 +100,10 @@ func NewReconciler(cfg Config) *Reconciler {
 	return &Reconciler{cfg: cfg, now: time.Now, foreignSince: map[string]time.Time{}, seedMatched: map[string]*membership.KeyspaceComparison{}}
 }
 
-// clusterKey names the Etcd's connections in the pool; separate from the OnDelete controller's,
-// whose target set differs while pods come and go.
-func clusterKey(etcd *druidv1alpha1.Etcd) string {
-	return etcd.Namespace + "/" + etcd.Name + "/membership"
+// members reaches the member pods tgts with creds, under the controller's own connections in the
+// pool: separate from the OnDelete controller's, whose target set differs while pods come and go.
+func (r *Reconciler) members(etcd *druidv1alpha1.Etcd, tgts []memberaccess.Target, creds conductortls.ClientMaterial) *memberaccess.Cluster {
+	return memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembership, creds, tgts)
 }
 
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
@@ -206,13 +193,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	actErr := r.act(ctx, etcd, sts, tgts, creds, cs, decision)
 	if actErr != nil {
 		switch {
-		case etcdclient.IsLearnerNotReady(actErr):
+		case memberaccess.IsLearnerNotReady(actErr):
 			// etcd refuses until the learner has ~90 % of the leader's log: ask again shortly,
 			// not in a tight loop.
 			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleLearnerNotReady,
 				Reason: fmt.Sprintf("learner %s has not caught up with the leader yet (etcd: %v); retrying", describe(decision.Member), actErr)}
 			actErr = nil
-		case etcdclient.IsUnhealthyCluster(actErr):
+		case memberaccess.IsUnhealthyCluster(actErr):
 			// etcd's strict reconfiguration check: a voter (say, one just promoted) has not been
 			// connected long enough. It passes within seconds.
 			decision = membership.Decision{Action: membership.ActionWait, Rule: RuleClusterSettling,
@@ -286,8 +273,9 @@ func describe(m *membership.Member) string {
 
 // act carries out one decision. Each action is safe to repeat: a member already added, promoted
 // or removed makes etcd refuse the repetition, which is treated as done.
-func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus, d membership.Decision) error {
+func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *appsv1.StatefulSet, tgts []memberaccess.Target, creds conductortls.ClientMaterial, cs *memberaccess.ClusterStatus, d membership.Decision) error {
 	log := logr.FromContextOrDiscard(ctx)
+	members := r.members(etcd, tgts, creds)
 	switch d.Action {
 	case membership.ActionSetReplicas:
 		patch := client.MergeFromWithOptions(sts.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -297,31 +285,19 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 			return fmt.Errorf("setting StatefulSet %s/%s replicas to %d: %w", sts.Namespace, sts.Name, n, err)
 		}
 	case membership.ActionAddLearner:
-		via, err := r.leaderClient(etcd, tgts, creds, cs)
-		if err != nil {
-			return err
-		}
 		peers := PeerURLs(etcd, sts, d.Ordinal)
-		m, _, err := via.AddLearner(ctx, peers)
-		if err != nil && !etcdclient.IsPeerURLExist(err) {
+		m, err := members.AddLearner(ctx, cs, peers)
+		if err != nil && !memberaccess.IsPeerURLExist(err) {
 			return err
 		}
 		log.Info("Added learner", "peerURLs", peers, "id", strconv.FormatUint(m.ID, 16))
 	case membership.ActionPromote:
-		via, err := r.leaderClient(etcd, tgts, creds, cs)
-		if err != nil {
-			return err
-		}
-		if err := via.Promote(ctx, d.Member.ID); err != nil {
+		if err := members.Promote(ctx, cs, d.Member.ID); err != nil {
 			return err
 		}
 		log.Info("Promoted learner", "member", d.Member.Name)
 	case membership.ActionRemove:
-		via, err := r.leaderClient(etcd, tgts, creds, cs)
-		if err != nil {
-			return err
-		}
-		if err := via.Remove(ctx, d.Member.ID); err != nil && !etcdclient.IsMemberNotFound(err) {
+		if err := members.Remove(ctx, cs, d.Member.ID); err != nil && !memberaccess.IsMemberNotFound(err) {
 			return err
 		}
 		log.Info("Removed member", "member", d.Member.Name, "id", strconv.FormatUint(d.Member.ID, 16))
@@ -334,34 +310,17 @@ func (r *Reconciler) act(ctx context.Context, etcd *druidv1alpha1.Etcd, sts *app
 			log.Info("Restarted the pod of a learner removed for a seed that is not the leader's data", "pod", d.Member.Name)
 		}
 	case membership.ActionUpdatePeerURL:
-		via, err := r.leaderClient(etcd, tgts, creds, cs)
-		if err != nil {
-			return err
-		}
-		if err := via.UpdatePeerURLs(ctx, d.Member.ID, d.PeerURLs); err != nil {
+		if err := members.UpdatePeerURLs(ctx, cs, d.Member.ID, d.PeerURLs); err != nil {
 			return err
 		}
 		log.Info("Updated peer URLs", "member", d.Member.Name, "peerURLs", d.PeerURLs)
 	case membership.ActionMoveLeader:
-		if err := r.cfg.Members.MoveLeader(ctx, clusterKey(etcd), creds, tgts, d.Member.Name, d.Target.ID); err != nil {
+		if err := members.MoveLeader(ctx, d.Member.Name, d.Target.ID); err != nil {
 			return err
 		}
 		log.Info("Moved leadership", "from", d.Member.Name, "to", d.Target.Name)
 	}
 	return nil
-}
-
-// leaderClient returns the client of the member that answered as leader in this reconcile's
-// query: membership changes go to it directly instead of being forwarded.
-func (r *Reconciler) leaderClient(etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) (*etcdclient.MemberConn, error) {
-	if cs == nil {
-		return nil, errors.New("no member answered")
-	}
-	leader, ok := cs.Leader()
-	if !ok {
-		return nil, errors.New("no member answers as leader")
-	}
-	return r.cfg.Members.Member(clusterKey(etcd), creds, tgts, leader.Name)
 }
 
 // clusterView is one look at an Etcd and what the controller observes of it in Kubernetes.
@@ -379,7 +338,7 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.N
 	etcd := &druidv1alpha1.Etcd{}
 	if err := reader.Get(ctx, key, etcd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.cfg.Members.Forget(key.Namespace + "/" + key.Name + "/membership")
+			r.cfg.Members.Forget(memberaccess.PoolKey(key.Namespace, key.Name, memberaccess.ForMembership))
 		}
 		return nil, client.IgnoreNotFound(err)
 	}
@@ -407,7 +366,7 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, key types.N
 // askMembers asks the member pods tgts for their status over mTLS, with the Etcd's client key
 // pair; nil status when there is no target or none answered. The error says why the key pair
 // could not be built; the members not answering is no error (the plan waits).
-func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target) (conductortls.ClientMaterial, *etcdclient.ClusterStatus, error) {
+func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []memberaccess.Target) (conductortls.ClientMaterial, *memberaccess.ClusterStatus, error) {
 	if len(tgts) == 0 {
 		return conductortls.ClientMaterial{}, nil, nil
 	}
@@ -415,7 +374,7 @@ func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	if err != nil {
 		return creds, nil, err
 	}
-	got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts)
+	got, err := r.members(etcd, tgts, creds).Statuses(ctx)
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).V(1).Info("No member answered", "error", err.Error())
 		// Perhaps the key pair or CA was rotated: read them again next time.
@@ -426,7 +385,7 @@ func (r *Reconciler) askMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	return creds, &got, nil
 }
 
-func sameTargets(a, b []etcdclient.Target) bool {
+func sameTargets(a, b []memberaccess.Target) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -440,11 +399,11 @@ func sameTargets(a, b []etcdclient.Target) bool {
 
 // plan observes the view with what the members said and plans one step. heard is which voters
 // the leader hears (hear), nil when not asked: then no step that counts a quorum is taken.
-func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard map[uint64]bool, keyspaces map[uint64]*membership.KeyspaceComparison, credsErr error) membership.Decision {
+func (r *Reconciler) plan(v *clusterView, cs *memberaccess.ClusterStatus, heard map[uint64]bool, keyspaces map[uint64]*membership.KeyspaceComparison, credsErr error) membership.Decision {
 	observed := Observe(v.etcd, v.sts, v.pods, v.leases, cs, r.cfg.WaitForBackupReady)
 	observed.SuperfluousGrace = r.cfg.SuperfluousGrace
 	observed = WithKeyspaces(WithHeard(observed, heard), keyspaces)
-	r.ageForeign(clusterKey(v.etcd), observed.Members)
+	r.ageForeign(memberaccess.PoolKey(v.etcd.Namespace, v.etcd.Name, memberaccess.ForMembership), observed.Members)
 	d := membership.Plan(observed)
 	if credsErr != nil && !observed.MembersKnown {
 		d.Reason += fmt.Sprintf(" (member client TLS: %v)", credsErr)
@@ -453,13 +412,8 @@ func (r *Reconciler) plan(v *clusterView, cs *etcdclient.ClusterStatus, heard ma
 }
 
 // hear asks which voters the leader hears (Hear) through the controller's pool.
-func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
-	return Hear(ctx, r.cfg.Members, etcd, clusterKey(etcd), tgts, creds, cs)
-}
-
-// LinearizableReader is the part of the member client pool Hear needs.
-type LinearizableReader interface {
-	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
+func (r *Reconciler) hear(ctx context.Context, etcd *druidv1alpha1.Etcd, tgts []memberaccess.Target, creds conductortls.ClientMaterial, cs *memberaccess.ClusterStatus) map[uint64]bool {
+	return Hear(ctx, r.members(etcd, tgts, creds), etcd, cs)
 }
 
 // Hear asks which voters the leader hears, as the leader sees it, by member ID: the member that
@@ -470,7 +424,7 @@ type LinearizableReader interface {
 // pool's call timeout. A voter no pod address stands for is not heard, nor is any voter when no
 // member answered as leader. The map is never nil: nil is "not asked" to WithHeard. It is
 // exported for `plan`, which asks live members the same question.
-func Hear(ctx context.Context, members LinearizableReader, etcd *druidv1alpha1.Etcd, cluster string, tgts []etcdclient.Target, creds conductortls.ClientMaterial, cs *etcdclient.ClusterStatus) map[uint64]bool {
+func Hear(ctx context.Context, members *memberaccess.Cluster, etcd *druidv1alpha1.Etcd, cs *memberaccess.ClusterStatus) map[uint64]bool {
 	heard := map[uint64]bool{}
 	if cs == nil {
 		return heard
@@ -487,7 +441,7 @@ func Hear(ctx context.Context, members LinearizableReader, etcd *druidv1alpha1.E
 		// heard, as a member of no pod always did.
 		pod, ordinal := memberPod(etcd, m)
 		if m.IsLearner || m.ID == leader.ID || ordinal < 0 ||
-			!slices.ContainsFunc(tgts, func(t etcdclient.Target) bool { return t.Name == pod }) {
+			!slices.ContainsFunc(members.Targets(), func(t memberaccess.Target) bool { return t.Name == pod }) {
 			continue
 		}
 		ids[pod] = m.ID
@@ -496,7 +450,7 @@ func Hear(ctx context.Context, members LinearizableReader, etcd *druidv1alpha1.E
 	if len(names) == 0 {
 		return heard
 	}
-	served, err := members.LinearizableReads(ctx, cluster, creds, tgts, names)
+	served, err := members.LinearizableReads(ctx, names)
 	for _, name := range served {
 		heard[ids[name]] = true
 	}
@@ -513,7 +467,7 @@ func Hear(ctx context.Context, members LinearizableReader, etcd *druidv1alpha1.E
 // network path from the operator to the members), the one a majority of spec.replicas' fresh
 // member Leases report (leaseClusterID, which says why that can only stop a bootstrap). Nothing
 // is written while neither knows it.
-func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, cs *etcdclient.ClusterStatus, leases []coordinationv1.Lease) error {
+func (r *Reconciler) recordClusterID(ctx context.Context, etcd *druidv1alpha1.Etcd, cs *memberaccess.ClusterStatus, leases []coordinationv1.Lease) error {
 	id, source := clusterID(cs), "a member answered the operator"
 	if id == "" {
 		var from []string

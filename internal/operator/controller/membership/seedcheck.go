@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/membership"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
 	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
@@ -55,18 +55,12 @@ func WithKeyspaces(o membership.Observed, compared map[uint64]*membership.Keyspa
 	return o
 }
 
-// KeyspaceReader is the part of the member client pool CompareKeyspace needs.
-type KeyspaceReader interface {
-	Member(cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, name string) (*etcdclient.MemberConn, error)
-}
-
 // CompareKeyspace digests the learner's keyspace and the leader's at one revision, the lower of
 // their current ones (the learner may lag), each read serializably from the member itself: a
 // learner serves no HashKV and no linearizable read, and the leader's own copy is what is
 // compared. A revision compacted meanwhile, or a member that does not answer, gives a comparison
 // not made (the learner waits and is compared again at the next pass), never a mismatch.
-func CompareKeyspace(ctx context.Context, members KeyspaceReader, cluster string, creds conductortls.ClientMaterial, tgts []etcdclient.Target,
-	cs *etcdclient.ClusterStatus, learner *membership.Member) *membership.KeyspaceComparison {
+func CompareKeyspace(ctx context.Context, members *memberaccess.Cluster, cs *memberaccess.ClusterStatus, learner *membership.Member) *membership.KeyspaceComparison {
 	failed := func(rev int64, err error) *membership.KeyspaceComparison {
 		return &membership.KeyspaceComparison{Revision: rev, Error: err.Error()}
 	}
@@ -77,7 +71,7 @@ func CompareKeyspace(ctx context.Context, members KeyspaceReader, cluster string
 	if !ok {
 		return failed(0, errors.New("no member answers as leader"))
 	}
-	var own *etcdclient.MemberStatus
+	var own *memberaccess.MemberStatus
 	for i := range cs.Members {
 		if s := &cs.Members[i]; s.Reachable && s.ID == learner.ID {
 			own = s
@@ -88,7 +82,7 @@ func CompareKeyspace(ctx context.Context, members KeyspaceReader, cluster string
 	}
 	rev := min(leader.Revision, own.Revision)
 	digest := func(name string) (string, error) {
-		conn, err := members.Member(cluster, creds, tgts, name)
+		conn, err := members.Member(name)
 		if err != nil {
 			return "", err
 		}
@@ -119,16 +113,16 @@ func (r *Reconciler) deletePod(ctx context.Context, namespace, name string) erro
 }
 
 // compareSeed is CompareKeyspace for the learner, once: a match is remembered (seedMatched).
-func (r *Reconciler) compareSeed(ctx context.Context, etcd *druidv1alpha1.Etcd, creds conductortls.ClientMaterial, tgts []etcdclient.Target,
-	cs *etcdclient.ClusterStatus, learner *membership.Member) *membership.KeyspaceComparison {
-	key := clusterKey(etcd) + "/" + strconv.FormatUint(learner.ID, 16)
+func (r *Reconciler) compareSeed(ctx context.Context, etcd *druidv1alpha1.Etcd, creds conductortls.ClientMaterial, tgts []memberaccess.Target,
+	cs *memberaccess.ClusterStatus, learner *membership.Member) *membership.KeyspaceComparison {
+	key := memberaccess.PoolKey(etcd.Namespace, etcd.Name, memberaccess.ForMembership) + "/" + strconv.FormatUint(learner.ID, 16)
 	r.mu.Lock()
 	matched := r.seedMatched[key]
 	r.mu.Unlock()
 	if matched != nil {
 		return matched
 	}
-	compared := CompareKeyspace(ctx, r.cfg.Members, clusterKey(etcd), creds, tgts, cs, learner)
+	compared := CompareKeyspace(ctx, r.members(etcd, tgts, creds), cs, learner)
 	if compared.Match() {
 		r.mu.Lock()
 		r.seedMatched[key] = compared

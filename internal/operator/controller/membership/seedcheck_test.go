@@ -3,6 +3,9 @@ package membership
 import (
 	"context"
 	"fmt"
+	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +80,8 @@ func TestSeededLearnerComparedWithTheLeader(t *testing.T) {
 				t.Fatalf("HashKV on a learner: %v; want etcd's refusal", err)
 			}
 
-			self.Keyspace = CompareKeyspace(ctx, pool, "seed", c.Client, c.Targets(), &cs, &self)
+			seed := &druidv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "seed"}}
+			self.Keyspace = CompareKeyspace(ctx, memberaccess.NewCluster(pool, seed, memberaccess.ForMembership, c.Client, c.Targets()), &cs, &self)
 			t.Logf("keyspace comparison: %+v", *self.Keyspace)
 			o := membership.Observed{Desired: 4, StatefulSetReplicas: 4, Bootstrapped: true, MembersKnown: true, HeardKnown: true}
 			for i, mm := range c.Members[:3] {

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
+	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 )
 
 // recordVoters keeps status.voters at the voting membership of the recorded cluster, as its
@@ -17,7 +17,7 @@ import (
 // only from a member that answers as leader of the cluster in status.clusterID: a leader means a
 // quorum, and a member of another cluster (a restored one not yet recorded, a stray) never
 // rewrites what the recorded cluster's voters were.
-func (r *Reconciler) recordVoters(ctx context.Context, etcd *druidv1alpha1.Etcd, cs *etcdclient.ClusterStatus) error {
+func (r *Reconciler) recordVoters(ctx context.Context, etcd *druidv1alpha1.Etcd, cs *memberaccess.ClusterStatus) error {
 	voters, ok := leaderVoters(cs, etcd.Status.ClusterID)
 	if !ok || slices.EqualFunc(voters, etcd.Status.Voters, sameVoter) {
 		return nil
@@ -32,7 +32,7 @@ func (r *Reconciler) recordVoters(ctx context.Context, etcd *druidv1alpha1.Etcd,
 
 // leaderVoters are the voters in the member list of a leader of cluster clusterID (hex), by
 // name; ok is false when no such leader answered with its list.
-func leaderVoters(cs *etcdclient.ClusterStatus, clusterID string) ([]druidv1alpha1.RecordedVoter, bool) {
+func leaderVoters(cs *memberaccess.ClusterStatus, clusterID string) ([]druidv1alpha1.RecordedVoter, bool) {
 	if cs == nil || clusterID == "" || len(cs.MemberList) == 0 {
 		return nil, false
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/roles"
@@ -27,7 +26,6 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // Handover outcomes, the values of the outcome label.
@@ -58,7 +56,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	r.cfg.Metrics.Handovers.WithLabelValues(etcd.Namespace, etcd.Name, to, outcome).Inc()
 	r.cfg.Metrics.HandoverDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if err == nil {
-		r.handedOver.record(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now())
+		r.handedOver.record(etcdKey(etcd), r.now())
 		log.Info("Leadership handed over", "duration", elapsed)
 		r.cfg.Recorder.Eventf(etcd, corev1.EventTypeNormal, "LeadershipHandedOver",
 			"leadership moved from %s to %s in %s, confirmed by the members; %s is deleted next as a follower [%s]",
@@ -69,7 +67,7 @@ func (r *Reconciler) handover(ctx context.Context, etcd *druidv1alpha1.Etcd, o d
 	var failedTo []string
 	if pod := resources.FindPod(o.Pods, from); pod != nil {
 		failedTo = appendNew(rollout.HandoverFailedTo(pod), to)
-		r.failures.record(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), pod.UID, failedRecord{count: attempts, to: failedTo})
+		r.failures.record(etcdKey(etcd), pod.UID, failedRecord{count: attempts, to: failedTo})
 	}
 	log.Info("Leadership handover failed", "attempt", attempts, "outcome", outcome, "error", err.Error())
 	r.cfg.Recorder.Eventf(etcd, corev1.EventTypeWarning, "HandoverFailed",
@@ -93,17 +91,16 @@ func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etc
 	if err != nil {
 		return fmt.Errorf("member client TLS: %w", err)
 	}
-	targets := memberaccess.Targets(etcd, o.Pods)
-	key := memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
+	members := memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembers, creds, memberaccess.Targets(etcd, o.Pods))
 
 	moveCtx, cancel := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
 	defer cancel()
-	moveErr := r.cfg.Members.MoveLeader(moveCtx, key, creds, targets, from, toID)
+	moveErr := members.MoveLeader(moveCtx, from, toID)
 	confirmCtx, cancelConfirm := context.WithTimeout(ctx, r.cfg.HandoverTimeout)
 	defer cancelConfirm()
 	var last string
 	for {
-		leads, why := r.leads(confirmCtx, key, creds, targets, to, toID)
+		leads, why := leads(confirmCtx, members, to, toID)
 		if leads {
 			// Also after a failed call: leadership may have reached the target anyway (a call
 			// that timed out late, or a transfer already under way), and then nothing failed.
@@ -123,8 +120,8 @@ func (r *Reconciler) moveAndConfirm(ctx context.Context, etcd *druidv1alpha1.Etc
 
 // leads asks the members whether to (member toID) leads: it must say so itself and a majority of
 // the members that answer must follow it.
-func (r *Reconciler) leads(ctx context.Context, key string, creds conductortls.ClientMaterial, targets []etcdclient.Target, to string, toID uint64) (bool, string) {
-	cs, err := r.cfg.Members.Query(ctx, key, creds, targets)
+func leads(ctx context.Context, members *memberaccess.Cluster, to string, toID uint64) (bool, string) {
+	cs, err := members.Statuses(ctx)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -355,3 +352,6 @@ func (r *Reconciler) observeLags(etcd *druidv1alpha1.Etcd, o decision.Outcome) {
 		r.cfg.Metrics.AppliedIndexLag.WithLabelValues(etcd.Namespace, etcd.Name, rep.Name).Set(lag)
 	}
 }
+
+// etcdKey names an Etcd in what the controller remembers of it (handovers, failed ones).
+func etcdKey(etcd *druidv1alpha1.Etcd) string { return client.ObjectKeyFromObject(etcd).String() }

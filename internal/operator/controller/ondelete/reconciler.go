@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/backupgate"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/operation"
@@ -32,23 +31,7 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/priority"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
-
-// MemberPool is the part of the member connection pool (etcdclient.Pool) the controller uses.
-type MemberPool interface {
-	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-	// LinearizableReads has the members named serve a linearizable read; targets are all of
-	// them, so the pool keeps every connection.
-	LinearizableReads(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, names []string) ([]string, error)
-	// LinearizableReadsOf has the members of targets, some of the cluster's, serve a
-	// linearizable read, leaving the connections of the others alone.
-	LinearizableReadsOf(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) ([]string, error)
-	// MoveLeader asks member fromName, the leader, to hand leadership to member toID.
-	MoveLeader(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target, fromName string, toID uint64) error
-	// Forget closes a cluster's cached connections.
-	Forget(cluster string)
-}
 
 // Config holds the controller's dependencies and settings.
 type Config struct {
@@ -61,7 +44,7 @@ type Config struct {
 	// reads them through Reader on every use, with no operator-wide key pair.
 	Access   *memberaccess.Access
 	Recorder record.EventRecorder
-	Members  MemberPool
+	Members  memberaccess.Pool
 	Metrics  *Metrics
 	// RoleSource is Auto (ask the members, fall back to leases) or LeaseOnly.
 	RoleSource roles.SourcePolicy
@@ -191,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	pods = r.failures.apply(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), pods)
+	pods = r.failures.apply(etcdKey(etcd), pods)
 	outcome, err := decision.Decide(ctx, decision.State{Etcd: etcd, StatefulSet: sts, Pods: pods},
 		roleInputs{r: r}, r.cfg.RoleSource, r.cfg.Policy, r.now())
 	if err != nil {
@@ -272,14 +255,14 @@ func (r *Reconciler) read(ctx context.Context, reader client.Reader, req ctrl.Re
 			// The StatefulSet is named after its Etcd: drop the cluster's member connections
 			// and its series.
 			r.rejoin.stop(req.NamespacedName)
-			r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+			r.cfg.Members.Forget(memberaccess.PoolKey(req.Namespace, req.Name, memberaccess.ForMembers))
 			r.cfg.Metrics.Forget(req.NamespacedName)
 		}
 		return nil, nil, nil, client.IgnoreNotFound(err)
 	}
 	if !isManagedOnDelete(sts) {
 		r.rejoin.stop(req.NamespacedName)
-		r.cfg.Members.Forget(memberaccess.ClusterKey(req.Namespace, req.Name))
+		r.cfg.Members.Forget(memberaccess.PoolKey(req.Namespace, req.Name, memberaccess.ForMembers))
 		r.cfg.Metrics.Forget(req.NamespacedName)
 		return nil, nil, nil, nil
 	}
@@ -428,7 +411,7 @@ func (in roleInputs) MemberLeases(ctx context.Context, etcd *druidv1alpha1.Etcd)
 	return memberaccess.ReadMemberLeases(ctx, in.r.cfg.Reader, etcd)
 }
 
-func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target) ([]roles.MemberReport, error) {
+func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target) ([]roles.MemberReport, error) {
 	r := in.r
 	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
@@ -440,7 +423,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	if len(targets) == 0 {
 		return nil, memberaccess.ErrNoMemberAddress
 	}
-	cs, err := r.cfg.Members.Query(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets)
+	cs, err := memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembers, creds, targets).Statuses(ctx)
 	if err != nil {
 		r.cfg.Metrics.MemberClientErrors.WithLabelValues(etcd.Namespace, etcd.Name, "unreachable").Inc()
 		// Perhaps the key pair or CA was rotated: read them again next time.
@@ -451,7 +434,7 @@ func (in roleInputs) AskMembers(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	return decision.ReportsFromClusterStatus(etcd, cs), nil
 }
 
-func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []etcdclient.Target, names []string) ([]string, error) {
+func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, targets []memberaccess.Target, names []string) ([]string, error) {
 	r := in.r
 	creds, err := r.cfg.Access.ClientTLS(ctx, etcd)
 	if err != nil {
@@ -460,7 +443,7 @@ func (in roleInputs) ServeReads(ctx context.Context, etcd *druidv1alpha1.Etcd, t
 	}
 	ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
 	defer cancel()
-	return r.cfg.Members.LinearizableReads(ctx, memberaccess.ClusterKey(etcd.Namespace, etcd.Name), creds, targets, names)
+	return memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembers, creds, targets).LinearizableReads(ctx, names)
 }
 
 // recordRejoinReads counts the reads that asked replaced members whether they are back, by
@@ -492,7 +475,7 @@ func (r *Reconciler) recordResolution(ctx context.Context, etcd *druidv1alpha1.E
 	}
 	res := o.Resolution
 	r.cfg.Metrics.RoleSource.WithLabelValues(etcd.Namespace, etcd.Name, string(res.Source)).Inc()
-	if res.Mismatch && r.handedOver.within(memberaccess.ClusterKey(etcd.Namespace, etcd.Name), r.now(), leaseCatchUp) {
+	if res.Mismatch && r.handedOver.within(etcdKey(etcd), r.now(), leaseCatchUp) {
 		// Our own handover moved leadership since the agents last renewed their Leases: the
 		// disagreement is that delay, not a fault worth a Warning.
 		logr.FromContextOrDiscard(ctx).V(1).Info("Member Leases not yet renewed since the handover", "detail", res.Detail)

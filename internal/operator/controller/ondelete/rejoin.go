@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/decision"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
@@ -53,7 +52,7 @@ type rejoinWatch struct {
 
 // rejoinWatcher is one StatefulSet's watch.
 type rejoinWatcher struct {
-	targets  []etcdclient.Target
+	targets  []memberaccess.Target
 	deadline time.Time
 	cancel   context.CancelFunc
 	outcome  string // why it was cancelled, set with cancel
@@ -77,10 +76,10 @@ func newRejoinWatch(pace time.Duration, ended func(sts types.NamespacedName, out
 // from now. A watch of the same targets already running is extended; one of other targets (other
 // members, or a member at a new address) is replaced. ctx bounds the watch beyond that:
 // controller-runtime cancels a reconcile's context when the manager stops.
-func (w *rejoinWatch) watch(ctx context.Context, sts *appsv1.StatefulSet, targets []etcdclient.Target, forAtLeast time.Duration, read rejoinRead) {
+func (w *rejoinWatch) watch(ctx context.Context, sts *appsv1.StatefulSet, targets []memberaccess.Target, forAtLeast time.Duration, read rejoinRead) {
 	key := types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name}
 	deadline := time.Now().Add(forAtLeast)
-	targets = slices.SortedFunc(slices.Values(targets), func(a, b etcdclient.Target) int { return strings.Compare(a.Name, b.Name) })
+	targets = slices.SortedFunc(slices.Values(targets), func(a, b memberaccess.Target) int { return strings.Compare(a.Name, b.Name) })
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -173,7 +172,7 @@ func (w *rejoinWatch) watching(key types.NamespacedName) []string {
 	return nil
 }
 
-func targetNames(targets []etcdclient.Target) []string {
+func targetNames(targets []memberaccess.Target) []string {
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.Name
@@ -195,7 +194,7 @@ func (r *Reconciler) watchRejoin(ctx context.Context, etcd *druidv1alpha1.Etcd, 
 		// Decide's own reads failed the same way and said so; the requeue asks again.
 		return
 	}
-	var targets []etcdclient.Target
+	var targets []memberaccess.Target
 	for _, t := range memberaccess.Targets(etcd, o.Pods) {
 		if slices.Contains(o.AwaitingRejoin, t.Name) && !slices.Contains(o.Rejoined, t.Name) {
 			targets = append(targets, t)
@@ -204,11 +203,11 @@ func (r *Reconciler) watchRejoin(ctx context.Context, etcd *druidv1alpha1.Etcd, 
 	if len(targets) == 0 {
 		return
 	}
-	cluster := memberaccess.ClusterKey(etcd.Namespace, etcd.Name)
+	members := memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForMembers, creds, nil)
 	r.rejoin.watch(ctx, sts, targets, 2*r.cfg.RequeueInterval, func(ctx context.Context) bool {
 		ctx, cancel := context.WithTimeout(ctx, rejoinReadTimeout)
 		defer cancel()
-		served, _ := r.cfg.Members.LinearizableReadsOf(ctx, cluster, creds, targets)
+		served, _ := members.LinearizableReadsOf(ctx, targets)
 		return len(served) > 0
 	})
 }

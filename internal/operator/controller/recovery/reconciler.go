@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-conductor/etcd-conductor/etcdclient"
 	druidv1alpha1 "github.com/etcd-conductor/etcd-conductor/internal/api/druid/v1alpha1"
 	"github.com/etcd-conductor/etcd-conductor/internal/contract/memberlease"
 	"github.com/etcd-conductor/etcd-conductor/internal/decide/recovery"
@@ -27,25 +26,18 @@ import (
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/etcdstatus"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/memberaccess"
 	"github.com/etcd-conductor/etcd-conductor/internal/operator/resources"
-	conductortls "github.com/etcd-conductor/etcd-conductor/tls"
 )
 
 // DefaultGrace is how long quorum must have been lost before a restore starts: long enough for
 // a member that restarts or is rescheduled to come back with its data.
 const DefaultGrace = 30 * time.Second
 
-// Members is the part of the member client pool the controller uses.
-type Members interface {
-	Query(ctx context.Context, cluster string, creds conductortls.ClientMaterial, targets []etcdclient.Target) (etcdclient.ClusterStatus, error)
-	Forget(cluster string)
-}
-
 // Config holds the controller's dependencies.
 type Config struct {
 	Client   client.Client
 	Reader   client.Reader
 	Recorder record.EventRecorder
-	Members  Members
+	Members  memberaccess.Pool
 	// Access reaches the members: their client key pair, read fresh on every look, since
 	// members not answering is what a lost quorum looks like, not a sign of a rotated key pair.
 	// Nil reads it through Reader, with no operator-wide key pair.
@@ -99,10 +91,6 @@ func NewReconciler(cfg Config) *Reconciler {
 	return &Reconciler{cfg: cfg, now: time.Now}
 }
 
-func clusterKey(etcd *druidv1alpha1.Etcd) string {
-	return etcd.Namespace + "/" + etcd.Name + "/recovery"
-}
-
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=druid.gardener.cloud,resources=etcds/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
@@ -121,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.cfg.Reader.Get(ctx, req.NamespacedName, etcd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/recovery")
+			r.cfg.Members.Forget(memberaccess.PoolKey(req.Namespace, req.Name, memberaccess.ForRecovery))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -143,10 +131,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var cs *etcdclient.ClusterStatus
+	var cs *memberaccess.ClusterStatus
 	creds, credsErr := r.cfg.Access.FreshClientTLS(ctx, etcd)
 	if tgts := memberaccess.Targets(etcd, pods); credsErr == nil && len(tgts) > 0 {
-		if got, err := r.cfg.Members.Query(ctx, clusterKey(etcd), creds, tgts); err == nil {
+		if got, err := memberaccess.NewCluster(r.cfg.Members, etcd, memberaccess.ForRecovery, creds, tgts).Statuses(ctx); err == nil {
 			cs = &got
 		}
 	}
@@ -184,7 +172,7 @@ func (r *Reconciler) nothingToRecover(ctx context.Context, req ctrl.Request) (bo
 	etcd := &druidv1alpha1.Etcd{}
 	if err := r.cfg.Client.Get(ctx, req.NamespacedName, etcd); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.cfg.Members.Forget(req.Namespace + "/" + req.Name + "/recovery")
+			r.cfg.Members.Forget(memberaccess.PoolKey(req.Namespace, req.Name, memberaccess.ForRecovery))
 		}
 		return true, client.IgnoreNotFound(err)
 	}
@@ -274,7 +262,7 @@ const ReasonForgedRestoreOrder = "ForgedRestoreOrderIgnored"
 // the Etcd controls, and what the members said (cs nil: none answered), with the controller's
 // grace and clock. It reads nothing itself, so `plan` runs the very same observation on a saved
 // state and saved member answers.
-func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *etcdclient.ClusterStatus, grace time.Duration, now time.Time) recovery.Observed {
+func Observe(etcd *druidv1alpha1.Etcd, pods []corev1.Pod, leases []coordinationv1.Lease, cs *memberaccess.ClusterStatus, grace time.Duration, now time.Time) recovery.Observed {
 	o := recovery.Observed{
 		Desired:           int(etcd.Spec.Replicas),
 		Grace:             grace,
