@@ -72,7 +72,7 @@ func randomObserved(rng *rand.Rand) Observed {
 		o.Transport.Running = &running
 	}
 	o.Strategy = updatestrategy.Input{GateOn: rng.IntN(2) == 0, Name: "etcd", Replicas: int32(rng.IntN(4)), UpdateRevision: pick([]string{"", "r1", "r2"}),
-		Current: []appsv1.StatefulSetUpdateStrategyType{"", appsv1.OnDeleteStatefulSetStrategyType, appsv1.RollingUpdateStatefulSetStrategyType}[rng.IntN(3)],
+		Current:      []appsv1.StatefulSetUpdateStrategyType{"", appsv1.OnDeleteStatefulSetStrategyType, appsv1.RollingUpdateStatefulSetStrategyType}[rng.IntN(3)],
 		HoldRecorded: rng.IntN(2) == 0}
 	for i := range rng.IntN(4) {
 		o.Strategy.Pods = append(o.Strategy.Pods, updatestrategy.Pod{Name: fmt.Sprintf("etcd-%d", i), Revision: pick([]string{"r1", "r2"}),
