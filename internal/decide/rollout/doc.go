@@ -1,5 +1,5 @@
-// Package rollout decides, from one observation of an etcd StatefulSet and its pods, which single
-// pod (if any) the OnDelete controller deletes next so that a pod-template change reaches every
+// Package rollout decides, from one observation of an etcd StatefulSet and its pods, which pod (or
+// batch of followers, within the quorum's headroom) the OnDelete controller deletes next so that a pod-template change reaches every
 // member without losing quorum needlessly (design DEP-07). It does no I/O, reads no clock and logs
 // nothing: Plan is a pure function of Observed, so the controller, the `plan` subcommand and the
 // tests all see the same decision for the same state.

@@ -25,6 +25,7 @@
 // (each order through the leader of the status the caller decided on), defragment, linearizable
 // reads. Pool is the one interface over the connection pool, and the etcdclient types the
 // controllers need are spelled here, so that on the manager's side only this package imports
-// etcdclient (test/structure checks it). Access.Reach builds a Cluster of every labelled member
-// pod with the key pair read fresh, for the Etcd reconciler.
+// etcdclient (test/structure checks it). A controller builds one with NewCluster from the targets
+// and key pair it chose; Access.Reach builds one of every labelled member pod with the key pair
+// read fresh, for the Etcd reconciler.
 package memberaccess
