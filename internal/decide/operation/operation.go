@@ -34,9 +34,11 @@ type Hold struct {
 	// flight (by its reason, the rule's CamelCase): a change refused, or waiting on what the
 	// others may have to do first (every member ready, every member's word), holds nobody.
 	Steps []ruleid.ID
-	// CarriedOutBy is the operation that carries this one out and so never waits on it: the
-	// rollout replaces the members for a version or volume change.
-	CarriedOutBy Kind
+	// CarriedOutBy are the operations that carry this one out and so never wait on it: the
+	// rollout replaces the members for a version or volume change, and for a volume change the
+	// membership controller adds each replaced member back as a learner (its data is on the old
+	// claims).
+	CarriedOutBy []Kind
 }
 
 // Holds are the conditions that mark an operation in flight. Adding one here is all it takes for
@@ -47,9 +49,9 @@ var Holds = []Hold{
 	{Condition: druidv1alpha1.ConditionTypeDefragmentationInProgress, Kind: KindDefragmentation, Holder: "defragmentation controller"},
 	{Condition: druidv1alpha1.ConditionTypeUpdateStrategyHeld, Kind: KindStrategyHold, Holder: "Etcd reconciler"},
 	{Condition: druidv1alpha1.ConditionTypeVersionChange, Kind: KindVersionChange, Holder: "Etcd reconciler",
-		Steps: versionchange.UnderWay, CarriedOutBy: KindRollout},
+		Steps: versionchange.UnderWay, CarriedOutBy: []Kind{KindRollout}},
 	{Condition: druidv1alpha1.ConditionTypeVolumeChange, Kind: KindVolumeChange, Holder: "Etcd reconciler",
-		Steps: volumechange.UnderWay, CarriedOutBy: KindRollout},
+		Steps: volumechange.UnderWay, CarriedOutBy: []Kind{KindRollout, KindScale}},
 }
 
 // InFlight is one operation under way.
@@ -62,7 +64,7 @@ type InFlight struct {
 	// Detail is the condition's message.
 	Detail string `json:"detail,omitempty"`
 	// CarriedOutBy is Hold.CarriedOutBy.
-	CarriedOutBy Kind `json:"carriedOutBy,omitempty"`
+	CarriedOutBy []Kind `json:"carriedOutBy,omitempty"`
 }
 
 // Describe is one line for a wait's reason.
@@ -111,7 +113,7 @@ func Of(etcd *druidv1alpha1.Etcd) Set {
 // Except returns s without the operations of kind k and those k carries out: a controller never
 // waits on itself.
 func (s Set) Except(k Kind) Set {
-	return slices.DeleteFunc(slices.Clone(s), func(f InFlight) bool { return f.Kind == k || f.CarriedOutBy == k })
+	return slices.DeleteFunc(slices.Clone(s), func(f InFlight) bool { return f.Kind == k || slices.Contains(f.CarriedOutBy, k) })
 }
 
 // Has tells whether an operation of kind k is in flight.
