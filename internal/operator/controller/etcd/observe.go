@@ -99,7 +99,8 @@ func (r *Reconciler) observe(ctx context.Context, etcd *druidv1alpha1.Etcd) (*ob
 	return o, nil
 }
 
-// observeStatefulSet reads the Etcd's StatefulSet from the cache.
+// observeStatefulSet reads the Etcd's StatefulSet from the cache, once a pass: every part of the
+// decision starts from it.
 func (r *Reconciler) observeStatefulSet(ctx context.Context, etcd *druidv1alpha1.Etcd, o *observation) error {
 	sts := &appsv1.StatefulSet{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: etcd.Namespace, Name: resources.StatefulSetName(etcd)}, sts)
